@@ -1,0 +1,1 @@
+"""Differential tests: penstock against DuckDB on generated tables (see README.md)."""
