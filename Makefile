@@ -1,0 +1,25 @@
+# The two commands of the README. Each bootstraps a virtualenv in .venv on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test install clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: $(BIN)/.installed
+	$(BIN)/penstock demo
+
+# CPU backend: unit + differential suite, then NVRTC compile of every kernel the suite generated.
+test: $(BIN)/.installed
+	PENSTOCK_KERNEL_LOG=$(CURDIR)/.kernel-log $(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m penstock.device.nvrtc_check $(CURDIR)/.kernel-log
+
+clean:
+	rm -rf $(VENV) .kernel-log .pytest_cache

@@ -1,0 +1,199 @@
+"""penstock.connect(): the Python API.
+
+A Connection owns a planning context (DataFusion), the tables registered in it, and a
+device backend. `sql()` plans through DataFusion and Substrait, runs the plan with
+penstock's generated kernels, and says in the result which engine produced it. A query
+the executor cannot run goes whole to DataFusion, and the result says why; with
+strict=True that raises penstock.Unsupported instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from penstock.device import get_backend
+from penstock.errors import PenstockError, QueryError, Unsupported
+from penstock.exec.executor import CompiledPlan, Executor, compile_plan
+from penstock.exec.metrics import QueryMetrics
+from penstock.frontend.session import Frontend, PlannedQuery
+from penstock.frontend.sql_errors import translate_error
+from penstock.io import TableReader, open_table
+from penstock.io.memory import MemoryTable
+from penstock.plan.physical import PhysicalPlan
+from penstock.plan.planner import PhysicalPlanner
+from penstock.plan.types import to_arrow
+
+PLAN_CACHE_SIZE = 256
+
+
+@dataclass
+class Result:
+    """A query's result, and which engine produced it."""
+
+    table: pa.Table
+    engine: str  # penstock-cpu | penstock-gpu | datafusion
+    fallback_reason: str | None = None
+    metrics: QueryMetrics | None = None
+    seconds: float = 0.0
+    plan: PhysicalPlan | None = field(default=None, repr=False)
+
+    def to_arrow(self) -> pa.Table:
+        return self.table
+
+    def to_pandas(self) -> Any:
+        return self.table.to_pandas()
+
+    @property
+    def num_rows(self) -> int:
+        return self.table.num_rows
+
+    def __repr__(self) -> str:
+        why = f", fallback: {self.fallback_reason}" if self.fallback_reason else ""
+        return f"<penstock.Result {self.num_rows} rows, engine {self.engine}{why}>"
+
+
+@dataclass
+class _Prepared:
+    planned: PlannedQuery
+    physical: PhysicalPlan | None = None
+    compiled: CompiledPlan | None = None
+    reason: str | None = None
+
+
+class Connection:
+    def __init__(self, device: str = "auto", strict: bool = False,
+                 gpu_memory_limit: int | None = None):
+        self.backend = get_backend(device)
+        self.strict = strict
+        self.memory_limit = gpu_memory_limit
+        self.frontend = Frontend()
+        self.tables: dict[str, TableReader] = {}
+        self._plans: dict[tuple[Any, ...], _Prepared] = {}
+        self._lock = threading.RLock()
+        self.executor = Executor(self.backend, self._table, gpu_memory_limit)
+
+    # -- catalog ------------------------------------------------------------------------------
+    def register(self, name: str, path: str | os.PathLike[str], format: str | None = None) -> None:
+        """A file, a directory or a glob of Parquet, Arrow IPC/Feather or CSV files, as table `name`."""
+        reader = open_table(path, format)
+        location = os.fspath(path)
+        extension = None
+        if os.path.isdir(location):
+            extension = reader.files[0].suffix
+        elif not any(c in location for c in "*?[") and len(reader.files) == 1:
+            extension = reader.files[0].suffix
+        with self._lock:
+            if getattr(reader, "stream_format", False):
+                self.frontend.register_table(name, reader.read_all())  # type: ignore[attr-defined]
+            else:
+                self.frontend.register_files(name, reader.format, location, reader.schema, extension)
+            self.tables[name] = reader
+            self._plans.clear()
+
+    def register_arrow(self, name: str, table: pa.Table) -> None:
+        with self._lock:
+            self.frontend.register_table(name, table)
+            self.tables[name] = MemoryTable(table)
+            self._plans.clear()
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self.frontend.deregister(name)
+            self.tables.pop(name, None)
+            self._plans.clear()
+
+    def _table(self, name: str) -> TableReader:
+        return self.tables[name]
+
+    # -- queries ------------------------------------------------------------------------------
+    def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> _Prepared:
+        key = (sql, repr(params), self.frontend.version)
+        with self._lock:
+            found = self._plans.get(key)
+            if found is not None:
+                return found
+            planned = self.frontend.plan(sql, params)
+            prepared = _Prepared(planned, reason=planned.unsupported)
+            if planned.ir is not None:
+                try:
+                    planner = PhysicalPlanner(lambda t: self.tables[t].num_rows() if t in self.tables else None)
+                    prepared.physical = planner.plan(planned.ir, planned.names)
+                    prepared.compiled = compile_plan(self.backend, prepared.physical)
+                except Unsupported as e:
+                    prepared.reason, prepared.physical, prepared.compiled = str(e), None, None
+                except PenstockError as e:  # a kernel that does not compile is a penstock bug
+                    if self.strict:
+                        raise
+                    prepared.reason = f"internal error while compiling kernels: {e}"
+                    prepared.physical = prepared.compiled = None
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = prepared
+            return prepared
+
+    def sql(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+        started = time.perf_counter()
+        metrics = QueryMetrics()
+        cached = (sql, repr(params), self.frontend.version) in self._plans
+        prepared = self.prepare(sql, params)
+        metrics.plan_cache_hit = cached
+        metrics.plan_seconds = time.perf_counter() - started
+        if prepared.compiled is None:
+            return self._fallback(prepared, started)
+        metrics.compile_seconds = 0.0 if cached else prepared.compiled.compile_seconds
+        table = self.executor.run(prepared.compiled, metrics)
+        table = _rename(table, prepared.planned.names)
+        metrics.execute_seconds = time.perf_counter() - started - metrics.plan_seconds
+        return Result(table, self.backend.engine, None, metrics, time.perf_counter() - started,
+                      prepared.physical)
+
+    def _fallback(self, prepared: _Prepared, started: float) -> Result:
+        reason = prepared.reason or "unknown"
+        if self.strict:
+            raise Unsupported(reason)
+        try:
+            table = prepared.planned.dataframe.to_arrow_table()
+        except Exception as e:
+            raise translate_error(prepared.planned.sql, e) from None
+        return Result(_plain_types(table), "datafusion", reason, None, time.perf_counter() - started)
+
+    def explain(self, sql: str, analyze: bool = False,
+                params: Sequence[Any] | dict[str, Any] | None = None) -> str:
+        from penstock.explain import explain_text
+
+        prepared = self.prepare(sql, params)
+        result = self.sql(sql, params) if analyze else None
+        return explain_text(self.backend.describe(), self.backend.engine, prepared.planned,
+                            prepared.physical, prepared.compiled, prepared.reason, result)
+
+
+def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None) -> Connection:
+    """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores)."""
+    return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit)
+
+
+def _rename(table: pa.Table, names: list[str]) -> pa.Table:
+    return table.rename_columns(names) if table.num_columns == len(names) else table
+
+
+def _plain_types(table: pa.Table) -> pa.Table:
+    """DataFusion's view types as the plain Arrow types penstock's own results use."""
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+            t = pa.string()
+        elif pa.types.is_binary_view(t):
+            t = pa.binary()
+        fields.append(pa.field(f.name, t, f.nullable))
+    schema = pa.schema(fields)
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
+__all__ = ["Connection", "Result", "connect", "QueryError", "Unsupported", "to_arrow"]

@@ -1,0 +1,103 @@
+"""How a hash-aggregation slot is laid out, shared by the kernels and the executor.
+
+A slot is `width` 64-bit words:
+  [tag][group id][one word per group key][NULL mask of the keys][states of each measure]
+The group id numbers groups in insertion order; DISTINCT sets refer to groups by it, so
+growing (rehashing) the table does not invalidate them. Each measure keeps one word (counts)
+or two (a sum or extreme value, and how many non-NULL inputs it has seen).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from penstock.errors import Unsupported
+from penstock.plan.expr import Expr
+from penstock.plan.physical import AggregateSink
+from penstock.plan.rel import AggCall
+from penstock.plan.types import DataType, Kind
+
+TAG, GROUP_ID, FIRST_KEY = 0, 1, 2
+DISTINCT_WIDTH = 3  # [tag][group id][value word]
+MAX_KEYS = 62
+
+
+@dataclass(frozen=True)
+class MeasureState:
+    call: AggCall
+    word: int  # first word of its state in the slot
+    kind: str  # count | sum_int | sum_float | minmax_int | minmax_float | minmax_text
+    distinct_set: int | None  # index of its DISTINCT set, if any
+
+
+@dataclass(frozen=True)
+class AggLayout:
+    keys: tuple[DataType, ...]
+    measures: tuple[MeasureState, ...]
+    width: int
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.keys)
+
+    @property
+    def null_word(self) -> int:
+        return FIRST_KEY + len(self.keys)
+
+    @property
+    def distinct_sets(self) -> int:
+        return sum(m.distinct_set is not None for m in self.measures)
+
+    @property
+    def needs_arena(self) -> bool:
+        return any(t.kind is Kind.STRING for t in self.keys) or any(
+            m.kind == "minmax_text" or (m.distinct_set is not None and m.call.arg is not None
+                                         and m.call.arg.type.kind is Kind.STRING)
+            for m in self.measures)
+
+
+def state_kind(call: AggCall) -> str:
+    arg = call.arg.type if call.arg is not None else None
+    if call.fn in ("count", "count_star"):
+        return "count"
+    assert arg is not None
+    if call.fn in ("sum", "avg"):
+        if arg.is_float:
+            return "sum_float"
+        if arg.is_integer or arg.kind is Kind.DECIMAL:
+            return "sum_int"
+    if call.fn in ("min", "max", "bool_and", "bool_or"):
+        if arg.kind is Kind.STRING:
+            return "minmax_text"
+        if arg.is_float:
+            return "minmax_float"
+        if arg.is_numeric or arg.kind in (Kind.DATE, Kind.TIMESTAMP, Kind.BOOL):
+            return "minmax_int"
+    raise Unsupported(f"aggregate {call.fn}({arg})")
+
+
+def layout_of(sink: AggregateSink) -> AggLayout:
+    keys = tuple(g.type for g in sink.groups)
+    if len(keys) > MAX_KEYS:
+        raise Unsupported(f"GROUP BY with more than {MAX_KEYS} keys")
+    for t in keys:
+        if t.kind in (Kind.NULL,):
+            raise Unsupported("GROUP BY a NULL-typed expression")
+    word = FIRST_KEY + len(keys) + 1
+    measures = []
+    sets = 0
+    for call in sink.measures:
+        kind = state_kind(call)
+        distinct = None
+        if call.distinct and call.fn in ("count", "sum", "avg"):
+            distinct, sets = sets, sets + 1
+        measures.append(MeasureState(call, word, kind, distinct))
+        word += 1 if kind == "count" else 2
+    return AggLayout(keys, tuple(measures), word)
+
+
+def arena_exprs(sink: AggregateSink) -> list[Expr]:
+    """The text expressions whose values an aggregation copies into its arena."""
+    out = [g for g in sink.groups if g.type.kind is Kind.STRING]
+    out += [m.arg for m in sink.measures if m.arg is not None and m.arg.type.kind is Kind.STRING]
+    return out

@@ -1,0 +1,60 @@
+"""The hash-join build kernel: insert every build row under its key's hash.
+
+Mode 0 inserts rows (rows with a NULL key are left out: they match nothing, but a NOT IN
+must know they exist, so the kernel raises a flag). Mode 1, run after, measures the largest
+number of build rows that share a key; the executor uses it to bound how many rows a probe
+can produce, so output buffers and aggregation tables are sized before a kernel runs.
+"""
+
+from __future__ import annotations
+
+from penstock.codegen import keys as K
+from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr_logic import equality
+from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kernel, Mode, ParamTable,
+                                     RowCount, RowOffset, kernel_source)
+from penstock.codegen.row import load_input
+from penstock.plan.expr import BuildColumn, ColumnRef
+from penstock.plan.physical import BuildHashTable
+
+
+class _RowAt:
+    def __init__(self, row: str):
+        self.row = row
+
+    def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
+        assert isinstance(e, ColumnRef)
+        return load_input(g, e, self.row)
+
+
+def generate_build(step: BuildHashTable) -> Kernel:
+    params = ParamTable()
+    n = params.get(RowCount(), "int64_t", "i64", "n")
+    row0 = params.get(RowOffset(), "int64_t", "i64", "row0")
+    err = params.get(ErrorFlag(), "int32_t*", "ptr", "err")
+    mode = params.get(Mode(), "int32_t", "i32", "mode")
+    slots = params.get(JoinTablePart(step.join, "slots"), "uint64_t*", "ptr", "j")
+    mask = params.get(JoinTablePart(step.join, "mask"), "uint64_t", "u64", "j")
+    has_null = params.get(JoinTablePart(step.join, "has_null"), "int32_t*", "ptr", "j")
+    most = params.get(JoinTablePart(step.join, "multiplicity"), "int64_t*", "ptr", "j")
+    out = CodeWriter(indent=2)
+    g = ExprGen(out, params, _RowAt("i"), err)
+    out.line(f"const int64_t i = {row0} + t;")
+    keys = [g.compile(ColumnRef(step.types[c], c)) for c in step.key_columns]
+    nulls = " || ".join(k.n for k in keys if k.nullable) or "false"
+    out.line(f"if ({nulls}) {{ if ({mode} == 0) *{has_null} = 1; continue; }}")
+    out.line(f"const uint64_t h = {K.hash_keys(keys)};")
+    out.open(f"if ({mode} == 0)")
+    out.line(f"if (!xpu::join_insert({slots}, {mask}, h, i)) xpu::raise({err}, xpu::ERR_TABLE_FULL);")
+    out.line("continue;")
+    out.close()
+    out.line("int64_t same = 0;")
+    out.open(f"for (auto p = xpu::join_probe({slots}, {mask}, h); p.valid(); p.next())")
+    out.line("const int64_t r = p.row;")
+    other = ExprGen(out, params, _RowAt("r"), err)
+    others = [other.compile(ColumnRef(step.types[c], c)) for c in step.key_columns]
+    out.line(f"if ({' && '.join(equality(g, a, b) for a, b in zip(keys, others))}) ++same;")
+    out.close()
+    out.line(f"xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
+    body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
+    return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params)

@@ -1,0 +1,174 @@
+"""IR expressions -> C++ statements computing (value, is-null) pairs.
+
+Each expression becomes locals `vN` (value) and `nN` (NULL flag) written by plain
+statements, so CASE, AND/OR and COALESCE can evaluate lazily and an expression that
+might raise (1/x) runs only when PostgreSQL would run it. A subexpression is computed
+once per scope. Handlers for each family of functions live in expr_*.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from penstock.codegen.cpp_types import STRVIEW, scalar_type, text_type
+from penstock.codegen.kernel import CodeWriter, Constant, ConstantText, ParamTable, RuntimeValue
+from penstock.errors import Unsupported
+from penstock.plan.expr import (BuildColumn, Call, Case, Cast, ColumnRef, Expr, InList, Like,
+                                Literal, Param)
+from penstock.plan.types import DataType, Kind
+
+
+@dataclass(frozen=True)
+class Val:
+    v: str  # C++ expression for the value (meaningless when null)
+    n: str  # C++ expression: true when NULL ("false" when never)
+    type: DataType
+    cpp: str
+
+    @property
+    def nullable(self) -> bool:
+        return self.n != "false"
+
+    def truthy(self) -> str:
+        """C++ condition: this boolean is TRUE (not false, not NULL)."""
+        return self.v if not self.nullable else f"(!{self.n} && {self.v})"
+
+
+class RowContext(Protocol):
+    def load(self, g: "ExprGen", e: ColumnRef | BuildColumn) -> Val: ...
+
+
+Handler = Callable[["ExprGen", Call], Val]
+
+
+class ExprGen:
+    def __init__(self, out: CodeWriter, params: ParamTable, row: RowContext, err: str):
+        self.out = out
+        self.params = params
+        self.row = row
+        self.err = err  # name of the kernel's error-flag parameter
+        self._scopes: list[dict[Expr, Val]] = [{}]
+        from penstock.codegen import expr_arith, expr_dates, expr_logic, expr_text
+
+        self.handlers: dict[str, Handler] = {}
+        for module in (expr_logic, expr_arith, expr_text, expr_dates):
+            self.handlers.update(module.HANDLERS)
+
+    # -- scopes: values computed inside a conditional block stay there ------------------------
+    def push(self) -> None:
+        self._scopes.append({})
+
+    def pop(self) -> None:
+        self._scopes.pop()
+
+    def fresh(self) -> tuple[str, str]:
+        name = self.out.fresh("v")
+        return name, "n" + name[1:]
+
+    # -- entry ---------------------------------------------------------------------------------
+    def compile(self, e: Expr) -> Val:
+        for scope in reversed(self._scopes):
+            if e in scope:
+                return scope[e]
+        val = self._compile(e)
+        self._scopes[-1][e] = val
+        return val
+
+    def _compile(self, e: Expr) -> Val:
+        if isinstance(e, (ColumnRef, BuildColumn)):
+            return self.row.load(self, e)
+        if isinstance(e, Literal):
+            return self.literal(e.value, e.type)
+        if isinstance(e, Param):
+            return self.runtime_value(e)
+        if isinstance(e, Call):
+            handler = self.handlers.get(e.fn.split(".", 1)[0] if "." in e.fn else e.fn)
+            if handler is None:
+                raise Unsupported(f"function {e.fn} in a kernel")
+            return handler(self, e)
+        if isinstance(e, Cast):
+            from penstock.codegen.expr_cast import compile_cast
+
+            return compile_cast(self, e)
+        if isinstance(e, Case):
+            from penstock.codegen.expr_logic import compile_case
+
+            return compile_case(self, e)
+        if isinstance(e, InList):
+            from penstock.codegen.expr_logic import compile_in_list
+
+            return compile_in_list(self, e)
+        if isinstance(e, Like):
+            from penstock.codegen.expr_text import compile_like
+
+            return compile_like(self, e)
+        raise Unsupported(f"expression {type(e).__name__} in a kernel")
+
+    # -- leaves ----------------------------------------------------------------------------------
+    def literal(self, value: object, t: DataType) -> Val:
+        if value is None or t.kind is Kind.NULL:
+            cpp = text_type(Literal(t, None)) if t.kind is Kind.STRING else scalar_type(t)
+            return Val(f"{cpp}()", "true", t, cpp)
+        if t.kind is Kind.STRING:
+            assert isinstance(value, str)
+            ptr = self.params.get(ConstantText(value, "ptr"), "const uint8_t*", "ptr", "lit")
+            n = self.params.get(ConstantText(value, "len"), "int64_t", "i64", "lit")
+            return Val(f"xpu::make_str({ptr}, {n})", "false", t, STRVIEW)
+        ctype, declared = _literal_ctype(t)
+        name = self.params.get(Constant(value, ctype), declared, ctype, "lit")
+        cpp = scalar_type(t)
+        v = f"({name} != 0)" if t.kind is Kind.BOOL else (name if declared == cpp else f"(({cpp}){name})")
+        return Val(v, "false", t, cpp)
+
+    def runtime_value(self, p: Param) -> Val:
+        null = self.params.get(RuntimeValue(p.slot, "null"), "int32_t", "i32", "rt")
+        if p.type.kind is Kind.STRING:
+            ptr = self.params.get(RuntimeValue(p.slot, "ptr"), "const uint8_t*", "ptr", "rt")
+            n = self.params.get(RuntimeValue(p.slot, "len"), "int64_t", "i64", "rt")
+            return Val(f"xpu::make_str({ptr}, {n})", f"({null} != 0)", p.type, STRVIEW)
+        ctype, declared = _literal_ctype(p.type)
+        name = self.params.get(RuntimeValue(p.slot, "value"), declared, ctype, "rt")
+        cpp = scalar_type(p.type)
+        v = f"({name} != 0)" if p.type.kind is Kind.BOOL else f"(({cpp}){name})"
+        return Val(v, f"({null} != 0)", p.type, cpp)
+
+    # -- helpers for handlers ---------------------------------------------------------------------
+    def strict(self, result: DataType, args: list[Val], value: str, cpp: str | None = None) -> Val:
+        """A value that is NULL when any argument is; `value` is computed only otherwise."""
+        cpp = cpp or scalar_type(result)
+        v, n = self.fresh()
+        nulls = [a.n for a in args if a.nullable]
+        if not nulls:
+            self.out.line(f"{cpp} {v} = {value};")
+            return Val(v, "false", result, cpp)
+        self.out.line(f"bool {n} = {' || '.join(nulls)};")
+        self.out.line(f"{cpp} {v}{{}};")
+        self.out.line(f"if (!{n}) {v} = {value};")
+        return Val(v, n, result, cpp)
+
+    def define(self, result: DataType, value: str, null: str = "false", cpp: str | None = None) -> Val:
+        """Bind `value` (and its null flag) to fresh locals."""
+        cpp = cpp or scalar_type(result)
+        v, n = self.fresh()
+        self.out.line(f"{cpp} {v} = {value};")
+        if null in ("false", "true"):
+            return Val(v, null, result, cpp)
+        self.out.line(f"bool {n} = {null};")
+        return Val(v, n, result, cpp)
+
+    def as_double(self, a: Val) -> str:
+        if a.type.kind is Kind.DECIMAL:
+            return f"xpu::decimal_to_double({a.v}, {a.type.scale})"
+        return f"(double){a.v}"
+
+
+def _literal_ctype(t: DataType) -> tuple[str, str]:
+    """(ABI type, declared C++ type) of a scalar literal parameter."""
+    if t.kind in (Kind.FLOAT32, Kind.FLOAT64):
+        return "f64", "double"
+    if t.kind in (Kind.INT64, Kind.DECIMAL, Kind.TIMESTAMP):
+        return "i64", "int64_t"
+    if t.kind in (Kind.INT8, Kind.INT16, Kind.INT32, Kind.DATE, Kind.BOOL):
+        return "i32", "int32_t"
+    raise Unsupported(f"literal of type {t}")

@@ -1,0 +1,177 @@
+"""What the code generator hands to the executor: kernel source plus parameter roles.
+
+Every kernel parameter has a role saying what the executor must pass for it (a column
+buffer of the current batch, a literal, a hash table, ...). Literal values are parameters,
+never text in the source, so queries that differ only in constants share one kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Parts of a column in Arrow layout, as kernel parameters.
+VALUES, VALIDITY, DATA, DICT_OFFSETS, DICT_DATA, STRIDE = (
+    "values", "validity", "data", "dict_offsets", "dict_data", "stride")
+
+
+@dataclass(frozen=True)
+class Role:
+    """Base of parameter roles."""
+
+
+@dataclass(frozen=True)
+class RowCount(Role):
+    """Rows of the batch (i64)."""
+
+
+@dataclass(frozen=True)
+class RowOffset(Role):
+    """First row of the batch this launch processes (i64)."""
+
+
+@dataclass(frozen=True)
+class ErrorFlag(Role):
+    """int32 cell the kernel sets to its first error code."""
+
+
+@dataclass(frozen=True)
+class Counters(Role):
+    """uint64 per operator: rows out (EXPLAIN ANALYZE)."""
+
+
+@dataclass(frozen=True)
+class InputPart(Role):
+    column: int
+    part: str
+
+
+@dataclass(frozen=True)
+class BuildPart(Role):
+    """A column part of the build-side buffer of join `join`."""
+
+    join: int
+    column: int
+    part: str
+
+
+@dataclass(frozen=True)
+class JoinTablePart(Role):
+    join: int
+    part: str  # slots | mask | rows | has_null | matched | multiplicity
+
+
+@dataclass(frozen=True)
+class Constant(Role):
+    """A literal scalar; its ABI type is part of the role (1 as i32 and as i64 differ)."""
+
+    value: Any
+    ctype: str
+
+
+@dataclass(frozen=True)
+class ConstantText(Role):
+    """A text literal: its bytes (part 'ptr') or its length (part 'len')."""
+
+    value: str
+    part: str
+
+
+@dataclass(frozen=True)
+class RuntimeValue(Role):
+    """A scalar subquery's result: part 'value' or 'null'."""
+
+    slot: int
+    part: str
+
+
+@dataclass(frozen=True)
+class SinkPart(Role):
+    """A buffer of the sink's state; `column` for per-output-column parts."""
+
+    part: str
+    column: int = -1
+
+
+@dataclass(frozen=True)
+class Mode(Role):
+    """Which phase of a multi-phase kernel to run (i32)."""
+
+
+@dataclass
+class KernelParam:
+    name: str
+    ctype: str  # ptr | i64 | i32 | u64 | f64
+    cpp: str  # declared C++ type
+    role: Role
+
+
+@dataclass
+class Kernel:
+    """A generated kernel: its source and entry point, and the roles of its parameters."""
+
+    name: str
+    source: str
+    params: list[KernelParam]
+    counters: list[str] = field(default_factory=list)  # what each ANALYZE counter counts
+
+    @property
+    def param_ctypes(self) -> tuple[str, ...]:
+        return tuple(p.ctype for p in self.params)
+
+
+class ParamTable:
+    """Collects a kernel's parameters; the same role gets the same parameter."""
+
+    def __init__(self) -> None:
+        self.params: list[KernelParam] = []
+        self._by_role: dict[Role, str] = {}
+
+    def get(self, role: Role, cpp: str, ctype: str, hint: str = "p") -> str:
+        name = self._by_role.get(role)
+        if name is None:
+            name = f"{hint}_{len(self.params)}"  # locals never have an underscore
+            self.params.append(KernelParam(name, ctype, cpp, role))
+            self._by_role[role] = name
+        return name
+
+    def signature(self) -> str:
+        return ",\n    ".join(f"{p.cpp} {p.name}" for p in self.params)
+
+    def ctypes(self) -> tuple[str, ...]:
+        return tuple(p.ctype for p in self.params)
+
+
+HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_cast.h", "hash.h", "hash_table.h")
+
+
+def kernel_source(name: str, params: ParamTable, body: str) -> str:
+    includes = "\n".join(f'#include "{h}"' for h in HEADERS)
+    return f"{includes}\n\nXPU_KERNEL void {name}(\n    {params.signature()}) {{\n{body}}}\n"
+
+
+class CodeWriter:
+    """Lines of C++ with indentation."""
+
+    def __init__(self, indent: int = 1) -> None:
+        self.lines: list[str] = []
+        self.level = indent
+        self._next = 0
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.level + text)
+
+    def open(self, text: str) -> None:
+        self.line(text + " {")
+        self.level += 1
+
+    def close(self, text: str = "}") -> None:
+        self.level -= 1
+        self.line(text)
+
+    def fresh(self, prefix: str = "v") -> str:
+        self._next += 1
+        return f"{prefix}{self._next}"
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"

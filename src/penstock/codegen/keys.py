@@ -1,0 +1,62 @@
+"""Hashing and storing key values: join keys, group keys, DISTINCT values.
+
+Both sides of a join hash keys with these functions, so equal values of one type meet in
+the same slot. In aggregation tables each key is one 64-bit word: integers, dates,
+timestamps and decimals as int64, floats as normalised bits, text as a pointer to an
+arena record.
+"""
+
+from __future__ import annotations
+
+from penstock.codegen.expr_gen import Val
+from penstock.plan.types import DataType, Kind
+
+
+def hash_value(v: Val) -> str:
+    if v.type.kind is Kind.STRING:
+        return f"xpu::hash_str({v.v})"
+    if v.type.is_float:
+        return f"xpu::hash_double((double){v.v})"
+    return f"xpu::hash_int((int64_t){v.v})"
+
+
+def hash_keys(vals: list[Val], null_aware: bool = False) -> str:
+    """One hash of several key values; with null_aware, NULL hashes as a constant."""
+    parts = [f"({v.n} ? xpu::HASH_NULL : {hash_value(v)})" if null_aware and v.nullable else hash_value(v)
+             for v in vals]
+    if not parts:
+        return "xpu::HASH_SEED"
+    h = parts[0]
+    for p in parts[1:]:
+        h = f"xpu::hash_combine({h}, {p})"
+    return h
+
+
+def key_word(v: Val, arena_store: str | None = None) -> str:
+    """The value as a 64-bit table word (text: `arena_store` is the call storing it)."""
+    if v.type.kind is Kind.STRING:
+        assert arena_store is not None
+        return arena_store
+    if v.type.is_float:
+        return f"xpu::double_key((double){v.v})"
+    return f"(uint64_t)(int64_t){v.v}"
+
+
+def word_equals(word: str, v: Val) -> str:
+    """C++ test: table word `word` holds the same value as `v`."""
+    if v.type.kind is Kind.STRING:
+        return f"xpu::str_eq(xpu::arena_text({word}), {v.v})"
+    if v.type.is_float:
+        return f"({word} == xpu::double_key((double){v.v}))"
+    return f"({word} == (uint64_t)(int64_t){v.v})"
+
+
+def word_value(word: str, t: DataType, cpp: str) -> str:
+    """C++ expression reading a value of type `t` back out of a table word."""
+    if t.kind is Kind.STRING:
+        return f"xpu::arena_text({word})"
+    if t.is_float:
+        return f"({cpp})xpu::bits_to_double({word})"
+    if t.kind is Kind.BOOL:
+        return f"({word} != 0)"
+    return f"({cpp})(int64_t){word}"

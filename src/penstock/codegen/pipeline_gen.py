@@ -1,0 +1,204 @@
+"""A pipeline -> one fused kernel: the row loop, filters, join probes, then the sink.
+
+The generated kernel reads like Crystal's block-wide steps: load, predicate, probe,
+aggregate. Operators nest: a probe is a loop over the build rows that match, and the
+operators after it run inside that loop, so `continue` always means "drop this row
+combination". Each operator counts the rows it lets through (EXPLAIN ANALYZE).
+"""
+
+from __future__ import annotations
+
+from penstock.codegen import keys as K
+from penstock.codegen.agg_layout import layout_of
+from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr_logic import equality
+from penstock.codegen.kernel import (CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
+                                     ParamTable, RowCount, RowOffset, kernel_source)
+from penstock.codegen.row import load_build, load_input
+from penstock.codegen.sink_aggregate import AggregateSinkGen
+from penstock.codegen.sink_materialize import write_row
+from penstock.plan.expr import BuildColumn, ColumnRef, conjuncts
+from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp,
+                                    UnmatchedBuildSource)
+from penstock.plan.rel import JoinKind
+
+
+class PipelineGen:
+    def __init__(self, pipeline: Pipeline):
+        self.p = pipeline
+        self.params = ParamTable()
+        self.n = self.params.get(RowCount(), "int64_t", "i64", "n")
+        self.row0 = self.params.get(RowOffset(), "int64_t", "i64", "row0")
+        self.err = self.params.get(ErrorFlag(), "int32_t*", "ptr", "err")
+        self.cnt = self.params.get(Counters(), "uint64_t*", "ptr", "cnt")
+        self.out = CodeWriter(indent=2)
+        self.g = ExprGen(self.out, self.params, self, self.err)
+        self.probe_joins = [op.join for op in pipeline.ops if isinstance(op, ProbeOp)]
+        self.counter_names = ["rows in"]
+        self.agg: AggregateSinkGen | None = None
+
+    # RowContext
+    def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
+        if isinstance(e, ColumnRef):
+            return load_input(g, e, "i")
+        return load_build(g, e, self.probe_joins[e.probe], f"r{e.probe}")
+
+    def counter(self, label: str) -> str:
+        self.counter_names.append(label)
+        return f"k{len(self.counter_names) - 1}"
+
+    # -- kernel -------------------------------------------------------------------------------
+    def generate(self, name: str) -> Kernel:
+        sink = self.p.sink
+        prologue: list[str] = []
+        if isinstance(sink, AggregateSink):
+            self.agg = AggregateSinkGen(self.g, sink, layout_of(sink))
+            prologue = self.agg.prologue()
+        self.out.line("const int64_t i = " + self.row0 + " + t;")
+        self.out.line("++k0;")
+        if isinstance(self.p.source, UnmatchedBuildSource):
+            matched = self.params.get(JoinTablePart(self.p.source.join, "matched"), "const uint8_t*", "ptr", "j")
+            self.out.line(f"if ({matched}[i]) continue;")
+        self.operators(0, probe=0)
+        body = self.out.lines
+        tail = CodeWriter(indent=1)
+        if self.agg is not None:
+            self.agg.epilogue(tail)
+        counters = [f"k{i}" for i in range(len(self.counter_names))]
+        lines = ["  XPU_PARALLEL_BEGIN", "  uint64_t " + ", ".join(f"{c} = 0" for c in counters) + ";"]
+        lines += ["  " + p for p in prologue]
+        lines.append(f"  XPU_FOR(t, {self.n}) {{")
+        lines += body
+        lines.append("  }")
+        lines += tail.lines
+        lines += [f"  xpu::reduce_add(&{self.cnt}[{i}], {c});" for i, c in enumerate(counters)]
+        lines.append("  XPU_PARALLEL_END")
+        source = kernel_source(name, self.params, "\n".join(lines) + "\n")
+        return Kernel(name, source, self.params.params, self.counter_names)
+
+    # -- operators ----------------------------------------------------------------------------
+    def operators(self, k: int, probe: int) -> None:
+        if k == len(self.p.ops):
+            self.sink()
+            return
+        op = self.p.ops[k]
+        if isinstance(op, FilterOp):
+            for term in conjuncts(op.condition):
+                c = self.g.compile(term)
+                self.out.line(f"if (!{c.truthy()}) continue;")
+            self.out.line(f"++{self.counter(f'filter #{k + 1}')};")
+            self.operators(k + 1, probe)
+        else:
+            assert isinstance(op, ProbeOp)
+            self.probe(op, k, probe)
+
+    def sink(self) -> None:
+        sink = self.p.sink
+        self.out.line(f"++{self.counter('sink rows')};")
+        if isinstance(sink, MaterializeSink):
+            write_row(self.g, [self.g.compile(e) for e in sink.exprs])
+        else:
+            assert self.agg is not None
+            self.agg.row()
+
+    def match(self, op: ProbeOp, probe: int, keys: list[Val]) -> str:
+        """Statements testing the candidate build row r<probe>; returns the flag's name."""
+        g, ok = self.g, self.out.fresh("ok")
+        builds = [g.compile(BuildColumn(t, probe, c)) for c, t in
+                  zip(op.build_key_columns, [op.build_types[c] for c in op.build_key_columns])]
+        tests = [equality(g, a, b) for a, b in zip(keys, builds)]
+        self.out.line(f"bool {ok} = {' && '.join(tests) if tests else 'true'};")
+        if op.residual is not None:
+            self.out.open(f"if ({ok})")
+            g.push()
+            res = g.compile(op.residual)
+            self.out.line(f"{ok} = {res.truthy()};")
+            g.pop()
+            self.out.close()
+        return ok
+
+    def probe(self, op: ProbeOp, k: int, probe: int) -> None:
+        g, out = self.g, self.out
+        keys = [g.compile(e) for e in op.probe_keys]
+        key_null = " || ".join(v.n for v in keys if v.nullable) or "false"
+        slots = self.params.get(JoinTablePart(op.join, "slots"), "const uint64_t*", "ptr", "j")
+        mask = self.params.get(JoinTablePart(op.join, "mask"), "uint64_t", "u64", "j")
+        rows = self.params.get(JoinTablePart(op.join, "rows"), "int64_t", "i64", "j")
+        if keys:
+            start = f"xpu::join_probe(({key_null}) ? nullptr : {slots}, {mask}, {K.hash_keys(keys)})"
+        else:
+            start = f"xpu::scan_probe({rows})"
+        pr, r = f"p{probe}", f"r{probe}"
+        label = f"{op.kind.value} join #{k + 1}"
+        if op.kind is JoinKind.INNER:
+            out.open(f"for (auto {pr} = {start}; {pr}.valid(); {pr}.next())")
+            out.line(f"const int64_t {r} = {pr}.row;")
+            g.push()
+            ok = self.match(op, probe, keys)
+            out.line(f"if (!{ok}) continue;")
+            self.mark(op, r)
+            out.line(f"++{self.counter(label)};")
+            self.operators(k + 1, probe + 1)
+            g.pop()
+            out.close()
+        elif op.kind is JoinKind.LEFT:
+            found, matched, done = f"f{probe}", f"m{probe}", f"d{probe}"
+            out.open("")
+            out.line(f"auto {pr} = {start}; bool {matched} = false, {done} = false;")
+            out.open(f"while (!{done})")
+            out.line(f"int64_t {r} = xpu::NULL_ROW; bool {found} = false;")
+            out.open(f"while (!{found} && {pr}.valid())")
+            out.line(f"{r} = {pr}.row; {pr}.next();")
+            g.push()
+            ok = self.match(op, probe, keys)
+            out.line(f"{found} = {ok};")
+            g.pop()
+            out.close()
+            out.line(f"if (!{found}) {{ {r} = xpu::NULL_ROW; {done} = true; if ({matched}) break; }}")
+            out.line(f"{matched} = true;")
+            if op.mark_matches:
+                out.line(f"if ({found}) {{ {self._matched_array(op)}[{r}] = 1; }}")
+            g.push()
+            out.line(f"++{self.counter(label)};")
+            self.operators(k + 1, probe + 1)
+            g.pop()
+            out.close()
+            out.close()
+        else:
+            self.semi_anti(op, k, probe, keys, key_null, start, label)
+
+    def semi_anti(self, op: ProbeOp, k: int, probe: int, keys: list[Val], key_null: str,
+                  start: str, label: str) -> None:
+        g, out = self.g, self.out
+        pr, r, found = f"p{probe}", f"r{probe}", f"f{probe}"
+        out.line(f"bool {found} = false;")
+        out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {pr}.next())")
+        out.line(f"const int64_t {r} = {pr}.row;")
+        g.push()
+        ok = self.match(op, probe, keys)
+        out.line(f"{found} = {ok};")
+        g.pop()
+        out.close()
+        if op.kind is JoinKind.SEMI:
+            out.line(f"if (!{found}) continue;")
+        elif op.null_aware:  # NOT IN: a NULL on either side makes the test NULL, not true
+            rows = self.params.get(JoinTablePart(op.join, "rows"), "int64_t", "i64", "j")
+            has_null = self.params.get(JoinTablePart(op.join, "has_null"), "int32_t", "i32", "j")
+            out.line(f"if ({rows} > 0 && (({key_null}) || {has_null} || {found})) continue;")
+        else:
+            out.line(f"if ({found}) continue;")
+        out.line(f"++{self.counter(label)};")
+        self.operators(k + 1, probe + 1)
+
+    def _matched_array(self, op: ProbeOp) -> str:
+        return self.params.get(JoinTablePart(op.join, "matched"), "uint8_t*", "ptr", "j")
+
+    def mark(self, op: ProbeOp, r: str) -> None:
+        if op.mark_matches:
+            self.out.line(f"{self._matched_array(op)}[{r}] = 1;")
+
+
+def generate_pipeline(pipeline: Pipeline) -> Kernel:
+    # One name for every pipeline kernel: each compiles on its own, and a query shape that
+    # recurs at another position in another plan then has the same source (cache hit).
+    return PipelineGen(pipeline).generate("pipeline")

@@ -1,0 +1,82 @@
+"""Loading column values of the current row inside a kernel.
+
+A source column is read at the pipeline's row variable; a build-side column is read at the
+row its probe matched, which is NULL_ROW for an outer join's unmatched row. Columns keep
+Arrow's layout: validity bitmap, bit-packed booleans, decimal128 read as its low 64-bit
+word (decimal_stride 2) or penstock's own int64 decimals (stride 1), text as offsets+data
+or dictionary indices.
+"""
+
+from __future__ import annotations
+
+from penstock.codegen.cpp_types import STORAGE, STRVIEW, scalar_type
+from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_OFFSETS, STRIDE, VALIDITY, VALUES,
+                                     BuildPart, InputPart, ParamTable, Role)
+from penstock.plan.expr import BuildColumn, ColumnRef
+from penstock.plan.types import DataType, Kind
+
+
+class ColumnParams:
+    """The kernel parameters of one column (source or build side)."""
+
+    def __init__(self, params: ParamTable, t: DataType, role_of: "type[Role] | None" = None,
+                 **role_args: int) -> None:
+        self.params = params
+        self.type = t
+        self.role_args = role_args
+        self.role_cls = role_of or InputPart
+
+    def _get(self, part: str, cpp: str, ctype: str = "ptr") -> str:
+        return self.params.get(self.role_cls(part=part, **self.role_args), cpp, ctype, "c")  # type: ignore[call-arg]
+
+    def validity(self) -> str:
+        return self._get(VALIDITY, "const uint8_t*")
+
+    def value_at(self, row: str) -> str:
+        t = self.type
+        if t.kind is Kind.STRING:
+            values = self._get(VALUES, "const int32_t*")
+            data = self._get(DATA, "const uint8_t*")
+            dict_offsets = self._get(DICT_OFFSETS, "const int32_t*")
+            dict_data = self._get(DICT_DATA, "const uint8_t*")
+            return f"xpu::text_at({values}, {data}, {dict_offsets}, {dict_data}, {row})"
+        values = self._get(VALUES, f"const {STORAGE[t.kind]}*")
+        if t.kind is Kind.BOOL:
+            return f"xpu::get_bit({values}, {row})"
+        if t.kind is Kind.DECIMAL:
+            stride = self._get(STRIDE, "int32_t", "i32")
+            return f"{values}[{row} * {stride}]"
+        if t.kind is Kind.NULL:
+            return "false"
+        return f"{values}[{row}]"
+
+
+def load_input(g: ExprGen, e: ColumnRef, row: str) -> Val:
+    col = ColumnParams(g.params, e.type, column=e.index)
+    return _load(g, col, row, guard_missing=False)
+
+
+def load_build(g: ExprGen, e: BuildColumn, join: int, row: str) -> Val:
+    col = ColumnParams(g.params, e.type, BuildPart, join=join, column=e.index)
+    return _load(g, col, row, guard_missing=True)
+
+
+def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool) -> Val:
+    t = col.type
+    cpp = STRVIEW if t.kind is Kind.STRING else scalar_type(t)
+    v, n = g.fresh()
+    if t.kind is Kind.NULL:
+        g.out.line(f"bool {v} = false;")
+        return Val(v, "true", t, cpp)
+    null = f"xpu::is_null({col.validity()}, {row})"
+    if guard_missing:  # an outer join's unmatched row has no build row to read
+        g.out.line(f"bool {n} = {row} < 0 || {null};")
+        g.out.line(f"{cpp} {v} = {n} ? {cpp}() : ({cpp}){col.value_at(row)};")
+    elif t.kind is Kind.STRING:  # a NULL slot's dictionary index may point anywhere
+        g.out.line(f"bool {n} = {null};")
+        g.out.line(f"{cpp} {v} = {n} ? {cpp}() : {col.value_at(row)};")
+    else:
+        g.out.line(f"bool {n} = {null};")
+        g.out.line(f"{cpp} {v} = {col.value_at(row)};")
+    return Val(v, n, t, cpp)

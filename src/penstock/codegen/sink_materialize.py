@@ -1,0 +1,54 @@
+"""Writing result rows: the materialize sink, also used by aggregate finalisation.
+
+A row claims an output position with one atomic (a warp shares one on the GPU). Fixed-width
+values and validity are written as they are (booleans and validity as bytes, packed into
+Arrow bitmaps afterwards). Text goes to a byte buffer at a position claimed from a cursor,
+with (start, length) per row; the executor gathers that into Arrow offsets + data. When a
+buffer is too small the kernel still counts what it needed, and the executor reruns the
+batch with room enough.
+"""
+
+from __future__ import annotations
+
+from penstock.codegen.cpp_types import STORAGE
+from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.kernel import SinkPart
+from penstock.plan.types import Kind
+
+
+def write_row(g: ExprGen, vals: list[Val]) -> None:
+    p = g.params
+    count = p.get(SinkPart("count"), "uint64_t*", "ptr", "s")
+    capacity = p.get(SinkPart("capacity"), "int64_t", "i64", "s")
+    o = g.out.fresh("o")
+    g.out.line(f"const int64_t {o} = xpu::claim_row({count});")
+    for j, v in enumerate(vals):
+        if v.type.kind is Kind.NULL:
+            continue
+        if v.type.kind is Kind.STRING:
+            _write_text(g, j, v, o, capacity)
+            continue
+        values = p.get(SinkPart("values", j), f"{STORAGE[v.type.kind]}*", "ptr", "s")
+        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+        stored = f"({v.v} ? 1 : 0)" if v.type.kind is Kind.BOOL else v.v
+        g.out.line(f"if ({o} < {capacity}) {{ {values}[{o}] = {v.n} ? 0 : ({STORAGE[v.type.kind]}){stored}; "
+                   f"{valid}[{o}] = !{v.n}; }}")
+
+
+def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
+    p = g.params
+    starts = p.get(SinkPart("text_start", j), "int64_t*", "ptr", "s")
+    lengths = p.get(SinkPart("text_len", j), "int32_t*", "ptr", "s")
+    data = p.get(SinkPart("text_bytes", j), "uint8_t*", "ptr", "s")
+    cursor = p.get(SinkPart("text_cursor", j), "uint64_t*", "ptr", "s")
+    room = p.get(SinkPart("text_capacity", j), "int64_t", "i64", "s")
+    valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+    n, at = g.out.fresh("len"), g.out.fresh("at")
+    g.out.open("")
+    g.out.line(f"const int32_t {n} = {v.n} ? 0 : {v.v}.len();")
+    g.out.line(f"const uint64_t {at} = xpu::atomic_add({cursor}, (uint64_t){n});")
+    g.out.open(f"if ({o} < {capacity})")
+    g.out.line(f"{starts}[{o}] = (int64_t){at}; {lengths}[{o}] = {n}; {valid}[{o}] = !{v.n};")
+    g.out.line(f"if ({at} + {n} <= (uint64_t){room}) xpu::copy_to({data} + {at}, {v.v});")
+    g.out.close()
+    g.out.close()

@@ -1,0 +1,97 @@
+"""The interface every device backend implements.
+
+A backend owns one device's memory and compiles and launches kernels on it. Arrays are the
+backend's own array type (numpy on the CPU, CuPy on a GPU); both follow numpy's API, which
+`xp` exposes so the executor can do small vector steps (prefix sums, sorts) the same way on
+either device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+PARAM_CTYPES = ("ptr", "i64", "i32", "u64", "f64")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel's C++ source, its entry point, and the C types of its parameters in order."""
+
+    name: str
+    source: str
+    param_ctypes: tuple[str, ...]
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256(self.source.encode())
+        h.update(headers_digest().encode())
+        return h.hexdigest()[:24]
+
+
+def header_sources() -> dict[str, str]:
+    """The hand-written kernel headers, by file name (what NVRTC gets as named headers)."""
+    return {p.name: p.read_text() for p in sorted(KERNELS_DIR.glob("*.h"))}
+
+
+_HEADERS_DIGEST: list[str] = []
+
+
+def headers_digest() -> str:
+    if not _HEADERS_DIGEST:
+        h = hashlib.sha256()
+        for name, text in header_sources().items():
+            h.update(name.encode())
+            h.update(text.encode())
+        _HEADERS_DIGEST.append(h.hexdigest()[:16])
+    return _HEADERS_DIGEST[0]
+
+
+class CompiledKernel(ABC):
+    spec: KernelSpec
+    compile_seconds: float
+    cached: bool  # loaded from the on-disk cache rather than compiled now
+
+
+class Backend(ABC):
+    """One device. `name` is 'cpu' or 'gpu'; `engine` is what results report."""
+
+    name: str
+    engine: str
+    xp: Any  # numpy or cupy
+
+    @abstractmethod
+    def compile(self, spec: KernelSpec) -> CompiledKernel: ...
+
+    @abstractmethod
+    def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
+        """Run `kernel` over `rows` rows; args follow kernel.spec.param_ctypes."""
+
+    @abstractmethod
+    def to_device(self, host: np.ndarray) -> Any: ...
+
+    @abstractmethod
+    def to_host(self, array: Any) -> np.ndarray: ...
+
+    @abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abstractmethod
+    def describe(self) -> str:
+        """The device in words, for EXPLAIN and benchmark reports."""
+
+    def empty(self, count: int, dtype: Any = np.uint8) -> Any:
+        return self.xp.empty(max(count, 0), dtype=dtype)
+
+    def zeros(self, count: int, dtype: Any = np.uint8) -> Any:
+        return self.xp.zeros(max(count, 0), dtype=dtype)
+
+    def scalar(self, array: Any, index: int = 0) -> Any:
+        """One element of a device array, as a Python number."""
+        return self.to_host(array[index:index + 1])[0].item()

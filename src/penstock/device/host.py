@@ -1,0 +1,115 @@
+"""The CPU backend: kernels compiled by g++ -fopenmp into shared objects, called via ctypes.
+
+The kernel source is exactly what the GPU backend compiles with NVRTC; xpu.h turns its
+parallel loop into an OpenMP loop. Arrays are numpy arrays, so Arrow buffers read from
+files are used in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from penstock.device.base import KERNELS_DIR, Backend, CompiledKernel, KernelSpec
+from penstock.device.kernel_cache import cache_dir, log_source
+from penstock.errors import PenstockError
+
+CXX_FLAGS = ["-std=c++17", "-O2", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno",
+             "-Wno-unknown-pragmas"]
+_CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
+           "u64": ctypes.c_uint64, "f64": ctypes.c_double}
+
+
+class HostKernel(CompiledKernel):
+    def __init__(self, spec: KernelSpec, library: ctypes.CDLL, seconds: float, cached: bool):
+        self.spec = spec
+        self.function = getattr(library, spec.name)
+        self.function.argtypes = [_CTYPES[c] for c in spec.param_ctypes]
+        self.function.restype = None
+        self.compile_seconds = seconds
+        self.cached = cached
+        self._library = library  # keeps the shared object loaded
+
+
+class HostBackend(Backend):
+    name = "cpu"
+    engine = "penstock-cpu"
+    xp = np
+
+    def __init__(self) -> None:
+        self._compiler = os.environ.get("CXX") or shutil.which("g++")
+        if not self._compiler:
+            raise PenstockError("the CPU backend needs a C++ compiler: install g++ (with OpenMP)")
+        self._kernels: dict[str, HostKernel] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        return f"CPU ({os.cpu_count()} cores, OpenMP)"
+
+    def compile(self, spec: KernelSpec) -> CompiledKernel:
+        with self._lock:
+            found = self._kernels.get(spec.digest)
+            if found is not None:
+                return found
+            log_source(spec)
+            target = cache_dir() / f"{spec.name}-{spec.digest}.so"
+            started = time.perf_counter()
+            cached = target.exists()
+            if not cached:
+                self._build(spec, target)
+            kernel = HostKernel(spec, ctypes.CDLL(str(target)), time.perf_counter() - started, cached)
+            self._kernels[spec.digest] = kernel
+            return kernel
+
+    def _build(self, spec: KernelSpec, target: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="penstock-cc-") as tmp:
+            src = Path(tmp) / "kernel.cpp"
+            src.write_text(spec.source)
+            out = Path(tmp) / "kernel.so"
+            cmd = [self._compiler, *CXX_FLAGS, f"-I{KERNELS_DIR}", "-x", "c++", str(src), "-o", str(out)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise PenstockError(f"g++ could not compile generated kernel {spec.name}:\n"
+                                    f"{done.stderr[-4000:]}")
+            tmp_target = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            shutil.copyfile(out, tmp_target)
+            os.replace(tmp_target, target)
+
+    def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
+        assert isinstance(kernel, HostKernel)
+        kernel.function(*[_pointer(a) if c == "ptr" else a
+                          for a, c in zip(args, kernel.spec.param_ctypes)])
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return host
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def synchronize(self) -> None:
+        pass
+
+
+def _pointer(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return value.ctypes.data if value.size else _EMPTY.ctypes.data
+    if isinstance(value, int):
+        return value
+    address = getattr(value, "address", None)  # pyarrow.Buffer
+    if address is not None:
+        return address
+    raise TypeError(f"cannot pass {type(value).__name__} as a kernel pointer")
+
+
+_EMPTY = np.zeros(16, dtype=np.uint8)  # a valid address for empty arrays

@@ -1,0 +1,1 @@
+"""Running physical plans: pipelines over batches, breakers between them."""

@@ -1,0 +1,86 @@
+"""Filling in a kernel's parameters: each parameter's role names what to pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from penstock.codegen.kernel import (BuildPart, Constant, ConstantText, Counters, ErrorFlag,
+                                     InputPart, JoinTablePart, Kernel, Mode, RowCount, RowOffset,
+                                     RuntimeValue, SinkPart)
+from penstock.io.device_batch import Batch, Column
+
+AGGREGATE_PARTS = {"table", "mask", "groups", "arena", "arena_cursor", "arena_capacity",
+                   "distinct_table", "distinct_mask", "distinct_count"}
+
+
+@dataclass
+class BindContext:
+    rows: int = 0
+    row0: int = 0
+    err: Any = None
+    counters: Any = None
+    mode: int = 0
+    batch: Batch | None = None
+    joins: dict[int, Any] = field(default_factory=dict)  # join id -> JoinState
+    runtime: dict[int, Any] = field(default_factory=dict)  # subquery slot -> (value, is_null)
+    texts: dict[str, Any] = field(default_factory=dict)  # literal text -> device bytes
+    sink: Any = None  # MaterializeState
+    aggregate: Any = None  # AggregateState
+    backend: Any = None
+
+
+def column_part(col: Column, part: str) -> Any:
+    if part == "stride":
+        return col.decimal_stride
+    return getattr(col, part)
+
+
+def bind(kernel: Kernel, ctx: BindContext) -> list[Any]:
+    return [_value(p.role, p.ctype, ctx) for p in kernel.params]
+
+
+def _value(role: Any, ctype: str, ctx: BindContext) -> Any:
+    if isinstance(role, RowCount):
+        return ctx.rows
+    if isinstance(role, RowOffset):
+        return ctx.row0
+    if isinstance(role, ErrorFlag):
+        return ctx.err
+    if isinstance(role, Counters):
+        return ctx.counters
+    if isinstance(role, Mode):
+        return ctx.mode
+    if isinstance(role, InputPart):
+        assert ctx.batch is not None
+        return column_part(ctx.batch.columns[role.column], role.part)
+    if isinstance(role, BuildPart):
+        return column_part(ctx.joins[role.join].batch.columns[role.column], role.part)
+    if isinstance(role, JoinTablePart):
+        return ctx.joins[role.join].part(role.part, ctype == "ptr")
+    if isinstance(role, Constant):
+        return int(role.value) if ctype != "f64" else float(role.value)
+    if isinstance(role, ConstantText):
+        data = role.value.encode()
+        if role.part == "len":
+            return len(data)
+        if role.value not in ctx.texts:
+            ctx.texts[role.value] = ctx.backend.to_device(np.frombuffer(data or b"\0", dtype=np.uint8).copy())
+        return ctx.texts[role.value]
+    if isinstance(role, RuntimeValue):
+        value, is_null = ctx.runtime[role.slot]
+        if role.part == "null":
+            return int(is_null)
+        if role.part in ("ptr", "len"):
+            data = (value or "").encode()
+            if role.part == "len":
+                return len(data)
+            return ctx.backend.to_device(np.frombuffer(data or b"\0", dtype=np.uint8).copy())
+        return 0 if value is None else (float(value) if ctype == "f64" else int(value))
+    if isinstance(role, SinkPart):
+        if role.part in AGGREGATE_PARTS:
+            return ctx.aggregate.part(role.part, role.column)
+        return ctx.sink.part(role.part, role.column)
+    raise TypeError(f"no binding for parameter role {role!r}")

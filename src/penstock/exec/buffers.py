@@ -1,0 +1,111 @@
+"""Intermediate results: lists of device batches, and the operations on whole buffers.
+
+Buffers are written by penstock's own kernels, so their columns are always plain: int64
+decimals, no dictionaries. Bitmaps are packed little-endian, as Arrow's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.device.base import Backend
+from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow
+from penstock.plan.types import DataType, Kind
+
+
+class BufferStore:
+    def __init__(self, types: dict[int, list[DataType]]):
+        self.types = types
+        self.batches: dict[int, list[Batch]] = {b: [] for b in types}
+
+    def add(self, buffer: int, batch: Batch) -> None:
+        self.batches[buffer].append(batch)
+
+    def rows(self, buffer: int) -> int:
+        return sum(b.length for b in self.batches[buffer])
+
+
+def unpack_bits(backend: Backend, bits: Any, n: int) -> Any:
+    return backend.xp.unpackbits(bits, bitorder="little")[:n]
+
+
+def pack_bits(backend: Backend, flags: Any) -> Any:
+    return backend.xp.packbits(flags.astype(np.uint8), bitorder="little")
+
+
+def validity_or_none(backend: Backend, valid_bytes: Any) -> Any:
+    """Packed validity from one byte per row; None when every row is valid."""
+    if valid_bytes.size == 0 or bool(backend.xp.all(valid_bytes)):
+        return None
+    return pack_bits(backend, valid_bytes)
+
+
+def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Batch:
+    """One batch holding all rows of `batches` (the build side of a join)."""
+    if len(batches) == 1:
+        return batches[0]
+    xp = backend.xp
+    total = sum(b.length for b in batches)
+    columns = []
+    for j, t in enumerate(types):
+        parts = [b.columns[j] for b in batches]
+        validity = None
+        if any(c.validity is not None for c in parts):
+            flags = [unpack_bits(backend, c.validity, c.length) if c.validity is not None
+                     else xp.ones(c.length, dtype=np.uint8) for c in parts]
+            validity = pack_bits(backend, xp.concatenate(flags)) if flags else None
+        if t.kind is Kind.NULL:
+            columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
+        elif t.kind is Kind.STRING:
+            offsets, base = [xp.zeros(1, dtype=np.int64)], 0
+            for c in parts:
+                offsets.append(c.values[1:c.length + 1].astype(np.int64) + base)
+                base += int(c.values[c.length]) if c.length else 0
+            if base >= 2 ** 31:
+                raise MemoryError("a text column of an intermediate result exceeds 2 GiB")
+            columns.append(Column(t, total, values=xp.concatenate(offsets).astype(np.int32),
+                                  validity=validity, data=xp.concatenate([c.data for c in parts])))
+        elif t.kind is Kind.BOOL:
+            flags = [unpack_bits(backend, c.values, c.length) for c in parts]
+            columns.append(Column(t, total, values=pack_bits(backend, xp.concatenate(flags)), validity=validity))
+        else:
+            columns.append(Column(t, total, values=xp.concatenate([c.values[:c.length] for c in parts]),
+                                  validity=validity))
+    return Batch(columns, total)
+
+
+def buffer_to_arrow(backend: Backend, batches: list[Batch], types: list[DataType],
+                    columns: list[int] | None = None, names: list[str] | None = None) -> pa.Table:
+    columns = list(range(len(types))) if columns is None else columns
+    names = names or [f"c{i}" for i in columns]
+    from penstock.plan.types import to_arrow
+
+    schema = pa.schema([pa.field(n, to_arrow(types[c])) for n, c in zip(names, columns)])
+    record_batches = [batch_to_arrow(Batch([b.columns[c] for c in columns], b.length), names, backend)
+                      for b in batches if b.length]
+    return pa.Table.from_batches(record_batches, schema=schema)
+
+
+def arrow_to_batch(backend: Backend, table: pa.Table, types: list[DataType]) -> Batch:
+    """A host table back on the device as one batch, in penstock's own layout."""
+    from penstock.io.device_batch import normalize
+
+    table = table.combine_chunks()
+    if table.num_rows == 0:
+        arrays = [pa.array([], type=table.schema.field(i).type) for i in range(table.num_columns)]
+    else:
+        arrays = [normalize(table.column(i).chunk(0)) for i in range(table.num_columns)]
+    rb = pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+    batch = batch_from_arrow(rb, types, backend)
+    for c in batch.columns:  # decimals written by Arrow are 128-bit
+        if c.type.kind is Kind.DECIMAL and c.decimal_stride == 2:
+            c.values = xp_copy(backend, c.values.reshape(-1, 2)[:, 0])
+            c.decimal_stride = 1
+    return batch
+
+
+def xp_copy(backend: Backend, a: Any) -> Any:
+    return backend.xp.ascontiguousarray(a)

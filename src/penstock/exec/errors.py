@@ -1,0 +1,20 @@
+"""Kernel error codes (kernels/xpu.h) as QueryErrors with PostgreSQL's SQLSTATEs."""
+
+from __future__ import annotations
+
+from penstock.errors import QueryError
+
+KERNEL_ERRORS = {
+    1: ("22003", "value out of range: overflow"),
+    2: ("22012", "division by zero"),
+    3: ("22P02", "invalid input syntax"),
+    4: ("XX000", "internal error: a hash table ran out of room"),
+    5: ("22011", "negative substring length not allowed"),
+    6: ("22008", "date/time field value out of range"),
+    7: ("21000", "more than one row returned by a subquery used as an expression"),
+}
+
+
+def kernel_error(code: int, where: str) -> QueryError:
+    sqlstate, message = KERNEL_ERRORS.get(code, ("XX000", f"kernel error {code}"))
+    return QueryError(f"{message} (in {where})", sqlstate)

@@ -1,0 +1,145 @@
+"""Compiling a physical plan's kernels, and running its steps in order."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from penstock.codegen.build_gen import generate_build
+from penstock.codegen.finalize_gen import generate_finalize
+from penstock.codegen.kernel import Kernel
+from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.device.base import Backend, CompiledKernel
+from penstock.errors import CARDINALITY_VIOLATION, QueryError
+from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow
+from penstock.exec.join_state import JoinState
+from penstock.exec.kernels import compile_kernel
+from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
+from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
+from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
+                                    PhysicalPlan, RunPipeline, SortBuffer)
+from penstock.plan.types import Kind
+
+
+@dataclass
+class CompiledPlan:
+    plan: PhysicalPlan
+    pipelines: dict[int, tuple[Kernel, CompiledKernel]] = field(default_factory=dict)
+    finalizers: dict[int, Kernel] = field(default_factory=dict)
+    builds: dict[int, Kernel] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+    kernels_compiled: int = 0  # not found in any cache
+
+
+def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
+    """Generate and compile every kernel the plan needs, before any data moves."""
+    started = time.perf_counter()
+    out = CompiledPlan(plan)
+    for step in plan.steps:
+        if isinstance(step, RunPipeline):
+            p = step.pipeline
+            kernel = generate_pipeline(p)
+            compiled = compile_kernel(backend, kernel)
+            out.kernels_compiled += 0 if compiled.cached else 1
+            out.pipelines[p.id] = (kernel, compiled)
+            if isinstance(p.sink, AggregateSink):
+                out.finalizers[p.id] = generate_finalize(p.sink)
+                compile_kernel(backend, out.finalizers[p.id])
+        elif isinstance(step, BuildHashTable):
+            out.builds[step.join] = generate_build(step)
+            compile_kernel(backend, out.builds[step.join])
+    out.compile_seconds = time.perf_counter() - started
+    return out
+
+
+class Executor:
+    def __init__(self, backend: Backend, open_table: Callable[[str], Any], memory_limit: int | None = None):
+        self.backend = backend
+        self.open_table = open_table
+        self.memory_limit = memory_limit
+
+    def run(self, compiled: CompiledPlan, metrics: QueryMetrics) -> pa.Table:
+        plan = compiled.plan
+        be = self.backend
+        store = BufferStore(plan.buffer_types)
+        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit)
+        device = be.describe()
+        for step in plan.steps:
+            started = time.perf_counter()
+            if isinstance(step, RunPipeline):
+                p = step.pipeline
+                kernel, kc = compiled.pipelines[p.id]
+                pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, device, kernel.counters))
+                pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
+                PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm).run()
+            elif isinstance(step, BuildHashTable):
+                batch = build_batch(be, store, step.buffer)
+                join = JoinState(be, batch, keyed=bool(step.key_columns))
+                if step.key_columns:
+                    join.build(compiled.builds[step.join], f"join #{step.join} build", self.memory_limit)
+                ctx.joins[step.join] = join
+                metrics.steps.append(StepMetrics(f"hash build (join #{step.join})", device, batch.length,
+                                                 batch.length, time.perf_counter() - started))
+            elif isinstance(step, SortBuffer):
+                self.sort(step, store, metrics, started)
+            elif isinstance(step, LimitBuffer):
+                self.limit(step, store, metrics, started)
+            elif isinstance(step, EvalSubquery):
+                ctx.runtime[step.slot] = self.subquery_value(step, store)
+        result = buffer_to_arrow(be, store.batches[plan.result_buffer], plan.buffer_types[plan.result_buffer],
+                                 plan.result_columns, plan.names)
+        return result
+
+    # -- breakers on whole buffers (host side, through Arrow) --------------------------------
+    def sort(self, step: SortBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
+        types = store.types[step.source]
+        table = buffer_to_arrow(self.backend, store.batches[step.source], types)
+        order = sort_indices(table, step.keys)
+        if step.limit is not None:
+            order = order[:step.limit]
+        if len(order):
+            store.add(step.target, arrow_to_batch(self.backend, table.take(order), types))
+        metrics.steps.append(StepMetrics("sort" + (f" (top {step.limit})" if step.limit is not None else ""),
+                                         "host", table.num_rows, len(order), time.perf_counter() - started))
+
+    def limit(self, step: LimitBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
+        types = store.types[step.source]
+        table = buffer_to_arrow(self.backend, store.batches[step.source], types)
+        count = table.num_rows - step.offset if step.count is None else step.count
+        sliced = table.slice(step.offset, max(count, 0))
+        if sliced.num_rows:
+            store.add(step.target, arrow_to_batch(self.backend, sliced, types))
+        metrics.steps.append(StepMetrics("limit", "host", table.num_rows, sliced.num_rows,
+                                         time.perf_counter() - started))
+
+    def subquery_value(self, step: EvalSubquery, store: BufferStore) -> tuple[Any, bool]:
+        types = store.types[step.buffer]
+        table = buffer_to_arrow(self.backend, store.batches[step.buffer], types)
+        if table.num_rows > 1:
+            raise QueryError("more than one row returned by a subquery used as an expression",
+                             CARDINALITY_VIOLATION)
+        if table.num_rows == 0 or not table.column(0).is_valid()[0].as_py():
+            return None, True
+        value = table.column(0)[0]
+        if step.type.kind is Kind.DECIMAL:
+            return int(value.as_py().scaleb(step.type.scale)), False
+        if step.type.kind is Kind.DATE:
+            return value.cast(pa.int32()).as_py(), False
+        if step.type.kind is Kind.TIMESTAMP:
+            return value.cast(pa.int64()).as_py(), False
+        return value.as_py(), False
+
+
+def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
+    """Row order for ORDER BY with per-key direction and NULLS FIRST/LAST (stable).
+
+    Text compares by bytes (C collation); NaN sorts above every number, as in PostgreSQL.
+    """
+    named = table.rename_columns([f"k{i}" for i in range(table.num_columns)])
+    sort_keys = [(f"k{c}", "ascending" if asc else "descending", "at_start" if first else "at_end")
+                 for c, asc, first in keys]
+    return pc.sort_indices(named, sort_keys=sort_keys).to_numpy()

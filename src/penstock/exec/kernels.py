@@ -1,0 +1,10 @@
+"""Compiling generated kernels on a backend, once per source text per process."""
+
+from __future__ import annotations
+
+from penstock.codegen.kernel import Kernel
+from penstock.device.base import Backend, CompiledKernel, KernelSpec
+
+
+def compile_kernel(backend: Backend, kernel: Kernel) -> CompiledKernel:
+    return backend.compile(KernelSpec(kernel.name, kernel.source, kernel.param_ctypes))

@@ -1,0 +1,99 @@
+"""Output buffers of the materialize sink for one launch, and turning them into a batch.
+
+Rows arrive in no particular order (threads claim positions). Text arrives as (start,
+length) into a byte buffer; `collect` gathers it into Arrow offsets + data. If a launch
+needed more room than it had, `collect` says so and sizes the buffers to what the kernel
+counted, and the caller runs the launch again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from penstock.codegen.fixed_kernels import gather_text
+from penstock.device.base import Backend
+from penstock.exec.buffers import pack_bits, validity_or_none
+from penstock.exec.kernels import compile_kernel
+from penstock.io.device_batch import Batch, Column, numpy_dtype
+from penstock.plan.types import DataType, Kind
+
+_MIN_TEXT_BYTES = 1024
+
+
+class MaterializeState:
+    def __init__(self, backend: Backend, types: list[DataType]):
+        self.backend = backend
+        self.types = types
+        self.capacity = 0
+        self.text_capacity = [0] * len(types)
+        self.text_per_row = [16.0] * len(types)
+        self.arrays: dict[tuple[str, int], Any] = {}
+
+    def reserve(self, rows: int, text_bytes: list[int] | None = None) -> None:
+        """Fresh output arrays for a launch that may write up to `rows` rows."""
+        be = self.backend
+        self.capacity = max(rows, 1)
+        cap = self.capacity
+        self.arrays = {("count", -1): be.zeros(1, np.uint64)}
+        for j, t in enumerate(self.types):
+            if t.kind is Kind.NULL:
+                continue
+            self.arrays[("validity", j)] = be.empty(cap, np.uint8)
+            if t.kind is Kind.STRING:
+                want = text_bytes[j] if text_bytes else int(self.text_per_row[j] * cap * 1.25)
+                self.text_capacity[j] = max(want, _MIN_TEXT_BYTES)
+                self.arrays[("text_start", j)] = be.empty(cap, np.int64)
+                self.arrays[("text_len", j)] = be.empty(cap, np.int32)
+                self.arrays[("text_bytes", j)] = be.empty(self.text_capacity[j], np.uint8)
+                self.arrays[("text_cursor", j)] = be.zeros(1, np.uint64)
+            elif t.kind is Kind.BOOL:
+                self.arrays[("values", j)] = be.empty(cap, np.uint8)
+            else:
+                self.arrays[("values", j)] = be.empty(cap, numpy_dtype(t))
+
+    def part(self, part: str, column: int) -> Any:
+        if part == "capacity":
+            return self.capacity
+        if part == "text_capacity":
+            return self.text_capacity[column]
+        return self.arrays[(part, column)]
+
+    def collect(self) -> Batch | None:
+        """The launch's rows as a batch, or None when it ran out of room (run it again)."""
+        be = self.backend
+        count = int(be.scalar(self.arrays[("count", -1)]))
+        needed = [int(be.scalar(self.arrays[("text_cursor", j)])) if ("text_cursor", j) in self.arrays else 0
+                  for j in range(len(self.types))]
+        if count > self.capacity or any(n > c for n, c in zip(needed, self.text_capacity)):
+            self.reserve(max(count, self.capacity), [max(n, c) for n, c in zip(needed, self.text_capacity)])
+            return None
+        for j, n in enumerate(needed):
+            if count and self.types[j].kind is Kind.STRING:
+                self.text_per_row[j] = max(n / count, 1.0)
+        return Batch([self._column(j, t, count) for j, t in enumerate(self.types)], count)
+
+    def _column(self, j: int, t: DataType, n: int) -> Column:
+        be, xp = self.backend, self.backend.xp
+        if t.kind is Kind.NULL:
+            return Column(t, n, validity=be.zeros((n + 7) // 8, np.uint8))
+        validity = validity_or_none(be, self.arrays[("validity", j)][:n])
+        if t.kind is Kind.BOOL:
+            return Column(t, n, values=pack_bits(be, self.arrays[("values", j)][:n]), validity=validity)
+        if t.kind is not Kind.STRING:
+            return Column(t, n, values=self.arrays[("values", j)][:n], validity=validity)
+        lengths = self.arrays[("text_len", j)][:n]
+        offsets = be.zeros(n + 1, np.int64)
+        if n:
+            xp.cumsum(lengths, out=offsets[1:])
+        total = int(be.scalar(offsets, n)) if n else 0
+        if total >= 2 ** 31:
+            raise MemoryError("one batch of a text result column exceeds 2 GiB")
+        offsets32 = offsets.astype(np.int32)
+        data = be.empty(total, np.uint8)
+        if n:
+            kernel = compile_kernel(be, gather_text())
+            be.launch(kernel, n, [n, self.arrays[("text_start", j)], lengths,
+                                  self.arrays[("text_bytes", j)], offsets32, data])
+        return Column(t, n, values=offsets32, validity=validity, data=data)

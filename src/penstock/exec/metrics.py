@@ -1,0 +1,45 @@
+"""What ran, where, and what it cost: the numbers EXPLAIN ANALYZE prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PipelineMetrics:
+    pipeline: int
+    label: str
+    device: str
+    counter_names: list[str]
+    counters: list[int] = field(default_factory=list)
+    batches: int = 0
+    batches_skipped: int = 0
+    bytes_read: int = 0
+    read_seconds: float = 0.0
+    kernel_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    reruns: int = 0
+
+    def add_counters(self, values: list[int]) -> None:
+        if not self.counters:
+            self.counters = [0] * len(values)
+        self.counters = [a + b for a, b in zip(self.counters, values)]
+
+
+@dataclass
+class StepMetrics:
+    label: str
+    device: str
+    rows_in: int = 0
+    rows_out: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class QueryMetrics:
+    pipelines: dict[int, PipelineMetrics] = field(default_factory=dict)
+    steps: list[StepMetrics] = field(default_factory=list)
+    plan_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    execute_seconds: float = 0.0
+    plan_cache_hit: bool = False

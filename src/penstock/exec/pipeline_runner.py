@@ -1,0 +1,195 @@
+"""Running one pipeline: stream the source's batches through its kernel into its sink."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.codegen.agg_layout import arena_exprs, layout_of
+from penstock.codegen.kernel import Kernel
+from penstock.device.base import Backend, CompiledKernel
+from penstock.exec.aggregate_state import AggregateState
+from penstock.exec.binder import BindContext, bind
+from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
+from penstock.exec.errors import kernel_error
+from penstock.exec.materialize_state import MaterializeState
+from penstock.exec.metrics import PipelineMetrics
+from penstock.io.device_batch import Batch, batch_from_arrow
+from penstock.plan.expr import BuildColumn, ColumnRef, Expr, Literal, Param
+from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
+                                    TableSource, UnmatchedBuildSource, ValuesSource)
+from penstock.plan.rel import JoinKind
+from penstock.plan.types import Kind
+
+AGG_CHUNK_ROWS = 1 << 16  # rows per aggregation launch while groups are few
+
+
+@dataclass
+class PipelineContext:
+    """What a pipeline reads besides its kernel: tables, buffers, joins, subquery values."""
+
+    backend: Backend
+    open_table: Callable[[str], Any]  # table name -> io TableReader
+    store: BufferStore
+    joins: dict[int, Any]
+    runtime: dict[int, Any]
+    memory_limit: int | None = None
+    texts: dict[str, Any] = field(default_factory=dict)
+
+
+class PipelineRunner:
+    def __init__(self, pipeline: Pipeline, kernel: Kernel, compiled: CompiledKernel,
+                 finalize: Kernel | None, ctx: PipelineContext, metrics: PipelineMetrics):
+        self.p = pipeline
+        self.kernel = kernel
+        self.compiled = compiled
+        self.finalize = finalize
+        self.ctx = ctx
+        self.metrics = metrics
+        self.be = ctx.backend
+        self.probes = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
+
+    # -- sources ------------------------------------------------------------------------------
+    def batches(self) -> Iterator[Batch]:
+        source = self.p.source
+        if isinstance(source, TableSource):
+            reader = self.ctx.open_table(source.table)
+            started = time.perf_counter()
+            for scan in reader.scan(source.names):
+                batch = batch_from_arrow(scan.batch, source.types, self.be) if scan.batch.num_columns \
+                    else Batch([], scan.rows)
+                batch.length = scan.rows
+                self.metrics.bytes_read += scan.bytes_read
+                self.metrics.read_seconds += time.perf_counter() - started
+                yield batch
+                started = time.perf_counter()
+        elif isinstance(source, BufferSource):
+            yield from self.ctx.store.batches[source.buffer]
+        elif isinstance(source, ValuesSource):
+            if source.table.num_columns == 0:
+                yield Batch([], source.table.num_rows)
+            else:
+                yield arrow_to_batch(self.be, source.table, source.types)
+        elif isinstance(source, UnmatchedBuildSource):
+            yield self.ctx.joins[source.join].batch
+
+    # -- bounds -------------------------------------------------------------------------------
+    def fanout(self) -> int:
+        """Most output rows one input row can become after every probe."""
+        out = 1
+        for op in self.probes:
+            join = self.ctx.joins[op.join]
+            if op.kind in (JoinKind.INNER, JoinKind.LEFT):
+                out *= join.fanout if op.probe_keys else max(join.rows, 1)
+        return out
+
+    def text_bound(self, e: Expr, batch: Batch) -> int:
+        """Upper bound on the bytes of text expression `e` for one row."""
+        if isinstance(e, ColumnRef):
+            return batch.columns[e.index].max_text_length(self.be)
+        if isinstance(e, BuildColumn):
+            join = self.ctx.joins[self.probes[e.probe].join]
+            return join.batch.columns[e.index].max_text_length(self.be)
+        if isinstance(e, Literal):
+            return len(str(e.value or "").encode())
+        if isinstance(e, Param):
+            return len(str(self.ctx.runtime[e.slot][0] or "").encode())
+        kids = [c for c in e.children() if c.type.kind is Kind.STRING]
+        if e.type.kind is Kind.STRING and not kids:
+            return 40  # text a kernel formats (numbers, dates)
+        sizes = [self.text_bound(c, batch) for c in kids]
+        if getattr(e, "fn", "") in ("concat", "str_concat"):
+            return sum(sizes)
+        return max(sizes, default=40)
+
+    # -- running ------------------------------------------------------------------------------
+    def run(self) -> None:
+        sink = self.p.sink
+        if isinstance(sink, AggregateSink):
+            self.run_aggregate(sink)
+        else:
+            assert isinstance(sink, MaterializeSink)
+            self.run_materialize(sink)
+
+    def launch(self, batch: Batch, row0: int, rows: int, state: MaterializeState | None,
+               aggregate: AggregateState | None) -> None:
+        err = self.be.zeros(1, np.int32)
+        counters = self.be.zeros(len(self.kernel.counters), np.uint64)
+        ctx = BindContext(rows=rows, row0=row0, err=err, counters=counters, batch=batch,
+                          joins=self.ctx.joins, runtime=self.ctx.runtime, texts=self.ctx.texts,
+                          sink=state, aggregate=aggregate, backend=self.be)
+        started = time.perf_counter()
+        self.be.launch(self.compiled, rows, bind(self.kernel, ctx))
+        code = int(self.be.scalar(err))
+        self.metrics.kernel_seconds += time.perf_counter() - started
+        if code:
+            raise kernel_error(code, self.p.label or f"pipeline {self.p.id}")
+        self.metrics.add_counters([int(c) for c in self.be.to_host(counters)])
+
+    def run_materialize(self, sink: MaterializeSink) -> None:
+        state = MaterializeState(self.be, [e.type for e in sink.exprs])
+        written = 0
+        for batch in self.batches():
+            self.metrics.batches += 1
+            # room for every row a batch can produce, up to a point; beyond it a rerun
+            # with the exact count (which the kernel reports) is cheaper than the memory
+            state.reserve(min(batch.length * self.fanout(), 4 * batch.length + 1024))
+            while True:
+                saved = list(self.metrics.counters)
+                self.launch(batch, 0, batch.length, state, None)
+                out = state.collect()
+                if out is not None:
+                    break
+                self.metrics.counters = saved  # the rerun counts the same rows again
+                self.metrics.reruns += 1
+            if out.length:
+                self.ctx.store.add(sink.buffer, out)
+            written += out.length
+            if sink.limit is not None and written >= sink.limit:
+                break
+
+    def run_aggregate(self, sink: AggregateSink) -> None:
+        layout = layout_of(sink)
+        assert self.finalize is not None
+        agg = AggregateState(self.be, layout, self.finalize, self.p.label or "aggregate", self.ctx.memory_limit)
+        texts = arena_exprs(sink)
+        fanout = self.fanout()
+        for batch in self.batches():
+            self.metrics.batches += 1
+            per_row = sum(12 + self.text_bound(e, batch) for e in texts)
+            chunk = max(1, max(AGG_CHUNK_ROWS, agg.groups()) // fanout)
+            for row0 in range(0, batch.length, chunk):
+                rows = min(chunk, batch.length - row0)
+                agg.prepare(rows * fanout, rows * fanout * per_row)
+                self.launch(batch, row0, rows, None, agg)
+        groups = agg.groups()
+        state = MaterializeState(self.be, [e.type for e in sink.groups] + [m.type for m in sink.measures])
+        state.reserve(groups)
+        agg.finish(state)
+        code = int(self.be.scalar(agg.err))
+        if code:
+            raise kernel_error(code, f"{self.p.label or 'aggregate'} (finalize)")
+        out = state.collect()
+        assert out is not None, "finalisation had room for every group"
+        if out.length:
+            self.ctx.store.add(sink.buffer, out)
+
+
+def build_batch(be: Backend, store: BufferStore, buffer: int) -> Batch:
+    types = store.types[buffer]
+    batches = store.batches[buffer]
+    if not batches:
+        return arrow_to_batch(be, pa.table({f"c{i}": pa.array([], type=_arrow(t)) for i, t in enumerate(types)}),
+                              types)
+    return concat(be, batches, types)
+
+
+def _arrow(t: Any) -> pa.DataType:
+    from penstock.plan.types import to_arrow
+
+    return to_arrow(t)
+

@@ -1,0 +1,101 @@
+"""EXPLAIN and EXPLAIN ANALYZE text: the pipelines, their operators, and what each did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable, EvalSubquery,
+                                    FilterOp, LimitBuffer, MaterializeSink, PhysicalPlan, Pipeline,
+                                    ProbeOp, RunPipeline, SortBuffer, TableSource,
+                                    UnmatchedBuildSource, ValuesSource)
+
+
+def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan | None,
+                 compiled: Any, reason: str | None, result: Any = None) -> str:
+    if physical is None:
+        lines = [f"engine: datafusion (fallback: {reason})", "DataFusion logical plan:"]
+        lines += ["  " + line for line in planned.logical_plan.splitlines()]
+        if result is not None:
+            lines.append(f"rows: {result.num_rows}  time: {result.seconds * 1000:.2f} ms")
+        return "\n".join(lines)
+    metrics = result.metrics if result is not None else None
+    lines = [f"engine: {engine}  device: {device}"]
+    if metrics is not None:
+        lines.append(f"plan: {metrics.plan_seconds * 1000:.2f} ms (cache {'hit' if metrics.plan_cache_hit else 'miss'})"
+                     f"  compile: {metrics.compile_seconds * 1000:.1f} ms"
+                     f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")
+    steps = iter(metrics.steps) if metrics is not None else iter(())
+    for step in physical.steps:
+        if isinstance(step, RunPipeline):
+            pm = metrics.pipelines.get(step.pipeline.id) if metrics is not None else None
+            lines += pipeline_lines(step.pipeline, pm, device, compiled)
+        else:
+            lines.append(step_line(step, next(steps, None) if not isinstance(step, EvalSubquery) else None))
+    return "\n".join(lines)
+
+
+def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str]:
+    head = f"Pipeline {p.id} ({p.label}) on {device}: one fused kernel"
+    if compiled is not None and p.id in compiled.pipelines:
+        kc = compiled.pipelines[p.id][1]
+        head += " (kernel cached)" if kc.cached else f" (compiled in {kc.compile_seconds * 1000:.0f} ms)"
+    out = [head]
+    counters = pm.counters if pm is not None and pm.counters else None
+    if pm is not None:
+        out.append(f"    batches: {pm.batches}  bytes read: {pm.bytes_read:,}  read: {pm.read_seconds * 1000:.2f} ms"
+                   f"  kernels: {pm.kernel_seconds * 1000:.2f} ms" + (f"  reruns: {pm.reruns}" if pm.reruns else ""))
+    ops = [source_text(p.source)] + [op_text(op) for op in p.ops] + [sink_text(p.sink)]
+    for i, text in enumerate(ops):
+        rows = ""
+        if counters is not None:
+            if i == 0:
+                rows = f"  [rows out {counters[0]:,}]"
+            elif i < len(counters):
+                rows = f"  [rows in {counters[i - 1]:,} out {counters[i]:,}]"
+        out.append(f"  {'->' if i else '  '} {text}{rows}")
+    return out
+
+
+def source_text(s: Any) -> str:
+    if isinstance(s, TableSource):
+        return f"Scan {s.table} [{', '.join(s.names)}]"
+    if isinstance(s, BufferSource):
+        return f"Read buffer {s.buffer}"
+    if isinstance(s, ValuesSource):
+        return f"Values ({s.table.num_rows} rows)"
+    if isinstance(s, UnmatchedBuildSource):
+        return f"Unmatched build rows of join #{s.join}"
+    return type(s).__name__
+
+
+def op_text(op: Any) -> str:
+    if isinstance(op, FilterOp):
+        return f"Filter {op.condition}"
+    assert isinstance(op, ProbeOp)
+    keys = ", ".join(map(str, op.probe_keys)) or "(no keys: every build row)"
+    extra = f" residual {op.residual}" if op.residual is not None else ""
+    na = " null-aware" if op.null_aware else ""
+    return f"Probe {op.kind.value}{na} join #{op.join} on {keys}{extra}"
+
+
+def sink_text(s: Any) -> str:
+    if isinstance(s, MaterializeSink):
+        limit = f" (stop after {s.limit} rows)" if s.limit is not None else ""
+        return f"Materialize -> buffer {s.buffer}{limit}"
+    assert isinstance(s, AggregateSink)
+    groups = ", ".join(map(str, s.groups)) or "(global)"
+    return f"Aggregate by {groups}: {', '.join(map(str, s.measures))} -> buffer {s.buffer}"
+
+
+def step_line(step: Any, sm: Any) -> str:
+    if isinstance(step, BuildHashTable):
+        text = f"Hash build join #{step.join} from buffer {step.buffer}"
+    elif isinstance(step, SortBuffer):
+        text = f"Sort buffer {step.source} -> {step.target}" + (f" (top {step.limit})" if step.limit else "")
+    elif isinstance(step, LimitBuffer):
+        text = f"Limit buffer {step.source} -> {step.target} offset {step.offset} count {step.count}"
+    else:
+        text = f"Scalar subquery from buffer {step.buffer} -> ${step.slot}"
+    if sm is not None:
+        text += f"  [{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}; {sm.seconds * 1000:.2f} ms]"
+    return text

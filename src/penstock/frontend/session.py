@@ -1,0 +1,153 @@
+"""The planning context: DataFusion binds and optimises, Substrait carries the plan over.
+
+One DataFusion SessionContext per penstock connection holds the registered tables. It
+plans every query, and it is also the engine a query falls back to, whole, when penstock's
+executor cannot run it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pyarrow as pa
+from datafusion import SessionConfig, SessionContext
+from datafusion import substrait as df_substrait
+from substrait import plan_pb2
+
+from penstock.errors import Unsupported
+from penstock.frontend.sql_errors import translate_error
+from penstock.frontend.substrait_rel import RelTranslator
+from penstock.plan import types as T
+from penstock.plan.rel import Field, Rel
+
+
+@dataclass
+class PlannedQuery:
+    sql: str
+    dataframe: Any  # datafusion.DataFrame: what fallback executes
+    names: list[str]
+    schema: pa.Schema  # DataFusion's output schema
+    ir: Rel | None  # penstock's IR, or None when it could not be translated
+    unsupported: str | None  # why not
+    logical_plan: str
+
+
+class Frontend:
+    def __init__(self, target_partitions: int | None = None):
+        config = (SessionConfig()
+                  .set("datafusion.sql_parser.dialect", "PostgreSQL")
+                  .set("datafusion.sql_parser.parse_float_as_decimal", "true")
+                  .set("datafusion.execution.time_zone", "+00:00"))
+        if target_partitions:
+            config = config.with_target_partitions(target_partitions)
+        self.ctx = SessionContext(config)
+        self.fields: dict[str, list[Field]] = {}
+        self.version = 0  # bumps on every (de)registration; part of the plan cache key
+
+    # -- catalog ----------------------------------------------------------------------------
+    def register_files(self, name: str, fmt: str, location: str, schema: pa.Schema,
+                       extension: str | None = None) -> None:
+        self.deregister(name)
+        if fmt == "parquet":
+            self.ctx.register_parquet(name, location, file_extension=extension or ".parquet")
+        elif fmt == "arrow":
+            self.ctx.register_arrow(name, location, file_extension=extension or ".arrow")
+        elif fmt == "csv":
+            self.ctx.register_csv(name, location, schema=schema, file_extension=extension or ".csv")
+        else:
+            raise ValueError(fmt)
+        self._remember(name, schema)
+
+    def register_table(self, name: str, table: pa.Table) -> None:
+        self.deregister(name)
+        batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+        self.ctx.register_record_batches(name, [batches])
+        self._remember(name, table.schema)
+
+    def deregister(self, name: str) -> None:
+        if name in self.fields:
+            self.ctx.deregister_table(name)
+            del self.fields[name]
+            self.version += 1
+
+    def _remember(self, name: str, schema: pa.Schema) -> None:
+        fields = []
+        for f in schema:
+            try:
+                fields.append(Field(f.name, T.from_arrow(f.type, f"{name}.{f.name}")))
+            except Unsupported:
+                fields.append(Field(f.name, None))  # type: ignore[arg-type]  # only its use fails
+        self.fields[name] = fields
+        self.version += 1
+
+    # -- planning ---------------------------------------------------------------------------
+    def plan(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> PlannedQuery:
+        try:
+            values = _param_values(params)
+            df = self.ctx.sql(sql, param_values=values) if values else self.ctx.sql(sql)
+            logical = df.optimized_logical_plan()
+            schema = df.schema()
+        except Exception as e:  # DataFusion raises plain Exception subclasses
+            raise translate_error(sql, e) from None
+        names = list(schema.names)
+        try:
+            ir = self.translate(logical)
+            reason = None
+        except Unsupported as e:
+            ir, reason = None, str(e)
+        return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent())
+
+    def translate(self, logical: Any) -> Rel:
+        try:
+            plan_bytes = df_substrait.Producer.to_substrait_plan(logical, self.ctx).encode()
+        except Exception as e:
+            raise Unsupported(f"DataFusion could not express the plan in Substrait: {e}") from None
+        plan = plan_pb2.Plan()
+        plan.ParseFromString(plan_bytes)
+        flags = null_aware_flags(logical)
+        translator = RelTranslator(plan, self.table_fields, flags)
+        return translator.translate_root(plan)
+
+    def table_fields(self, name: str) -> list[Field]:
+        if name not in self.fields:
+            raise Unsupported(f"table {name} is not one penstock registered")
+        return self.fields[name]
+
+
+def null_aware_flags(logical: Any) -> list[bool]:
+    """For each join of the plan, in pre-order: is it a null-aware anti join (NOT IN)?"""
+    out: list[bool] = []
+
+    def visit(node: Any) -> None:
+        line = node.display()
+        if " Join:" in line or line.startswith("Join:") or line.startswith("Cross Join"):
+            out.append("null_aware" in line)
+        for child in node.inputs():
+            visit(child)
+
+    visit(logical)
+    return out
+
+
+def _param_values(params: Sequence[Any] | dict[str, Any] | None) -> dict[str, Any] | None:
+    """$1, $2 ... (a sequence) or $name (a dict) as DataFusion parameter values."""
+    if params is None:
+        return None
+    items = params.items() if isinstance(params, dict) else ((str(i + 1), v) for i, v in enumerate(params))
+    return {k: _scalar(v) for k, v in items}
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        exponent = value.as_tuple().exponent
+        scale = max(-exponent, 0) if isinstance(exponent, int) else 0
+        digits = max(len(value.as_tuple().digits), scale + 1)
+        return pa.scalar(value, type=pa.decimal128(max(digits, 1), scale))
+    if isinstance(value, datetime.datetime):
+        return pa.scalar(value, type=pa.timestamp("us"))
+    if isinstance(value, datetime.date):
+        return pa.scalar(value, type=pa.date32())
+    return value

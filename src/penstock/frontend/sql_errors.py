@@ -1,0 +1,77 @@
+"""DataFusion's error messages as QueryErrors with PostgreSQL SQLSTATEs and positions.
+
+DataFusion reports problems as text. The patterns below recognise the common ones; the
+position (1-based character offset, PostgreSQL's convention) comes from the parser's
+Line/Column where it gives them, else from finding the offending name in the SQL.
+"""
+
+from __future__ import annotations
+
+import re
+
+from penstock.errors import (DATATYPE_MISMATCH, DIVISION_BY_ZERO, INTERNAL_ERROR,
+                             INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR,
+                             UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
+
+_LINE_COL = re.compile(r"Line: (\d+), Column: (\d+)")
+_PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
+    # (pattern, sqlstate, name group for the position or "")
+    (re.compile(r"table '(?:[\w]+\.)*([^'.]+)' not found", re.I), UNDEFINED_TABLE, "name"),
+    (re.compile(r"No field named \"?([^\s\".]+(?:\.[^\s\".]+)?)\"?", re.I), UNDEFINED_COLUMN, "name"),
+    (re.compile(r"Invalid function '([^']+)'", re.I), UNDEFINED_FUNCTION, "name"),
+    (re.compile(r"function '?([\w]+)'? (?:does not exist|not found)", re.I), UNDEFINED_FUNCTION, "name"),
+    (re.compile(r"Divide by zero", re.I), DIVISION_BY_ZERO, ""),
+    (re.compile(r"overflow", re.I), NUMERIC_VALUE_OUT_OF_RANGE, ""),
+    (re.compile(r"Cannot cast string '([^']*)'", re.I), INVALID_TEXT_REPRESENTATION, ""),
+    (re.compile(r"(?:Cannot coerce|Cannot infer common|No function matches|does not support|"
+                r"type mismatch|Cannot get result type|Unsupported argument type|"
+                r"but received|Expect TypeSignatureClass)", re.I), DATATYPE_MISMATCH, ""),
+]
+
+
+def position_of_line_col(sql: str, line: int, column: int) -> int:
+    lines = sql.split("\n")
+    return sum(len(x) + 1 for x in lines[:line - 1]) + column
+
+
+def find_name(sql: str, name: str) -> int | None:
+    """1-based offset of identifier `name` in `sql` (ignoring case), if it occurs."""
+    bare = name.split(".")[-1].strip('"')
+    m = re.search(rf"(?<![\w\"]){re.escape(bare)}(?![\w\"])", sql, re.I) or \
+        re.search(rf"\"{re.escape(bare)}\"", sql)
+    return m.start() + 1 if m else None
+
+
+def translate_error(sql: str, error: Exception) -> QueryError:
+    text = str(error)
+    message = _clean(text)
+    if "ParserError" in text or "SQL error" in text or "sql parser error" in text.lower():
+        m = _LINE_COL.search(text)
+        position = position_of_line_col(sql, int(m.group(1)), int(m.group(2))) if m else None
+        if position is None and "EOF" in text:
+            position = len(sql.rstrip()) + 1
+        return QueryError(f"syntax error: {message}", SYNTAX_ERROR, position)
+    for pattern, state, group in _PATTERNS:
+        m = pattern.search(text)
+        if m:
+            position = find_name(sql, m.group(1)) if group and m.groups() else None
+            if state == UNDEFINED_COLUMN:
+                message = f'column "{m.group(1)}" does not exist'
+            elif state == UNDEFINED_TABLE:
+                message = f'relation "{m.group(1)}" does not exist'
+            return QueryError(message, state, position)
+    if "Schema error" in text or "Error during planning" in text:
+        return QueryError(message, "42000")
+    return QueryError(message, INTERNAL_ERROR)
+
+
+def _clean(text: str) -> str:
+    """The useful part of a DataFusion error message."""
+    text = text.strip()
+    for prefix in ("DataFusion error: ", "Error during planning: ", "Schema error: ", "SQL error: ",
+                   "Optimizer rule 'simplify_expressions' failed\ncaused by\n", "Arrow error: "):
+        text = text.replace(prefix, "")
+    m = re.match(r'ParserError\("(.*)"\)$', text, re.S)
+    if m:
+        text = m.group(1)
+    return " ".join(text.split())

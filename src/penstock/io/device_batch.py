@@ -1,0 +1,172 @@
+"""Columns on a device, in Arrow's layout, and the moves between Arrow and a device.
+
+Moving a column to a device is a copy of its Arrow buffers (on the CPU backend not even
+that: numpy views of the same memory). The few layouts kernels do not read directly are
+normalised on the host first: slices with a non-zero offset, large/view strings, unsigned
+integers and narrow dictionary indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.device.base import Backend
+from penstock.errors import Unsupported
+from penstock.plan import types as T
+from penstock.plan.types import DataType, Kind
+
+_NUMPY = {
+    Kind.INT8: np.int8, Kind.INT16: np.int16, Kind.INT32: np.int32, Kind.INT64: np.int64,
+    Kind.FLOAT32: np.float32, Kind.FLOAT64: np.float64, Kind.DATE: np.int32,
+    Kind.TIMESTAMP: np.int64, Kind.DECIMAL: np.int64,
+}
+
+
+def numpy_dtype(t: DataType) -> Any:
+    return _NUMPY[t.kind]
+
+
+@dataclass
+class Column:
+    """One column of a batch on a device. Arrays are the backend's (numpy or CuPy)."""
+
+    type: DataType
+    length: int
+    values: Any = None  # fixed-width values; bools bit-packed; text: int32 offsets or dict indices
+    validity: Any = None  # bit-packed validity, or None when nothing is NULL
+    data: Any = None  # text bytes
+    dict_offsets: Any = None  # dictionary-encoded text: the dictionary's offsets and bytes
+    dict_data: Any = None
+    decimal_stride: int = 1  # int64 words per decimal: 2 for Arrow decimal128
+    _max_text: int | None = field(default=None, repr=False)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in (self.values, self.validity, self.data, self.dict_offsets,
+                                             self.dict_data) if a is not None)
+
+    def max_text_length(self, backend: Backend) -> int:
+        """Longest text value in the column (bounds how much an aggregation may copy)."""
+        if self._max_text is None:
+            offsets = self.dict_offsets if self.dict_offsets is not None else self.values
+            if self.type.kind is not Kind.STRING or offsets is None or len(offsets) < 2:
+                self._max_text = 0
+            else:
+                self._max_text = int(backend.xp.max(offsets[1:] - offsets[:-1]))
+        return self._max_text
+
+
+@dataclass
+class Batch:
+    columns: list[Column]
+    length: int
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.columns)
+
+
+# ---- Arrow -> device ------------------------------------------------------------------------
+
+def normalize(arr: pa.Array) -> pa.Array:
+    """An equivalent array in a layout kernels read directly."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        values = normalize(arr.dictionary)
+        indices = arr.indices
+        if indices.type != pa.int32():
+            indices = indices.cast(pa.int32())
+        if arr.offset:
+            indices = pa.concat_arrays([indices])
+        return pa.DictionaryArray.from_arrays(indices, values)
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        arr = arr.cast(pa.string())
+    elif t in (pa.uint8(), pa.uint16(), pa.uint32()):
+        arr = arr.cast({pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64()}[t])
+    elif pa.types.is_decimal(t) and t.bit_width == 32:
+        arr = arr.cast(pa.decimal128(t.precision, t.scale))
+    if arr.offset:
+        arr = pa.concat_arrays([arr])
+    return arr
+
+
+def _view(buf: pa.Buffer | None, dtype: Any, count: int) -> np.ndarray:
+    """A buffer as a numpy array of `count` items (empty arrays may have no buffer)."""
+    if buf is None:
+        return np.zeros(count, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=count)
+
+
+def column_from_arrow(arr: pa.Array, t: DataType, backend: Backend) -> Column:
+    arr = normalize(arr)
+    n = len(arr)
+    bitmap_bytes = (n + 7) // 8
+    move = backend.to_device
+    if pa.types.is_dictionary(arr.type) and arr.dictionary.null_count:
+        arr = arr.dictionary_decode()  # NULLs inside a dictionary: plain text is simpler
+    if pa.types.is_dictionary(arr.type):
+        d = arr.dictionary
+        validity = arr.buffers()[0] if arr.null_count else None
+        data = d.buffers()[2]
+        return Column(t, n, values=move(_view(arr.indices.buffers()[1], np.int32, n)),
+                      validity=move(_view(validity, np.uint8, bitmap_bytes)) if validity else None,
+                      dict_offsets=move(_view(d.buffers()[1], np.int32, len(d) + 1)),
+                      dict_data=move(np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)))
+    bufs = arr.buffers()
+    validity = move(_view(bufs[0], np.uint8, bitmap_bytes)) if arr.null_count and bufs[0] is not None else None
+    if t.kind is Kind.NULL or pa.types.is_null(arr.type):
+        return Column(t, n, validity=move(np.zeros(bitmap_bytes, np.uint8)))
+    if t.kind is Kind.STRING:
+        data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+        return Column(t, n, values=move(_view(bufs[1], np.int32, n + 1)), validity=validity,
+                      data=move(np.frombuffer(data, dtype=np.uint8)))
+    if t.kind is Kind.BOOL:
+        return Column(t, n, values=move(_view(bufs[1], np.uint8, bitmap_bytes)), validity=validity)
+    if t.kind is Kind.DECIMAL:
+        width = arr.type.bit_width
+        if width not in (64, 128):
+            raise Unsupported(f"{arr.type} columns")
+        stride = width // 64
+        return Column(t, n, values=move(_view(bufs[1], np.int64, n * stride)), validity=validity,
+                      decimal_stride=stride)
+    return Column(t, n, values=move(_view(bufs[1], numpy_dtype(t), n)), validity=validity)
+
+
+def batch_from_arrow(batch: pa.RecordBatch, types: list[DataType], backend: Backend) -> Batch:
+    return Batch([column_from_arrow(batch.column(i), types[i], backend) for i in range(batch.num_columns)],
+                 batch.num_rows)
+
+
+# ---- device -> Arrow ------------------------------------------------------------------------
+
+def column_to_arrow(col: Column, backend: Backend) -> pa.Array:
+    host = backend.to_host
+    t, n = col.type, col.length
+    if t.kind is Kind.NULL:
+        return pa.nulls(n)
+    validity = pa.py_buffer(host(col.validity)) if col.validity is not None else None
+    null_count = -1 if validity is not None else 0
+    if t.kind is Kind.STRING:
+        if col.dict_offsets is not None:
+            d = pa.Array.from_buffers(pa.string(), len(col.dict_offsets) - 1,
+                                      [None, pa.py_buffer(host(col.dict_offsets)), pa.py_buffer(host(col.dict_data))])
+            indices = pa.Array.from_buffers(pa.int32(), n, [validity, pa.py_buffer(host(col.values))], null_count)
+            return pa.DictionaryArray.from_arrays(indices, d).dictionary_decode()
+        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(host(col.values)),
+                                                      pa.py_buffer(host(col.data))], null_count)
+    if t.kind is Kind.DECIMAL:
+        words = host(col.values).reshape(-1, col.decimal_stride)[:, 0] if col.decimal_stride > 1 else host(col.values)
+        wide = np.empty(2 * n, dtype=np.int64)
+        wide[0::2] = words[:n]
+        wide[1::2] = words[:n] >> 63  # sign extension into the high word
+        return pa.Array.from_buffers(T.to_arrow(t), n, [validity, pa.py_buffer(wide)], null_count)
+    return pa.Array.from_buffers(T.to_arrow(t), n, [validity, pa.py_buffer(host(col.values))], null_count)
+
+
+def batch_to_arrow(batch: Batch, names: list[str], backend: Backend) -> pa.RecordBatch:
+    arrays = [column_to_arrow(c, backend) for c in batch.columns]
+    return pa.RecordBatch.from_arrays(arrays, names=names)

@@ -1,0 +1,75 @@
+"""Parquet: row group by row group, only the referenced columns.
+
+Text columns stored with dictionary encoding are read as Arrow dictionary arrays, so their
+values are never expanded on the host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from penstock.errors import FileError
+from penstock.io.tables import ScanBatch, check_same_schema
+
+
+def _open(path: Path, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path, memory_map=True, read_dictionary=read_dictionary)
+    except (OSError, pa.ArrowException) as e:
+        raise FileError(f"could not read Parquet file {path}: {e}", str(path)) from e
+
+
+class ParquetTable:
+    format = "parquet"
+
+    def __init__(self, files: list[Path]):
+        self.files = files
+        opened = [_open(f) for f in files]
+        self.schema = check_same_schema(files, [f.schema_arrow for f in opened])
+        self._rows = sum(f.metadata.num_rows for f in opened)
+
+    def num_rows(self) -> int | None:
+        return self._rows
+
+    def scan(self, columns: list[str]) -> Iterator[ScanBatch]:
+        text = [c for c in columns if pa.types.is_string(self.schema.field(c).type)
+                or pa.types.is_large_string(self.schema.field(c).type)]
+        for path in self.files:
+            plain = _open(path)
+            f = _open(path, read_dictionary=_dictionary_encoded(plain, text)) if text else plain
+            meta = f.metadata
+            leaves = _leaf_indices(meta)
+            for rg in range(meta.num_row_groups):
+                group = meta.row_group(rg)
+                chunk_bytes = sum(group.column(leaves[c]).total_compressed_size for c in columns if c in leaves)
+                if not columns:
+                    yield ScanBatch(pa.record_batch([], names=[]), group.num_rows, 0, str(path))
+                    continue
+                try:
+                    table = f.read_row_group(rg, columns=columns, use_threads=True)
+                except (OSError, pa.ArrowException) as e:
+                    raise FileError(f"could not read row group {rg} of Parquet file {path}: {e}",
+                                    str(path)) from e
+                for i, batch in enumerate(table.to_batches()):
+                    yield ScanBatch(batch, batch.num_rows, chunk_bytes if i == 0 else 0, str(path))
+
+
+def _leaf_indices(meta: pq.FileMetaData) -> dict[str, int]:
+    """Column chunk index of each top-level, non-nested column."""
+    if meta.num_row_groups == 0:
+        return {}
+    group = meta.row_group(0)
+    return {group.column(j).path_in_schema: j for j in range(meta.num_columns)}
+
+
+def _dictionary_encoded(f: pq.ParquetFile, text_columns: list[str]) -> list[str]:
+    """Text columns whose first row group is dictionary encoded."""
+    leaves = _leaf_indices(f.metadata)
+    if not leaves:
+        return []
+    group = f.metadata.row_group(0)
+    return [c for c in text_columns if c in leaves and group.column(leaves[c]).has_dictionary_page]

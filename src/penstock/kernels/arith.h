@@ -1,0 +1,167 @@
+// arith.h — PostgreSQL arithmetic: integer overflow raises 22003, division by zero 22012.
+// Decimals are scaled 64-bit integers; intermediate products use 128 bits.
+#pragma once
+#include "xpu.h"
+
+namespace xpu {
+
+template <class T>
+XPU_FN T add_checked(T a, T b, int32_t* err) {
+  T r;
+  if (__builtin_add_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
+  return r;
+}
+template <class T>
+XPU_FN T sub_checked(T a, T b, int32_t* err) {
+  T r;
+  if (__builtin_sub_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
+  return r;
+}
+template <class T>
+XPU_FN T mul_checked(T a, T b, int32_t* err) {
+  T r;
+  if (__builtin_mul_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
+  return r;
+}
+template <class T>
+XPU_FN T neg_checked(T a, int32_t* err) {
+  T r;
+  if (__builtin_sub_overflow((T)0, a, &r)) raise(err, ERR_OVERFLOW);
+  return r;
+}
+template <class T>
+XPU_FN T abs_checked(T a, int32_t* err) { return a < 0 ? neg_checked(a, err) : a; }
+
+template <class T>
+XPU_FN T div_checked(T a, T b, int32_t* err) {
+  if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
+  if (b == (T)-1) return neg_checked(a, err);
+  return a / b;  // truncates toward zero, as PostgreSQL does
+}
+template <class T>
+XPU_FN T mod_checked(T a, T b, int32_t* err) {
+  if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
+  if (b == (T)-1) return 0;
+  return a % b;  // sign of the dividend, as PostgreSQL
+}
+
+// ---- floating point: PostgreSQL raises on division by zero and on overflow to infinity ----
+XPU_FN bool is_finite(double x) { return !isinf(x) && !isnan(x); }
+
+XPU_FN double fcheck(double r, double a, double b, int32_t* err) {
+  if (isinf(r) && is_finite(a) && is_finite(b)) raise(err, ERR_OVERFLOW);
+  return r;
+}
+// Floats order like PostgreSQL's: NaN equals NaN and sorts above everything else.
+XPU_FN int32_t fcmp(double a, double b) {
+  if (a != a) return b != b ? 0 : 1;
+  if (b != b) return -1;
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+XPU_FN double fdiv_checked(double a, double b, int32_t* err) {
+  if (b == 0.0) { raise(err, ERR_DIVISION_BY_ZERO); return 0.0; }
+  return fcheck(a / b, a, b, err);
+}
+XPU_FN double fmod_checked(double a, double b, int32_t* err) {
+  if (b == 0.0) { raise(err, ERR_DIVISION_BY_ZERO); return 0.0; }
+  return fmod(a, b);
+}
+
+// ---- decimals ----
+XPU_FN int64_t pow10_i64(int k) {
+  int64_t p = 1;
+  for (int i = 0; i < k; ++i) p *= 10;
+  return p;
+}
+
+XPU_FN int64_t narrow_checked(int128_t v, int32_t* err) {
+  if (v > (int128_t)INT64_MAX || v < (int128_t)INT64_MIN) { raise(err, ERR_OVERFLOW); return 0; }
+  return (int64_t)v;
+}
+
+// Multiply by 10^k (k >= 0) or divide by 10^-k rounding half away from zero.
+XPU_FN int64_t rescale(int64_t v, int k, int32_t* err) {
+  if (k == 0) return v;
+  if (k > 0) {
+    if (k > 18) { if (v != 0) raise(err, ERR_OVERFLOW); return 0; }
+    return narrow_checked((int128_t)v * pow10_i64(k), err);
+  }
+  if (-k > 18) return 0;
+  int64_t d = pow10_i64(-k);
+  int64_t q = v / d, r = v % d;
+  if (2 * (r < 0 ? -r : r) >= d) q += (v < 0 ? -1 : 1);
+  return q;
+}
+
+// Check that a scaled value fits decimal(precision, _): |v| < 10^precision.
+XPU_FN int64_t check_precision(int64_t v, int precision, int32_t* err) {
+  if (precision < 19) {
+    int64_t limit = pow10_i64(precision);
+    if (v >= limit || v <= -limit) raise(err, ERR_OVERFLOW);
+  }
+  return v;
+}
+
+// a (scale sa) / b (scale sb) at result scale sr, truncating like DataFusion.
+XPU_FN int64_t decimal_div(int64_t a, int sa, int64_t b, int sb, int sr, int32_t* err) {
+  if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
+  int shift = sr - sa + sb;
+  int128_t num = a;
+  if (shift >= 0) {
+    for (int i = 0; i < shift; ++i) num *= 10;
+    return narrow_checked(num / b, err);
+  }
+  int128_t den = b;
+  for (int i = 0; i < -shift; ++i) den *= 10;
+  return narrow_checked(num / den, err);
+}
+
+XPU_FN int64_t decimal_mul(int64_t a, int64_t b, int drop_digits, int32_t* err) {
+  int128_t p = (int128_t)a * (int128_t)b;
+  if (drop_digits > 0) {
+    int128_t d = 1;
+    for (int i = 0; i < drop_digits; ++i) d *= 10;
+    int128_t q = p / d, r = p % d;
+    if (2 * (r < 0 ? -r : r) >= d) q += (p < 0 ? -1 : 1);
+    p = q;
+  }
+  return narrow_checked(p, err);
+}
+
+XPU_FN double decimal_to_double(int64_t v, int scale) {
+  double d = (double)v;
+  double p = 1.0;
+  for (int i = 0; i < scale; ++i) p *= 10.0;
+  return d / p;
+}
+
+XPU_FN int64_t double_to_decimal(double x, int scale, int precision, int32_t* err) {
+  if (!is_finite(x)) { raise(err, ERR_OVERFLOW); return 0; }
+  double p = 1.0;
+  for (int i = 0; i < scale; ++i) p *= 10.0;
+  double s = round(x * p);
+  if (s >= 9.2e18 || s <= -9.2e18) { raise(err, ERR_OVERFLOW); return 0; }
+  return check_precision((int64_t)s, precision, err);
+}
+
+// float -> integer: round half to even (PostgreSQL's rint), then range check.
+template <class T>
+XPU_FN T double_to_int(double x, double lo, double hi, int32_t* err) {
+  double r = rint(x);
+  if (!(r >= lo && r <= hi)) { raise(err, ERR_OVERFLOW); return 0; }
+  return (T)r;
+}
+
+template <class T>
+XPU_FN T int_narrow(int64_t v, int64_t lo, int64_t hi, int32_t* err) {
+  if (v < lo || v > hi) { raise(err, ERR_OVERFLOW); return 0; }
+  return (T)v;
+}
+
+XPU_FN double round_digits(double x, int digits) {
+  double p = 1.0;
+  for (int i = 0; i < (digits < 0 ? -digits : digits); ++i) p *= 10.0;
+  return digits >= 0 ? round(x * p) / p : round(x / p) * p;
+}
+
+}  // namespace xpu

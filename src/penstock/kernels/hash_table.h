@@ -1,0 +1,133 @@
+// hash_table.h — open-addressing hash tables shared by GPU threads or CPU cores.
+//
+// A table is `capacity` slots of `width` 64-bit words (capacity a power of two); word 0 of
+// a slot is its tag: 0 when empty, else the key's hash with bit 0 set. Aggregation tables
+// insert keys while other threads look them up, so a slot is claimed with the BUSY bit,
+// filled, then published; readers that meet a BUSY slot wait for it. Join tables are built
+// in one kernel and probed in later ones, so they need no such care.
+#pragma once
+#include "text.h"
+#include "xpu.h"
+
+namespace xpu {
+
+const uint64_t SLOT_BUSY = 1ull << 63;
+
+XPU_FN uint64_t slot_tag(uint64_t hash) { return (hash | 1) & ~SLOT_BUSY; }
+
+// Index of the slot holding the key (equal(slot) decides), inserting it with init(slot)
+// if absent; `inserted` says which. Returns -1 when the table is full.
+template <class Equal, class Init>
+XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uint64_t hash,
+                              bool& inserted, Equal equal, Init init) {
+  const uint64_t tag = slot_tag(hash);
+  uint64_t pos = (hash >> 7) & mask;
+  inserted = false;
+  for (uint64_t probes = 0; probes <= mask; ++probes, pos = (pos + 1) & mask) {
+    uint64_t* slot = table + pos * (uint64_t)width;
+    uint64_t w = load_acquire(slot);
+    if (w == 0) {
+      w = atomic_cas(slot, 0, tag | SLOT_BUSY);
+      if (w == 0) {
+        init(slot);
+        store_release(slot, tag);
+        inserted = true;
+        return (int64_t)pos;
+      }
+    }
+    while (w & SLOT_BUSY) w = load_acquire(slot);
+    if (w == tag && equal(slot)) return (int64_t)pos;
+  }
+  return -1;
+}
+
+// Join tables: slot = {tag, build row}.
+XPU_FN bool join_insert(uint64_t* table, uint64_t mask, uint64_t hash, int64_t row) {
+  const uint64_t tag = slot_tag(hash);
+  uint64_t pos = (hash >> 7) & mask;
+  for (uint64_t probes = 0; probes <= mask; ++probes, pos = (pos + 1) & mask) {
+    uint64_t* slot = table + 2 * pos;
+    if (slot[0] == 0 && atomic_cas(slot, 0, tag) == 0) {
+      slot[1] = (uint64_t)row;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Walks the build rows whose tag matches a probe key's hash; the caller compares keys.
+struct JoinProbe {
+  const uint64_t* table;
+  uint64_t mask;
+  uint64_t tag;
+  uint64_t pos;
+  int64_t row;
+  XPU_METHOD void advance() {
+    while (true) {
+      const uint64_t* slot = table + 2 * pos;
+      uint64_t w = slot[0];
+      pos = (pos + 1) & mask;
+      if (w == 0) { row = -1; return; }
+      if (w == tag) { row = (int64_t)slot[1]; return; }
+    }
+  }
+  XPU_METHOD bool valid() const { return row >= 0; }
+  XPU_METHOD void next() { advance(); }
+};
+
+XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash) {
+  JoinProbe p;
+  p.table = table;
+  p.mask = mask;
+  p.tag = slot_tag(hash);
+  p.pos = (hash >> 7) & mask;
+  p.row = -1;
+  if (table != nullptr) p.advance();
+  return p;
+}
+
+// Visits every build row: the probe of a join without equality keys (a nested loop).
+struct ScanProbe {
+  int64_t rows;
+  int64_t row;
+  XPU_METHOD bool valid() const { return row >= 0 && row < rows; }
+  XPU_METHOD void next() { ++row; }
+};
+XPU_FN ScanProbe scan_probe(int64_t rows) {
+  ScanProbe p;
+  p.rows = rows;
+  p.row = 0;
+  return p;
+}
+
+// Arena records of text values that tables keep: [int32 length][bytes], 8-byte aligned.
+XPU_FN StrView arena_text(uint64_t record) {
+  const uint8_t* p = (const uint8_t*)record;
+  return make_str(p + 4, *(const int32_t*)p);
+}
+template <class S>
+XPU_FN uint64_t arena_store(uint8_t* arena, uint64_t* cursor, uint64_t capacity, const S& s, int32_t* err) {
+  uint64_t size = (4 + (uint64_t)s.len() + 7) & ~(uint64_t)7;
+  uint64_t at = atomic_add(cursor, size);
+  if (at + size > capacity) { raise(err, ERR_TABLE_FULL); return 0; }
+  *(int32_t*)(arena + at) = s.len();
+  copy_to(arena + at + 4, s);
+  return (uint64_t)(arena + at);
+}
+
+// Moves the occupied slots of a table into a larger one (keys are distinct already).
+XPU_FN void rehash_slot(const uint64_t* old_slot, uint64_t* table, uint64_t mask, int32_t width) {
+  uint64_t tag = old_slot[0];
+  uint64_t pos = (tag >> 7) & mask;
+  while (true) {
+    uint64_t* slot = table + pos * (uint64_t)width;
+    if (atomic_cas(slot, 0, SLOT_BUSY) == 0) {
+      for (int32_t k = 1; k < width; ++k) slot[k] = old_slot[k];
+      store_release(slot, tag);
+      return;
+    }
+    pos = (pos + 1) & mask;
+  }
+}
+
+}  // namespace xpu

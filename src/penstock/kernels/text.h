@@ -1,0 +1,220 @@
+// text.h — text values inside kernels.
+//
+// A text value is anything with len() and at(i) (bytes of UTF-8). Column values are
+// StrView (a pointer into an Arrow data buffer); functions like upper() and concat() return
+// small lazy wrappers over their arguments instead of writing new bytes, so a whole
+// expression runs without scratch memory. Comparison is by bytes (C collation).
+#pragma once
+#include "dates.h"
+#include "xpu.h"
+
+namespace xpu {
+
+struct StrView {
+  const uint8_t* ptr;
+  int32_t n;
+  XPU_METHOD int32_t len() const { return n; }
+  XPU_METHOD uint8_t at(int32_t i) const { return ptr[i]; }
+};
+
+XPU_FN StrView str_at(const int32_t* offsets, const uint8_t* data, int64_t i) {
+  StrView s;
+  s.ptr = data + offsets[i];
+  s.n = offsets[i + 1] - offsets[i];
+  return s;
+}
+// A column of text: plain (offsets, data) or dictionary-encoded (indices into dict offsets/data).
+XPU_FN StrView text_at(const int32_t* values, const uint8_t* data, const int32_t* dict_offsets,
+                       const uint8_t* dict_data, int64_t i) {
+  if (dict_offsets != nullptr) return str_at(dict_offsets, dict_data, values[i]);
+  return str_at(values, data, i);
+}
+XPU_FN StrView make_str(const uint8_t* ptr, int64_t n) {
+  StrView s;
+  s.ptr = ptr;
+  s.n = (int32_t)n;
+  return s;
+}
+
+template <class S>
+struct Upper {
+  S s;
+  XPU_METHOD int32_t len() const { return s.len(); }
+  XPU_METHOD uint8_t at(int32_t i) const { uint8_t c = s.at(i); return c >= 'a' && c <= 'z' ? c - 32 : c; }
+};
+template <class S>
+struct Lower {
+  S s;
+  XPU_METHOD int32_t len() const { return s.len(); }
+  XPU_METHOD uint8_t at(int32_t i) const { uint8_t c = s.at(i); return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+};
+template <class A, class B>
+struct Concat {
+  A a;
+  B b;
+  XPU_METHOD int32_t len() const { return a.len() + b.len(); }
+  XPU_METHOD uint8_t at(int32_t i) const { int32_t k = a.len(); return i < k ? a.at(i) : b.at(i - k); }
+};
+template <class S>
+struct Slice {
+  S s;
+  int32_t start;
+  int32_t n;
+  XPU_METHOD int32_t len() const { return n; }
+  XPU_METHOD uint8_t at(int32_t i) const { return s.at(start + i); }
+};
+// The value of a CASE whose branches produce different kinds of text.
+template <class A, class B>
+struct Either {
+  bool first;
+  A a;
+  B b;
+  XPU_METHOD int32_t len() const { return first ? a.len() : b.len(); }
+  XPU_METHOD uint8_t at(int32_t i) const { return first ? a.at(i) : b.at(i); }
+};
+// Text a kernel formats itself (numbers, dates): short enough for a fixed buffer.
+struct SmallText {
+  uint8_t buf[40];
+  int32_t n;
+  XPU_METHOD int32_t len() const { return n; }
+  XPU_METHOD uint8_t at(int32_t i) const { return buf[i]; }
+};
+
+template <class S> XPU_FN Upper<S> upper(const S& s) { Upper<S> r; r.s = s; return r; }
+template <class S> XPU_FN Lower<S> lower(const S& s) { Lower<S> r; r.s = s; return r; }
+template <class A, class B> XPU_FN Concat<A, B> concat(const A& a, const B& b) {
+  Concat<A, B> r; r.a = a; r.b = b; return r;
+}
+template <class A, class B> XPU_FN Either<A, B> either_first(const A& a) {
+  Either<A, B> r; r.first = true; r.a = a; r.b = B(); return r;
+}
+template <class A, class B> XPU_FN Either<A, B> either_second(const B& b) {
+  Either<A, B> r; r.first = false; r.a = A(); r.b = b; return r;
+}
+template <class S> XPU_FN Slice<S> slice(const S& s, int32_t start, int32_t n) {
+  Slice<S> r; r.s = s; r.start = start; r.n = n; return r;
+}
+XPU_FN StrView slice(const StrView& s, int32_t start, int32_t n) { return make_str(s.ptr + start, n); }
+
+// ---- comparison (bytes, unsigned) ----
+template <class A, class B>
+XPU_FN int32_t str_cmp(const A& a, const B& b) {
+  int32_t n = a.len() < b.len() ? a.len() : b.len();
+  for (int32_t i = 0; i < n; ++i) {
+    uint8_t x = a.at(i), y = b.at(i);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.len() == b.len() ? 0 : (a.len() < b.len() ? -1 : 1);
+}
+template <class A, class B>
+XPU_FN bool str_eq(const A& a, const B& b) {
+  if (a.len() != b.len()) return false;
+  for (int32_t i = 0; i < a.len(); ++i)
+    if (a.at(i) != b.at(i)) return false;
+  return true;
+}
+template <class A, class B>
+XPU_FN bool starts_with(const A& s, const B& p) {
+  if (p.len() > s.len()) return false;
+  for (int32_t i = 0; i < p.len(); ++i)
+    if (s.at(i) != p.at(i)) return false;
+  return true;
+}
+template <class A, class B>
+XPU_FN bool ends_with(const A& s, const B& p) {
+  int32_t off = s.len() - p.len();
+  if (off < 0) return false;
+  for (int32_t i = 0; i < p.len(); ++i)
+    if (s.at(off + i) != p.at(i)) return false;
+  return true;
+}
+
+// ---- UTF-8 ----
+XPU_FN bool is_continuation(uint8_t c) { return (c & 0xC0) == 0x80; }
+template <class S>
+XPU_FN int32_t char_length(const S& s) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < s.len(); ++i) n += is_continuation(s.at(i)) ? 0 : 1;
+  return n;
+}
+// Byte offset of the k-th character (0-based), or len() when the text is shorter.
+template <class S>
+XPU_FN int32_t char_offset(const S& s, int64_t k) {
+  int32_t i = 0;
+  while (k > 0 && i < s.len()) {
+    ++i;
+    while (i < s.len() && is_continuation(s.at(i))) ++i;
+    --k;
+  }
+  return i;
+}
+
+// substr(s, start, count) with PostgreSQL's rules: positions start at 1, and positions
+// before 1 eat into count; count < 0 is an error; count < 0 passed as has_count=false = to end.
+template <class S>
+XPU_FN auto substr(const S& s, int64_t start, int64_t count, bool has_count, int32_t* err)
+    -> decltype(slice(s, 0, 0)) {
+  if (has_count && count < 0) { raise(err, ERR_NEGATIVE_LENGTH); return slice(s, 0, 0); }
+  int64_t first = start < 1 ? 1 : start;
+  int64_t end = has_count ? start + count : ((int64_t)1 << 40);  // exclusive, in characters
+  if (end <= first) return slice(s, 0, 0);
+  int32_t b0 = char_offset(s, first - 1);
+  int32_t b1 = char_offset(s, end - 1);
+  return slice(s, b0, b1 - b0);
+}
+
+template <class S>
+XPU_FN auto trim(const S& s, bool left, bool right) -> decltype(slice(s, 0, 0)) {
+  int32_t b = 0, e = s.len();
+  if (left) while (b < e && s.at(b) == ' ') ++b;
+  if (right) while (e > b && s.at(e - 1) == ' ') --e;
+  return slice(s, b, e - b);
+}
+
+// ---- LIKE: % any run, _ one character, `escape` makes the next pattern byte literal ----
+XPU_FN uint8_t fold(uint8_t c, bool ci) { return ci && c >= 'A' && c <= 'Z' ? c + 32 : c; }
+template <class S>
+XPU_FN int32_t utf8_step(const S& s, int32_t i) {
+  ++i;
+  while (i < s.len() && is_continuation(s.at(i))) ++i;
+  return i;
+}
+template <class S, class P>
+XPU_FN bool like(const S& s, const P& p, int32_t escape, bool ci) {
+  int32_t i = 0, j = 0, star_j = -1, star_i = 0;
+  const int32_t n = s.len(), m = p.len();
+  while (i < n) {
+    if (j < m && (int32_t)p.at(j) == escape && j + 1 < m) {
+      if (fold(s.at(i), ci) == fold(p.at(j + 1), ci)) { ++i; j += 2; continue; }
+    } else if (j < m && p.at(j) == '%') {
+      star_j = j++;
+      star_i = i;
+      continue;
+    } else if (j < m && p.at(j) == '_') {
+      i = utf8_step(s, i);
+      ++j;
+      continue;
+    } else if (j < m && fold(s.at(i), ci) == fold(p.at(j), ci)) {
+      ++i;
+      ++j;
+      continue;
+    }
+    if (star_j < 0) return false;
+    j = star_j + 1;
+    star_i = utf8_step(s, star_i);
+    i = star_i;
+  }
+  while (j < m && p.at(j) == '%') ++j;
+  return j == m;
+}
+
+// ---- copying out ----
+template <class S>
+XPU_FN void copy_to(uint8_t* dst, const S& s) {
+  for (int32_t i = 0; i < s.len(); ++i) dst[i] = s.at(i);
+}
+XPU_FN void copy_to(uint8_t* dst, const StrView& s) {
+  for (int32_t i = 0; i < s.n; ++i) dst[i] = s.ptr[i];
+}
+
+}  // namespace xpu

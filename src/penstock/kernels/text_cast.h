@@ -1,0 +1,281 @@
+// text_cast.h — casts between text and numbers, dates, timestamps and booleans, with
+// PostgreSQL's output formats and its 22P02 error for malformed input.
+#pragma once
+#include "arith.h"
+#include "dates.h"
+#include "text.h"
+
+namespace xpu {
+
+// ---- formatting ----
+XPU_FN void put_char(SmallText& t, uint8_t c) { if (t.n < 40) t.buf[t.n++] = c; }
+XPU_FN void put_uint(SmallText& t, uint64_t v, int32_t min_digits) {
+  uint8_t digits[24];
+  int32_t k = 0;
+  do { digits[k++] = (uint8_t)('0' + v % 10); v /= 10; } while (v);
+  while (k < min_digits) digits[k++] = '0';
+  while (k) put_char(t, digits[--k]);
+}
+XPU_FN SmallText empty_text() { SmallText t; t.n = 0; return t; }
+XPU_FN uint64_t magnitude(int64_t v) { return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; }
+
+XPU_FN SmallText int_text(int64_t v) {
+  SmallText t = empty_text();
+  if (v < 0) put_char(t, '-');
+  put_uint(t, magnitude(v), 1);
+  return t;
+}
+XPU_FN SmallText decimal_text(int64_t v, int32_t scale) {
+  SmallText t = empty_text();
+  if (v < 0) put_char(t, '-');
+  uint64_t m = magnitude(v);
+  uint64_t p = (uint64_t)pow10_i64(scale);
+  put_uint(t, m / p, 1);
+  if (scale > 0) { put_char(t, '.'); put_uint(t, m % p, scale); }
+  return t;
+}
+XPU_FN SmallText bool_text(bool b) {
+  SmallText t = empty_text();
+  const char* s = b ? "true" : "false";
+  for (int32_t i = 0; s[i]; ++i) put_char(t, (uint8_t)s[i]);
+  return t;
+}
+XPU_FN void put_date(SmallText& t, int64_t days) {
+  Civil c = civil_from_days(days);
+  if (c.year < 0) put_char(t, '-');
+  put_uint(t, magnitude(c.year), 4);
+  put_char(t, '-');
+  put_uint(t, (uint64_t)c.month, 2);
+  put_char(t, '-');
+  put_uint(t, (uint64_t)c.day, 2);
+}
+XPU_FN SmallText date_text(int64_t days) { SmallText t = empty_text(); put_date(t, days); return t; }
+XPU_FN SmallText timestamp_text(int64_t ts, int64_t per_second) {
+  SmallText t = empty_text();
+  int64_t per_day = per_second * SECONDS_PER_DAY;
+  int64_t days = floor_div(ts, per_day);
+  int64_t in_day = ts - days * per_day;
+  put_date(t, days);
+  put_char(t, ' ');
+  int64_t secs = in_day / per_second, frac = in_day % per_second;
+  put_uint(t, (uint64_t)(secs / 3600), 2);
+  put_char(t, ':');
+  put_uint(t, (uint64_t)(secs / 60 % 60), 2);
+  put_char(t, ':');
+  put_uint(t, (uint64_t)(secs % 60), 2);
+  if (frac) {
+    int32_t digits = 0;
+    for (int64_t p = per_second; p > 1; p /= 10) ++digits;
+    while (frac % 10 == 0) { frac /= 10; --digits; }
+    put_char(t, '.');
+    put_uint(t, (uint64_t)frac, digits);
+  }
+  return t;
+}
+
+// ---- parsing: leading and trailing blanks are allowed, anything else malformed is 22P02 ----
+template <class S>
+struct Cursor {
+  const S& s;
+  int32_t i;
+  XPU_METHOD bool done() const { return i >= s.len(); }
+  XPU_METHOD uint8_t peek() const { return i < s.len() ? s.at(i) : 0; }
+  XPU_METHOD void skip_blanks() { while (i < s.len() && (s.at(i) == ' ' || s.at(i) == '\t' || s.at(i) == '\n')) ++i; }
+  XPU_METHOD bool digit() const { return peek() >= '0' && peek() <= '9'; }
+};
+
+template <class S>
+XPU_FN int64_t parse_int(const S& s, int32_t* err) {
+  Cursor<S> c{s, 0};
+  c.skip_blanks();
+  bool neg = c.peek() == '-';
+  if (c.peek() == '-' || c.peek() == '+') ++c.i;
+  if (!c.digit()) { raise(err, ERR_INVALID_TEXT); return 0; }
+  uint64_t v = 0;
+  while (c.digit()) {
+    v = v * 10 + (c.peek() - '0');
+    if (v > (uint64_t)INT64_MAX + (neg ? 1 : 0)) { raise(err, ERR_OVERFLOW); return 0; }
+    ++c.i;
+  }
+  c.skip_blanks();
+  if (!c.done()) { raise(err, ERR_INVALID_TEXT); return 0; }
+  return neg ? (int64_t)((uint64_t)0 - v) : (int64_t)v;
+}
+
+// Decimal text to a value scaled by 10^scale, rounding half away from zero.
+template <class S>
+XPU_FN int64_t parse_decimal(const S& s, int32_t scale, int32_t* err) {
+  Cursor<S> c{s, 0};
+  c.skip_blanks();
+  bool neg = c.peek() == '-';
+  if (c.peek() == '-' || c.peek() == '+') ++c.i;
+  int128_t v = 0;
+  int32_t frac_digits = 0, digits = 0;
+  bool seen_point = false, round_up = false;
+  while (c.digit() || (c.peek() == '.' && !seen_point)) {
+    if (c.peek() == '.') { seen_point = true; ++c.i; continue; }
+    int32_t d = c.peek() - '0';
+    ++digits;
+    if (seen_point && frac_digits >= scale) {
+      if (frac_digits == scale) round_up = d >= 5;
+      ++frac_digits;
+    } else {
+      v = v * 10 + d;
+      if (seen_point) ++frac_digits;
+      if (v > (int128_t)INT64_MAX) { raise(err, ERR_OVERFLOW); return 0; }
+    }
+    ++c.i;
+  }
+  c.skip_blanks();
+  if (!digits || !c.done()) { raise(err, ERR_INVALID_TEXT); return 0; }
+  for (int32_t k = frac_digits < scale ? frac_digits : scale; k < scale; ++k) v *= 10;
+  if (round_up) v += 1;
+  int64_t r = narrow_checked(v, err);
+  return neg ? -r : r;
+}
+
+template <class S>
+XPU_FN double parse_double(const S& s, int32_t* err) {
+  Cursor<S> c{s, 0};
+  c.skip_blanks();
+  bool neg = c.peek() == '-';
+  if (c.peek() == '-' || c.peek() == '+') ++c.i;
+  uint8_t first = c.peek() | 0x20;
+  if (first == 'n' || first == 'i') {  // NaN, Infinity
+    bool nan = first == 'n';
+    int32_t want = nan ? 3 : 8;
+    const char* word = nan ? "nan" : "infinity";
+    for (int32_t k = 0; k < want; ++k, ++c.i)
+      if ((c.peek() | 0x20) != (uint8_t)word[k]) { raise(err, ERR_INVALID_TEXT); return 0.0; }
+    c.skip_blanks();
+    if (!c.done()) { raise(err, ERR_INVALID_TEXT); return 0.0; }
+    double inf = infinity();
+    return nan ? inf - inf : (neg ? -inf : inf);
+  }
+  uint64_t mant = 0;
+  int32_t exp10 = 0, digits = 0;
+  bool seen_point = false;
+  while (c.digit() || (c.peek() == '.' && !seen_point)) {
+    if (c.peek() == '.') { seen_point = true; ++c.i; continue; }
+    ++digits;
+    if (mant < 100000000000000000ull) mant = mant * 10 + (c.peek() - '0'), exp10 -= seen_point ? 1 : 0;
+    else exp10 += seen_point ? 0 : 1;
+    ++c.i;
+  }
+  if (!digits) { raise(err, ERR_INVALID_TEXT); return 0.0; }
+  if ((c.peek() | 0x20) == 'e') {
+    ++c.i;
+    bool eneg = c.peek() == '-';
+    if (c.peek() == '-' || c.peek() == '+') ++c.i;
+    if (!c.digit()) { raise(err, ERR_INVALID_TEXT); return 0.0; }
+    int32_t e = 0;
+    while (c.digit()) { if (e < 100000) e = e * 10 + (c.peek() - '0'); ++c.i; }
+    exp10 += eneg ? -e : e;
+  }
+  c.skip_blanks();
+  if (!c.done()) { raise(err, ERR_INVALID_TEXT); return 0.0; }
+  double v = (double)mant;
+  // Exact for mantissas below 2^53 and |exp10| <= 22 (each power of ten is exact there).
+  double p = 1.0;
+  int32_t e = exp10 < 0 ? -exp10 : exp10;
+  for (int32_t k = 0; k < e && k < 400; ++k) p *= 10.0;
+  v = exp10 < 0 ? v / p : v * p;
+  return neg ? -v : v;
+}
+
+template <class S>
+XPU_FN int64_t parse_fixed_digits(Cursor<S>& c, int32_t n, int32_t* err) {
+  int64_t v = 0;
+  for (int32_t k = 0; k < n; ++k) {
+    if (!c.digit()) { raise(err, ERR_INVALID_TEXT); return 0; }
+    v = v * 10 + (c.peek() - '0');
+    ++c.i;
+  }
+  return v;
+}
+// One to `most` digits.
+template <class S>
+XPU_FN int64_t parse_digits(Cursor<S>& c, int32_t most, int32_t* err) {
+  int64_t v = 0;
+  int32_t k = 0;
+  while (c.digit() && k < most) { v = v * 10 + (c.peek() - '0'); ++c.i; ++k; }
+  if (!k) raise(err, ERR_INVALID_TEXT);
+  return v;
+}
+// YYYY-MM-DD (month and day may have one digit).
+template <class S>
+XPU_FN int64_t parse_date_part(Cursor<S>& c, int32_t* err) {
+  int64_t y = parse_digits(c, 6, err);
+  if (c.peek() != '-') { raise(err, ERR_INVALID_TEXT); return 0; }
+  ++c.i;
+  int64_t m = parse_digits(c, 2, err);
+  if (c.peek() != '-') { raise(err, ERR_INVALID_TEXT); return 0; }
+  ++c.i;
+  int64_t d = parse_digits(c, 2, err);
+  if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, (int32_t)m)) { raise(err, ERR_DATETIME); return 0; }
+  return days_from_civil(y, m, d);
+}
+template <class S>
+XPU_FN int64_t parse_date(const S& s, int32_t* err) {
+  Cursor<S> c{s, 0};
+  c.skip_blanks();
+  int64_t days = parse_date_part(c, err);
+  c.skip_blanks();
+  if (!c.done()) raise(err, ERR_INVALID_TEXT);
+  return days;
+}
+template <class S>
+XPU_FN int64_t parse_timestamp(const S& s, int64_t per_second, int32_t* err) {
+  Cursor<S> c{s, 0};
+  c.skip_blanks();
+  int64_t days = parse_date_part(c, err);
+  int64_t units = 0;
+  if (c.peek() == ' ' || c.peek() == 'T') {
+    ++c.i;
+    int64_t h = parse_fixed_digits(c, 2, err);
+    if (c.peek() != ':') { raise(err, ERR_INVALID_TEXT); return 0; }
+    ++c.i;
+    int64_t mi = parse_fixed_digits(c, 2, err);
+    int64_t se = 0;
+    if (c.peek() == ':') { ++c.i; se = parse_fixed_digits(c, 2, err); }
+    if (h > 23 || mi > 59 || se > 59) { raise(err, ERR_DATETIME); return 0; }
+    units = (h * 3600 + mi * 60 + se) * per_second;
+    if (c.peek() == '.') {
+      ++c.i;
+      int64_t scale = per_second;
+      while (c.digit()) {
+        scale /= 10;
+        units += (c.peek() - '0') * scale;
+        ++c.i;
+      }
+    }
+  }
+  c.skip_blanks();
+  if (!c.done()) raise(err, ERR_INVALID_TEXT);
+  return days * per_second * SECONDS_PER_DAY + units;
+}
+template <class S>
+XPU_FN bool parse_bool(const S& s, int32_t* err) {
+  Cursor<S> c{s, 0};
+  c.skip_blanks();
+  uint8_t w[8];
+  int32_t n = 0;
+  while (!c.done() && c.peek() != ' ' && n < 8) { w[n++] = c.peek() | 0x20; ++c.i; }
+  c.skip_blanks();
+  if (c.done() && n > 0) {
+    const char* yes[] = {"t", "true", "y", "yes", "on", "1"};
+    const char* no[] = {"f", "false", "n", "no", "off", "0"};
+    for (int32_t k = 0; k < 6; ++k) {
+      int32_t j = 0;
+      while (j < n && yes[k][j] == (char)w[j]) ++j;
+      if (j == n && yes[k][j] == 0) return true;
+      j = 0;
+      while (j < n && no[k][j] == (char)w[j]) ++j;
+      if (j == n && no[k][j] == 0) return false;
+    }
+  }
+  raise(err, ERR_INVALID_TEXT);
+  return false;
+}
+
+}  // namespace xpu

@@ -1,0 +1,196 @@
+// xpu.h — one kernel source, two targets.
+//
+// Under NVRTC (GPU) a kernel is a __global__ function and its loop is grid-stride; under
+// g++ -fopenmp (CPU) it is a plain extern "C" function whose loop is an OpenMP loop.
+// Everything a kernel needs that differs between the two lives here: integer types,
+// qualifiers, the parallel loop, atomics, fences and reductions of per-thread values.
+#pragma once
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define XPU_GPU 1
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INT8_MIN (-128)
+#define INT8_MAX 127
+#define INT16_MIN (-32768)
+#define INT16_MAX 32767
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define INT64_MIN (-9223372036854775807LL - 1)
+#define INT64_MAX 9223372036854775807LL
+#define XPU_KERNEL extern "C" __global__
+#define XPU_FN static __device__ __forceinline__
+#define XPU_METHOD __device__ __forceinline__
+#define XPU_PARALLEL_BEGIN {
+#define XPU_PARALLEL_END }
+#define XPU_FOR(i, n) \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+       i += (int64_t)gridDim.x * blockDim.x)
+#define XPU_SERIAL_FOR(i, n) if (blockIdx.x == 0 && threadIdx.x == 0) for (int64_t i = 0; i < (n); ++i)
+#else
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#define XPU_KERNEL extern "C"
+#define XPU_FN static inline
+#define XPU_METHOD inline
+#define XPU_PARALLEL_BEGIN _Pragma("omp parallel") {
+#define XPU_PARALLEL_END }
+#define XPU_FOR(i, n) _Pragma("omp for schedule(static)") for (int64_t i = 0; i < (n); ++i)
+#define XPU_SERIAL_FOR(i, n) _Pragma("omp single") for (int64_t i = 0; i < (n); ++i)
+#endif
+
+namespace xpu {
+
+typedef __int128 int128_t;
+
+const int64_t NULL_ROW = -1;
+
+#ifdef XPU_GPU
+XPU_FN double infinity() { return __longlong_as_double(0x7FF0000000000000LL); }
+#else
+XPU_FN double infinity() { return __builtin_huge_val(); }
+#endif  // the build row of an outer join's unmatched probe row
+
+// ---- validity bitmaps (Arrow: bit i of byte i/8, 1 = valid; no bitmap = all valid) ----
+XPU_FN bool get_bit(const uint8_t* bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
+XPU_FN bool is_null(const uint8_t* bits, int64_t i) { return bits != nullptr && !get_bit(bits, i); }
+
+// ---- atomics ----
+#ifdef XPU_GPU
+XPU_FN uint64_t atomic_add(uint64_t* p, uint64_t v) {
+  return atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+XPU_FN int64_t atomic_add(int64_t* p, int64_t v) {
+  return (int64_t)atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+XPU_FN double atomic_add(double* p, double v) { return atomicAdd(p, v); }
+XPU_FN uint64_t atomic_cas(uint64_t* p, uint64_t expected, uint64_t desired) {
+  return atomicCAS((unsigned long long*)p, expected, desired);
+}
+XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
+  return atomicCAS(p, expected, desired);
+}
+XPU_FN uint64_t load_acquire(const uint64_t* p) {
+  uint64_t v = *(const volatile uint64_t*)p;
+  __threadfence();
+  return v;
+}
+XPU_FN void store_release(uint64_t* p, uint64_t v) {
+  __threadfence();
+  *(volatile uint64_t*)p = v;
+}
+XPU_FN void atomic_or(uint8_t* p, uint8_t v) {
+  // 32-bit aligned word containing the byte
+  uint32_t* word = (uint32_t*)((uint64_t)p & ~(uint64_t)3);
+  atomicOr(word, (uint32_t)v << (((uint64_t)p & 3) * 8));
+}
+#else
+XPU_FN uint64_t atomic_add(uint64_t* p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+XPU_FN int64_t atomic_add(int64_t* p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+XPU_FN double atomic_add(double* p, double v) {
+  uint64_t* bits = (uint64_t*)p;
+  uint64_t old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+  while (true) {
+    double cur;
+    memcpy(&cur, &old, 8);
+    double next = cur + v;
+    uint64_t next_bits;
+    memcpy(&next_bits, &next, 8);
+    if (__atomic_compare_exchange_n(bits, &old, next_bits, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return cur;
+  }
+}
+XPU_FN uint64_t atomic_cas(uint64_t* p, uint64_t expected, uint64_t desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return expected;
+}
+XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return expected;
+}
+XPU_FN uint64_t load_acquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+XPU_FN void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+XPU_FN void atomic_or(uint8_t* p, uint8_t v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+#endif
+
+// Compare-and-swap loops for the operations hardware lacks on some types.
+XPU_FN bool checked_atomic_add(int64_t* p, int64_t v) {
+  uint64_t* u = (uint64_t*)p;
+  uint64_t old = load_acquire(u);
+  while (true) {
+    int64_t cur = (int64_t)old;
+    int64_t next;
+    if (__builtin_add_overflow(cur, v, &next)) return false;
+    uint64_t seen = atomic_cas(u, old, (uint64_t)next);
+    if (seen == old) return true;
+    old = seen;
+  }
+}
+
+template <class T, class Better>
+XPU_FN void atomic_update_if(T* p, T v, Better better) {
+  static_assert(sizeof(T) == 8, "64-bit states only");
+  uint64_t* u = (uint64_t*)p;
+  uint64_t old = load_acquire(u);
+  while (true) {
+    T cur;
+    memcpy(&cur, &old, 8);
+    if (!better(v, cur)) return;
+    uint64_t next;
+    memcpy(&next, &v, 8);
+    uint64_t seen = atomic_cas(u, old, next);
+    if (seen == old) return;
+    old = seen;
+  }
+}
+
+// ---- errors: the first error a kernel meets wins; the host raises it with its SQLSTATE ----
+const int32_t ERR_OVERFLOW = 1;          // 22003
+const int32_t ERR_DIVISION_BY_ZERO = 2;  // 22012
+const int32_t ERR_INVALID_TEXT = 3;      // 22P02
+const int32_t ERR_TABLE_FULL = 4;        // internal: a hash table ran out of slots
+const int32_t ERR_NEGATIVE_LENGTH = 5;   // 22011
+const int32_t ERR_DATETIME = 6;          // 22008
+const int32_t ERR_CARDINALITY = 7;       // 21000
+
+XPU_FN void raise(int32_t* err, int32_t code) { atomic_cas(err, 0, code); }
+
+// ---- per-thread values folded into one global value at the end of a kernel ----
+#ifdef XPU_GPU
+XPU_FN uint64_t warp_sum(uint64_t v) {
+  for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
+  return v;
+}
+XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
+  uint64_t total = warp_sum(local);
+  if ((threadIdx.x & 31) == 0 && total) atomic_add(target, total);
+}
+#else
+XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
+  if (local) atomic_add(target, local);
+}
+#endif
+
+// A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
+XPU_FN int64_t claim_row(uint64_t* cursor) {
+#ifdef XPU_GPU
+  unsigned mask = __activemask();
+  int leader = __ffs(mask) - 1;
+  int lane = threadIdx.x & 31;
+  uint64_t base = 0;
+  if (lane == leader) base = atomic_add(cursor, (uint64_t)__popc(mask));
+  base = __shfl_sync(mask, base, leader);
+  return (int64_t)(base + __popc(mask & ((1u << lane) - 1)));
+#else
+  return (int64_t)atomic_add(cursor, (uint64_t)1);
+#endif
+}
+
+}  // namespace xpu

@@ -1,0 +1,136 @@
+"""The scalar functions penstock executes, and their result types.
+
+The frontend maps Substrait function names to these canonical names. Result types normally
+come from the plan (DataFusion writes them into Substrait); `result_type` fills in where the
+plan leaves one out, following DataFusion's rules so both engines agree.
+"""
+
+from __future__ import annotations
+
+from penstock.errors import Unsupported
+from penstock.plan import types as T
+from penstock.plan.types import DataType, Kind
+
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "is_distinct", "is_not_distinct")
+ARITHMETIC = ("add", "sub", "mul", "div", "mod")
+BOOLEAN = ("and", "or", "not", "is_null", "is_not_null", "is_true", "is_false",
+           "is_not_true", "is_not_false")
+STRING_FUNCTIONS = ("upper", "lower", "char_length", "octet_length", "substr", "concat",
+                    "str_concat", "btrim", "ltrim", "rtrim", "starts_with", "ends_with")
+MATH = ("neg", "abs", "round", "floor", "ceil", "sqrt")
+OTHER = ("coalesce", "nullif")
+DATE_PART_FIELDS = ("year", "quarter", "month", "day", "hour", "minute", "second",
+                    "millisecond", "microsecond", "dow", "doy", "week", "epoch", "isodow")
+DATE_TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+
+# Substrait (as DataFusion writes it) name -> penstock name.
+SUBSTRAIT_NAMES = {
+    "equal": "eq", "not_equal": "ne", "lt": "lt", "lte": "le", "gt": "gt", "gte": "ge",
+    "is_distinct_from": "is_distinct", "is_not_distinct_from": "is_not_distinct",
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "modulus": "mod",
+    "negate": "neg", "abs": "abs", "round": "round", "floor": "floor", "ceil": "ceil",
+    "sqrt": "sqrt",
+    "and": "and", "or": "or", "not": "not", "is_null": "is_null", "is_not_null": "is_not_null",
+    "is_true": "is_true", "is_false": "is_false", "is_not_true": "is_not_true",
+    "is_not_false": "is_not_false",
+    "upper": "upper", "lower": "lower", "character_length": "char_length",
+    "char_length": "char_length", "length": "char_length", "octet_length": "octet_length",
+    "substring": "substr", "substr": "substr", "concat": "concat", "str_concat": "str_concat",
+    "btrim": "btrim", "trim": "btrim", "ltrim": "ltrim", "rtrim": "rtrim",
+    "starts_with": "starts_with", "ends_with": "ends_with",
+    "coalesce": "coalesce", "nullif": "nullif",
+}
+
+KNOWN = set(COMPARISONS + ARITHMETIC + BOOLEAN + STRING_FUNCTIONS + MATH + OTHER)
+
+
+def is_known(fn: str) -> bool:
+    if fn.startswith("date_part."):
+        return fn.split(".", 1)[1] in DATE_PART_FIELDS
+    if fn.startswith("date_trunc."):
+        return fn.split(".", 1)[1] in DATE_TRUNC_UNITS
+    return fn in KNOWN
+
+
+def result_type(fn: str, args: list[DataType]) -> DataType:
+    """DataFusion's result type of `fn` over `args` (used where the plan omits it)."""
+    if fn in COMPARISONS or fn in BOOLEAN or fn in ("starts_with", "ends_with"):
+        return T.BOOL
+    if fn in ("upper", "lower", "substr", "concat", "str_concat", "btrim", "ltrim", "rtrim"):
+        return T.STRING
+    if fn in ("char_length", "octet_length"):
+        return T.INT32
+    if fn in ("neg", "abs", "floor", "ceil"):
+        return args[0]
+    if fn in ("round", "sqrt"):
+        return args[0] if args[0].kind is Kind.DECIMAL and fn == "round" else T.FLOAT64
+    if fn in ("coalesce", "nullif"):
+        return next((a for a in args if a.kind is not Kind.NULL), T.NULL)
+    if fn.startswith("date_part."):
+        return T.FLOAT64 if fn.endswith("epoch") else T.INT32
+    if fn.startswith("date_trunc."):
+        return args[0] if args[0].kind is Kind.TIMESTAMP else T.timestamp("ns")
+    if fn in ARITHMETIC:
+        return arithmetic_type(fn, args[0], args[1])
+    raise Unsupported(f"function {fn}")
+
+
+def arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
+    if a.kind is Kind.DATE and b.is_integer and fn in ("add", "sub"):
+        return T.DATE
+    if a.kind is Kind.DATE and b.kind is Kind.DATE and fn == "sub":
+        return T.INT64
+    if a.is_float or b.is_float:
+        return T.FLOAT64 if T.FLOAT64 in (a, b) or a.is_integer or b.is_integer else T.FLOAT32
+    if a.kind is Kind.DECIMAL or b.kind is Kind.DECIMAL:
+        return decimal_arithmetic_type(fn, as_decimal(a), as_decimal(b))
+    if a.is_integer and b.is_integer:
+        return T.widest_integer(a, b)
+    raise Unsupported(f"{fn} on {a} and {b}")
+
+
+def as_decimal(t: DataType) -> DataType:
+    if t.kind is Kind.DECIMAL:
+        return t
+    return T.decimal(T.integer_digits(t), 0)
+
+
+def decimal_arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
+    """DataFusion's decimal result rules (the same as Hive/Spark's)."""
+    p1, s1, p2, s2 = a.precision, a.scale, b.precision, b.scale
+    if fn in ("add", "sub"):
+        scale = max(s1, s2)
+        return T.decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if fn == "mul":
+        return T.decimal(p1 + p2 + 1, s1 + s2)
+    if fn == "div":
+        scale = max(6, s1 + p2 + 1)
+        return T.decimal(p1 - s1 + s2 + scale, scale)
+    if fn == "mod":
+        scale = max(s1, s2)
+        return T.decimal(min(p1 - s1, p2 - s2) + scale, scale)
+    raise Unsupported(f"decimal {fn}")
+
+
+def aggregate_type(fn: str, arg: DataType | None) -> DataType:
+    """DataFusion's result type of an aggregate function."""
+    if fn in ("count", "count_star"):
+        return T.INT64
+    assert arg is not None
+    if fn in ("min", "max"):
+        return arg
+    if fn in ("bool_and", "bool_or"):
+        return T.BOOL
+    if fn == "sum":
+        if arg.is_integer:
+            return T.INT64
+        if arg.kind is Kind.DECIMAL:
+            return T.decimal(arg.precision + 10, arg.scale)
+        if arg.is_float:
+            return T.FLOAT64
+    if fn == "avg":
+        if arg.kind is Kind.DECIMAL:
+            return T.decimal(arg.precision + 4, arg.scale + 4)
+        if arg.is_numeric:
+            return T.FLOAT64
+    raise Unsupported(f"aggregate {fn}({arg})")

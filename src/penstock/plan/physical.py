@@ -1,0 +1,172 @@
+"""Physical plans: pipelines, and the breaker steps between them.
+
+A pipeline is source -> operators -> sink and becomes one fused kernel. Expressions in a
+pipeline read the current source row (ColumnRef) and, after a probe, the matched build row
+(BuildColumn). Pipelines write into numbered buffers (materialised intermediate results);
+steps such as hash-table builds and sorts work on whole buffers. The executor runs
+`steps` in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from penstock.plan.expr import Expr
+from penstock.plan.rel import AggCall, JoinKind
+from penstock.plan.types import DataType
+
+# ---- sources ----------------------------------------------------------------------------
+
+
+@dataclass
+class TableSource:
+    """The referenced columns of a registered table, streamed in batches."""
+
+    table: str
+    columns: list[int]  # positions in the table's schema
+    names: list[str]
+    types: list[DataType]
+    # conjuncts over this source's columns that row-group / batch statistics can refute
+    skip_filters: list[Expr] = field(default_factory=list)
+
+
+@dataclass
+class BufferSource:
+    buffer: int
+    types: list[DataType]
+
+
+@dataclass
+class ValuesSource:
+    table: pa.Table
+    types: list[DataType]
+
+
+@dataclass
+class UnmatchedBuildSource:
+    """The build rows of a FULL join that no probe row matched."""
+
+    join: int
+    buffer: int
+    types: list[DataType]
+
+
+Source = TableSource | BufferSource | ValuesSource | UnmatchedBuildSource
+
+# ---- operators ----------------------------------------------------------------------------
+
+
+@dataclass
+class FilterOp:
+    condition: Expr
+
+
+@dataclass
+class ProbeOp:
+    """Probe the hash table of join `join` (built from `build_buffer`).
+
+    kind is INNER, LEFT, SEMI or ANTI (the planner turns RIGHT and FULL into these).
+    With no keys the probe visits every build row (a nested-loop join).
+    """
+
+    join: int
+    kind: JoinKind
+    probe_keys: list[Expr]
+    build_buffer: int
+    build_types: list[DataType]
+    build_key_columns: list[int]
+    residual: Expr | None = None
+    null_aware: bool = False
+    mark_matches: bool = False  # FULL joins remember which build rows matched
+
+
+Operator = FilterOp | ProbeOp
+
+# ---- sinks ---------------------------------------------------------------------------------
+
+
+@dataclass
+class MaterializeSink:
+    exprs: list[Expr]
+    buffer: int
+    limit: int | None = None  # enough rows: the source may stop reading (LIMIT without ORDER BY)
+
+
+@dataclass
+class AggregateSink:
+    groups: list[Expr]
+    measures: list[AggCall]
+    buffer: int
+
+
+Sink = MaterializeSink | AggregateSink
+
+
+@dataclass
+class Pipeline:
+    id: int
+    source: Source
+    ops: list[Operator] = field(default_factory=list)
+    sink: Sink | None = None
+    label: str = ""
+
+
+# ---- steps ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RunPipeline:
+    pipeline: Pipeline
+
+
+@dataclass
+class BuildHashTable:
+    join: int
+    buffer: int
+    types: list[DataType]
+    key_columns: list[int]
+
+
+@dataclass
+class SortBuffer:
+    source: int
+    target: int
+    keys: list[tuple[int, bool, bool]]  # (column, ascending, nulls_first)
+    limit: int | None = None  # keep only the first rows (top-k)
+
+
+@dataclass
+class LimitBuffer:
+    source: int
+    target: int
+    offset: int
+    count: int | None
+
+
+@dataclass
+class EvalSubquery:
+    """Read the single value of `buffer` into runtime parameter `slot` (21000 if > 1 row)."""
+
+    buffer: int
+    slot: int
+    type: DataType
+
+
+Step = RunPipeline | BuildHashTable | SortBuffer | LimitBuffer | EvalSubquery
+
+
+@dataclass
+class PhysicalPlan:
+    steps: list[Step]
+    result_buffer: int
+    result_columns: list[int]  # columns of the result buffer that form the output
+    names: list[str]
+    types: list[DataType]
+    buffer_types: dict[int, list[DataType]]
+    subquery_slots: int = 0
+
+    @property
+    def pipelines(self) -> list[Pipeline]:
+        return [s.pipeline for s in self.steps if isinstance(s, RunPipeline)]

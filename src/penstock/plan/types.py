@@ -1,0 +1,160 @@
+"""The SQL types penstock executes, and how they map to Arrow.
+
+Values keep Arrow's physical layout everywhere (see DESIGN.md), so a DataType is mostly a
+name for an Arrow layout plus the SQL facts the code generator needs: decimal scale,
+timestamp unit. Decimals are computed as scaled 64-bit integers whatever their declared
+precision; a result that does not fit raises SQLSTATE 22003 instead of wrapping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import pyarrow as pa
+
+from penstock.errors import Unsupported
+
+
+class Kind(Enum):
+    NULL = "null"
+    BOOL = "bool"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    DECIMAL = "decimal"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+    STRING = "string"
+    INTERVAL = "interval"  # only as a literal operand of date/timestamp arithmetic
+
+
+INTEGER_KINDS = (Kind.INT8, Kind.INT16, Kind.INT32, Kind.INT64)
+FLOAT_KINDS = (Kind.FLOAT32, Kind.FLOAT64)
+TIMESTAMP_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+MAX_DECIMAL_PRECISION = 38
+
+
+@dataclass(frozen=True)
+class DataType:
+    kind: Kind
+    precision: int = 0  # decimals
+    scale: int = 0  # decimals
+    unit: str = ""  # timestamps: s, ms, us, ns
+
+    def __str__(self) -> str:
+        if self.kind is Kind.DECIMAL:
+            return f"decimal({self.precision},{self.scale})"
+        if self.kind is Kind.TIMESTAMP:
+            return f"timestamp[{self.unit}]"
+        return self.kind.value
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in INTEGER_KINDS
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind in FLOAT_KINDS
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_integer or self.is_float or self.kind is Kind.DECIMAL
+
+    @property
+    def is_string(self) -> bool:
+        return self.kind is Kind.STRING
+
+    @property
+    def is_temporal(self) -> bool:
+        return self.kind in (Kind.DATE, Kind.TIMESTAMP)
+
+    @property
+    def byte_width(self) -> int:
+        """Bytes per value in a values buffer penstock writes (strings: per offset)."""
+        return _WIDTH[self.kind]
+
+
+_WIDTH = {
+    Kind.NULL: 1, Kind.BOOL: 1, Kind.INT8: 1, Kind.INT16: 2, Kind.INT32: 4, Kind.INT64: 8,
+    Kind.FLOAT32: 4, Kind.FLOAT64: 8, Kind.DECIMAL: 8, Kind.DATE: 4, Kind.TIMESTAMP: 8,
+    Kind.STRING: 4, Kind.INTERVAL: 16,
+}
+
+NULL = DataType(Kind.NULL)
+BOOL = DataType(Kind.BOOL)
+INT8 = DataType(Kind.INT8)
+INT16 = DataType(Kind.INT16)
+INT32 = DataType(Kind.INT32)
+INT64 = DataType(Kind.INT64)
+FLOAT32 = DataType(Kind.FLOAT32)
+FLOAT64 = DataType(Kind.FLOAT64)
+DATE = DataType(Kind.DATE)
+STRING = DataType(Kind.STRING)
+INTERVAL = DataType(Kind.INTERVAL)
+
+
+def decimal(precision: int, scale: int) -> DataType:
+    return DataType(Kind.DECIMAL, precision=min(precision, MAX_DECIMAL_PRECISION), scale=scale)
+
+
+def timestamp(unit: str = "us") -> DataType:
+    return DataType(Kind.TIMESTAMP, unit=unit)
+
+
+_FROM_ARROW_SIMPLE = {
+    pa.null(): NULL, pa.bool_(): BOOL, pa.int8(): INT8, pa.int16(): INT16, pa.int32(): INT32,
+    pa.int64(): INT64, pa.float32(): FLOAT32, pa.float64(): FLOAT64, pa.date32(): DATE,
+    pa.string(): STRING, pa.large_string(): STRING, pa.string_view(): STRING,
+    pa.uint8(): INT16, pa.uint16(): INT32, pa.uint32(): INT64,
+}
+
+
+def from_arrow(t: pa.DataType, where: str = "") -> DataType:
+    """The penstock type of an Arrow type; raises Unsupported for types we do not execute."""
+    if t in _FROM_ARROW_SIMPLE:
+        return _FROM_ARROW_SIMPLE[t]
+    if pa.types.is_dictionary(t):
+        value = from_arrow(t.value_type, where)
+        if value.kind is not Kind.STRING:
+            raise Unsupported(f"dictionary-encoded {t.value_type} column {where}".strip())
+        return value
+    if pa.types.is_decimal(t):
+        return decimal(t.precision, t.scale)
+    if pa.types.is_timestamp(t):
+        if t.tz is not None:
+            raise Unsupported(f"timestamp with time zone column {where}".strip())
+        return timestamp(t.unit)
+    raise Unsupported(f"type {t} {where}".strip())
+
+
+def to_arrow(t: DataType) -> pa.DataType:
+    """The Arrow type penstock produces for a result column of type `t`."""
+    if t.kind is Kind.DECIMAL:
+        return pa.decimal128(max(t.precision, 1), t.scale)
+    if t.kind is Kind.TIMESTAMP:
+        return pa.timestamp(t.unit)
+    return _TO_ARROW[t.kind]
+
+
+_TO_ARROW = {
+    Kind.NULL: pa.null(), Kind.BOOL: pa.bool_(), Kind.INT8: pa.int8(), Kind.INT16: pa.int16(),
+    Kind.INT32: pa.int32(), Kind.INT64: pa.int64(), Kind.FLOAT32: pa.float32(),
+    Kind.FLOAT64: pa.float64(), Kind.DATE: pa.date32(), Kind.STRING: pa.string(),
+}
+
+
+def integer_rank(t: DataType) -> int:
+    return INTEGER_KINDS.index(t.kind)
+
+
+def widest_integer(a: DataType, b: DataType) -> DataType:
+    return a if integer_rank(a) >= integer_rank(b) else b
+
+
+def integer_digits(t: DataType) -> int:
+    """Decimal digits an integer type needs, as DataFusion counts them for decimal coercion."""
+    return {Kind.INT8: 3, Kind.INT16: 5, Kind.INT32: 10, Kind.INT64: 20}[t.kind]
