@@ -42,6 +42,9 @@ class Q:
     params   -- values for $1, $2, ... (passed to both engines).
     error    -- expected SQLSTATE; the query must fail on penstock with it (no DuckDB run).
     rel_tol  -- override of the float tolerance for this entry.
+    fallback -- penstock's executor does not run this query: it must go to DataFusion with
+                a stated reason (and a strict connection must refuse it), and the answer
+                must still be right.
     """
 
     id: str
@@ -52,6 +55,7 @@ class Q:
     params: tuple[Any, ...] = ()
     error: str | None = None
     rel_tol: float | None = None
+    fallback: bool = False
 
     @property
     def duckdb_sql(self) -> str:
@@ -341,8 +345,11 @@ def check_query(db: Connection, duck: Any, q: Q, expected_engine: str | None) ->
             assert state == q.error, f"{describe(q)}\nexpected SQLSTATE {q.error}, got {state!r}: {exc!r}"
             return
         raise AssertionError(f"{describe(q)}\nexpected an error with SQLSTATE {q.error}, got a result")
-    r = run_engine(db, q)
-    if expected_engine is not None:
+    if q.fallback:
+        r = _run_fallback(db, q)
+    else:
+        r = run_engine(db, q)
+    if expected_engine is not None and not q.fallback:
         assert r.engine == expected_engine, (
             f"{describe(q)}\nran on {r.engine!r}, expected {expected_engine!r}; "
             f"fallback reason: {r.fallback_reason}")
@@ -351,6 +358,26 @@ def check_query(db: Connection, duck: Any, q: Q, expected_engine: str | None) ->
     diff = compare_tables(actual, expected, q.is_ordered, q.rel_tol)
     if diff is not None:
         raise AssertionError(f"{describe(q)}\n{diff}")
+
+
+def _run_fallback(db: Any, q: Q) -> Result:
+    """A fallback entry: strict refuses it with penstock.Unsupported; lenient runs it on
+    DataFusion and says why."""
+    import penstock
+
+    try:
+        run_engine(db, q)
+    except penstock.Unsupported:
+        pass
+    else:
+        raise AssertionError(f"{describe(q)}\nexpected penstock.Unsupported from a strict connection")
+    db.strict = False
+    try:
+        r = run_engine(db, q)
+    finally:
+        db.strict = True
+    assert r.engine == "datafusion" and r.fallback_reason, f"{describe(q)}\nno fallback reason given"
+    return r
 
 
 def check_wellformed(corpus: Sequence[Q]) -> list[str]:

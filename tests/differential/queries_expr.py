@@ -116,7 +116,9 @@ QUERIES: list[Q] = [
     Q("cast_num_to_text", "SELECT id, CAST(i32 AS TEXT) AS a, CAST(d12 AS VARCHAR) AS b, i64::text AS c, "
       "CAST(i8 AS TEXT) AS d FROM wide", note="decimals keep trailing zeros of their scale"),
     Q("cast_float_to_text", "SELECT id, CAST(f64 AS TEXT) AS a FROM wide WHERE f64 <> floor(f64)",
-      note="shortest round-trip digits; integral values excluded (DuckDB prints 2.0, PostgreSQL 2)"),
+      note="shortest round-trip digits; integral values excluded (DuckDB prints 2.0, PostgreSQL 2). "
+           "Kernels do not format floats yet: DataFusion runs it.",
+      fallback=True),
     Q("cast_bool_to_text", "SELECT id, CAST(b AS TEXT) AS a FROM wide"),
     Q("cast_text_to_int", "SELECT id, CAST(substr(s, 7) AS INT) AS n FROM wide WHERE s LIKE 'alpha-%'"),
     Q("cast_text_consts", "SELECT CAST('42' AS INT) AS a, CAST('-7' AS BIGINT) AS b, CAST('12.345' AS DECIMAL(10,3)) AS c, "

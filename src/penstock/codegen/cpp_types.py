@@ -48,7 +48,7 @@ def per_second(t: DataType) -> int:
     return {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[t.unit]
 
 
-_SLICING = ("substr", "btrim", "ltrim", "rtrim")
+_SLICING = ("substr", "btrim", "ltrim", "rtrim", "left", "right")
 
 
 def text_type(e: Expr) -> str:
@@ -73,6 +73,13 @@ def text_type(e: Expr) -> str:
         if e.fn == "concat":
             return concat_type([text_type(a) if never_null(a) else f"xpu::Either<{text_type(a)}, {STRVIEW}>"
                                 for a in e.args])
+        if e.fn in ("lpad", "rpad"):
+            fill = text_type(e.args[2]) if len(e.args) > 2 else STRVIEW
+            return f"xpu::Pad<{text_type(e.args[0])}, {fill}>"
+        if e.fn == "replace":
+            return f"xpu::Replace<{', '.join(text_type(a) for a in e.args)}>"
+        if e.fn == "concat_ws":
+            return concat_type([concat_ws_piece(text_type(e.args[0]), text_type(a)) for a in e.args[1:]])
         if e.fn == "coalesce":
             return common_text_type([text_type(a) for a in e.args])
         if e.fn == "nullif":
@@ -95,6 +102,11 @@ def concat_type(parts: list[str]) -> str:
     if len(parts) == 1:
         return parts[0]
     return f"xpu::Concat<{parts[0]}, {concat_type(parts[1:])}>"
+
+
+def concat_ws_piece(sep: str, arg: str) -> str:
+    """Type of one argument's part of concat_ws: nothing, the argument, or separator + it."""
+    return f"xpu::Either<xpu::Either<{arg}, xpu::Concat<{sep}, {arg}>>, {STRVIEW}>"
 
 
 def never_null(e: Expr) -> bool:

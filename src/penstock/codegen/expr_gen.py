@@ -116,10 +116,20 @@ class ExprGen:
             n = self.params.get(ConstantText(value, "len"), "int64_t", "i64", "lit")
             return Val(f"xpu::make_str({ptr}, {n})", "false", t, STRVIEW)
         ctype, declared = _literal_ctype(t)
+        if t.kind is Kind.DECIMAL and not -2**63 <= int(value) < 2**63:  # type: ignore[call-overload]
+            return self.wide_decimal(int(value), t)  # type: ignore[call-overload]
         name = self.params.get(Constant(value, ctype), declared, ctype, "lit")
         cpp = scalar_type(t)
         v = f"({name} != 0)" if t.kind is Kind.BOOL else (name if declared == cpp else f"(({cpp}){name})")
         return Val(v, "false", t, cpp)
+
+    def wide_decimal(self, value: int, t: DataType) -> Val:
+        """A decimal literal beyond 64 bits, as two parameters forming a 128-bit value."""
+        lo, hi = value & (2**64 - 1), value >> 64
+        lo_p = self.params.get(Constant(lo - 2**64 if lo >= 2**63 else lo, "i64"), "int64_t", "i64", "lit")
+        hi_p = self.params.get(Constant(hi, "i64"), "int64_t", "i64", "lit")
+        return Val(f"((((xpu::int128_t){hi_p}) << 64) | (xpu::int128_t)(uint64_t){lo_p})", "false", t,
+                   "xpu::int128_t")
 
     def runtime_value(self, p: Param) -> Val:
         null = self.params.get(RuntimeValue(p.slot, "null"), "int32_t", "i32", "rt")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from penstock.codegen.cpp_types import STRVIEW, common_text_type, scalar_type, text_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.errors import Unsupported
-from penstock.plan.expr import Call, Case, Expr, InList
+from penstock.plan.expr import Call, Case, Cast, Expr, InList
 from penstock.plan.types import BOOL, DataType, Kind
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -57,12 +57,10 @@ def comparison(g: ExprGen, a: Val, b: Val) -> str:
     if a.type.is_float or b.type.is_float:
         return f"xpu::fcmp({g.as_double(a)}, {g.as_double(b)})"
     x, y = a.v, b.v
-    if ka is Kind.DECIMAL or kb is Kind.DECIMAL:
+    if ka is Kind.DECIMAL or kb is Kind.DECIMAL:  # exact in 128 bits, whatever the scales
         sa = a.type.scale if ka is Kind.DECIMAL else 0
         sb = b.type.scale if kb is Kind.DECIMAL else 0
-        s = max(sa, sb)
-        x = x if sa == s else f"xpu::rescale((int64_t){x}, {s - sa}, {g.err})"
-        y = y if sb == s else f"xpu::rescale((int64_t){y}, {s - sb}, {g.err})"
+        return f"xpu::decimal_cmp((xpu::int128_t){x}, {sa}, (xpu::int128_t){y}, {sb})"
     elif ka is not kb and {ka, kb} & {Kind.DATE, Kind.TIMESTAMP}:
         raise Unsupported(f"comparison of {a.type} with {b.type}")
     return f"(({x}) < ({y}) ? -1 : (({x}) > ({y}) ? 1 : 0))"
@@ -71,13 +69,23 @@ def comparison(g: ExprGen, a: Val, b: Val) -> str:
 def equality(g: ExprGen, a: Val, b: Val) -> str:
     if a.type.kind is Kind.STRING and b.type.kind is Kind.STRING:
         return f"xpu::str_eq({a.v}, {b.v})"
-    if a.type == b.type and not a.type.is_float:
+    if a.type == b.type and not a.type.is_float and a.cpp == b.cpp:
         return f"(({a.v}) == ({b.v}))"
     return f"({comparison(g, a, b)} == 0)"
 
 
+def unwiden(e: Expr) -> Expr:
+    """A decimal cast that only adds digits changes no comparison: compare the original,
+    which fits in 64 bits even when the widened type (DataFusion likes decimal(30,15)) would not."""
+    if (isinstance(e, Cast) and e.type.kind is Kind.DECIMAL and e.arg.type.kind is Kind.DECIMAL
+            and e.type.scale >= e.arg.type.scale
+            and e.type.precision - e.type.scale >= e.arg.type.precision - e.arg.type.scale):
+        return e.arg
+    return e
+
+
 def compile_comparison(g: ExprGen, e: Call) -> Val:
-    a, b = g.compile(e.args[0]), g.compile(e.args[1])
+    a, b = g.compile(unwiden(e.args[0])), g.compile(unwiden(e.args[1]))
     if e.fn in ("eq", "ne"):
         test = equality(g, a, b)
         return g.strict(BOOL, [a, b], test if e.fn == "eq" else f"!{test}")

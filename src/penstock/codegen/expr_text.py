@@ -3,7 +3,7 @@ types come from cpp_types.text_type so declarations and handlers always agree.""
 
 from __future__ import annotations
 
-from penstock.codegen.cpp_types import STRVIEW, never_null, text_type
+from penstock.codegen.cpp_types import STRVIEW, concat_ws_piece, never_null, scalar_type, text_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Like
@@ -39,7 +39,58 @@ def compile_trim(g: ExprGen, e: Call) -> Val:
     a = g.compile(e.args[0])
     left = "true" if e.fn in ("btrim", "ltrim") else "false"
     right = "true" if e.fn in ("btrim", "rtrim") else "false"
+    if len(e.args) > 1:  # trim(characters FROM s)
+        chars = g.compile(e.args[1])
+        return g.strict(e.type, [a, chars], f"xpu::trim_set({a.v}, {chars.v}, {left}, {right})", text_type(e))
     return g.strict(e.type, [a], f"xpu::trim({a.v}, {left}, {right})", text_type(e))
+
+
+def compile_left_right(g: ExprGen, e: Call) -> Val:
+    s, n = g.compile(e.args[0]), g.compile(e.args[1])
+    return g.strict(e.type, [s, n], f"xpu::{e.fn}({s.v}, (int64_t){n.v})", text_type(e))
+
+
+def compile_strpos(g: ExprGen, e: Call) -> Val:
+    s, p = g.compile(e.args[0]), g.compile(e.args[1])
+    return g.strict(e.type, [s, p], f"({scalar_type(e.type)})xpu::strpos({s.v}, {p.v})")
+
+
+def compile_pad(g: ExprGen, e: Call) -> Val:
+    s, n = g.compile(e.args[0]), g.compile(e.args[1])
+    args = [s, n]
+    if len(e.args) > 2:
+        fill = g.compile(e.args[2])
+        args.append(fill)
+        fill_v = fill.v
+    else:
+        fill_v = g.literal(" ", e.type).v
+    side = "true" if e.fn == "lpad" else "false"
+    return g.strict(e.type, args, f"xpu::pad({s.v}, (int64_t){n.v}, {fill_v}, {side})", text_type(e))
+
+
+def compile_replace(g: ExprGen, e: Call) -> Val:
+    s, a, b = (g.compile(x) for x in e.args)
+    return g.strict(e.type, [s, a, b], f"xpu::replace({s.v}, {a.v}, {b.v})", text_type(e))
+
+
+def compile_concat_ws(g: ExprGen, e: Call) -> Val:
+    """concat_ws(sep, ...): NULL arguments are skipped; a NULL separator gives NULL."""
+    sep = g.compile(e.args[0])
+    seen = g.out.fresh("seen")
+    g.out.line(f"bool {seen} = false;")
+    pieces = []
+    for arg in e.args[1:]:
+        a = g.compile(arg)
+        inner = f"xpu::Either<{a.cpp}, xpu::Concat<{sep.cpp}, {a.cpp}>>"
+        piece_cpp = concat_ws_piece(sep.cpp, a.cpp)
+        chosen = (f"({seen} ? xpu::either_second<{a.cpp}, xpu::Concat<{sep.cpp}, {a.cpp}>>(xpu::concat({sep.v}, {a.v})) "
+                  f": xpu::either_first<{a.cpp}, xpu::Concat<{sep.cpp}, {a.cpp}>>({a.v}))")
+        value = (f"{a.n} ? xpu::either_second<{inner}, {STRVIEW}>(xpu::make_str(nullptr, 0)) "
+                 f": xpu::either_first<{inner}, {STRVIEW}>{chosen}")
+        piece = g.define(e.type, value, "false", piece_cpp)
+        g.out.line(f"{seen} = {seen} || !{a.n};")
+        pieces.append(piece.v)
+    return g.define(e.type, _nest_concat(pieces), sep.n, text_type(e))
 
 
 def compile_str_concat(g: ExprGen, e: Call) -> Val:
@@ -84,6 +135,8 @@ def compile_like(g: ExprGen, e: Like) -> Val:
 
 
 HANDLERS = {
+    "left": compile_left_right, "right": compile_left_right, "strpos": compile_strpos,
+    "lpad": compile_pad, "rpad": compile_pad, "replace": compile_replace, "concat_ws": compile_concat_ws,
     "upper": compile_case_fold, "lower": compile_case_fold, "char_length": compile_length,
     "octet_length": compile_length, "substr": compile_substr, "btrim": compile_trim,
     "ltrim": compile_trim, "rtrim": compile_trim, "str_concat": compile_str_concat,

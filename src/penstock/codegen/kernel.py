@@ -142,7 +142,8 @@ class ParamTable:
         return tuple(p.ctype for p in self.params)
 
 
-HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_cast.h", "hash.h", "hash_table.h")
+HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
+           "hash_table.h")
 
 
 def kernel_source(name: str, params: ParamTable, body: str) -> str:

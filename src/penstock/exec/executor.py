@@ -49,7 +49,7 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
             if isinstance(p.sink, AggregateSink):
                 out.finalizers[p.id] = generate_finalize(p.sink)
                 compile_kernel(backend, out.finalizers[p.id])
-        elif isinstance(step, BuildHashTable):
+        elif isinstance(step, BuildHashTable) and step.key_columns:
             out.builds[step.join] = generate_build(step)
             compile_kernel(backend, out.builds[step.join])
     out.compile_seconds = time.perf_counter() - started

@@ -39,7 +39,6 @@ class Frontend:
     def __init__(self, target_partitions: int | None = None):
         config = (SessionConfig()
                   .set("datafusion.sql_parser.dialect", "PostgreSQL")
-                  .set("datafusion.sql_parser.parse_float_as_decimal", "true")
                   .set("datafusion.execution.time_zone", "+00:00"))
         if target_partitions:
             config = config.with_target_partitions(target_partitions)
@@ -51,21 +50,28 @@ class Frontend:
     def register_files(self, name: str, fmt: str, location: str, schema: pa.Schema,
                        extension: str | None = None) -> None:
         self.deregister(name)
+        plain = plain_schema(schema)
+        # DataFusion is given the file's schema only where it must be: dictionary columns
+        # (Substrait has no dictionary type) and CSV (so both engines read the same types).
+        given = plain if (fmt == "csv" or not plain.equals(schema)) else None
         if fmt == "parquet":
-            self.ctx.register_parquet(name, location, file_extension=extension or ".parquet")
+            self.ctx.register_parquet(name, location, file_extension=extension or ".parquet", schema=given)
         elif fmt == "arrow":
-            self.ctx.register_arrow(name, location, file_extension=extension or ".arrow")
+            self.ctx.register_arrow(name, location, schema=given, file_extension=extension or ".arrow")
         elif fmt == "csv":
-            self.ctx.register_csv(name, location, schema=schema, file_extension=extension or ".csv")
+            self.ctx.register_csv(name, location, schema=given, file_extension=extension or ".csv")
         else:
             raise ValueError(fmt)
-        self._remember(name, schema)
+        self._remember(name, plain)
 
     def register_table(self, name: str, table: pa.Table) -> None:
         self.deregister(name)
+        plain = plain_schema(table.schema)
+        if not plain.equals(table.schema):
+            table = table.cast(plain)  # DataFusion's copy only: penstock reads the original
         batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
         self.ctx.register_record_batches(name, [batches])
-        self._remember(name, table.schema)
+        self._remember(name, plain)
 
     def deregister(self, name: str) -> None:
         if name in self.fields:
@@ -98,6 +104,8 @@ class Frontend:
             reason = None
         except Unsupported as e:
             ir, reason = None, str(e)
+        except Exception as e:  # a plan shape the translator does not know: say so, loudly
+            ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
         return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent())
 
     def translate(self, logical: Any) -> Rel:
@@ -115,6 +123,12 @@ class Frontend:
         if name not in self.fields:
             raise Unsupported(f"table {name} is not one penstock registered")
         return self.fields[name]
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema with dictionary-encoded columns as their value type."""
+    return pa.schema([pa.field(f.name, f.type.value_type, f.nullable) if pa.types.is_dictionary(f.type) else f
+                      for f in schema])
 
 
 def null_aware_flags(logical: Any) -> list[bool]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from penstock.errors import (DATATYPE_MISMATCH, DIVISION_BY_ZERO, INTERNAL_ERROR,
+from penstock.errors import (DATATYPE_MISMATCH, DATETIME_FIELD_OVERFLOW, DIVISION_BY_ZERO, INTERNAL_ERROR,
                              INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR,
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
 
@@ -20,6 +20,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"No field named \"?([^\s\".]+(?:\.[^\s\".]+)?)\"?", re.I), UNDEFINED_COLUMN, "name"),
     (re.compile(r"Invalid function '([^']+)'", re.I), UNDEFINED_FUNCTION, "name"),
     (re.compile(r"function '?([\w]+)'? (?:does not exist|not found)", re.I), UNDEFINED_FUNCTION, "name"),
+    (re.compile(r"Cannot coerce arithmetic expression", re.I), UNDEFINED_FUNCTION, ""),
+    (re.compile(r"Cannot cast string '\d{1,6}-\d{1,2}-\d{1,2}[^']*' to value of (?:Date|Timestamp)", re.I),
+     DATETIME_FIELD_OVERFLOW, ""),
     (re.compile(r"Divide by zero", re.I), DIVISION_BY_ZERO, ""),
     (re.compile(r"overflow", re.I), NUMERIC_VALUE_OUT_OF_RANGE, ""),
     (re.compile(r"Cannot cast string '([^']*)'", re.I), INVALID_TEXT_REPRESENTATION, ""),

@@ -68,8 +68,6 @@ class ExprTranslator:
             raise Unsupported(f"function {name}")
         if fn in ("add", "sub") and any(a.type.kind is Kind.INTERVAL for a in args):
             return self._interval_arithmetic(fn, args, declared)
-        if fn in ("ltrim", "rtrim", "btrim") and len(args) > 1:
-            raise Unsupported(f"{fn} with a character list")
         if fn == "round" and len(args) > 1 and not isinstance(args[1], Literal):
             raise Unsupported("round with a non-constant precision")
         result = declared or F.result_type(fn, [a.type for a in args])
@@ -87,7 +85,7 @@ class ExprTranslator:
         part = args[0]
         if not isinstance(part, Literal) or not isinstance(part.value, str):
             raise Unsupported(f"{kind} with a non-constant field")
-        field = part.value.lower()
+        field = F.FIELD_ALIASES.get(part.value.lower(), part.value.lower())
         fn = f"{kind}.{field}"
         if not F.is_known(fn):
             raise Unsupported(f"{kind}('{field}')")
@@ -121,12 +119,21 @@ class ExprTranslator:
 
     # -- conditionals ---------------------------------------------------------------------
     def _if_then(self, e: Expression.IfThen) -> Expr:
-        whens = tuple((self.translate(getattr(c, "if")), self.translate(c.then))
-                      for c in e.ifs)
+        clauses = list(e.ifs)
+        operand = None
+        if clauses and not clauses[0].HasField("then"):
+            # DataFusion writes CASE x WHEN a THEN ... as an IfThen whose first clause holds x
+            operand = self.translate(getattr(clauses.pop(0), "if"))
+        whens = []
+        for c in clauses:
+            cond = self.translate(getattr(c, "if"))
+            if operand is not None:
+                cond = Call(T.BOOL, "eq", (operand, cond))
+            whens.append((cond, self.translate(c.then)))
         otherwise = self.translate(getattr(e, "else")) if e.HasField("else") else None
         result = next((v.type for _, v in whens if v.type.kind is not Kind.NULL),
                       otherwise.type if otherwise is not None else T.NULL)
-        return Case(result, whens, otherwise)
+        return Case(result, tuple(whens), otherwise)
 
     def _switch_expression(self, e: Expression.SwitchExpression) -> Expr:
         match = self.translate(e.match)

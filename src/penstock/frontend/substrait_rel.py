@@ -114,7 +114,7 @@ class RelTranslator:
         names = list(r.base_schema.names)
         types = [from_substrait_type(t) for t in r.base_schema.struct.types]
         rows: list[list[object]] = []
-        for row in r.virtual_table.values:
+        for row in getattr(r.virtual_table, "values", []):  # older producers
             rows.append([literal_value(f)[0] for f in row.fields])
         for row in r.virtual_table.expressions:
             values = []

@@ -68,7 +68,7 @@ def literal_value(lit: algebra_pb2.Expression.Literal) -> tuple[Any, DataType]:
         return int(lit.precision_timestamp.value), T.timestamp(unit)
     if kind == "interval_day_to_second":
         iv = lit.interval_day_to_second
-        precision = iv.precision if iv.HasField("precision") else 6
+        precision = iv.precision or 6
         micros = iv.days * 86_400_000_000 + iv.seconds * 1_000_000
         micros += iv.subseconds * 10 ** 6 // 10 ** precision
         return Interval(0, micros), T.INTERVAL
@@ -79,7 +79,7 @@ def literal_value(lit: algebra_pb2.Expression.Literal) -> tuple[Any, DataType]:
         iv = lit.interval_compound
         months = iv.interval_year_to_month.years * 12 + iv.interval_year_to_month.months
         ds = iv.interval_day_to_second
-        precision = ds.precision if ds.HasField("precision") else 6
+        precision = ds.precision or 6
         micros = ds.days * 86_400_000_000 + ds.seconds * 1_000_000
         micros += ds.subseconds * 10 ** 6 // 10 ** precision
         return Interval(months, micros), T.INTERVAL

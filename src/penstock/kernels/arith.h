@@ -128,6 +128,13 @@ XPU_FN int64_t decimal_mul(int64_t a, int64_t b, int drop_digits, int32_t* err) 
   return narrow_checked(p, err);
 }
 
+// Compare a (scale sa) with b (scale sb) exactly, whatever the scales.
+XPU_FN int32_t decimal_cmp(int128_t a, int32_t sa, int128_t b, int32_t sb) {
+  for (; sa < sb; ++sa) a *= 10;
+  for (; sb < sa; ++sb) b *= 10;
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
 XPU_FN double decimal_to_double(int64_t v, int scale) {
   double d = (double)v;
   double p = 1.0;

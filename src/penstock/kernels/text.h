@@ -36,17 +36,68 @@ XPU_FN StrView make_str(const uint8_t* ptr, int64_t n) {
   return s;
 }
 
+// Case mapping: ASCII, plus the letters whose UTF-8 form is two bytes either way (Latin-1,
+// Latin Extended-A, Greek, Cyrillic), so a lazy wrapper can map byte by byte.
+XPU_FN uint32_t pair_upper(uint32_t c) { return c & ~1u; }  // even = upper in these blocks
+XPU_FN uint32_t upper_cp(uint32_t c) {
+  if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 0x20;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return pair_upper(c);
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c : c - 1;
+  if ((c >= 0x3B1 && c <= 0x3C1) || (c >= 0x3C3 && c <= 0x3CB)) return c - 0x20;
+  if (c == 0x3C2) return 0x3A3;
+  if (c == 0x3AC) return 0x386;
+  if (c >= 0x3AD && c <= 0x3AF) return c - 0x25;
+  if (c == 0x3CC) return 0x38C;
+  if (c == 0x3CD || c == 0x3CE) return c - 0x3F;
+  if (c >= 0x430 && c <= 0x44F) return c - 0x20;
+  if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF)) return pair_upper(c);
+  return c;
+}
+XPU_FN uint32_t lower_cp(uint32_t c) {
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
+  if (c == 0x178) return 0xFF;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c | 1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;
+  if ((c >= 0x391 && c <= 0x3A1) || (c >= 0x3A3 && c <= 0x3AB)) return c + 0x20;
+  if (c == 0x386) return 0x3AC;
+  if (c >= 0x388 && c <= 0x38A) return c + 0x25;
+  if (c == 0x38C) return 0x3CC;
+  if (c == 0x38E || c == 0x38F) return c + 0x3F;
+  if (c >= 0x410 && c <= 0x42F) return c + 0x20;
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF)) return c | 1u;
+  return c;
+}
+template <class S>
+XPU_FN uint8_t case_mapped_byte(const S& s, int32_t i, bool up) {
+  uint8_t c = s.at(i);
+  if (c < 0x80) {
+    if (up) return c >= 'a' && c <= 'z' ? c - 32 : c;
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+  }
+  bool lead = (c & 0xE0) == 0xC0 && i + 1 < s.len();
+  bool trail = (c & 0xC0) == 0x80 && i > 0 && (s.at(i - 1) & 0xE0) == 0xC0;
+  if (!lead && !trail) return c;
+  uint8_t b0 = lead ? c : s.at(i - 1), b1 = lead ? s.at(i + 1) : c;
+  uint32_t cp = ((uint32_t)(b0 & 0x1F) << 6) | (b1 & 0x3F);
+  uint32_t m = up ? upper_cp(cp) : lower_cp(cp);
+  if (m < 0x80 || m >= 0x800) return c;  // would change length: leave as is
+  return lead ? (uint8_t)(0xC0 | (m >> 6)) : (uint8_t)(0x80 | (m & 0x3F));
+}
 template <class S>
 struct Upper {
   S s;
   XPU_METHOD int32_t len() const { return s.len(); }
-  XPU_METHOD uint8_t at(int32_t i) const { uint8_t c = s.at(i); return c >= 'a' && c <= 'z' ? c - 32 : c; }
+  XPU_METHOD uint8_t at(int32_t i) const { return case_mapped_byte(s, i, true); }
 };
 template <class S>
 struct Lower {
   S s;
   XPU_METHOD int32_t len() const { return s.len(); }
-  XPU_METHOD uint8_t at(int32_t i) const { uint8_t c = s.at(i); return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+  XPU_METHOD uint8_t at(int32_t i) const { return case_mapped_byte(s, i, false); }
 };
 template <class A, class B>
 struct Concat {

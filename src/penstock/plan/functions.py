@@ -16,11 +16,16 @@ ARITHMETIC = ("add", "sub", "mul", "div", "mod")
 BOOLEAN = ("and", "or", "not", "is_null", "is_not_null", "is_true", "is_false",
            "is_not_true", "is_not_false")
 STRING_FUNCTIONS = ("upper", "lower", "char_length", "octet_length", "substr", "concat",
-                    "str_concat", "btrim", "ltrim", "rtrim", "starts_with", "ends_with")
+                    "str_concat", "btrim", "ltrim", "rtrim", "starts_with", "ends_with", "left",
+                    "right", "strpos", "lpad", "rpad", "replace", "concat_ws")
 MATH = ("neg", "abs", "round", "floor", "ceil", "sqrt")
 OTHER = ("coalesce", "nullif")
 DATE_PART_FIELDS = ("year", "quarter", "month", "day", "hour", "minute", "second",
                     "millisecond", "microsecond", "dow", "doy", "week", "epoch", "isodow")
+FIELD_ALIASES = {"years": "year", "quarters": "quarter", "months": "month", "days": "day",
+                 "hours": "hour", "minutes": "minute", "seconds": "second", "weeks": "week",
+                 "milliseconds": "millisecond", "microseconds": "microsecond", "ms": "millisecond",
+                 "us": "microsecond", "dayofweek": "dow", "dayofyear": "doy"}
 DATE_TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
 
 # Substrait (as DataFusion writes it) name -> penstock name.
@@ -38,7 +43,10 @@ SUBSTRAIT_NAMES = {
     "substring": "substr", "substr": "substr", "concat": "concat", "str_concat": "str_concat",
     "btrim": "btrim", "trim": "btrim", "ltrim": "ltrim", "rtrim": "rtrim",
     "starts_with": "starts_with", "ends_with": "ends_with",
-    "coalesce": "coalesce", "nullif": "nullif",
+    "coalesce": "coalesce", "nullif": "nullif", "left": "left", "right": "right",
+    "strpos": "strpos", "instr": "strpos", "position": "strpos", "lpad": "lpad", "rpad": "rpad",
+    "replace": "replace", "concat_ws": "concat_ws", "is_unknown": "is_null",
+    "is_not_unknown": "is_not_null",
 }
 
 KNOWN = set(COMPARISONS + ARITHMETIC + BOOLEAN + STRING_FUNCTIONS + MATH + OTHER)
@@ -56,9 +64,10 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     """DataFusion's result type of `fn` over `args` (used where the plan omits it)."""
     if fn in COMPARISONS or fn in BOOLEAN or fn in ("starts_with", "ends_with"):
         return T.BOOL
-    if fn in ("upper", "lower", "substr", "concat", "str_concat", "btrim", "ltrim", "rtrim"):
+    if fn in ("upper", "lower", "substr", "concat", "str_concat", "btrim", "ltrim", "rtrim", "left",
+              "right", "lpad", "rpad", "replace", "concat_ws"):
         return T.STRING
-    if fn in ("char_length", "octet_length"):
+    if fn in ("char_length", "octet_length", "strpos"):
         return T.INT32
     if fn in ("neg", "abs", "floor", "ceil"):
         return args[0]

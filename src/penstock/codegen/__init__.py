@@ -1,0 +1,1 @@
+"""IR expressions and pipelines -> xPU C++ kernel source."""

@@ -1,0 +1,1 @@
+"""SQL -> DataFusion -> Substrait -> penstock IR."""

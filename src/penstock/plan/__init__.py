@@ -1,0 +1,1 @@
+"""IR types, expressions, relations, and physical planning into pipelines."""
