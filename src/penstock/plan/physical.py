@@ -80,6 +80,7 @@ class ProbeOp:
     residual: Expr | None = None
     null_aware: bool = False
     mark_matches: bool = False  # FULL joins remember which build rows matched
+    selectivity: float = 1.0  # estimated fraction of probe rows that find a match
 
 
 Operator = FilterOp | ProbeOp

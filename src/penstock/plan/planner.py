@@ -17,6 +17,7 @@ from penstock.errors import Unsupported
 from penstock.plan import rel as R
 from penstock.plan.expr import (BuildColumn, ColumnRef, Expr, Literal, Param, ScalarSubquery,
                                 conjuncts, substitute_columns, transform, walk)
+from penstock.plan.probe_order import order_probes, selectivity
 from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable, EvalSubquery,
                                     FilterOp, LimitBuffer, MaterializeSink, PhysicalPlan, Pipeline,
                                     ProbeOp, RunPipeline, SortBuffer, Step, TableSource,
@@ -44,6 +45,9 @@ class PhysicalPlanner:
     # -- entry ------------------------------------------------------------------------------
     def plan(self, root: R.Rel, names: list[str]) -> PhysicalPlan:
         s = self.stream(root)
+        for step in self.steps:
+            if isinstance(step, RunPipeline):
+                order_probes(step.pipeline)
         types = [e.type for e in s.env]
         if (isinstance(s.pipeline.source, BufferSource) and not s.pipeline.ops
                 and all(isinstance(e, ColumnRef) for e in s.env)):
@@ -219,7 +223,8 @@ class PhysicalPlanner:
         residual = self.bind(rel.residual, combined) if rel.residual is not None else None
         probe = ProbeOp(join, JoinKind.LEFT if kind is JoinKind.FULL else kind,
                         [self.bind(k, p.env) for k in probe_keys_ir], build_buffer, build_types,
-                        key_columns, residual, rel.null_aware, mark_matches=kind is JoinKind.FULL)
+                        key_columns, residual, rel.null_aware, mark_matches=kind is JoinKind.FULL,
+                        selectivity=self.estimate(build_rel) / max(self.base_rows(build_rel), 1.0))
         p.pipeline.ops.append(probe)
         if kind in (JoinKind.SEMI, JoinKind.ANTI):
             return Stream(p.pipeline, p.env)
@@ -234,7 +239,13 @@ class PhysicalPlanner:
         self.materialize(unmatched, "full join rest", buffer=out)
         return self.read_buffer(out, "after full join")
 
-    # -- estimates (for choosing the build side) --------------------------------------------
+    # -- estimates (for choosing the build side and the order of probes) --------------------
+    def base_rows(self, rel: R.Rel) -> float:
+        """Rows of the relation before any filter (what a foreign key could point to)."""
+        while isinstance(rel, (R.Filter, R.Project)):
+            rel = rel.input
+        return self.estimate(rel)
+
     def estimate(self, rel: R.Rel) -> float:
         if isinstance(rel, R.Scan):
             rows = self.table_rows(rel.table)
@@ -242,7 +253,7 @@ class PhysicalPlanner:
         if isinstance(rel, R.Values):
             return float(rel.table.num_rows)
         if isinstance(rel, R.Filter):
-            return self.estimate(rel.input) * 0.25
+            return self.estimate(rel.input) * selectivity(rel.condition)
         if isinstance(rel, R.Aggregate):
             return 1.0 if not rel.groups else max(1.0, self.estimate(rel.input) * 0.1)
         if isinstance(rel, R.Limit):

@@ -1,0 +1,183 @@
+"""The `penstock` command.
+
+    penstock sql -t lineorder=data/ssb/lineorder.parquet "SELECT count(*) FROM lineorder"
+    penstock explain --analyze -t t=data.parquet "SELECT ..."
+    penstock gen ssb --sf 1 --out data/ssb --format parquet
+    penstock demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from penstock.errors import PenstockError, QueryError, Unsupported
+from penstock.output import FORMATS, format_table, write_result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except QueryError as e:
+        where = f" at position {e.position}" if e.position else ""
+        print(f"ERROR:  {e.message}{where} (SQLSTATE {e.sqlstate})", file=sys.stderr)
+        return 1
+    except Unsupported as e:
+        print(f"ERROR:  penstock cannot run this query itself (strict mode): {e}", file=sys.stderr)
+        return 1
+    except PenstockError as e:
+        print(f"ERROR:  {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="penstock", description="SQL over Arrow, Parquet and CSV files "
+                                "with kernels generated per query, on a GPU or CPU cores.")
+    sub = p.add_subparsers(dest="command")
+
+    def query_args(q: argparse.ArgumentParser) -> None:
+        q.add_argument("-t", "--table", action="append", default=[], metavar="NAME=PATH",
+                       help="register a file, directory or glob as a table (repeatable)")
+        q.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+        q.add_argument("--strict", action="store_true", help="fail instead of falling back to DataFusion")
+        q.add_argument("-f", "--file", help="read the SQL from a file ('-' for standard input)")
+        q.add_argument("query", nargs="?", help="the SQL text")
+
+    q = sub.add_parser("sql", help="run a query and print its result")
+    query_args(q)
+    q.add_argument("--format", default="table", choices=FORMATS)
+    q.add_argument("-o", "--output", help="write the result to a file instead of standard output")
+    q.set_defaults(run=cmd_sql)
+
+    e = sub.add_parser("explain", help="show the plan: pipelines, operators, device")
+    query_args(e)
+    e.add_argument("--analyze", action="store_true", help="run it and show rows, bytes and time per operator")
+    e.set_defaults(run=cmd_explain)
+
+    g = sub.add_parser("gen", help="generate benchmark data")
+    g.add_argument("benchmark", choices=["ssb"])
+    g.add_argument("--sf", type=float, default=1.0, help="scale factor (1 = 6 M lineorder rows)")
+    g.add_argument("--out", required=True, help="output directory")
+    g.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
+    g.add_argument("--seed", type=int, default=1)
+    g.set_defaults(run=cmd_gen)
+
+    d = sub.add_parser("demo", help="generate SSB data if needed and run the 13 SSB queries")
+    d.add_argument("--sf", type=float, default=1.0)
+    d.add_argument("--data", default=None, help="data directory (default data/ssb-sf<SF>)")
+    d.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
+    d.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    d.set_defaults(run=cmd_demo)
+    return p
+
+
+def connect_with_tables(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import penstock
+
+    db = penstock.connect(device=args.device, strict=args.strict)
+    for spec in args.table:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise PenstockError(f"-t expects NAME=PATH, got {spec!r}")
+        db.register(name, path)
+    return db
+
+
+def query_text(args: argparse.Namespace) -> str:
+    if args.file:
+        return sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    if not args.query:
+        raise PenstockError("no query given (pass the SQL text, or -f FILE)")
+    return args.query
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    db = connect_with_tables(args)
+    result = db.sql(query_text(args))
+    if result.fallback_reason:
+        print(f"NOTICE:  ran on DataFusion's CPU engine, not penstock's kernels: {result.fallback_reason}",
+              file=sys.stderr)
+    if args.output:
+        with open(args.output, "wb") as fh:
+            write_result(result.to_arrow(), args.format, fh)
+        print(f"wrote {result.num_rows} rows to {args.output} ({result.engine}, "
+              f"{result.seconds * 1000:.1f} ms)", file=sys.stderr)
+    else:
+        if args.format == "arrow" and sys.stdout.isatty():
+            raise PenstockError("--format arrow writes binary: use -o FILE or a pipe")
+        write_result(result.to_arrow(), args.format, sys.stdout.buffer)
+        sys.stdout.flush()
+        if args.format == "table":
+            print(f"engine: {result.engine}  time: {result.seconds * 1000:.1f} ms", file=sys.stderr)
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    db = connect_with_tables(args)
+    print(db.explain(query_text(args), analyze=args.analyze))
+    return 0
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    from penstock.datagen import generate_ssb
+
+    started = time.perf_counter()
+    written = generate_ssb(args.out, args.sf, fmt=args.format, seed=args.seed, progress=True)
+    files = sum(len(v) for v in written.values())
+    print(f"wrote SSB SF {args.sf:g} ({files} files, {args.format}) to {args.out} "
+          f"in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import penstock
+    from penstock.datagen import generate_ssb, ssb_present, table_path
+    from penstock.datagen.ssb_queries import SSB_QUERIES
+
+    data = Path(args.data or f"data/ssb-sf{args.sf:g}")
+    if not ssb_present(data, args.format):
+        print(f"generating SSB SF {args.sf:g} into {data} ...")
+        generate_ssb(data, args.sf, fmt=args.format, progress=True)
+    db = penstock.connect(device=args.device)
+    for table in ("lineorder", "customer", "supplier", "part", "date"):
+        db.register(table, table_path(data, table, args.format))
+    print(f"device: {db.backend.describe()}\n")
+    rows = []
+    fallbacks = 0
+    for name, sql in SSB_QUERIES.items():
+        first = db.sql(sql)
+        warm = db.sql(sql)
+        fallbacks += warm.engine == "datafusion"
+        rows.append({"query": name, "rows": warm.num_rows, "engine": warm.engine,
+                     "first run ms": round(first.seconds * 1000, 1), "warm ms": round(warm.seconds * 1000, 1),
+                     "fallback": warm.fallback_reason or ""})
+        print(f"{name}: {warm.num_rows} rows on {warm.engine} in {warm.seconds * 1000:.1f} ms "
+              f"(first run, kernels compiled or loaded: {first.seconds * 1000:.0f} ms)", flush=True)
+    import pyarrow as pa
+
+    print()
+    print(format_table(pa.Table.from_pylist(rows)))
+    print("\nQ1.1 result:")
+    print(format_table(db.sql(SSB_QUERIES["Q1.1"]).to_arrow()))
+    print("\nQ4.1 result (first 5 rows):")
+    print(format_table(db.sql(SSB_QUERIES["Q4.1"]).to_arrow(), max_rows=5))
+    if fallbacks:
+        print(f"\n{fallbacks} of {len(SSB_QUERIES)} queries fell back to DataFusion", file=sys.stderr)
+        return 1
+    print(f"\nall {len(SSB_QUERIES)} queries ran on penstock's own kernels ({db.backend.engine})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
