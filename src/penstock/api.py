@@ -69,7 +69,7 @@ class _Prepared:
 class Connection:
     def __init__(self, device: str = "auto", strict: bool = False,
                  gpu_memory_limit: int | None = None):
-        self.backend = get_backend(device)
+        self.backend = get_backend(device, gpu_memory_limit)
         self.strict = strict
         self.memory_limit = gpu_memory_limit
         self.frontend = Frontend()

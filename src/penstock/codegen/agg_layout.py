@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from penstock.errors import Unsupported
-from penstock.plan.expr import Expr
 from penstock.plan.physical import AggregateSink
 from penstock.plan.rel import AggCall
 from penstock.plan.types import DataType, Kind
@@ -94,10 +93,3 @@ def layout_of(sink: AggregateSink) -> AggLayout:
         measures.append(MeasureState(call, word, kind, distinct))
         word += 1 if kind == "count" else 2
     return AggLayout(keys, tuple(measures), word)
-
-
-def arena_exprs(sink: AggregateSink) -> list[Expr]:
-    """The text expressions whose values an aggregation copies into its arena."""
-    out = [g for g in sink.groups if g.type.kind is Kind.STRING]
-    out += [m.arg for m in sink.measures if m.arg is not None and m.arg.type.kind is Kind.STRING]
-    return out

@@ -36,6 +36,7 @@ class AggregateSinkGen:
         self.table = p.get(SinkPart("table"), "uint64_t*", "ptr", "a")
         self.mask = p.get(SinkPart("mask"), "uint64_t", "u64", "a")
         self.groups = p.get(SinkPart("groups"), "uint64_t*", "ptr", "a")
+        self.limit = p.get(SinkPart("limit"), "uint64_t", "u64", "a")
         self.locals: dict[int, tuple[str, str]] = {}
 
     # -- arena -------------------------------------------------------------------------------
@@ -112,16 +113,17 @@ class AggregateSinkGen:
         equal = " && ".join(
             [f"s[{L.null_word}] == {nm}"]
             + [f"((({nm} >> {j}) & 1) || {K.word_equals(f's[{2 + j}]', k)})" for j, k in enumerate(keys)])
-        init = [f"s[{GROUP_ID}] = xpu::atomic_add({self.groups}, (uint64_t)1);"]
+        init = [f"s[{GROUP_ID}] = id;"]
         for j, k in enumerate(keys):
             word = K.key_word(k, self.arena_store(k) if k.type.kind is Kind.STRING else None)
             init.append(f"s[{2 + j}] = {k.n} ? 0ull : {word};")
         init.append(f"s[{L.null_word}] = {nm};")
         init += self.init_states("s")
         g.out.line(f"bool {ins};")
-        g.out.line(f"const int64_t {s}i = xpu::find_or_insert({self.table}, {self.mask}, {L.width}, {h}, {ins},")
+        g.out.line(f"const int64_t {s}i = xpu::find_or_insert({self.table}, {self.mask}, {L.width}, {h},")
+        g.out.line(f"    {self.groups}, {self.limit}, {ins},")
         g.out.line(f"    [&](const uint64_t* s) -> bool {{ return {equal}; }},")
-        g.out.line(f"    [&](uint64_t* s) {{ {' '.join(init)} }});")
+        g.out.line(f"    [&](uint64_t* s, uint64_t id) {{ {' '.join(init)} }});")
         g.out.line(f"if ({s}i < 0) {{ xpu::raise({g.err}, xpu::ERR_TABLE_FULL); continue; }}")
         g.out.line(f"uint64_t* {s} = {self.table} + {s}i * {L.width};")
         return s
@@ -150,13 +152,14 @@ class AggregateSinkGen:
         dset = g.params.get(SinkPart("distinct_table", m.distinct_set or 0), "uint64_t*", "ptr", "d")
         dmask = g.params.get(SinkPart("distinct_mask", m.distinct_set or 0), "uint64_t", "u64", "d")
         dcount = g.params.get(SinkPart("distinct_count", m.distinct_set or 0), "uint64_t*", "ptr", "d")
+        dlimit = g.params.get(SinkPart("distinct_limit", m.distinct_set or 0), "uint64_t", "u64", "d")
         new = g.out.fresh("new")
         word = K.key_word(v, self.arena_store(v) if v.type.kind is Kind.STRING else None)
         g.out.line(f"bool {new} = false;")
         g.out.line(f"if (xpu::find_or_insert({dset}, {dmask}, {DISTINCT_WIDTH}, "
-                   f"xpu::hash_combine(xpu::hash_int((int64_t){gid}), {K.hash_value(v)}), {new},")
+                   f"xpu::hash_combine(xpu::hash_int((int64_t){gid}), {K.hash_value(v)}), {dcount}, {dlimit}, {new},")
         g.out.line(f"    [&](const uint64_t* s) -> bool {{ return s[1] == {gid} && {K.word_equals('s[2]', v)}; }},")
-        g.out.line(f"    [&](uint64_t* s) {{ s[1] = {gid}; s[2] = {word}; xpu::atomic_add({dcount}, (uint64_t)1); }}) < 0) "
+        g.out.line(f"    [&](uint64_t* s, uint64_t) {{ s[1] = {gid}; s[2] = {word}; }}) < 0) "
                    f"xpu::raise({g.err}, xpu::ERR_TABLE_FULL);")
         return new
 

@@ -1,14 +1,15 @@
-"""Hash tables and arenas of one aggregation, sized before every launch.
+"""Hash tables and arenas of one aggregation, and redoing a batch that overflowed them.
 
-Aggregation updates cannot be undone, so a launch must never run out of room half-way:
-before each launch the table is grown (rehashed) to hold every group the launch could
-possibly add, DISTINCT sets likewise, and the arena gets room for every text value the
-launch could copy. The executor passes that bound (rows in the launch times the largest
-number of matches any probe can produce).
+Aggregation updates cannot be undone, and how many groups a batch adds is not known before
+it runs. So tables are sized for what has been seen, kernels refuse new groups once a table
+is full enough (reporting ERR_TABLE_FULL), and a batch that could overflow runs against a
+snapshot: on overflow the tables are restored, grown, and the batch runs again. A batch
+that provably fits (groups so far plus its rows stay under the limit) needs no snapshot.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,9 @@ from penstock.device.base import Backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.kernels import compile_kernel
 
-MIN_SLOTS = 1024
+MIN_SLOTS = 1 << 12
+MAX_LOAD = 0.7
+MIN_ARENA = 1 << 16
 
 
 def next_pow2(n: int) -> int:
@@ -41,17 +44,22 @@ class HashTable:
     def mask(self) -> int:
         return self.capacity - 1
 
+    @property
+    def limit(self) -> int:
+        """Entries after which the kernels refuse new keys."""
+        return max(int(self.capacity * MAX_LOAD), 1)
+
     def entries(self) -> int:
         return int(self.backend.scalar(self.count))
 
-    def ensure(self, extra: int, label: str, limit_bytes: int | None) -> None:
-        """Room for `extra` more entries at a load factor of at most 1/2."""
-        want = max(next_pow2(2 * (self.entries() + extra)), MIN_SLOTS)
+    def grow(self, entries: int, label: str, limit_bytes: int | None) -> None:
+        """Room for `entries` entries under the load limit (rehashing what is there)."""
+        want = max(next_pow2(int(entries / MAX_LOAD) + 1), MIN_SLOTS)
         if want <= self.capacity:
             return
         if limit_bytes is not None and want * self.width * 8 > limit_bytes:
-            raise QueryError(f"{label} needs a hash table of {want * self.width * 8 / 2**20:.0f} MiB, "
-                             f"more than the memory limit allows", OUT_OF_MEMORY)
+            raise QueryError(f"{label} needs a hash table of {want * self.width * 8 / 2**20:.0f} MiB for "
+                             f"{entries:,} entries, more than the memory limit allows", OUT_OF_MEMORY)
         old, old_capacity = self.slots, self.capacity
         self.capacity = want
         self.slots = self.backend.zeros(want * self.width, np.uint64)
@@ -59,58 +67,100 @@ class HashTable:
         self.backend.launch(kernel, old_capacity, [old_capacity, old, self.width, self.slots, self.mask])
 
 
+@dataclass
+class _Snapshot:
+    table: Any
+    count: Any
+    distinct: list[tuple[Any, Any]]
+    arena: Any
+    cursor: int
+
+
 class AggregateState:
     def __init__(self, backend: Backend, layout: AggLayout, finalize: Kernel, label: str,
-                 memory_limit: int | None = None):
+                 memory_limit: int | None = None, expected: tuple[int, int] = (0, 0)):
         self.backend = backend
         self.layout = layout
         self.finalize = finalize
         self.label = label
-        self.limit = memory_limit
-        capacity = MIN_SLOTS if layout.grouped else 1
-        self.table = HashTable(backend, layout.width, capacity)
+        self.memory_limit = memory_limit
+        self.table = HashTable(backend, layout.width, 1)
+        expected_groups, expected_arena = expected  # what an earlier run of the plan needed
+        if layout.grouped:
+            self.table.grow(max(expected_groups, MIN_SLOTS // 2), label, memory_limit)
         self.distinct = [HashTable(backend, DISTINCT_WIDTH, MIN_SLOTS) for _ in range(layout.distinct_sets)]
-        self.arenas: list[Any] = []
-        self.arena = backend.zeros(8, np.uint8)
+        self.arenas: list[Any] = []  # earlier arena chunks: the tables still point into them
+        arena_size = max(MIN_ARENA, next_pow2(expected_arena + 1)) if layout.needs_arena else 8
+        self.arena = backend.zeros(arena_size, np.uint8)
         self.arena_cursor = backend.zeros(1, np.uint64)
         self.err = backend.zeros(1, np.int32)
+        self.snapshot: _Snapshot | None = None
+        self.redone = 0
         if not layout.grouped:  # the one global slot exists from the start
             self._run_finalize(mode=0, sink=None)
 
-    def prepare(self, rows: int, arena_bytes: int) -> None:
-        if self.layout.grouped:
-            self.table.ensure(rows, self.label, self.limit)
-        for d in self.distinct:
-            d.ensure(rows, f"{self.label} (DISTINCT)", self.limit)
-        used = int(self.backend.scalar(self.arena_cursor))
-        if arena_bytes and used + arena_bytes > int(self.arena.size):
-            self.arenas.append(self.arena)  # records in it stay referenced by the tables
-            self.arena = self.backend.zeros(max(arena_bytes, 2 * int(self.arena.size)), np.uint8)
-            self.arena_cursor = self.backend.zeros(1, np.uint64)
+    # -- before and after a launch ------------------------------------------------------------
+    def prepare(self, rows: int) -> None:
+        """Take a snapshot when a launch over `rows` row combinations might overflow."""
+        fits = self.layout.grouped is False or self.table.entries() + rows <= self.table.limit
+        fits = fits and all(d.entries() + rows <= d.limit for d in self.distinct) and not self.layout.needs_arena
+        self.snapshot = None if fits else self._take()
 
+    def _take(self) -> _Snapshot:
+        xp = self.backend.xp
+        return _Snapshot(xp.copy(self.table.slots), xp.copy(self.table.count),
+                         [(xp.copy(d.slots), xp.copy(d.count)) for d in self.distinct],
+                         self.arena, int(self.backend.scalar(self.arena_cursor)))
+
+    def overflowed(self) -> None:
+        """The launch ran out of room: restore the snapshot and grow what was full."""
+        snap = self.snapshot
+        if snap is None:
+            raise QueryError(f"internal error: {self.label} overflowed a table sized to fit", "XX000")
+        table_full = self.table.entries() >= self.table.limit
+        distinct_full = [d.entries() >= d.limit for d in self.distinct]
+        arena_full = int(self.backend.scalar(self.arena_cursor)) > int(self.arena.size)
+        self.table.slots, self.table.count = snap.table, snap.count
+        for d, (slots, count) in zip(self.distinct, snap.distinct):
+            d.slots, d.count = slots, count
+        self.arena = snap.arena
+        self.arena_cursor = self.backend.zeros(1, np.uint64) + snap.cursor
+        if table_full:
+            self.table.grow(4 * max(self.table.entries(), self.table.limit), self.label, self.memory_limit)
+        for d, full in zip(self.distinct, distinct_full):
+            if full:
+                d.grow(4 * max(d.entries(), d.limit), f"{self.label} (DISTINCT)", self.memory_limit)
+        if arena_full or not (table_full or any(distinct_full)):
+            self._new_arena(4 * int(self.arena.size))
+        self.redone += 1
+
+    def _new_arena(self, size: int) -> None:
+        if self.memory_limit is not None and size > self.memory_limit:
+            raise QueryError(f"{self.label} needs {size / 2**20:.0f} MiB for text values, more than the "
+                             "memory limit allows", OUT_OF_MEMORY)
+        self.arenas.append(self.arena)
+        self.arena = self.backend.zeros(size, np.uint8)
+        self.arena_cursor = self.backend.zeros(1, np.uint64)
+
+    # -- kernel parameters --------------------------------------------------------------------
     def part(self, part: str, column: int) -> Any:
-        if part == "table":
-            return self.table.slots
-        if part == "mask":
-            return self.table.mask
-        if part == "groups":
-            return self.table.count
-        if part == "arena":
-            return self.arena
-        if part == "arena_cursor":
-            return self.arena_cursor
-        if part == "arena_capacity":
-            return int(self.arena.size)
-        if part == "distinct_table":
-            return self.distinct[column].slots
-        if part == "distinct_mask":
-            return self.distinct[column].mask
-        if part == "distinct_count":
-            return self.distinct[column].count
-        raise KeyError(part)
+        parts = {
+            "table": lambda: self.table.slots, "mask": lambda: self.table.mask,
+            "groups": lambda: self.table.count, "limit": lambda: self.table.limit,
+            "arena": lambda: self.arena, "arena_cursor": lambda: self.arena_cursor,
+            "arena_capacity": lambda: int(self.arena.size),
+            "distinct_table": lambda: self.distinct[column].slots,
+            "distinct_mask": lambda: self.distinct[column].mask,
+            "distinct_count": lambda: self.distinct[column].count,
+            "distinct_limit": lambda: self.distinct[column].limit,
+        }
+        return parts[part]()
 
     def groups(self) -> int:
         return self.table.entries() if self.layout.grouped else 1
+
+    def arena_used(self) -> int:
+        return sum(int(a.size) for a in self.arenas) + int(self.backend.scalar(self.arena_cursor))
 
     def finish(self, sink: Any) -> None:
         """Write every group into `sink` (a MaterializeState reserved for groups() rows)."""

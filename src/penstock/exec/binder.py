@@ -12,8 +12,8 @@ from penstock.codegen.kernel import (BuildPart, Constant, ConstantText, Counters
                                      RuntimeValue, SinkPart)
 from penstock.io.device_batch import Batch, Column
 
-AGGREGATE_PARTS = {"table", "mask", "groups", "arena", "arena_cursor", "arena_capacity",
-                   "distinct_table", "distinct_mask", "distinct_count"}
+AGGREGATE_PARTS = {"table", "mask", "groups", "limit", "arena", "arena_cursor", "arena_capacity",
+                   "distinct_table", "distinct_mask", "distinct_count", "distinct_limit"}
 
 
 @dataclass

@@ -33,6 +33,8 @@ class CompiledPlan:
     builds: dict[int, Kernel] = field(default_factory=dict)
     compile_seconds: float = 0.0
     kernels_compiled: int = 0  # not found in any cache
+    # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
+    agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
@@ -75,7 +77,11 @@ class Executor:
                 kernel, kc = compiled.pipelines[p.id]
                 pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, device, kernel.counters))
                 pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
-                PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm).run()
+                runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
+                                        compiled.agg_sizes.get(p.id, (0, 0)))
+                runner.run()
+                if runner.seen is not None:
+                    compiled.agg_sizes[p.id] = runner.seen
             elif isinstance(step, BuildHashTable):
                 batch = build_batch(be, store, step.buffer)
                 join = JoinState(be, batch, keyed=bool(step.key_columns))

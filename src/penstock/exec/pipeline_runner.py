@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from penstock.codegen.agg_layout import arena_exprs, layout_of
+from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend, CompiledKernel
 from penstock.exec.aggregate_state import AggregateState
@@ -19,13 +19,11 @@ from penstock.exec.errors import kernel_error
 from penstock.exec.materialize_state import MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.io.device_batch import Batch, batch_from_arrow
-from penstock.plan.expr import BuildColumn, ColumnRef, Expr, Literal, Param
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
-from penstock.plan.types import Kind
 
-AGG_CHUNK_ROWS = 1 << 16  # rows per aggregation launch while groups are few
+ERR_TABLE_FULL = 4  # kernels/xpu.h
 
 
 @dataclass
@@ -43,7 +41,8 @@ class PipelineContext:
 
 class PipelineRunner:
     def __init__(self, pipeline: Pipeline, kernel: Kernel, compiled: CompiledKernel,
-                 finalize: Kernel | None, ctx: PipelineContext, metrics: PipelineMetrics):
+                 finalize: Kernel | None, ctx: PipelineContext, metrics: PipelineMetrics,
+                 expected: tuple[int, int] = (0, 0)):
         self.p = pipeline
         self.kernel = kernel
         self.compiled = compiled
@@ -52,6 +51,9 @@ class PipelineRunner:
         self.metrics = metrics
         self.be = ctx.backend
         self.probes = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
+        self.pending_counters: Any = None
+        self.expected = expected  # (groups, arena bytes) an earlier run of the same plan needed
+        self.seen: tuple[int, int] | None = None
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
@@ -87,25 +89,6 @@ class PipelineRunner:
                 out *= join.fanout if op.probe_keys else max(join.rows, 1)
         return out
 
-    def text_bound(self, e: Expr, batch: Batch) -> int:
-        """Upper bound on the bytes of text expression `e` for one row."""
-        if isinstance(e, ColumnRef):
-            return batch.columns[e.index].max_text_length(self.be)
-        if isinstance(e, BuildColumn):
-            join = self.ctx.joins[self.probes[e.probe].join]
-            return join.batch.columns[e.index].max_text_length(self.be)
-        if isinstance(e, Literal):
-            return len(str(e.value or "").encode())
-        if isinstance(e, Param):
-            return len(str(self.ctx.runtime[e.slot][0] or "").encode())
-        kids = [c for c in e.children() if c.type.kind is Kind.STRING]
-        if e.type.kind is Kind.STRING and not kids:
-            return 40  # text a kernel formats (numbers, dates)
-        sizes = [self.text_bound(c, batch) for c in kids]
-        if getattr(e, "fn", "") in ("concat", "str_concat"):
-            return sum(sizes)
-        return max(sizes, default=40)
-
     # -- running ------------------------------------------------------------------------------
     def run(self) -> None:
         sink = self.p.sink
@@ -115,20 +98,27 @@ class PipelineRunner:
             assert isinstance(sink, MaterializeSink)
             self.run_materialize(sink)
 
-    def launch(self, batch: Batch, row0: int, rows: int, state: MaterializeState | None,
-               aggregate: AggregateState | None) -> None:
+    def launch(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> int:
+        """Run the kernel over the batch; returns its error code (0: none) and keeps its
+        counters only when it succeeded."""
         err = self.be.zeros(1, np.int32)
         counters = self.be.zeros(len(self.kernel.counters), np.uint64)
-        ctx = BindContext(rows=rows, row0=row0, err=err, counters=counters, batch=batch,
+        ctx = BindContext(rows=batch.length, row0=0, err=err, counters=counters, batch=batch,
                           joins=self.ctx.joins, runtime=self.ctx.runtime, texts=self.ctx.texts,
                           sink=state, aggregate=aggregate, backend=self.be)
         started = time.perf_counter()
-        self.be.launch(self.compiled, rows, bind(self.kernel, ctx))
+        self.be.launch(self.compiled, batch.length, bind(self.kernel, ctx))
         code = int(self.be.scalar(err))
         self.metrics.kernel_seconds += time.perf_counter() - started
-        if code:
-            raise kernel_error(code, self.p.label or f"pipeline {self.p.id}")
-        self.metrics.add_counters([int(c) for c in self.be.to_host(counters)])
+        if code == 0:
+            self.pending_counters = counters
+        return code
+
+    def keep_counters(self) -> None:
+        self.metrics.add_counters([int(c) for c in self.be.to_host(self.pending_counters)])
+
+    def fail(self, code: int) -> None:
+        raise kernel_error(code, self.p.label or f"pipeline {self.p.id}")
 
     def run_materialize(self, sink: MaterializeSink) -> None:
         state = MaterializeState(self.be, [e.type for e in sink.exprs])
@@ -139,13 +129,14 @@ class PipelineRunner:
             # with the exact count (which the kernel reports) is cheaper than the memory
             state.reserve(min(batch.length * self.fanout(), 4 * batch.length + 1024))
             while True:
-                saved = list(self.metrics.counters)
-                self.launch(batch, 0, batch.length, state, None)
+                code = self.launch(batch, state, None)
+                if code:
+                    self.fail(code)
                 out = state.collect()
                 if out is not None:
                     break
-                self.metrics.counters = saved  # the rerun counts the same rows again
                 self.metrics.reruns += 1
+            self.keep_counters()
             if out.length:
                 self.ctx.store.add(sink.buffer, out)
             written += out.length
@@ -155,18 +146,23 @@ class PipelineRunner:
     def run_aggregate(self, sink: AggregateSink) -> None:
         layout = layout_of(sink)
         assert self.finalize is not None
-        agg = AggregateState(self.be, layout, self.finalize, self.p.label or "aggregate", self.ctx.memory_limit)
-        texts = arena_exprs(sink)
+        agg = AggregateState(self.be, layout, self.finalize, self.p.label or "aggregate",
+                             self.ctx.memory_limit, self.expected)
         fanout = self.fanout()
         for batch in self.batches():
             self.metrics.batches += 1
-            per_row = sum(12 + self.text_bound(e, batch) for e in texts)
-            chunk = max(1, max(AGG_CHUNK_ROWS, agg.groups()) // fanout)
-            for row0 in range(0, batch.length, chunk):
-                rows = min(chunk, batch.length - row0)
-                agg.prepare(rows * fanout, rows * fanout * per_row)
-                self.launch(batch, row0, rows, None, agg)
+            while True:
+                agg.prepare(batch.length * fanout)
+                code = self.launch(batch, None, agg)
+                if code != ERR_TABLE_FULL:
+                    break
+                agg.overflowed()  # restored and grown: run the batch again
+                self.metrics.reruns += 1
+            if code:
+                self.fail(code)
+            self.keep_counters()
         groups = agg.groups()
+        self.seen = (groups, agg.arena_used())
         state = MaterializeState(self.be, [e.type for e in sink.groups] + [m.type for m in sink.measures])
         state.reserve(groups)
         agg.finish(state)

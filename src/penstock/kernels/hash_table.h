@@ -15,11 +15,14 @@ const uint64_t SLOT_BUSY = 1ull << 63;
 
 XPU_FN uint64_t slot_tag(uint64_t hash) { return (hash | 1) & ~SLOT_BUSY; }
 
-// Index of the slot holding the key (equal(slot) decides), inserting it with init(slot)
-// if absent; `inserted` says which. Returns -1 when the table is full.
+// Index of the slot holding the key (equal(slot) decides), inserting it if absent with
+// init(slot, id), id numbering entries in insertion order; `inserted` says which happened.
+// A new key is refused once `count` has reached `limit` (the table is full enough): the
+// call returns -1 and the caller reports ERR_TABLE_FULL, so the executor can grow the
+// table and redo the batch.
 template <class Equal, class Init>
 XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uint64_t hash,
-                              bool& inserted, Equal equal, Init init) {
+                              uint64_t* count, uint64_t limit, bool& inserted, Equal equal, Init init) {
   const uint64_t tag = slot_tag(hash);
   uint64_t pos = (hash >> 7) & mask;
   inserted = false;
@@ -27,9 +30,10 @@ XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uin
     uint64_t* slot = table + pos * (uint64_t)width;
     uint64_t w = load_acquire(slot);
     if (w == 0) {
+      if (load_acquire(count) >= limit) return -1;
       w = atomic_cas(slot, 0, tag | SLOT_BUSY);
       if (w == 0) {
-        init(slot);
+        init(slot, atomic_add(count, (uint64_t)1));
         store_release(slot, tag);
         inserted = true;
         return (int64_t)pos;
@@ -101,7 +105,10 @@ XPU_FN ScanProbe scan_probe(int64_t rows) {
 }
 
 // Arena records of text values that tables keep: [int32 length][bytes], 8-byte aligned.
+// Record 0 is what a failed store leaves behind; it reads as empty text (the batch that
+// failed is redone, so what it matched does not matter).
 XPU_FN StrView arena_text(uint64_t record) {
+  if (record == 0) return make_str(nullptr, 0);
   const uint8_t* p = (const uint8_t*)record;
   return make_str(p + 4, *(const int32_t*)p);
 }

@@ -1,0 +1,123 @@
+"""The GPU backend: CuPy for memory and launches, NVRTC (cuda-python) for compiling.
+
+Kernels are the very sources the CPU backend compiles; NVRTC turns them into cubins for the
+device's architecture, cached on disk by source hash like the CPU's shared objects. Memory
+comes from one CuPy memory pool per process, capped by `gpu_memory_limit`; host staging
+buffers come from CuPy's pinned-memory pool.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from penstock.device.base import Backend, CompiledKernel, KernelSpec
+from penstock.device.kernel_cache import cache_dir, log_source, write_atomically
+from penstock.errors import PenstockError
+
+BLOCK = 256
+_SCALARS = {"i64": np.int64, "i32": np.int32, "u64": np.uint64, "f64": np.float64}
+
+
+class CudaKernel(CompiledKernel):
+    def __init__(self, spec: KernelSpec, module: Any, seconds: float, cached: bool):
+        self.spec = spec
+        self.module = module  # keeps the cubin loaded
+        self.function = module.get_function(spec.name)
+        self.compile_seconds = seconds
+        self.cached = cached
+
+
+class CudaBackend(Backend):
+    name = "gpu"
+    engine = "penstock-gpu"
+
+    def __init__(self, device_id: int = 0):
+        import cupy
+
+        self.cp = cupy
+        self.xp = cupy
+        self.device_id = device_id
+        self.device = cupy.cuda.Device(device_id)
+        self.device.use()
+        props = cupy.cuda.runtime.getDeviceProperties(device_id)
+        self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        self.sms = int(props["multiProcessorCount"])
+        self.arch = f"sm_{props['major']}{props['minor']}"
+        self.total_memory = int(props["totalGlobalMem"])
+        self.pool = cupy.cuda.MemoryPool()
+        cupy.cuda.set_allocator(self.pool.malloc)
+        self.pinned_pool = cupy.cuda.PinnedMemoryPool()
+        cupy.cuda.set_pinned_memory_allocator(self.pinned_pool.malloc)
+        self.memory_limit: int | None = None
+        self._kernels: dict[str, CudaKernel] = {}
+        self._lock = threading.Lock()
+
+    def set_memory_limit(self, limit: int | None) -> None:
+        """Cap the device memory penstock allocates (None: no cap beyond the device)."""
+        self.memory_limit = limit
+        self.pool.set_limit(size=limit or 0)
+
+    def describe(self) -> str:
+        return f"GPU {self.device_id}: {self.device_name} ({self.sms} SMs, {self.total_memory / 2**30:.0f} GiB)"
+
+    # -- compiling ----------------------------------------------------------------------------
+    def compile(self, spec: KernelSpec) -> CompiledKernel:
+        with self._lock:
+            found = self._kernels.get(spec.digest)
+            if found is not None:
+                return found
+            log_source(spec)
+            path = cache_dir() / f"{spec.name}-{spec.digest}-{self.arch}.cubin"
+            started = time.perf_counter()
+            cached = path.exists()
+            if not cached:
+                from penstock.device.nvrtc import nvrtc_compile
+
+                result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch)
+                if not result.ok:
+                    raise PenstockError(f"NVRTC could not compile generated kernel {spec.name}:\n{result.log[-4000:]}")
+                write_atomically(path, result.cubin)
+            module = self.cp.RawModule(path=str(path))
+            kernel = CudaKernel(spec, module, time.perf_counter() - started, cached)
+            self._kernels[spec.digest] = kernel
+            return kernel
+
+    # -- running ------------------------------------------------------------------------------
+    def grid_for(self, rows: int) -> int:
+        return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * 16))
+
+    def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
+        assert isinstance(kernel, CudaKernel)
+        converted = []
+        for value, ctype in zip(args, kernel.spec.param_ctypes):
+            if ctype == "ptr":
+                if value is None:
+                    converted.append(np.uint64(0))
+                elif isinstance(value, self.cp.ndarray):
+                    converted.append(value)
+                else:
+                    raise TypeError(f"kernel {kernel.spec.name}: a pointer argument must be a device array, "
+                                    f"not {type(value).__name__}")
+            else:
+                converted.append(_SCALARS[ctype](value))
+        kernel.function((self.grid_for(rows),), (BLOCK,), tuple(converted))
+
+    # -- memory -------------------------------------------------------------------------------
+    def to_device(self, host: np.ndarray) -> Any:
+        return self.cp.asarray(host)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        if isinstance(array, np.ndarray):
+            return array
+        return self.cp.asnumpy(array)
+
+    def synchronize(self) -> None:
+        self.cp.cuda.get_current_stream().synchronize()
+
+    def bytes_in_use(self) -> int:
+        return int(self.pool.used_bytes())
