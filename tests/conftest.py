@@ -1,0 +1,53 @@
+"""Small shared fixtures for the unit tests that mirror src/penstock/.
+
+`sample_table` is a six-row table with NULLs in every column; `sample_db` is a CPU
+connection with it registered (from Parquet) as table `t`. Tests that need other data
+build it themselves, in tmp_path.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+
+@pytest.fixture
+def sample_table() -> pa.Table:
+    return pa.table({
+        "id": pa.array([1, 2, 3, 4, 5, None], pa.int64()),
+        "grp": pa.array(["a", "b", "a", None, "b", "a"]),
+        "i32": pa.array([10, 30000, -5, None, 7, 1], pa.int32()),
+        "num": pa.array(["1", "2", "x3", None, "5", "6"]),
+        "x": pa.array([1.5, None, 2.5, 3.0, 4.0, 0.5]),
+        "d": pa.array([datetime.date(2020, 1, 1), datetime.date(2021, 6, 1), None,
+                       datetime.date(2019, 12, 31), datetime.date(2022, 2, 28),
+                       datetime.date(2020, 2, 29)]),
+        "m": pa.array([decimal.Decimal(v) if v else None for v in
+                       ["1.50", "2.25", "10.00", None, "0.75", "3.00"]], pa.decimal128(10, 2)),
+    })
+
+
+@pytest.fixture
+def sample_parquet(tmp_path: Path, sample_table: pa.Table) -> Path:
+    path = tmp_path / "sample.parquet"
+    pq.write_table(sample_table, path)
+    return path
+
+
+@pytest.fixture
+def cpu_db() -> Any:
+    import penstock
+
+    return penstock.connect(device="cpu")
+
+
+@pytest.fixture
+def sample_db(cpu_db: Any, sample_parquet: Path) -> Any:
+    cpu_db.register("t", sample_parquet)
+    return cpu_db
