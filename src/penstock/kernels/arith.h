@@ -8,25 +8,25 @@ namespace xpu {
 template <class T>
 XPU_FN T add_checked(T a, T b, int32_t* err) {
   T r;
-  if (__builtin_add_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
+  if (add_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
   return r;
 }
 template <class T>
 XPU_FN T sub_checked(T a, T b, int32_t* err) {
   T r;
-  if (__builtin_sub_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
+  if (sub_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
   return r;
 }
 template <class T>
 XPU_FN T mul_checked(T a, T b, int32_t* err) {
   T r;
-  if (__builtin_mul_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
+  if (mul_overflow(a, b, &r)) raise(err, ERR_OVERFLOW);
   return r;
 }
 template <class T>
 XPU_FN T neg_checked(T a, int32_t* err) {
   T r;
-  if (__builtin_sub_overflow((T)0, a, &r)) raise(err, ERR_OVERFLOW);
+  if (sub_overflow((T)0, a, &r)) raise(err, ERR_OVERFLOW);
   return r;
 }
 template <class T>

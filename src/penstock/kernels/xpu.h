@@ -120,6 +120,43 @@ XPU_FN void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __AT
 XPU_FN void atomic_or(uint8_t* p, uint8_t v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 #endif
 
+// Overflow-checked integer steps. Written out rather than __builtin_*_overflow, which
+// NVRTC before 13.5 lacks: narrow types compute in 64 bits, 64-bit ones by sign rules or
+// in 128 bits.
+template <class T>
+XPU_FN bool add_overflow(T a, T b, T* r) {
+  if (sizeof(T) < 8) {
+    int64_t w = (int64_t)a + (int64_t)b;
+    *r = (T)w;
+    return w != (int64_t)*r;
+  }
+  uint64_t u = (uint64_t)a + (uint64_t)b;
+  *r = (T)u;
+  return ((a ^ *r) & (b ^ *r)) < 0;
+}
+template <class T>
+XPU_FN bool sub_overflow(T a, T b, T* r) {
+  if (sizeof(T) < 8) {
+    int64_t w = (int64_t)a - (int64_t)b;
+    *r = (T)w;
+    return w != (int64_t)*r;
+  }
+  uint64_t u = (uint64_t)a - (uint64_t)b;
+  *r = (T)u;
+  return ((a ^ b) & (a ^ *r)) < 0;
+}
+template <class T>
+XPU_FN bool mul_overflow(T a, T b, T* r) {
+  if (sizeof(T) < 8) {
+    int64_t w = (int64_t)a * (int64_t)b;
+    *r = (T)w;
+    return w != (int64_t)*r;
+  }
+  __int128 w = (__int128)a * (__int128)b;
+  *r = (T)w;
+  return w != (__int128)*r;
+}
+
 // Compare-and-swap loops for the operations hardware lacks on some types.
 XPU_FN bool checked_atomic_add(int64_t* p, int64_t v) {
   uint64_t* u = (uint64_t*)p;
@@ -127,7 +164,7 @@ XPU_FN bool checked_atomic_add(int64_t* p, int64_t v) {
   while (true) {
     int64_t cur = (int64_t)old;
     int64_t next;
-    if (__builtin_add_overflow(cur, v, &next)) return false;
+    if (add_overflow(cur, v, &next)) return false;
     uint64_t seen = atomic_cas(u, old, (uint64_t)next);
     if (seen == old) return true;
     old = seen;
