@@ -192,7 +192,7 @@ def compile_nullif(g: ExprGen, e: Call) -> Val:
 
 
 def compile_in_list(g: ExprGen, e: InList) -> Val:
-    a = g.compile(e.arg)
+    a = g.compile(unwiden(e.arg))
     v, n = g.fresh()
     g.out.line(f"bool {v} = false; bool {n} = {a.n};")
     g.out.open(f"if (!{n})")
@@ -200,7 +200,7 @@ def compile_in_list(g: ExprGen, e: InList) -> Val:
     seen_null = g.out.fresh("sn")
     g.out.line(f"bool {seen_null} = false;")
     for item in e.items:
-        b = g.compile(item)
+        b = g.compile(unwiden(item))
         g.out.line(f"if ({b.n}) {seen_null} = true; else if (!{v} && {equality(g, a, b)}) {v} = true;")
     g.out.line(f"if (!{v} && {seen_null}) {n} = true;")
     g.pop()

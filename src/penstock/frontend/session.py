@@ -43,6 +43,9 @@ class Frontend:
         if target_partitions:
             config = config.with_target_partitions(target_partitions)
         self.ctx = SessionContext(config)
+        # DataFusion folds constant expressions with wrapping arithmetic (2147483647::int + 1
+        # becomes -2147483648); without this rule the kernels evaluate them, with checks.
+        self.ctx.remove_optimizer_rule("simplify_expressions")
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
 

@@ -26,6 +26,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"Divide by zero", re.I), DIVISION_BY_ZERO, ""),
     (re.compile(r"overflow", re.I), NUMERIC_VALUE_OUT_OF_RANGE, ""),
     (re.compile(r"Cannot cast string '([^']*)'", re.I), INVALID_TEXT_REPRESENTATION, ""),
+    (re.compile(r"non-boolean predicate", re.I), DATATYPE_MISMATCH, ""),
+    (re.compile(r"No value found for placeholder|Placeholder type could not be resolved", re.I),
+     "42P02", ""),
     (re.compile(r"(?:Cannot coerce|Cannot infer common|No function matches|does not support|"
                 r"type mismatch|Cannot get result type|Unsupported argument type|"
                 r"but received|Expect TypeSignatureClass)", re.I), DATATYPE_MISMATCH, ""),
@@ -38,7 +41,11 @@ def position_of_line_col(sql: str, line: int, column: int) -> int:
 
 
 def find_name(sql: str, name: str) -> int | None:
-    """1-based offset of identifier `name` in `sql` (ignoring case), if it occurs."""
+    """1-based offset of identifier `name` in `sql` (ignoring case), if it occurs; a
+    qualified name is found whole when it is written whole."""
+    whole = re.search(rf"(?<![\w\"]){re.escape(name)}(?![\w\"])", sql, re.I) if "." in name else None
+    if whole:
+        return whole.start() + 1
     bare = name.split(".")[-1].strip('"')
     m = re.search(rf"(?<![\w\"]){re.escape(bare)}(?![\w\"])", sql, re.I) or \
         re.search(rf"\"{re.escape(bare)}\"", sql)
@@ -51,6 +58,10 @@ def translate_error(sql: str, error: Exception) -> QueryError:
     if "ParserError" in text or "SQL error" in text or "sql parser error" in text.lower():
         m = _LINE_COL.search(text)
         position = position_of_line_col(sql, int(m.group(1)), int(m.group(2))) if m else None
+        found = re.search(r"found: (\S+) at Line", text)
+        if found and position is not None:  # the parser may point past the token it names
+            at = sql.lower().rfind(found.group(1).lower(), 0, position)
+            position = at + 1 if at >= 0 else position
         if position is None and "EOF" in text:
             position = len(sql.rstrip()) + 1
         return QueryError(f"syntax error: {message}", SYNTAX_ERROR, position)

@@ -104,11 +104,12 @@ class ExprTranslator:
             if fn == "sub":
                 raise Unsupported("interval minus date")
             base, iv = iv, base
-        if not isinstance(iv, Literal) or not base.type.is_temporal:
+        value = constant_interval(iv)
+        if value is False or not base.type.is_temporal:
             raise Unsupported("interval arithmetic other than date/timestamp +- constant")
-        value: Interval | None = iv.value
         if value is None:
             return Literal(declared or base.type, None)
+        assert isinstance(value, Interval)
         months, micros = value.months, value.micros
         if fn == "sub":
             months, micros = -months, -micros
@@ -156,10 +157,77 @@ class ExprTranslator:
         arg = self.translate(e.input)
         if isinstance(arg, Literal) and arg.value is None:
             return Literal(target, None)
-        return Cast(target, arg)
+        folded = fold_numeric_cast(arg, target) if isinstance(arg, Literal) else None
+        return folded if folded is not None else Cast(target, arg)
 
     def _subquery(self, e: Expression.Subquery) -> Expr:
         kind = e.WhichOneof("subquery_type")
         if kind != "scalar":
             raise Unsupported(f"{kind} subquery that DataFusion did not turn into a join")
         return self.subquery(e.scalar.input)
+
+
+def constant_interval(e: Expr) -> Interval | None | bool:
+    """The value of a constant interval expression, None for NULL, False if not constant.
+
+    DataFusion spells `date + 30` as date + CAST(CAST(30 * 86400 AS Duration(s)) AS
+    Interval), and (with its constant folding off, see session.py) leaves that unfolded:
+    integers cast to an interval are seconds.
+    """
+    if isinstance(e, Literal):
+        if e.value is None:
+            return None
+        if isinstance(e.value, Interval):
+            return e.value
+        return False
+    if isinstance(e, Cast) and e.type.kind is Kind.INTERVAL:
+        inner = e.arg
+        if inner.type.kind is Kind.INTERVAL:
+            return constant_interval(inner)
+        seconds = constant_integer(inner)
+        if seconds is None or seconds is False:
+            return None if seconds is None else False
+        return Interval(0, int(seconds) * 1_000_000)
+    return False
+
+
+def constant_integer(e: Expr) -> int | None | bool:
+    """The value of a constant integer expression (literals, + - *), None for NULL, False if
+    not constant."""
+    if isinstance(e, Literal):
+        return e.value if e.value is None or isinstance(e.value, int) else False
+    if isinstance(e, Cast) and e.type.is_integer:
+        return constant_integer(e.arg)
+    if isinstance(e, Call) and e.fn in ("add", "sub", "mul") and len(e.args) == 2:
+        a, b = constant_integer(e.args[0]), constant_integer(e.args[1])
+        if a is False or b is False:
+            return False
+        if a is None or b is None:
+            return None
+        return a + b if e.fn == "add" else a - b if e.fn == "sub" else a * b
+    return False
+
+
+def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
+    """CAST of a numeric literal to a decimal or float, computed exactly now (DataFusion's
+    own constant folding is off). None when it is not such a cast or would not fit: then
+    the kernel evaluates it and raises as PostgreSQL would."""
+    import decimal
+
+    src = lit.type
+    if not (src.is_numeric and (target.kind is Kind.DECIMAL or target.is_float)):
+        return None
+    if src.kind is Kind.DECIMAL:
+        exact = decimal.Decimal(lit.value).scaleb(-src.scale)
+    elif src.is_float:
+        if lit.value != lit.value or lit.value in (float("inf"), float("-inf")):
+            return None
+        exact = decimal.Decimal(lit.value)
+    else:
+        exact = decimal.Decimal(int(lit.value))
+    if target.is_float:
+        return Literal(target, float(exact))
+    scaled = exact.scaleb(target.scale).quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_UP)
+    if abs(scaled) >= decimal.Decimal(10) ** target.precision:
+        return None
+    return Literal(target, int(scaled))

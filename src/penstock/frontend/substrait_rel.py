@@ -17,7 +17,7 @@ from penstock.frontend.substrait_expr import ExprTranslator
 from penstock.frontend.substrait_types import from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
-from penstock.plan.expr import (Call, Case, ColumnRef, Expr, Literal, ScalarSubquery, and_all,
+from penstock.plan.expr import (Call, Case, Cast, ColumnRef, Expr, Literal, ScalarSubquery, and_all,
                                 conjuncts, referenced_columns, transform)
 from penstock.plan.rel import (AggCall, Aggregate, Field, Filter, Join, JoinKind, Limit, Project,
                                Rel, Scan, Sort, SortKey, UnionAll, Values)
@@ -113,21 +113,23 @@ class RelTranslator:
     def _virtual_table(self, r: algebra_pb2.ReadRel) -> Rel:
         names = list(r.base_schema.names)
         types = [from_substrait_type(t) for t in r.base_schema.struct.types]
-        rows: list[list[object]] = []
-        for row in getattr(r.virtual_table, "values", []):  # older producers
-            rows.append([literal_value(f)[0] for f in row.fields])
-        for row in r.virtual_table.expressions:
-            values = []
-            for f in row.fields:
-                if f.WhichOneof("rex_type") != "literal":
-                    raise Unsupported("VALUES with non-constant expressions")
-                values.append(literal_value(f.literal)[0])
-            rows.append(values)
         fields = [Field(n, t) for n, t in zip(names, types)]
+        rows: list[list[Expr]] = []
+        for row in getattr(r.virtual_table, "values", []):  # older producers
+            rows.append([Literal(t, literal_value(f)[0]) for f, t in zip(row.fields, types)])
+        one_row = Values(_empty_rows(1), [])
+        tr = ExprTranslator(self.functions, [], self._subquery)
+        for row in r.virtual_table.expressions:
+            rows.append([tr.translate(f) for f in row.fields])
         if not types:  # SELECT without FROM reads one row of no columns
             return Values(_empty_rows(len(rows)), fields)
-        arrays = [_values_array([row[i] for row in rows], t) for i, t in enumerate(types)]
-        return Values(pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(types))]), fields)
+        if all(isinstance(v, Literal) for row in rows for v in row):
+            arrays = [_values_array([row[i].value for row in rows], t)  # type: ignore[attr-defined]
+                      for i, t in enumerate(types)]
+            return Values(pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(types))]), fields)
+        # expressions (e.g. VALUES (CAST(2.5 AS DOUBLE))): one projection of one row per row
+        branches: list[Rel] = [Project(one_row, [_typed(v, t) for v, t in zip(row, types)], names) for row in rows]
+        return branches[0] if len(branches) == 1 else UnionAll(branches)
 
     # -- unary ----------------------------------------------------------------------------
     def _filter(self, r: algebra_pb2.FilterRel) -> Rel:
@@ -279,6 +281,10 @@ def _swap_sides(e: Expr, n_left: int, n_right: int) -> Expr:
             return ColumnRef(n.type, n.index + n_right if n.index < n_left else n.index - n_left)
         return None
     return transform(e, move)
+
+
+def _typed(e: Expr, t: T.DataType) -> Expr:
+    return e if e.type == t else Cast(t, e)
 
 
 def _constant_int(r: algebra_pb2.FetchRel, name: str) -> int | None:

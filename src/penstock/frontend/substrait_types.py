@@ -41,6 +41,8 @@ def literal_value(lit: algebra_pb2.Expression.Literal) -> tuple[Any, DataType]:
     """A Substrait literal as (physical value, type)."""
     kind = lit.WhichOneof("literal_type")
     if kind == "null":
+        if lit.null.WhichOneof("kind") == "user_defined":  # DataFusion's untyped NULL
+            return None, T.NULL
         return None, from_substrait_type(lit.null)
     if kind == "boolean":
         return bool(lit.boolean), T.BOOL
