@@ -9,6 +9,8 @@ either device.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +57,8 @@ def headers_digest() -> str:
 
 class CompiledKernel(ABC):
     spec: KernelSpec
-    compile_seconds: float
-    cached: bool  # loaded from the on-disk cache rather than compiled now
+    compile_seconds: float = 0.0
+    cached: bool = False  # loaded from the on-disk cache rather than compiled now
 
 
 class Backend(ABC):
@@ -66,8 +68,38 @@ class Backend(ABC):
     engine: str
     xp: Any  # numpy or cupy
 
+    def __init__(self) -> None:
+        self._kernels: dict[str, CompiledKernel] = {}
+        self._compile_lock = threading.Lock()
+
+    def compile(self, spec: KernelSpec) -> CompiledKernel:
+        """The kernel, from memory, from the on-disk cache, or compiled now (and cached)."""
+        from penstock.device.kernel_cache import cache_dir, log_source
+
+        with self._compile_lock:
+            found = self._kernels.get(spec.digest)
+            if found is not None:
+                return found
+            log_source(spec)
+            path = cache_dir() / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
+            started = time.perf_counter()
+            cached = path.exists()
+            if not cached:
+                self.build(spec, path)
+            kernel = self.load(spec, path)
+            kernel.compile_seconds = time.perf_counter() - started
+            kernel.cached = cached
+            self._kernels[spec.digest] = kernel
+            return kernel
+
+    artifact_suffix: str = ""
+
     @abstractmethod
-    def compile(self, spec: KernelSpec) -> CompiledKernel: ...
+    def build(self, spec: KernelSpec, path: Path) -> None:
+        """Compile `spec` into the file `path` (written atomically)."""
+
+    @abstractmethod
+    def load(self, spec: KernelSpec, path: Path) -> CompiledKernel: ...
 
     @abstractmethod
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:

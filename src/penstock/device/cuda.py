@@ -9,14 +9,13 @@ buffers come from CuPy's pinned-memory pool.
 from __future__ import annotations
 
 import math
-import threading
-import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from penstock.device.base import Backend, CompiledKernel, KernelSpec
-from penstock.device.kernel_cache import cache_dir, log_source, write_atomically
+from penstock.device.kernel_cache import write_atomically
 from penstock.errors import PenstockError
 
 BLOCK = 256
@@ -24,12 +23,10 @@ _SCALARS = {"i64": np.int64, "i32": np.int32, "u64": np.uint64, "f64": np.float6
 
 
 class CudaKernel(CompiledKernel):
-    def __init__(self, spec: KernelSpec, module: Any, seconds: float, cached: bool):
+    def __init__(self, spec: KernelSpec, module: Any):
         self.spec = spec
         self.module = module  # keeps the cubin loaded
         self.function = module.get_function(spec.name)
-        self.compile_seconds = seconds
-        self.cached = cached
 
 
 class CudaBackend(Backend):
@@ -39,6 +36,7 @@ class CudaBackend(Backend):
     def __init__(self, device_id: int = 0):
         import cupy
 
+        super().__init__()
         self.cp = cupy
         self.xp = cupy
         self.device_id = device_id
@@ -54,8 +52,7 @@ class CudaBackend(Backend):
         self.pinned_pool = cupy.cuda.PinnedMemoryPool()
         cupy.cuda.set_pinned_memory_allocator(self.pinned_pool.malloc)
         self.memory_limit: int | None = None
-        self._kernels: dict[str, CudaKernel] = {}
-        self._lock = threading.Lock()
+        self.artifact_suffix = f"-{self.arch}.cubin"
 
     def set_memory_limit(self, limit: int | None) -> None:
         """Cap the device memory penstock allocates (None: no cap beyond the device)."""
@@ -66,26 +63,16 @@ class CudaBackend(Backend):
         return f"GPU {self.device_id}: {self.device_name} ({self.sms} SMs, {self.total_memory / 2**30:.0f} GiB)"
 
     # -- compiling ----------------------------------------------------------------------------
-    def compile(self, spec: KernelSpec) -> CompiledKernel:
-        with self._lock:
-            found = self._kernels.get(spec.digest)
-            if found is not None:
-                return found
-            log_source(spec)
-            path = cache_dir() / f"{spec.name}-{spec.digest}-{self.arch}.cubin"
-            started = time.perf_counter()
-            cached = path.exists()
-            if not cached:
-                from penstock.device.nvrtc import nvrtc_compile
+    def build(self, spec: KernelSpec, path: Path) -> None:
+        from penstock.device.nvrtc import nvrtc_compile
 
-                result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch)
-                if not result.ok:
-                    raise PenstockError(f"NVRTC could not compile generated kernel {spec.name}:\n{result.log[-4000:]}")
-                write_atomically(path, result.cubin)
-            module = self.cp.RawModule(path=str(path))
-            kernel = CudaKernel(spec, module, time.perf_counter() - started, cached)
-            self._kernels[spec.digest] = kernel
-            return kernel
+        result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch)
+        if not result.ok:
+            raise PenstockError(f"NVRTC could not compile generated kernel {spec.name}:\n{result.log[-4000:]}")
+        write_atomically(path, result.cubin)
+
+    def load(self, spec: KernelSpec, path: Path) -> CompiledKernel:
+        return CudaKernel(spec, self.cp.RawModule(path=str(path)))
 
     # -- running ------------------------------------------------------------------------------
     def grid_for(self, rows: int) -> int:

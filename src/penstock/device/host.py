@@ -12,15 +12,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from penstock.device.base import KERNELS_DIR, Backend, CompiledKernel, KernelSpec
-from penstock.device.kernel_cache import cache_dir, log_source
 from penstock.errors import PenstockError
 
 CXX_FLAGS = ["-std=c++17", "-O2", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno",
@@ -30,13 +27,11 @@ _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
 
 
 class HostKernel(CompiledKernel):
-    def __init__(self, spec: KernelSpec, library: ctypes.CDLL, seconds: float, cached: bool):
+    def __init__(self, spec: KernelSpec, library: ctypes.CDLL):
         self.spec = spec
         self.function = getattr(library, spec.name)
         self.function.argtypes = [_CTYPES[c] for c in spec.param_ctypes]
         self.function.restype = None
-        self.compile_seconds = seconds
-        self.cached = cached
         self._library = library  # keeps the shared object loaded
 
 
@@ -45,32 +40,21 @@ class HostBackend(Backend):
     engine = "penstock-cpu"
     xp = np
 
+    artifact_suffix = ".so"
+
     def __init__(self) -> None:
+        super().__init__()
         self._compiler = os.environ.get("CXX") or shutil.which("g++")
         if not self._compiler:
             raise PenstockError("the CPU backend needs a C++ compiler: install g++ (with OpenMP)")
-        self._kernels: dict[str, HostKernel] = {}
-        self._lock = threading.Lock()
 
     def describe(self) -> str:
         return f"CPU ({os.cpu_count()} cores, OpenMP)"
 
-    def compile(self, spec: KernelSpec) -> CompiledKernel:
-        with self._lock:
-            found = self._kernels.get(spec.digest)
-            if found is not None:
-                return found
-            log_source(spec)
-            target = cache_dir() / f"{spec.name}-{spec.digest}.so"
-            started = time.perf_counter()
-            cached = target.exists()
-            if not cached:
-                self._build(spec, target)
-            kernel = HostKernel(spec, ctypes.CDLL(str(target)), time.perf_counter() - started, cached)
-            self._kernels[spec.digest] = kernel
-            return kernel
+    def load(self, spec: KernelSpec, path: Path) -> CompiledKernel:
+        return HostKernel(spec, ctypes.CDLL(str(path)))
 
-    def _build(self, spec: KernelSpec, target: Path) -> None:
+    def build(self, spec: KernelSpec, target: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="penstock-cc-") as tmp:
             src = Path(tmp) / "kernel.cpp"
             src.write_text(spec.source)
