@@ -24,6 +24,7 @@ from penstock.exec.metrics import QueryMetrics
 from penstock.frontend.session import Frontend, PlannedQuery
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
+from penstock.io.column_cache import cache_of, table_key
 from penstock.io.memory import MemoryTable
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
@@ -68,8 +69,13 @@ class _Prepared:
 
 class Connection:
     def __init__(self, device: str = "auto", strict: bool = False,
-                 gpu_memory_limit: int | None = None):
+                 gpu_memory_limit: int | None = None,
+                 cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
+                 cache_limit: int | None = None):
         self.backend = get_backend(device, gpu_memory_limit)
+        self.cache_limit = cache_limit
+        self._cache_on_register: dict[str, Sequence[str] | None] = (
+            dict(cache) if isinstance(cache, dict) else {t: None for t in cache or ()})
         self.strict = strict
         self.memory_limit = gpu_memory_limit
         self.frontend = Frontend()
@@ -95,6 +101,8 @@ class Connection:
                 self.frontend.register_files(name, reader.format, location, reader.schema, extension)
             self.tables[name] = reader
             self._plans.clear()
+        if name in self._cache_on_register:
+            self.cache(name, self._cache_on_register[name])
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
         with self._lock:
@@ -105,8 +113,34 @@ class Connection:
     def unregister(self, name: str) -> None:
         with self._lock:
             self.frontend.deregister(name)
-            self.tables.pop(name, None)
+            reader = self.tables.pop(name, None)
             self._plans.clear()
+        if reader is not None and self.executor.column_cache is not None:
+            self.executor.column_cache.drop(table_key(reader))
+
+    def cache(self, table: str, columns: Sequence[str] | None = None) -> int:
+        """Keep a table's columns (all, or the named ones) in device memory across queries.
+
+        Scans of cached columns read no storage and run as one batch. Returns the bytes the
+        columns take; least recently used columns are evicted when the cache's limit
+        (cache_limit, by default half the GPU's memory or memory cap) would be exceeded."""
+        if table not in self.tables:
+            raise QueryError(f'relation "{table}" does not exist', "42P01")
+        reader = self.tables[table]
+        fields = {f.name: f for f in self.frontend.fields[table]}
+        names = list(columns) if columns is not None else [f.name for f in self.frontend.fields[table]
+                                                           if f.type is not None]
+        for n in names:
+            if n not in fields or fields[n].type is None:
+                raise QueryError(f'column "{n}" of relation "{table}" does not exist or cannot be cached', "42703")
+        cache = cache_of(self.backend, self.cache_limit)
+        self.executor.column_cache = cache
+        return cache.load(reader, names, [fields[n].type for n in names])
+
+    def uncache(self, table: str | None = None) -> None:
+        cache = self.executor.column_cache
+        if cache is not None:
+            cache.drop(table_key(self.tables[table]) if table is not None else None)
 
     def _table(self, name: str) -> TableReader:
         return self.tables[name]
@@ -173,9 +207,17 @@ class Connection:
                             prepared.physical, prepared.compiled, prepared.reason, result)
 
 
-def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None) -> Connection:
-    """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores)."""
-    return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit)
+def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None,
+            cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
+            cache_limit: int | None = None) -> Connection:
+    """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores).
+
+    strict: raise penstock.Unsupported instead of falling back to DataFusion.
+    gpu_memory_limit: bytes penstock may allocate on the GPU.
+    cache: tables (or {table: [columns]}) to keep in device memory once registered.
+    cache_limit: bytes the device-resident column cache may hold."""
+    return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit, cache=cache,
+                      cache_limit=cache_limit)
 
 
 def _rename(table: pa.Table, names: list[str]) -> pa.Table:

@@ -143,7 +143,7 @@ class ParamTable:
 
 
 HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
-           "hash_table.h")
+           "hash_table.h", "reduce.h")
 
 
 def kernel_source(name: str, params: ParamTable, body: str) -> str:

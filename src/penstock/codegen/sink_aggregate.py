@@ -82,13 +82,22 @@ class AggregateSinkGen:
         g.out.line(f"uint64_t* gslot = {self.table};")
         for i, m in enumerate(self.layout.measures):
             a, c = self.locals[i]
-            w = m.word
+            w = f"&gslot[{m.word}]"
+            extreme = "true" if is_min(m) else "false"
             if m.kind == "count":
-                g.out.line(f"xpu::reduce_add(&gslot[{w}], {a});")
-                continue
-            g.out.open(f"if ({c} > 0)")
-            self._merge(m, "gslot", a, c)
-            g.out.close()
+                g.out.line(f"xpu::reduce_add({w}, {a});")
+            elif m.kind == "sum_int":
+                g.out.line(f"xpu::merge_sum_int({w}, {a}, {c}, {g.err});")
+            elif m.kind == "sum_float":
+                g.out.line(f"xpu::merge_sum_float({w}, {a}, {c});")
+            elif m.kind == "minmax_int":
+                g.out.line(f"xpu::merge_extreme_int<{extreme}>({w}, {a}, {c});")
+            elif m.kind == "minmax_float":
+                g.out.line(f"xpu::merge_extreme_float<{extreme}>({w}, {a}, {c});")
+            else:  # text: threads that saw a value store it and compete for the slot
+                g.out.open(f"if ({c} > 0)")
+                self._merge(m, "gslot", a, c)
+                g.out.close()
         g.out = saved
 
     # -- per row -------------------------------------------------------------------------------

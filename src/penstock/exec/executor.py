@@ -63,12 +63,14 @@ class Executor:
         self.backend = backend
         self.open_table = open_table
         self.memory_limit = memory_limit
+        self.column_cache: Any = None  # set when the connection caches columns
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics) -> pa.Table:
         plan = compiled.plan
         be = self.backend
         store = BufferStore(plan.buffer_types)
-        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit)
+        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit,
+                              column_cache=self.column_cache)
         device = be.describe()
         for step in plan.steps:
             started = time.perf_counter()

@@ -19,6 +19,8 @@ class PipelineMetrics:
     kernel_seconds: float = 0.0
     compile_seconds: float = 0.0
     reruns: int = 0
+    cache_hits: int = 0  # columns read from the device-resident column cache
+    cache_bytes: int = 0
 
     def add_counters(self, values: list[int]) -> None:
         if not self.counters:

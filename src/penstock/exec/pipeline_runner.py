@@ -18,6 +18,7 @@ from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
 from penstock.exec.errors import kernel_error
 from penstock.exec.materialize_state import MaterializeState
 from penstock.exec.metrics import PipelineMetrics
+from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
@@ -37,6 +38,7 @@ class PipelineContext:
     runtime: dict[int, Any]
     memory_limit: int | None = None
     texts: dict[str, Any] = field(default_factory=dict)
+    column_cache: Any = None  # io.column_cache.ColumnCache of the device, if one exists
 
 
 class PipelineRunner:
@@ -60,6 +62,13 @@ class PipelineRunner:
         source = self.p.source
         if isinstance(source, TableSource):
             reader = self.ctx.open_table(source.table)
+            cached = self.ctx.column_cache.get(table_key(reader), source.names) if self.ctx.column_cache else None
+            if cached is not None:  # the whole table, already on the device: one batch
+                columns, rows = cached
+                self.metrics.cache_hits += len(columns)
+                self.metrics.cache_bytes += sum(c.nbytes for c in columns)
+                yield Batch(columns, rows)
+                return
             started = time.perf_counter()
             for scan in reader.scan(source.names):
                 batch = batch_from_arrow(scan.batch, source.types, self.be) if scan.batch.num_columns \

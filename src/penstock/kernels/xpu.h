@@ -199,22 +199,6 @@ const int32_t ERR_CARDINALITY = 7;       // 21000
 
 XPU_FN void raise(int32_t* err, int32_t code) { atomic_cas(err, 0, code); }
 
-// ---- per-thread values folded into one global value at the end of a kernel ----
-#ifdef XPU_GPU
-XPU_FN uint64_t warp_sum(uint64_t v) {
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
-  return v;
-}
-XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
-  uint64_t total = warp_sum(local);
-  if ((threadIdx.x & 31) == 0 && total) atomic_add(target, total);
-}
-#else
-XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
-  if (local) atomic_add(target, local);
-}
-#endif
-
 // A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
 XPU_FN int64_t claim_row(uint64_t* cursor) {
 #ifdef XPU_GPU

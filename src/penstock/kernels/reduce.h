@@ -1,0 +1,96 @@
+// reduce.h — folding per-thread values into one global value at the end of a kernel.
+//
+// On the GPU a block first combines its threads' values (warp shuffles, then shared memory)
+// and one thread per block does the atomic; on the CPU each OpenMP thread does its own.
+// Every thread of a kernel must call these (they synchronise the block), so kernels call
+// them unconditionally after the row loop.
+#pragma once
+#include "arith.h"
+#include "hash.h"
+#include "xpu.h"
+
+namespace xpu {
+
+#ifdef XPU_GPU
+// Combine one value per thread; the result is meaningful in thread 0 of the block.
+template <class T, class Op>
+XPU_FN T block_reduce(T v, T identity, Op op) {
+  __shared__ T partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  for (int d = 16; d > 0; d >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, d));
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? partial[lane] : identity;
+    for (int d = 16; d > 0; d >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, d));
+  }
+  __syncthreads();
+  return v;
+}
+XPU_FN bool block_leader() { return threadIdx.x == 0; }
+#else
+template <class T, class Op>
+XPU_FN T block_reduce(T v, T, Op) { return v; }  // a CPU thread is its own block
+XPU_FN bool block_leader() { return true; }
+#endif
+
+XPU_FN uint64_t plus_u64(uint64_t a, uint64_t b) { return a + b; }
+
+XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
+  uint64_t total = block_reduce(local, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (block_leader() && total) atomic_add(target, total);
+}
+
+// state = {sum, count of non-NULL inputs}
+XPU_FN void merge_sum_int(uint64_t* state, int64_t sum, uint64_t count, int32_t* err) {
+  int32_t overflow = 0;
+  int64_t total = block_reduce(sum, (int64_t)0, [&overflow](int64_t a, int64_t b) {
+    int64_t r;
+    if (add_overflow(a, b, &r)) overflow = 1;
+    return r;
+  });
+#ifdef XPU_GPU
+  overflow = __syncthreads_or(overflow);
+#endif
+  uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (!block_leader()) return;
+  if (overflow) raise(err, ERR_OVERFLOW);
+  if (n == 0) return;
+  if (!checked_atomic_add((int64_t*)state, total)) raise(err, ERR_OVERFLOW);
+  atomic_add(state + 1, n);
+}
+
+XPU_FN void merge_sum_float(uint64_t* state, double sum, uint64_t count) {
+  double total = block_reduce(sum, 0.0, [](double a, double b) { return a + b; });
+  uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (block_leader() && n) {
+    atomic_add((double*)state, total);
+    atomic_add(state + 1, n);
+  }
+}
+
+// state = {extreme value, count}; threads without input hold the identity (their initial value)
+template <bool MIN>
+XPU_FN void merge_extreme_int(uint64_t* state, int64_t v, uint64_t count) {
+  int64_t best = block_reduce(v, MIN ? (int64_t)INT64_MAX : (int64_t)INT64_MIN,
+                              [](int64_t a, int64_t b) { return MIN ? (a < b ? a : b) : (a > b ? a : b); });
+  uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (block_leader() && n) {
+    atomic_update_if((int64_t*)state, best, [](int64_t a, int64_t b) { return MIN ? a < b : a > b; });
+    atomic_add(state + 1, n);
+  }
+}
+template <bool MIN>
+XPU_FN void merge_extreme_float(uint64_t* state, double v, uint64_t count) {
+  double identity = MIN ? infinity() - infinity() : -infinity();  // NaN sorts above everything
+  double best = block_reduce(v, identity, [](double a, double b) {
+    return MIN ? (fcmp(a, b) <= 0 ? a : b) : (fcmp(a, b) >= 0 ? a : b);
+  });
+  uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (block_leader() && n) {
+    atomic_update_if((double*)state, best, [](double a, double b) { return MIN ? fcmp(a, b) < 0 : fcmp(a, b) > 0; });
+    atomic_add(state + 1, n);
+  }
+}
+
+}  // namespace xpu
