@@ -73,6 +73,25 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=1)
     g.set_defaults(run=cmd_gen)
 
+    b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
+    bsub = b.add_subparsers(dest="bench")
+    bs = bsub.add_parser("ssb", help="the 13 SSB queries on penstock and DuckDB")
+    bs.add_argument("--sf", type=float, default=1.0)
+    bs.add_argument("--tier", default="gpu", choices=["gpu", "host", "disk"],
+                    help="where the data is when a query starts: GPU memory, page cache, or the drive")
+    bs.add_argument("--repeat", type=int, default=5)
+    bs.add_argument("--format", default="arrow", choices=["arrow", "parquet"])
+    bs.add_argument("--data", default=None, help="SSB data directory (generated if missing)")
+    bs.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    bs.add_argument("--queries", default=None, help="comma-separated subset, e.g. Q1.1,Q2.1")
+    bs.add_argument("--no-duckdb", action="store_true")
+    bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
+    bs.set_defaults(run=cmd_bench_ssb)
+    bi = bsub.add_parser("io", help="print the hardware ceilings alone")
+    bi.add_argument("--file", required=True, help="a large file to read (e.g. lineorder.arrow)")
+    bi.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    bi.set_defaults(run=cmd_bench_io)
+
     d = sub.add_parser("demo", help="generate SSB data if needed and run the 13 SSB queries")
     d.add_argument("--sf", type=float, default=1.0)
     d.add_argument("--data", default=None, help="data directory (default data/ssb-sf<SF>)")
@@ -137,6 +156,34 @@ def cmd_gen(args: argparse.Namespace) -> int:
     files = sum(len(v) for v in written.values())
     print(f"wrote SSB SF {args.sf:g} ({files} files, {args.format}) to {args.out} "
           f"in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def cmd_bench_ssb(args: argparse.Namespace) -> int:
+    from penstock.bench.report import text_table, write_reports
+    from penstock.bench.ssb_bench import run_ssb_bench
+
+    queries = args.queries.split(",") if args.queries else None
+    report = run_ssb_bench(args.sf, args.tier, args.repeat, args.format, args.data, args.device,
+                           duckdb=not args.no_duckdb, queries=queries,
+                           log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(text_table(report))
+    for path in write_reports(report, Path(args.out)):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench_io(args: argparse.Namespace) -> int:
+    from penstock.bench import ceilings
+    from penstock.device import get_backend
+
+    backend = get_backend(args.device)
+    path = Path(args.file)
+    print(f"device: {backend.describe()}")
+    print(f"device copy (read + write):      {ceilings.device_copy_gbps(backend):8.1f} GB/s")
+    print(f"page cache -> device (threaded): {ceilings.host_to_device_gbps(backend, path):8.1f} GB/s")
+    ceilings.drop_page_cache([path])
+    print(f"O_DIRECT read from the drive:    {ceilings.direct_read_gbps(path):8.1f} GB/s")
     return 0
 
 

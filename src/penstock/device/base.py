@@ -71,13 +71,23 @@ class Backend(ABC):
     def __init__(self) -> None:
         self._kernels: dict[str, CompiledKernel] = {}
         self._compile_lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}
 
     def compile(self, spec: KernelSpec) -> CompiledKernel:
-        """The kernel, from memory, from the on-disk cache, or compiled now (and cached)."""
+        """The kernel, from memory, from the on-disk cache, or compiled now (and cached).
+
+        Different kernels compile concurrently (a plan's kernels are compiled by a thread
+        pool); the same kernel is compiled once."""
         from penstock.device.kernel_cache import cache_dir, log_source
 
         with self._compile_lock:
             found = self._kernels.get(spec.digest)
+            if found is not None:
+                return found
+            building = self._building.setdefault(spec.digest, threading.Lock())
+        with building:
+            with self._compile_lock:
+                found = self._kernels.get(spec.digest)
             if found is not None:
                 return found
             log_source(spec)
@@ -89,7 +99,8 @@ class Backend(ABC):
             kernel = self.load(spec, path)
             kernel.compile_seconds = time.perf_counter() - started
             kernel.cached = cached
-            self._kernels[spec.digest] = kernel
+            with self._compile_lock:
+                self._kernels[spec.digest] = kernel
             return kernel
 
     artifact_suffix: str = ""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -11,6 +13,7 @@ import pyarrow.compute as pc
 
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
+from penstock.codegen.fixed_kernels import gather_text, rehash
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
@@ -38,22 +41,28 @@ class CompiledPlan:
 
 
 def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
-    """Generate and compile every kernel the plan needs, before any data moves."""
+    """Generate every kernel the plan needs and compile them, concurrently, before any data
+    moves (a new query shape then costs its slowest kernel's compile, not their sum)."""
     started = time.perf_counter()
     out = CompiledPlan(plan)
+    jobs: list[tuple[str, int, Kernel]] = []
     for step in plan.steps:
         if isinstance(step, RunPipeline):
             p = step.pipeline
-            kernel = generate_pipeline(p)
-            compiled = compile_kernel(backend, kernel)
-            out.kernels_compiled += 0 if compiled.cached else 1
-            out.pipelines[p.id] = (kernel, compiled)
+            jobs.append(("pipeline", p.id, generate_pipeline(p)))
             if isinstance(p.sink, AggregateSink):
                 out.finalizers[p.id] = generate_finalize(p.sink)
-                compile_kernel(backend, out.finalizers[p.id])
+                jobs.append(("finalize", p.id, out.finalizers[p.id]))
         elif isinstance(step, BuildHashTable) and step.key_columns:
             out.builds[step.join] = generate_build(step)
-            compile_kernel(backend, out.builds[step.join])
+            jobs.append(("build", step.join, out.builds[step.join]))
+    jobs += [("fixed", 0, k) for k in (gather_text(), rehash())]
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2, 8)) as pool:
+        compiled = list(pool.map(lambda job: compile_kernel(backend, job[2]), jobs))
+    for (kind, key, kernel), kc in zip(jobs, compiled):
+        out.kernels_compiled += 0 if kc.cached else 1
+        if kind == "pipeline":
+            out.pipelines[key] = (kernel, kc)
     out.compile_seconds = time.perf_counter() - started
     return out
 

@@ -1,0 +1,144 @@
+"""Hardware ceilings, measured in the run that reports against them.
+
+- device: a large device-to-device copy, counting bytes read plus bytes written (the
+  bandwidth a scan of device-resident columns can at best reach);
+- host: threads reading a file that sits in the page cache into pinned buffers, copied to
+  the device as they fill (what the host tier can at best deliver);
+- disk: O_DIRECT sequential reads of a file with several requests in flight (what the drive
+  delivers when nothing is cached).
+On the CPU backend "device" is host memory and the host ceiling is the threaded read alone.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CHUNK = 16 << 20
+ALIGN = 4096
+
+
+def device_copy_gbps(backend: Any, nbytes: int = 2 << 30, repeat: int = 5) -> float:
+    xp = backend.xp
+    src = xp.ones(nbytes // 8, dtype=np.int64)
+    dst = xp.empty_like(src)
+    dst[...] = src  # warm up
+    backend.synchronize()
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        dst[...] = src
+        backend.synchronize()
+        best = min(best, time.perf_counter() - started)
+    del src, dst
+    return 2 * nbytes / best / 1e9
+
+
+def _chunks(size: int, chunk: int = CHUNK) -> list[tuple[int, int]]:
+    return [(off, min(chunk, size - off)) for off in range(0, size, chunk)]
+
+
+def warm_page_cache(paths: list[Path], threads: int = 8) -> None:
+    """Read files once so they sit in the page cache (the host tier's starting point)."""
+    def read(path: Path) -> None:
+        with open(path, "rb") as fh:
+            while fh.read(CHUNK):
+                pass
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(read, paths))
+
+
+def drop_page_cache(paths: list[Path]) -> None:
+    """Ask the kernel to forget the files' cached pages (the disk tier's starting point)."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def host_to_device_gbps(backend: Any, path: Path, threads: int = 8) -> float:
+    """Page cache -> pinned buffers (threaded pread) -> device, as fast as it goes."""
+    size = path.stat().st_size
+    warm_page_cache([path])
+    fd = os.open(path, os.O_RDONLY)
+    gpu = backend.name == "gpu"
+    try:
+        if gpu:
+            cp = backend.xp
+            device = cp.empty(size, dtype=np.uint8)
+            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(threads)]
+            pinned = [np.frombuffer(cp.cuda.alloc_pinned_memory(CHUNK), dtype=np.uint8, count=CHUNK)
+                      for _ in range(threads)]
+        else:
+            device = np.ones(size, dtype=np.uint8)  # touched now: page faults are not reading
+
+        def work(args: tuple[int, list[tuple[int, int]]]) -> None:
+            k, parts = args
+            for off, n in parts:
+                if gpu:
+                    buf = pinned[k][:n]
+                    streams[k].synchronize()  # the previous copy out of this buffer is done
+                    os.preadv(fd, [memoryview(buf)], off)
+                    device[off:off + n].set(buf, stream=streams[k])
+                else:
+                    os.preadv(fd, [memoryview(device[off:off + n])], off)
+            if gpu:
+                streams[k].synchronize()
+
+        parts = _chunks(size)
+        plan = [(k, parts[k::threads]) for k in range(threads)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(work, plan))
+        elapsed = time.perf_counter() - started
+    finally:
+        os.close(fd)
+    return size / elapsed / 1e9
+
+
+def direct_read_gbps(path: Path, threads: int = 8, chunk: int = CHUNK) -> float:
+    """O_DIRECT sequential reads (no page cache) with `threads` requests in flight."""
+    size = path.stat().st_size // ALIGN * ALIGN
+    if size == 0:
+        return 0.0
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+    buffers = [mmap.mmap(-1, chunk) for _ in range(threads)]  # page-aligned
+    try:
+        def work(args: tuple[int, list[tuple[int, int]]]) -> None:
+            k, parts = args
+            view = memoryview(buffers[k])
+            for off, n in parts:
+                os.preadv(fd, [view[:(n + ALIGN - 1) // ALIGN * ALIGN]], off)
+
+        parts = _chunks(size, chunk)
+        plan = [(k, parts[k::threads]) for k in range(threads)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(work, plan))
+        elapsed = time.perf_counter() - started
+    finally:
+        os.close(fd)
+        for b in buffers:
+            b.close()
+    return size / elapsed / 1e9
+
+
+def measure(backend: Any, sample: Path | None, tiers: list[str]) -> dict[str, float]:
+    """The ceilings, in GB/s, for the tiers asked for."""
+    out: dict[str, float] = {}
+    if "gpu" in tiers:
+        out["gpu"] = device_copy_gbps(backend)
+    if sample is not None and "host" in tiers:
+        out["host"] = host_to_device_gbps(backend, sample)
+    if sample is not None and "disk" in tiers:
+        drop_page_cache([sample])
+        out["disk"] = direct_read_gbps(sample)
+    return out

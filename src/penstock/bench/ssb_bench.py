@@ -1,0 +1,184 @@
+"""`penstock bench ssb`: the 13 SSB queries on penstock and on DuckDB, same data, same run.
+
+Tiers say where the referenced columns are when a query starts:
+  gpu  -- cached in device memory (db.cache): bound by device memory bandwidth;
+  host -- in the page cache: bound by host -> device transfer;
+  disk -- on the drive, cache dropped before each run: bound by the drive.
+Each query runs once to compile (reported as first-run time), then `repeat` times. DuckDB
+runs on its own in-memory tables loaded from the same files, with all cores: its best case.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+TABLES = ("lineorder", "customer", "supplier", "part", "date")
+EXTENSIONS = {"parquet": "parquet", "arrow": "arrow", "csv": "csv"}
+
+
+@dataclass
+class QueryTiming:
+    name: str
+    rows: int
+    engine: str
+    first_run_s: float  # plan + compile (or kernel-cache load) + execute
+    compile_s: float
+    times_s: list[float]
+    kernel_s: float  # median time in kernels (incl. their launch and completion wait)
+    bytes: int  # bytes of the referenced columns the query read
+    duckdb_times_s: list[float] = field(default_factory=list)
+    matches_duckdb: bool | None = None
+
+    @property
+    def best_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def overhead_s(self) -> float:
+        """Time beyond kernels in a repeated run (planning from cache, launches, results)."""
+        return max(self.median_s - self.kernel_s, 0.0)
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes / self.best_s / 1e9 if self.best_s else 0.0
+
+    @property
+    def duckdb_best_s(self) -> float | None:
+        return min(self.duckdb_times_s) if self.duckdb_times_s else None
+
+    @property
+    def speedup(self) -> float | None:
+        d = self.duckdb_best_s
+        return d / self.best_s if d is not None and self.best_s else None
+
+
+@dataclass
+class SsbReport:
+    sf: float
+    tier: str
+    fmt: str
+    device: str
+    repeat: int
+    ceilings_gbps: dict[str, float]
+    queries: list[QueryTiming]
+    duckdb_threads: int
+    data_dir: str
+    read_path: str = ""
+
+    @property
+    def ceiling(self) -> float:
+        return self.ceilings_gbps.get(self.tier, 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for q, d in zip(self.queries, out["queries"]):
+            d.update(best_s=q.best_s, median_s=q.median_s, overhead_s=q.overhead_s, gbps=q.gbps,
+                     pct_of_ceiling=100 * q.gbps / self.ceiling if self.ceiling else None,
+                     duckdb_best_s=q.duckdb_best_s, speedup_vs_duckdb=q.speedup)
+        total = sum(q.best_s for q in self.queries)
+        duck = sum(q.duckdb_best_s or 0 for q in self.queries)
+        out["totals"] = {"penstock_best_s": total, "duckdb_best_s": duck or None,
+                         "speedup_vs_duckdb": duck / total if duck and total else None,
+                         "bytes": sum(q.bytes for q in self.queries),
+                         "gbps": sum(q.bytes for q in self.queries) / total / 1e9 if total else None}
+        return out
+
+
+def data_files(data: Path, fmt: str) -> dict[str, Path]:
+    return {t: data / f"{t}.{EXTENSIONS[fmt]}" for t in TABLES}
+
+
+def run_ssb_bench(sf: float, tier: str, repeat: int = 5, fmt: str = "arrow", data_dir: str | None = None,
+                  device: str = "auto", duckdb: bool = True, queries: list[str] | None = None,
+                  log: Callable[[str], None] = print) -> SsbReport:
+    import penstock
+    from penstock.bench import ceilings
+    from penstock.datagen import generate_ssb, ssb_present
+    from penstock.datagen.ssb_queries import SSB_QUERIES
+
+    data = Path(data_dir or f"data/ssb-sf{sf:g}-{fmt}")
+    if not ssb_present(data, fmt):
+        log(f"generating SSB SF {sf:g} ({fmt}) into {data} ...")
+        generate_ssb(data, sf, fmt=fmt, progress=True)
+    files = data_files(data, fmt)
+    db = penstock.connect(device=device, strict=True)
+    for t, path in files.items():
+        db.register(t, path)
+    names = queries or list(SSB_QUERIES)
+    log(f"device: {db.backend.describe()}; tier {tier}; measuring the ceiling ...")
+    measured = ceilings.measure(db.backend, files["lineorder"], [tier])
+    log(f"ceiling ({tier}): {measured.get(tier, 0):.1f} GB/s")
+    if tier == "gpu":
+        for t in TABLES:
+            db.cache(t)
+    elif tier == "host":
+        ceilings.warm_page_cache(list(files.values()))
+    timings = []
+    for name in names:
+        sql = SSB_QUERIES[name]
+        prepare = (lambda: ceilings.drop_page_cache(list(files.values()))) if tier == "disk" else (lambda: None)
+        prepare()
+        started = time.perf_counter()
+        first = db.sql(sql)
+        first_s = time.perf_counter() - started
+        runs, kernels = [], []
+        result = first
+        for _ in range(repeat):
+            prepare()
+            started = time.perf_counter()
+            result = db.sql(sql)
+            runs.append(time.perf_counter() - started)
+            m = result.metrics
+            kernels.append(sum(p.kernel_seconds for p in m.pipelines.values()) if m else 0.0)
+        m = result.metrics
+        read = sum(p.bytes_read + p.cache_bytes for p in m.pipelines.values()) if m else 0
+        timings.append(QueryTiming(name, result.num_rows, result.engine, first_s,
+                                   first.metrics.compile_seconds if first.metrics else 0.0, runs,
+                                   statistics.median(kernels), read))
+        log(f"{name}: penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms)")
+    threads = os.cpu_count() or 1
+    if duckdb:
+        _run_duckdb(files, fmt, names, repeat, timings, db, log)
+    return SsbReport(sf, tier, fmt, db.backend.describe(), repeat, measured, timings, threads, str(data),
+                     read_path=getattr(db.backend, "read_path", ""))
+
+
+def _run_duckdb(files: dict[str, Path], fmt: str, names: list[str], repeat: int,
+                timings: list[QueryTiming], db: Any, log: Callable[[str], None]) -> None:
+    import duckdb
+
+    from penstock.bench.compare import same_rows
+    from penstock.datagen.ssb_queries import SSB_QUERIES
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {os.cpu_count() or 1}")
+    log("loading the same files into DuckDB's own tables ...")
+    for t, path in files.items():
+        con.register(f"{t}_src", _arrow_source(path, fmt))
+        con.execute(f'CREATE TABLE "{t}" AS SELECT * FROM {t}_src')
+        con.unregister(f"{t}_src")
+    for timing in timings:
+        sql = SSB_QUERIES[timing.name]
+        expected = con.sql(sql).to_arrow_table()
+        for _ in range(repeat):
+            started = time.perf_counter()
+            con.sql(sql).to_arrow_table()
+            timing.duckdb_times_s.append(time.perf_counter() - started)
+        timing.matches_duckdb = same_rows(db.sql(sql).to_arrow(), expected)
+        log(f"{timing.name}: duckdb   {min(timing.duckdb_times_s) * 1000:8.2f} ms"
+            f"{'' if timing.matches_duckdb else '  RESULTS DIFFER'}")
+
+
+def _arrow_source(path: Path, fmt: str) -> Any:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(path), format={"arrow": "ipc", "parquet": "parquet", "csv": "csv"}[fmt])
