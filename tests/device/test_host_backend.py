@@ -15,6 +15,7 @@ from penstock.errors import PenstockError
 
 SOURCE = r"""
 #include "xpu.h"
+#include "reduce.h"
 #include "arith.h"
 
 // out[i] = a[i] * k (checked); count the rows whose a[i] > threshold

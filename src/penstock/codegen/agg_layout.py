@@ -4,7 +4,8 @@ A slot is `width` 64-bit words:
   [tag][group id][one word per group key][NULL mask of the keys][states of each measure]
 The group id numbers groups in insertion order; DISTINCT sets refer to groups by it, so
 growing (rehashing) the table does not invalidate them. Each measure keeps one word (counts)
-or two (a sum or extreme value, and how many non-NULL inputs it has seen).
+or two (an extreme value and how many non-NULL inputs it has seen) or three (an integer sum
+as 128 bits, lo and hi, and the count: exact whatever the order of additions).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from penstock.plan.types import DataType, Kind
 TAG, GROUP_ID, FIRST_KEY = 0, 1, 2
 DISTINCT_WIDTH = 3  # [tag][group id][value word]
 MAX_KEYS = 62
+STATE_WORDS = {"count": 1, "sum_int": 3, "sum_float": 2, "minmax_int": 2, "minmax_float": 2, "minmax_text": 2}
+# Block-local pre-aggregation (shared memory on the GPU) holds the states of the first
+# groups; it fits in this many bytes per block.
+PARTIAL_BYTES = 32 << 10
+PARTIAL_KINDS = ("count", "sum_int", "sum_float", "minmax_int", "minmax_float")
 
 
 @dataclass(frozen=True)
@@ -91,5 +97,24 @@ def layout_of(sink: AggregateSink) -> AggLayout:
         if call.distinct and call.fn in ("count", "sum", "avg"):
             distinct, sets = sets, sets + 1
         measures.append(MeasureState(call, word, kind, distinct))
-        word += 1 if kind == "count" else 2
+        word += STATE_WORDS[kind]
     return AggLayout(keys, tuple(measures), word)
+
+
+def partial_measures(layout: AggLayout) -> list[tuple[MeasureState, int]]:
+    """Measures pre-aggregated block-locally, with their word offset in a partial entry."""
+    out, offset = [], 0
+    for m in layout.measures:
+        if m.kind in PARTIAL_KINDS and m.distinct_set is None:
+            out.append((m, offset))
+            offset += STATE_WORDS[m.kind]
+    return out
+
+
+def partial_groups(layout: AggLayout) -> int:
+    """How many groups (by id) get block-local partial states: a power of two."""
+    words = sum(STATE_WORDS[m.kind] for m, _ in partial_measures(layout))
+    if not layout.grouped or words == 0:
+        return 0
+    groups = PARTIAL_BYTES // (8 * (words + 1))
+    return 1 << (min(groups, 1024).bit_length() - 1)

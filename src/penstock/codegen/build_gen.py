@@ -19,12 +19,13 @@ from penstock.plan.physical import BuildHashTable
 
 
 class _RowAt:
-    def __init__(self, row: str):
+    def __init__(self, row: str, nullable: list[bool]):
         self.row = row
+        self.nullable = nullable
 
     def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
         assert isinstance(e, ColumnRef)
-        return load_input(g, e, self.row)
+        return load_input(g, e, self.row, self.nullable[e.index] if self.nullable else True)
 
 
 def generate_build(step: BuildHashTable) -> Kernel:
@@ -38,7 +39,7 @@ def generate_build(step: BuildHashTable) -> Kernel:
     has_null = params.get(JoinTablePart(step.join, "has_null"), "int32_t*", "ptr", "j")
     most = params.get(JoinTablePart(step.join, "multiplicity"), "int64_t*", "ptr", "j")
     out = CodeWriter(indent=2)
-    g = ExprGen(out, params, _RowAt("i"), err)
+    g = ExprGen(out, params, _RowAt("i", step.nullable), err)
     out.line(f"const int64_t i = {row0} + t;")
     keys = [g.compile(ColumnRef(step.types[c], c)) for c in step.key_columns]
     nulls = " || ".join(k.n for k in keys if k.nullable) or "false"
@@ -51,7 +52,7 @@ def generate_build(step: BuildHashTable) -> Kernel:
     out.line("int64_t same = 0;")
     out.open(f"for (auto p = xpu::join_probe({slots}, {mask}, h); p.valid(); p.next())")
     out.line("const int64_t r = p.row;")
-    other = ExprGen(out, params, _RowAt("r"), err)
+    other = ExprGen(out, params, _RowAt("r", step.nullable), err)
     others = [other.compile(ColumnRef(step.types[c], c)) for c in step.key_columns]
     out.line(f"if ({' && '.join(equality(g, a, b) for a, b in zip(keys, others))}) ++same;")
     out.close()

@@ -65,27 +65,28 @@ def measure_value(g: ExprGen, m: MeasureState) -> Val:
     cpp = "xpu::StrView" if t.kind is Kind.STRING else scalar_type(t)
     if m.kind == "count":
         return g.define(t, f"({cpp})slot[{w}]")
-    null = f"(slot[{w + 1}] == 0)"
+    count = f"slot[{w + 2}]" if m.kind == "sum_int" else f"slot[{w + 1}]"
+    null = f"({count} == 0)"
     arg = m.call.arg.type  # type: ignore[union-attr]
+    total = f"xpu::narrow_checked(xpu::read_i128(&slot[{w}]), {g.err})"  # 128-bit integer sums
     if m.call.fn == "avg":
         if arg.is_float:
-            value = f"xpu::bits_to_double(slot[{w}]) / (double)slot[{w + 1}]"
+            value = f"xpu::bits_to_double(slot[{w}]) / (double){count}"
         elif t.kind is Kind.DECIMAL:
             scale_in = arg.scale if arg.kind is Kind.DECIMAL else 0
-            value = (f"xpu::decimal_div((int64_t)slot[{w}], {scale_in}, (int64_t)slot[{w + 1}], 0, "
-                     f"{t.scale}, {g.err})")
+            value = f"xpu::decimal_div({total}, {scale_in}, (int64_t){count}, 0, {t.scale}, {g.err})"
         else:
-            total = (f"xpu::decimal_to_double((int64_t)slot[{w}], {arg.scale})" if arg.kind is Kind.DECIMAL
-                     else f"(double)(int64_t)slot[{w}]")
-            value = f"{total} / (double)slot[{w + 1}]"
+            scaled = (f"xpu::decimal_to_double({total}, {arg.scale})" if arg.kind is Kind.DECIMAL
+                      else f"(double)xpu::read_i128(&slot[{w}])")
+            value = f"{scaled} / (double){count}"
         return g.define(t, f"{null} ? {cpp}() : ({cpp})({value})", null, cpp)
     if m.kind == "sum_float":
         return g.define(t, f"{null} ? {cpp}() : ({cpp})xpu::bits_to_double(slot[{w}])", null, cpp)
     if m.kind == "sum_int":
         if t.kind is Kind.DECIMAL and arg.kind is Kind.DECIMAL and t.scale != arg.scale:
-            value = f"xpu::rescale((int64_t)slot[{w}], {t.scale - arg.scale}, {g.err})"
+            value = f"xpu::rescale({total}, {t.scale - arg.scale}, {g.err})"
         else:
-            value = f"({cpp})(int64_t)slot[{w}]"
+            value = f"({cpp}){total}"
         return g.define(t, f"{null} ? {cpp}() : {value}", null, cpp)
     value = K.word_value(f"slot[{w}]", t, cpp)
     return g.define(t, f"{null} ? {cpp}() : {value}", null, cpp)

@@ -33,15 +33,19 @@ class PipelineGen:
         self.cnt = self.params.get(Counters(), "uint64_t*", "ptr", "cnt")
         self.out = CodeWriter(indent=2)
         self.g = ExprGen(self.out, self.params, self, self.err)
-        self.probe_joins = [op.join for op in pipeline.ops if isinstance(op, ProbeOp)]
+        self.probe_ops = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
         self.counter_names = ["rows in"]
         self.agg: AggregateSinkGen | None = None
 
     # RowContext
     def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
         if isinstance(e, ColumnRef):
-            return load_input(g, e, "i")
-        return load_build(g, e, self.probe_joins[e.probe], f"r{e.probe}")
+            source_nullable = self.p.source.nullable
+            return load_input(g, e, "i", source_nullable[e.index] if source_nullable else True)
+        probe = self.probe_ops[e.probe]
+        outer = probe.kind is not JoinKind.INNER
+        nullable = probe.build_nullable[e.index] if probe.build_nullable else True
+        return load_build(g, e, probe.join, f"r{e.probe}", outer, nullable)
 
     def counter(self, label: str) -> str:
         self.counter_names.append(label)

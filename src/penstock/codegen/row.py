@@ -52,23 +52,28 @@ class ColumnParams:
         return f"{values}[{row}]"
 
 
-def load_input(g: ExprGen, e: ColumnRef, row: str) -> Val:
+def load_input(g: ExprGen, e: ColumnRef, row: str, nullable: bool = True) -> Val:
     col = ColumnParams(g.params, e.type, column=e.index)
-    return _load(g, col, row, guard_missing=False)
+    return _load(g, col, row, guard_missing=False, nullable=nullable)
 
 
-def load_build(g: ExprGen, e: BuildColumn, join: int, row: str) -> Val:
+def load_build(g: ExprGen, e: BuildColumn, join: int, row: str, outer: bool = True,
+               nullable: bool = True) -> Val:
+    """A build-side column at the matched row; `outer`: the row may be NULL_ROW."""
     col = ColumnParams(g.params, e.type, BuildPart, join=join, column=e.index)
-    return _load(g, col, row, guard_missing=True)
+    return _load(g, col, row, guard_missing=outer, nullable=nullable or outer)
 
 
-def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool) -> Val:
+def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool, nullable: bool) -> Val:
     t = col.type
     cpp = STRVIEW if t.kind is Kind.STRING else scalar_type(t)
     v, n = g.fresh()
     if t.kind is Kind.NULL:
         g.out.line(f"bool {v} = false;")
         return Val(v, "true", t, cpp)
+    if not nullable and not guard_missing:  # a NOT NULL column: no validity to read
+        g.out.line(f"const {cpp} {v} = {col.value_at(row)};")
+        return Val(v, "false", t, cpp)
     null = f"xpu::is_null({col.validity()}, {row})"
     if guard_missing:  # an outer join's unmatched row has no build row to read
         g.out.line(f"bool {n} = {row} < 0 || {null};")

@@ -1,30 +1,48 @@
 """The hash-aggregate sink: per row, find or insert the group's slot and update its states.
 
-With GROUP BY, rows update their slot with atomics. Without GROUP BY (one global group)
-each thread folds rows into local variables and merges them into the single slot once at
-the end, so threads do not fight over one memory word per row.
+With GROUP BY, a row finds its group's slot in the global table. The states of the first
+groups (by group id) are updated in block-local memory (shared memory of a GPU block, a
+CPU thread's own array) and merged into the table once per block at the end, so rows of
+few, hot groups do not all fight over the same global words; later groups are updated in
+the table directly. Without GROUP BY each thread folds rows into local variables that are
+merged once at the end. Integer sums are 128-bit, so they are exact in any order; the
+finaliser raises 22003 if a total does not fit its type.
 """
 
 from __future__ import annotations
 
 from penstock.codegen import keys as K
-from penstock.codegen.agg_layout import DISTINCT_WIDTH, GROUP_ID, AggLayout, MeasureState
+from penstock.codegen.agg_layout import (DISTINCT_WIDTH, GROUP_ID, AggLayout, MeasureState,
+                                         partial_groups, partial_measures)
 from penstock.codegen.cpp_types import text_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.kernel import CodeWriter, SinkPart
 from penstock.plan.physical import AggregateSink
 from penstock.plan.types import Kind
 
-_LESS = "[](int64_t a, int64_t b) { return a < b; }"
-_GREATER = "[](int64_t a, int64_t b) { return a > b; }"
-_FLESS = "[](double a, double b) { return xpu::fcmp(a, b) < 0; }"
-_FGREATER = "[](double a, double b) { return xpu::fcmp(a, b) > 0; }"
 _TLESS = "[](int64_t a, int64_t b) { return b == 0 || xpu::str_cmp(xpu::arena_text((uint64_t)a), xpu::arena_text((uint64_t)b)) < 0; }"
 _TGREATER = "[](int64_t a, int64_t b) { return b == 0 || xpu::str_cmp(xpu::arena_text((uint64_t)a), xpu::arena_text((uint64_t)b)) > 0; }"
 
 
 def is_min(m: MeasureState) -> bool:
     return m.call.fn in ("min", "bool_and")
+
+
+def better(m: MeasureState, float_: bool) -> str:
+    op = "<" if is_min(m) else ">"
+    if float_:
+        return f"[](double a, double b) {{ return xpu::fcmp(a, b) {op} 0; }}"
+    return f"[](int64_t a, int64_t b) {{ return a {op} b; }}"
+
+
+def initial_words(m: MeasureState) -> list[str]:
+    """Starting values of a measure's state words (the identity of its merge)."""
+    if m.kind == "minmax_int":
+        return ["(uint64_t)INT64_MAX" if is_min(m) else "(uint64_t)INT64_MIN", "0"]
+    if m.kind == "minmax_float":
+        return ["xpu::double_key(xpu::infinity() - xpu::infinity())" if is_min(m)
+                else "xpu::double_key(-xpu::infinity())", "0"]
+    return {"count": ["0"], "sum_int": ["0", "0", "0"], "sum_float": ["0", "0"], "minmax_text": ["0", "0"]}[m.kind]
 
 
 class AggregateSinkGen:
@@ -38,8 +56,11 @@ class AggregateSinkGen:
         self.groups = p.get(SinkPart("groups"), "uint64_t*", "ptr", "a")
         self.limit = p.get(SinkPart("limit"), "uint64_t", "u64", "a")
         self.locals: dict[int, tuple[str, str]] = {}
+        self.partial = partial_measures(layout) if layout.grouped else []
+        self.partial_at = {id(m): off for m, off in self.partial}
+        self.partial_groups = partial_groups(layout) if self.partial else 0
+        self.partial_width = sum(len(initial_words(m)) for m, _ in self.partial)
 
-    # -- arena -------------------------------------------------------------------------------
     def arena_store(self, v: Val) -> str:
         p = self.g.params
         arena = p.get(SinkPart("arena"), "uint8_t*", "ptr", "a")
@@ -47,11 +68,17 @@ class AggregateSinkGen:
         room = p.get(SinkPart("arena_capacity"), "uint64_t", "u64", "a")
         return f"xpu::arena_store({arena}, {cursor}, {room}, {v.v}, {self.g.err})"
 
-    # -- global aggregation: thread-local states ----------------------------------------------
+    def init_states(self, s: str) -> list[str]:
+        """Statements giving every measure state in slot `s` its starting value."""
+        out = []
+        for m in self.layout.measures:
+            out += [f"{s}[{m.word + i}] = {w};" for i, w in enumerate(initial_words(m))]
+        return out
+
+    # -- before the row loop ------------------------------------------------------------------
     def prologue(self) -> list[str]:
-        """Declarations before the row loop (global aggregation only)."""
         if self.layout.grouped:
-            return []
+            return self._partial_prologue()
         lines = []
         for i, m in enumerate(self.layout.measures):
             a, c = f"acc{i}", f"cnt{i}"
@@ -59,12 +86,11 @@ class AggregateSinkGen:
             if m.kind == "count":
                 lines.append(f"uint64_t {a} = 0; uint64_t {c} = 0;")
             elif m.kind == "sum_int":
-                lines.append(f"int64_t {a} = 0; uint64_t {c} = 0;")
+                lines.append(f"xpu::int128_t {a} = 0; uint64_t {c} = 0;")
             elif m.kind == "sum_float":
                 lines.append(f"double {a} = 0.0; uint64_t {c} = 0;")
             elif m.kind == "minmax_int":
-                init = "INT64_MAX" if is_min(m) else "INT64_MIN"
-                lines.append(f"int64_t {a} = {init}; uint64_t {c} = 0;")
+                lines.append(f"int64_t {a} = {'INT64_MAX' if is_min(m) else 'INT64_MIN'}; uint64_t {c} = 0;")
             elif m.kind == "minmax_float":
                 init = "xpu::infinity() - xpu::infinity()" if is_min(m) else "-xpu::infinity()"
                 lines.append(f"double {a} = {init}; uint64_t {c} = 0;")
@@ -73,47 +99,38 @@ class AggregateSinkGen:
                 lines.append(f"{text_type(m.call.arg)} {a}{{}}; uint64_t {c} = 0;")
         return lines
 
-    def epilogue(self, out: CodeWriter) -> None:
-        """Merge thread-local states into the one global slot (global aggregation only)."""
-        if self.layout.grouped:
-            return
-        g = self.g
-        saved, g.out = g.out, out
-        g.out.line(f"uint64_t* gslot = {self.table};")
-        for i, m in enumerate(self.layout.measures):
-            a, c = self.locals[i]
-            w = f"&gslot[{m.word}]"
-            extreme = "true" if is_min(m) else "false"
-            if m.kind == "count":
-                g.out.line(f"xpu::reduce_add({w}, {a});")
-            elif m.kind == "sum_int":
-                g.out.line(f"xpu::merge_sum_int({w}, {a}, {c}, {g.err});")
-            elif m.kind == "sum_float":
-                g.out.line(f"xpu::merge_sum_float({w}, {a}, {c});")
-            elif m.kind == "minmax_int":
-                g.out.line(f"xpu::merge_extreme_int<{extreme}>({w}, {a}, {c});")
-            elif m.kind == "minmax_float":
-                g.out.line(f"xpu::merge_extreme_float<{extreme}>({w}, {a}, {c});")
-            else:  # text: threads that saw a value store it and compete for the slot
-                g.out.open(f"if ({c} > 0)")
-                self._merge(m, "gslot", a, c)
-                g.out.close()
-        g.out = saved
+    def _partial_prologue(self) -> list[str]:
+        if not self.partial_groups:
+            return []
+        n, w = self.partial_groups, self.partial_width
+        init = " ".join(f"q[{off + i}] = {word};" for m, off in self.partial for i, word in enumerate(initial_words(m)))
+        return [f"XPU_BLOCK_LOCAL(uint64_t, part, {n * w});",
+                f"XPU_BLOCK_LOCAL(int64_t, part_slot, {n});",
+                f"for (int32_t g = xpu::block_rank(); g < {n}; g += xpu::block_size()) {{",
+                f"  part_slot[g] = -1; uint64_t* q = part + g * {w}; {init}",
+                "}",
+                "xpu::block_sync();"]
 
     # -- per row -------------------------------------------------------------------------------
     def row(self) -> None:
         g = self.g
         keys = [g.compile(e) for e in self.sink.groups]
         args = [g.compile(m.call.arg) if m.call.arg is not None else None for m in self.layout.measures]
-        if self.layout.grouped:
-            slot = self._find_group(keys)
-            for m, v in zip(self.layout.measures, args):
-                self._update_slot(m, v, slot)
-        else:
+        if not self.layout.grouped:
             for i, (m, v) in enumerate(zip(self.layout.measures, args)):
                 self._update_local(i, m, v)
+            return
+        slot, index = self._find_group(keys)
+        partial = None
+        if self.partial_groups:
+            partial = g.out.fresh("q")
+            g.out.line(f"const uint64_t gid = {slot}[{GROUP_ID}];")
+            g.out.line(f"uint64_t* {partial} = gid < {self.partial_groups} ? part + gid * {self.partial_width} : nullptr;")
+            g.out.line(f"if ({partial}) part_slot[gid] = {index};")
+        for m, v in zip(self.layout.measures, args):
+            self._update_slot(m, v, slot, partial)
 
-    def _find_group(self, keys: list[Val]) -> str:
+    def _find_group(self, keys: list[Val]) -> tuple[str, str]:
         g, L = self.g, self.layout
         h, nm, s, ins = g.out.fresh("h"), g.out.fresh("nm"), g.out.fresh("slot"), g.out.fresh("ins")
         g.out.line(f"const uint64_t {h} = {K.hash_keys(keys, null_aware=True)};")
@@ -135,33 +152,16 @@ class AggregateSinkGen:
         g.out.line(f"    [&](uint64_t* s, uint64_t id) {{ {' '.join(init)} }});")
         g.out.line(f"if ({s}i < 0) {{ xpu::raise({g.err}, xpu::ERR_TABLE_FULL); continue; }}")
         g.out.line(f"uint64_t* {s} = {self.table} + {s}i * {L.width};")
-        return s
-
-    def init_states(self, s: str) -> list[str]:
-        """Statements giving every measure state its starting value in slot `s`."""
-        out = []
-        for m in self.layout.measures:
-            w = m.word
-            if m.kind == "count":
-                out.append(f"{s}[{w}] = 0;")
-                continue
-            if m.kind == "minmax_int":
-                first = "(uint64_t)INT64_MAX" if is_min(m) else "(uint64_t)INT64_MIN"
-            elif m.kind == "minmax_float":
-                first = ("xpu::double_key(xpu::infinity() - xpu::infinity())" if is_min(m)
-                         else "xpu::double_key(-xpu::infinity())")
-            else:
-                first = "0"
-            out.append(f"{s}[{w}] = {first}; {s}[{w + 1}] = 0;")
-        return out
+        return s, f"{s}i"
 
     def _distinct_guard(self, m: MeasureState, v: Val, gid: str) -> str:
         """Insert the value into the measure's DISTINCT set; returns the 'was new' flag."""
         g = self.g
-        dset = g.params.get(SinkPart("distinct_table", m.distinct_set or 0), "uint64_t*", "ptr", "d")
-        dmask = g.params.get(SinkPart("distinct_mask", m.distinct_set or 0), "uint64_t", "u64", "d")
-        dcount = g.params.get(SinkPart("distinct_count", m.distinct_set or 0), "uint64_t*", "ptr", "d")
-        dlimit = g.params.get(SinkPart("distinct_limit", m.distinct_set or 0), "uint64_t", "u64", "d")
+        k = m.distinct_set or 0
+        dset = g.params.get(SinkPart("distinct_table", k), "uint64_t*", "ptr", "d")
+        dmask = g.params.get(SinkPart("distinct_mask", k), "uint64_t", "u64", "d")
+        dcount = g.params.get(SinkPart("distinct_count", k), "uint64_t*", "ptr", "d")
+        dlimit = g.params.get(SinkPart("distinct_limit", k), "uint64_t", "u64", "d")
         new = g.out.fresh("new")
         word = K.key_word(v, self.arena_store(v) if v.type.kind is Kind.STRING else None)
         g.out.line(f"bool {new} = false;")
@@ -172,24 +172,77 @@ class AggregateSinkGen:
                    f"xpu::raise({g.err}, xpu::ERR_TABLE_FULL);")
         return new
 
-    def _update_slot(self, m: MeasureState, v: Val | None, slot: str) -> None:
+    def _update_slot(self, m: MeasureState, v: Val | None, slot: str, partial: str | None) -> None:
         g = self.g
+        at = self.partial_at.get(id(m))
         if v is None:  # count(*)
-            g.out.line(f"xpu::atomic_add(&{slot}[{m.word}], (uint64_t)1);")
+            if at is not None and partial:
+                g.out.line(f"if ({partial}) xpu::local_add(&{partial}[{at}], (uint64_t)1); "
+                           f"else xpu::atomic_add(&{slot}[{m.word}], (uint64_t)1);")
+            else:
+                g.out.line(f"xpu::atomic_add(&{slot}[{m.word}], (uint64_t)1);")
             return
         g.out.open(f"if (!{v.n})")
         guard = self._distinct_guard(m, v, f"{slot}[{GROUP_ID}]") if m.distinct_set is not None else None
         if guard:
             g.out.open(f"if ({guard})")
-        if m.kind == "count":
-            g.out.line(f"xpu::atomic_add(&{slot}[{m.word}], (uint64_t)1);")
+        if at is not None and partial:
+            g.out.open(f"if ({partial})")
+            self._local_update(m, f"{partial} + {at}", v.v)
+            g.out.close("} else {")
+            g.out.level += 1
+            self._global_update(m, f"{slot} + {m.word}", v.v, "(uint64_t)1")
+            g.out.close()
         else:
-            self._merge(m, slot, v.v, "(uint64_t)1")
+            self._global_update(m, f"{slot} + {m.word}", v.v, "(uint64_t)1")
         if guard:
             g.out.close()
         g.out.close()
 
+    def _local_update(self, m: MeasureState, q: str, value: str) -> None:
+        """One row into a block-local partial state at pointer `q`."""
+        out = self.g.out
+        if m.kind == "count":
+            out.line(f"xpu::local_add({q}, (uint64_t)1);")
+        elif m.kind == "sum_int":
+            out.line(f"xpu::local_add_i128({q}, (int64_t){value}); xpu::local_add({q} + 2, (uint64_t)1);")
+        elif m.kind == "sum_float":
+            out.line(f"xpu::local_add((double*)({q}), (double){value}); xpu::local_add({q} + 1, (uint64_t)1);")
+        elif m.kind == "minmax_int":
+            out.line(f"xpu::local_update_if((int64_t*)({q}), (int64_t){value}, {better(m, False)}); "
+                     f"xpu::local_add({q} + 1, (uint64_t)1);")
+        else:
+            out.line(f"xpu::local_update_if((double*)({q}), (double){value}, {better(m, True)}); "
+                     f"xpu::local_add({q} + 1, (uint64_t)1);")
+
+    def _global_update(self, m: MeasureState, s: str, value: str, count: str) -> None:
+        """Fold (value, count) into a table state at pointer `s` with device-wide atomics."""
+        g = self.g
+        if m.kind == "count":
+            g.out.line(f"xpu::atomic_add({s}, {count});")
+        elif m.kind == "sum_int":
+            g.out.line(f"xpu::atomic_add_i128({s}, (int64_t){value}); xpu::atomic_add({s} + 2, {count});")
+        elif m.kind == "sum_float":
+            g.out.line(f"xpu::atomic_add((double*)({s}), (double){value}); xpu::atomic_add({s} + 1, {count});")
+        elif m.kind == "minmax_int":
+            g.out.line(f"xpu::atomic_update_if((int64_t*)({s}), (int64_t){value}, {better(m, False)}); "
+                       f"xpu::atomic_add({s} + 1, {count});")
+        elif m.kind == "minmax_float":
+            g.out.line(f"xpu::atomic_update_if((double*)({s}), (double){value}, {better(m, True)}); "
+                       f"xpu::atomic_add({s} + 1, {count});")
+        else:  # text: copy the candidate into the arena only if it improves on the current value
+            op = "<" if is_min(m) else ">"
+            cur = g.out.fresh("cur")
+            g.out.line(f"const uint64_t {cur} = xpu::load_acquire({s});")
+            text = Val(value, "false", m.call.arg.type, "")  # type: ignore[union-attr]
+            g.out.open(f"if ({cur} == 0 || xpu::str_cmp({value}, xpu::arena_text({cur})) {op} 0)")
+            g.out.line(f"const int64_t rec = (int64_t){self.arena_store(text)};")
+            g.out.line(f"if (rec) xpu::atomic_update_if((int64_t*)({s}), rec, {_TLESS if is_min(m) else _TGREATER});")
+            g.out.close()
+            g.out.line(f"xpu::atomic_add({s} + 1, {count});")
+
     def _update_local(self, i: int, m: MeasureState, v: Val | None) -> None:
+        """Global aggregation: fold a row into this thread's local state."""
         g = self.g
         a, c = self.locals[i]
         if v is None:
@@ -199,47 +252,79 @@ class AggregateSinkGen:
         guard = self._distinct_guard(m, v, "0ull") if m.distinct_set is not None else None
         if guard:
             g.out.open(f"if ({guard})")
+        op = "<" if is_min(m) else ">"
         if m.kind == "count":
             g.out.line(f"++{a};")
         elif m.kind == "sum_int":
-            g.out.line(f"{a} = xpu::add_checked<int64_t>({a}, (int64_t){v.v}, {g.err}); ++{c};")
+            g.out.line(f"{a} += (int64_t){v.v}; ++{c};")
         elif m.kind == "sum_float":
             g.out.line(f"{a} += (double){v.v}; ++{c};")
         elif m.kind == "minmax_int":
-            op = "<" if is_min(m) else ">"
             g.out.line(f"if ((int64_t){v.v} {op} {a}) {a} = (int64_t){v.v}; ++{c};")
         elif m.kind == "minmax_float":
-            op = "<" if is_min(m) else ">"
             g.out.line(f"if (xpu::fcmp((double){v.v}, {a}) {op} 0) {a} = (double){v.v}; ++{c};")
         else:
-            op = "<" if is_min(m) else ">"
             g.out.line(f"if ({c} == 0 || xpu::str_cmp({v.v}, {a}) {op} 0) {a} = {v.v}; ++{c};")
         if guard:
             g.out.close()
         g.out.close()
 
-    def _merge(self, m: MeasureState, slot: str, value: str, count: str) -> None:
-        """Fold (value, count) into a slot's state with atomics."""
-        g, w = self.g, m.word
-        if m.kind == "sum_int":
-            g.out.line(f"if (!xpu::checked_atomic_add((int64_t*)&{slot}[{w}], (int64_t){value})) "
-                       f"xpu::raise({g.err}, xpu::ERR_OVERFLOW);")
-        elif m.kind == "sum_float":
-            g.out.line(f"xpu::atomic_add((double*)&{slot}[{w}], (double){value});")
-        elif m.kind == "minmax_int":
-            better = _LESS if is_min(m) else _GREATER
-            g.out.line(f"xpu::atomic_update_if((int64_t*)&{slot}[{w}], (int64_t){value}, {better});")
-        elif m.kind == "minmax_float":
-            better = _FLESS if is_min(m) else _FGREATER
-            g.out.line(f"xpu::atomic_update_if((double*)&{slot}[{w}], (double){value}, {better});")
-        elif m.kind == "minmax_text":
-            better = _TLESS if is_min(m) else _TGREATER
-            op = "<" if is_min(m) else ">"
-            cur = g.out.fresh("cur")
-            g.out.line(f"const uint64_t {cur} = xpu::load_acquire(&{slot}[{w}]);")
-            text = Val(value, "false", m.call.arg.type, "")  # type: ignore[union-attr]
-            g.out.open(f"if ({cur} == 0 || xpu::str_cmp({value}, xpu::arena_text({cur})) {op} 0)")
-            g.out.line(f"const int64_t rec = (int64_t){self.arena_store(text)};")
-            g.out.line(f"xpu::atomic_update_if((int64_t*)&{slot}[{w}], rec, {better});")
-            g.out.close()
-        g.out.line(f"xpu::atomic_add(&{slot}[{w + 1}], {count});")
+    # -- after the row loop --------------------------------------------------------------------
+    def epilogue(self, out: CodeWriter) -> None:
+        saved, self.g.out = self.g.out, out
+        try:
+            if self.layout.grouped:
+                self._merge_partials()
+            else:
+                self._merge_locals()
+        finally:
+            self.g.out = saved
+
+    def _merge_partials(self) -> None:
+        if not self.partial_groups:
+            return
+        out, w = self.g.out, self.partial_width
+        out.line("xpu::block_sync();")
+        out.open(f"for (int32_t g = xpu::block_rank(); g < {self.partial_groups}; g += xpu::block_size())")
+        out.line("if (part_slot[g] < 0) continue;")
+        out.line(f"uint64_t* slot = {self.table} + part_slot[g] * {self.layout.width};")
+        out.line(f"const uint64_t* q = part + g * {w};")
+        for m, off in self.partial:
+            s = f"slot + {m.word}"
+            if m.kind == "count":
+                out.line(f"if (q[{off}]) xpu::atomic_add({s}, q[{off}]);")
+            elif m.kind == "sum_int":
+                out.line(f"if (q[{off + 2}]) {{ xpu::atomic_add_i128({s}, q[{off}], (int64_t)q[{off + 1}]); "
+                         f"xpu::atomic_add({s} + 2, q[{off + 2}]); }}")
+            elif m.kind == "sum_float":
+                out.line(f"if (q[{off + 1}]) {{ xpu::atomic_add((double*)({s}), xpu::bits_to_double(q[{off}])); "
+                         f"xpu::atomic_add({s} + 1, q[{off + 1}]); }}")
+            elif m.kind == "minmax_int":
+                out.line(f"if (q[{off + 1}]) {{ xpu::atomic_update_if((int64_t*)({s}), (int64_t)q[{off}], "
+                         f"{better(m, False)}); xpu::atomic_add({s} + 1, q[{off + 1}]); }}")
+            else:
+                out.line(f"if (q[{off + 1}]) {{ xpu::atomic_update_if((double*)({s}), xpu::bits_to_double(q[{off}]), "
+                         f"{better(m, True)}); xpu::atomic_add({s} + 1, q[{off + 1}]); }}")
+        out.close()
+
+    def _merge_locals(self) -> None:
+        g = self.g
+        g.out.line(f"uint64_t* gslot = {self.table};")
+        for i, m in enumerate(self.layout.measures):
+            a, c = self.locals[i]
+            w = f"&gslot[{m.word}]"
+            extreme = "true" if is_min(m) else "false"
+            if m.kind == "count":
+                g.out.line(f"xpu::reduce_add({w}, {a});")
+            elif m.kind == "sum_int":
+                g.out.line(f"xpu::merge_sum_i128({w}, {a}, {c});")
+            elif m.kind == "sum_float":
+                g.out.line(f"xpu::merge_sum_float({w}, {a}, {c});")
+            elif m.kind == "minmax_int":
+                g.out.line(f"xpu::merge_extreme_int<{extreme}>({w}, {a}, {c});")
+            elif m.kind == "minmax_float":
+                g.out.line(f"xpu::merge_extreme_float<{extreme}>({w}, {a}, {c});")
+            else:  # text: threads that saw a value store it and compete for the slot
+                g.out.open(f"if ({c} > 0)")
+                self._global_update(m, w, a, c)
+                g.out.close()

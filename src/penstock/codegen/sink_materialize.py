@@ -29,8 +29,11 @@ def write_row(g: ExprGen, vals: list[Val]) -> None:
             _write_text(g, j, v, o, capacity)
             continue
         values = p.get(SinkPart("values", j), f"{STORAGE[v.type.kind]}*", "ptr", "s")
-        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
         stored = f"({v.v} ? 1 : 0)" if v.type.kind is Kind.BOOL else v.v
+        if not v.nullable:  # no validity to write: the column has no NULLs
+            g.out.line(f"if ({o} < {capacity}) {values}[{o}] = ({STORAGE[v.type.kind]}){stored};")
+            continue
+        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
         g.out.line(f"if ({o} < {capacity}) {{ {values}[{o}] = {v.n} ? 0 : ({STORAGE[v.type.kind]}){stored}; "
                    f"{valid}[{o}] = !{v.n}; }}")
 
@@ -42,13 +45,15 @@ def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
     data = p.get(SinkPart("text_bytes", j), "uint8_t*", "ptr", "s")
     cursor = p.get(SinkPart("text_cursor", j), "uint64_t*", "ptr", "s")
     room = p.get(SinkPart("text_capacity", j), "int64_t", "i64", "s")
-    valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
     n, at = g.out.fresh("len"), g.out.fresh("at")
     g.out.open("")
     g.out.line(f"const int32_t {n} = {v.n} ? 0 : {v.v}.len();")
     g.out.line(f"const uint64_t {at} = xpu::atomic_add({cursor}, (uint64_t){n});")
     g.out.open(f"if ({o} < {capacity})")
-    g.out.line(f"{starts}[{o}] = (int64_t){at}; {lengths}[{o}] = {n}; {valid}[{o}] = !{v.n};")
+    g.out.line(f"{starts}[{o}] = (int64_t){at}; {lengths}[{o}] = {n};")
+    if v.nullable:
+        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+        g.out.line(f"{valid}[{o}] = !{v.n};")
     g.out.line(f"if ({at} + {n} <= (uint64_t){room}) xpu::copy_to({data} + {at}, {v.v});")
     g.out.close()
     g.out.close()

@@ -171,7 +171,8 @@ class AggregateState:
         from penstock.exec.materialize_state import MaterializeState
 
         if sink is None:  # mode 0 writes no rows, but the kernel still takes output buffers
-            sink = MaterializeState(self.backend, list(self.layout.keys) + [m.call.type for m in self.layout.measures])
+            sink = MaterializeState(self.backend, list(self.layout.keys) + [m.call.type for m in self.layout.measures],
+                                    self.finalize)
             sink.reserve(1)
         kernel = compile_kernel(self.backend, self.finalize)
         ctx = BindContext(rows=self.table.capacity, err=self.err, mode=mode, sink=sink, aggregate=self)

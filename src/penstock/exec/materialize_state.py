@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from penstock.codegen.fixed_kernels import gather_text
+from penstock.codegen.kernel import Kernel, SinkPart
 from penstock.device.base import Backend
 from penstock.exec.buffers import pack_bits, validity_or_none
 from penstock.exec.kernels import compile_kernel
@@ -22,10 +23,16 @@ from penstock.plan.types import DataType, Kind
 _MIN_TEXT_BYTES = 1024
 
 
+def validity_columns(kernel: Kernel) -> set[int]:
+    """Output columns the kernel writes validity for (the others cannot be NULL)."""
+    return {p.role.column for p in kernel.params if isinstance(p.role, SinkPart) and p.role.part == "validity"}
+
+
 class MaterializeState:
-    def __init__(self, backend: Backend, types: list[DataType]):
+    def __init__(self, backend: Backend, types: list[DataType], kernel: Kernel):
         self.backend = backend
         self.types = types
+        self.with_validity = validity_columns(kernel)
         self.capacity = 0
         self.text_capacity = [0] * len(types)
         self.text_per_row = [16.0] * len(types)
@@ -40,7 +47,8 @@ class MaterializeState:
         for j, t in enumerate(self.types):
             if t.kind is Kind.NULL:
                 continue
-            self.arrays[("validity", j)] = be.empty(cap, np.uint8)
+            if j in self.with_validity:
+                self.arrays[("validity", j)] = be.empty(cap, np.uint8)
             if t.kind is Kind.STRING:
                 want = text_bytes[j] if text_bytes else int(self.text_per_row[j] * cap * 1.25)
                 self.text_capacity[j] = max(want, _MIN_TEXT_BYTES)
@@ -78,7 +86,7 @@ class MaterializeState:
         be, xp = self.backend, self.backend.xp
         if t.kind is Kind.NULL:
             return Column(t, n, validity=be.zeros((n + 7) // 8, np.uint8))
-        validity = validity_or_none(be, self.arrays[("validity", j)][:n])
+        validity = validity_or_none(be, self.arrays[("validity", j)][:n]) if j in self.with_validity else None
         if t.kind is Kind.BOOL:
             return Column(t, n, values=pack_bits(be, self.arrays[("values", j)][:n]), validity=validity)
         if t.kind is not Kind.STRING:

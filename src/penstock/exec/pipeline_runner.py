@@ -130,7 +130,7 @@ class PipelineRunner:
         raise kernel_error(code, self.p.label or f"pipeline {self.p.id}")
 
     def run_materialize(self, sink: MaterializeSink) -> None:
-        state = MaterializeState(self.be, [e.type for e in sink.exprs])
+        state = MaterializeState(self.be, [e.type for e in sink.exprs], self.kernel)
         written = 0
         for batch in self.batches():
             self.metrics.batches += 1
@@ -172,7 +172,8 @@ class PipelineRunner:
             self.keep_counters()
         groups = agg.groups()
         self.seen = (groups, agg.arena_used())
-        state = MaterializeState(self.be, [e.type for e in sink.groups] + [m.type for m in sink.measures])
+        state = MaterializeState(self.be, [e.type for e in sink.groups] + [m.type for m in sink.measures],
+                                 self.finalize)
         state.reserve(groups)
         agg.finish(state)
         code = int(self.be.scalar(agg.err))

@@ -86,7 +86,7 @@ class Frontend:
         fields = []
         for f in schema:
             try:
-                fields.append(Field(f.name, T.from_arrow(f.type, f"{name}.{f.name}")))
+                fields.append(Field(f.name, T.from_arrow(f.type, f"{name}.{f.name}"), f.nullable))
             except Unsupported:
                 fields.append(Field(f.name, None))  # type: ignore[arg-type]  # only its use fails
         self.fields[name] = fields

@@ -41,23 +41,33 @@ XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
   if (block_leader() && total) atomic_add(target, total);
 }
 
-// state = {sum, count of non-NULL inputs}
-XPU_FN void merge_sum_int(uint64_t* state, int64_t sum, uint64_t count, int32_t* err) {
-  int32_t overflow = 0;
-  int64_t total = block_reduce(sum, (int64_t)0, [&overflow](int64_t a, int64_t b) {
-    int64_t r;
-    if (add_overflow(a, b, &r)) overflow = 1;
-    return r;
-  });
+// A 128-bit sum: block total, then one 128-bit atomic add per block. state = {lo, hi, count}.
+XPU_FN void merge_sum_i128(uint64_t* state, int128_t sum, uint64_t count) {
 #ifdef XPU_GPU
-  overflow = __syncthreads_or(overflow);
+  __shared__ uint64_t lo_part[32], hi_part[32];
+  uint64_t lo = (uint64_t)sum, hi = (uint64_t)(sum >> 64);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  for (int round = 0; round < 2; ++round) {
+    for (int d = 16; d > 0; d >>= 1) {
+      uint64_t l2 = __shfl_down_sync(0xffffffffu, lo, d), h2 = __shfl_down_sync(0xffffffffu, hi, d);
+      uint64_t l = lo + l2;
+      hi = hi + h2 + (l < lo ? 1 : 0);
+      lo = l;
+    }
+    if (round == 1) break;
+    if (lane == 0) { lo_part[warp] = lo; hi_part[warp] = hi; }
+    __syncthreads();
+    lo = (warp == 0 && lane < warps) ? lo_part[lane] : 0;
+    hi = (warp == 0 && lane < warps) ? hi_part[lane] : 0;
+  }
+  __syncthreads();
+  sum = (int128_t)(((unsigned __int128)hi << 64) | lo);
 #endif
   uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
-  if (!block_leader()) return;
-  if (overflow) raise(err, ERR_OVERFLOW);
-  if (n == 0) return;
-  if (!checked_atomic_add((int64_t*)state, total)) raise(err, ERR_OVERFLOW);
-  atomic_add(state + 1, n);
+  if (block_leader() && n) {
+    atomic_add_i128(state, (uint64_t)sum, (int64_t)(sum >> 64));
+    atomic_add(state + 2, n);
+  }
 }
 
 XPU_FN void merge_sum_float(uint64_t* state, double sum, uint64_t count) {

@@ -78,13 +78,12 @@ XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
   return atomicCAS(p, expected, desired);
 }
 XPU_FN uint64_t load_acquire(const uint64_t* p) {
-  uint64_t v = *(const volatile uint64_t*)p;
-  __threadfence();
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 XPU_FN void store_release(uint64_t* p, uint64_t v) {
-  __threadfence();
-  *(volatile uint64_t*)p = v;
+  asm volatile("st.release.gpu.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
 XPU_FN void atomic_or(uint8_t* p, uint8_t v) {
   // 32-bit aligned word containing the byte
@@ -198,6 +197,64 @@ const int32_t ERR_DATETIME = 6;          // 22008
 const int32_t ERR_CARDINALITY = 7;       // 21000
 
 XPU_FN void raise(int32_t* err, int32_t code) { atomic_cas(err, 0, code); }
+
+// 128-bit sums from 64-bit atomics: {lo, hi} words, carries from lo moved into hi. The two
+// additions commute, so concurrent adds give the exact total in any order.
+XPU_FN void atomic_add_i128(uint64_t* lohi, uint64_t lo, int64_t hi) {
+  uint64_t old = atomic_add(&lohi[0], lo);
+  int64_t carry = (old + lo < old) ? 1 : 0;
+  if (hi + carry) atomic_add(&lohi[1], (uint64_t)(hi + carry));
+}
+XPU_FN void atomic_add_i128(uint64_t* lohi, int64_t v) { atomic_add_i128(lohi, (uint64_t)v, v < 0 ? -1 : 0); }
+XPU_FN int128_t read_i128(const uint64_t* lohi) {
+  return (int128_t)(((unsigned __int128)lohi[1] << 64) | lohi[0]);
+}
+
+// ---- block-local state: shared memory of a GPU block, or one CPU thread's own ----
+#ifdef XPU_GPU
+#define XPU_BLOCK_LOCAL(type, name, count) __shared__ type name[count]
+XPU_FN int32_t block_rank() { return threadIdx.x; }
+XPU_FN int32_t block_size() { return blockDim.x; }
+XPU_FN void block_sync() { __syncthreads(); }
+XPU_FN void local_add(uint64_t* p, uint64_t v) { atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+XPU_FN void local_add(double* p, double v) { atomicAdd(p, v); }
+#else
+#define XPU_BLOCK_LOCAL(type, name, count) type name[count]
+XPU_FN int32_t block_rank() { return 0; }
+XPU_FN int32_t block_size() { return 1; }
+XPU_FN void block_sync() {}
+XPU_FN void local_add(uint64_t* p, uint64_t v) { *p += v; }
+XPU_FN void local_add(double* p, double v) { *p += v; }
+#endif
+// A block-local 128-bit sum {lo, hi}.
+XPU_FN void local_add_i128(uint64_t* lohi, int64_t v) {
+#ifdef XPU_GPU
+  atomic_add_i128(lohi, v);
+#else
+  uint64_t old = lohi[0];
+  lohi[0] = old + (uint64_t)v;
+  lohi[1] += (uint64_t)((v < 0 ? -1 : 0) + (lohi[0] < old ? 1 : 0));
+#endif
+}
+template <class T, class Better>
+XPU_FN void local_update_if(T* p, T v, Better better) {
+#ifdef XPU_GPU
+  uint64_t* u = (uint64_t*)p;
+  uint64_t old = *(volatile uint64_t*)u;
+  while (true) {
+    T cur;
+    memcpy(&cur, &old, 8);
+    if (!better(v, cur)) return;
+    uint64_t next;
+    memcpy(&next, &v, 8);
+    uint64_t seen = atomicCAS((unsigned long long*)u, old, next);
+    if (seen == old) return;
+    old = seen;
+  }
+#else
+  if (better(v, *p)) *p = v;
+#endif
+}
 
 // A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
 XPU_FN int64_t claim_row(uint64_t* cursor) {

@@ -28,6 +28,7 @@ class TableSource:
     columns: list[int]  # positions in the table's schema
     names: list[str]
     types: list[DataType]
+    nullable: list[bool] = field(default_factory=list)  # per column: may hold NULLs
     # conjuncts over this source's columns that row-group / batch statistics can refute
     skip_filters: list[Expr] = field(default_factory=list)
 
@@ -36,12 +37,14 @@ class TableSource:
 class BufferSource:
     buffer: int
     types: list[DataType]
+    nullable: list[bool] = field(default_factory=list)
 
 
 @dataclass
 class ValuesSource:
     table: pa.Table
     types: list[DataType]
+    nullable: list[bool] = field(default_factory=list)
 
 
 @dataclass
@@ -51,6 +54,7 @@ class UnmatchedBuildSource:
     join: int
     buffer: int
     types: list[DataType]
+    nullable: list[bool] = field(default_factory=list)
 
 
 Source = TableSource | BufferSource | ValuesSource | UnmatchedBuildSource
@@ -81,6 +85,7 @@ class ProbeOp:
     null_aware: bool = False
     mark_matches: bool = False  # FULL joins remember which build rows matched
     selectivity: float = 1.0  # estimated fraction of probe rows that find a match
+    build_nullable: list[bool] = field(default_factory=list)  # per build buffer column
 
 
 Operator = FilterOp | ProbeOp
@@ -128,6 +133,7 @@ class BuildHashTable:
     buffer: int
     types: list[DataType]
     key_columns: list[int]
+    nullable: list[bool] = field(default_factory=list)
 
 
 @dataclass
@@ -167,6 +173,7 @@ class PhysicalPlan:
     types: list[DataType]
     buffer_types: dict[int, list[DataType]]
     subquery_slots: int = 0
+    buffer_nullable: dict[int, list[bool]] = field(default_factory=dict)
 
     @property
     def pipelines(self) -> list[Pipeline]:

@@ -17,6 +17,7 @@ from penstock.errors import Unsupported
 from penstock.plan import rel as R
 from penstock.plan.expr import (BuildColumn, ColumnRef, Expr, Literal, Param, ScalarSubquery,
                                 conjuncts, substitute_columns, transform, walk)
+from penstock.plan.nullability import nullable
 from penstock.plan.probe_order import order_probes, selectivity
 from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable, EvalSubquery,
                                     FilterOp, LimitBuffer, MaterializeSink, PhysicalPlan, Pipeline,
@@ -37,6 +38,7 @@ class PhysicalPlanner:
         self.table_rows = table_rows
         self.steps: list[Step] = []
         self.buffer_types: dict[int, list[DataType]] = {}
+        self.buffer_nullable: dict[int, list[bool]] = {}
         self._pipelines = 0
         self._joins = 0
         self._slots = 0
@@ -55,13 +57,28 @@ class PhysicalPlanner:
         else:
             buffer, columns = self.materialize(s, "result"), list(range(len(s.env)))
         return PhysicalPlan(self.steps, buffer, columns, names, types, self.buffer_types,
-                            self._slots)
+                            self._slots, self.buffer_nullable)
 
     # -- helpers ----------------------------------------------------------------------------
-    def new_buffer(self, types: list[DataType]) -> int:
+    def new_buffer(self, types: list[DataType], nullable: list[bool] | None = None) -> int:
         buffer = len(self.buffer_types)
         self.buffer_types[buffer] = list(types)
+        self.buffer_nullable[buffer] = list(nullable) if nullable is not None else [True] * len(types)
         return buffer
+
+    def nullable(self, s: Stream, e: Expr) -> bool:
+        """Whether `e`, over stream `s`'s row, can be NULL."""
+        source = s.pipeline.source
+        probes = [op for op in s.pipeline.ops if isinstance(op, ProbeOp)]
+
+        def column(ref: Expr) -> bool:
+            if isinstance(ref, ColumnRef):
+                return source.nullable[ref.index] if source.nullable else True
+            probe = probes[ref.probe]  # type: ignore[attr-defined]
+            if probe.kind is not JoinKind.INNER or not probe.build_nullable:
+                return True
+            return probe.build_nullable[ref.index]  # type: ignore[attr-defined]
+        return nullable(e, column)
 
     def open(self, source, env: list[Expr], label: str) -> Stream:  # type: ignore[no-untyped-def]
         pipeline = Pipeline(self._pipelines, source, label=label)
@@ -76,7 +93,10 @@ class PhysicalPlanner:
                     buffer: int | None = None, limit: int | None = None) -> int:
         exprs = s.env if exprs is None else exprs
         if buffer is None:
-            buffer = self.new_buffer([e.type for e in exprs])
+            buffer = self.new_buffer([e.type for e in exprs], [self.nullable(s, e) for e in exprs])
+        else:  # a second writer (UNION ALL, FULL JOIN): NULLs from either side count
+            mine = [self.nullable(s, e) for e in exprs]
+            self.buffer_nullable[buffer] = [a or b for a, b in zip(self.buffer_nullable[buffer], mine)]
         if not s.pipeline.label:
             s.pipeline.label = label
         self.finish(s, MaterializeSink(exprs, buffer, limit))
@@ -84,7 +104,8 @@ class PhysicalPlanner:
 
     def read_buffer(self, buffer: int, label: str) -> Stream:
         types = self.buffer_types[buffer]
-        return self.open(BufferSource(buffer, types), [ColumnRef(t, i) for i, t in enumerate(types)], label)
+        source = BufferSource(buffer, types, self.buffer_nullable[buffer])
+        return self.open(source, [ColumnRef(t, i) for i, t in enumerate(types)], label)
 
     def bind(self, e: Expr, env: list[Expr]) -> Expr:
         """An expression over a relation's columns, as one over the pipeline row."""
@@ -115,12 +136,15 @@ class PhysicalPlanner:
         for f in fields:
             if f.type is None:
                 raise Unsupported(f"column {rel.table}.{f.name} has a type penstock does not execute")
-        source = TableSource(rel.table, list(rel.columns), [f.name for f in fields], [f.type for f in fields])
+        source = TableSource(rel.table, list(rel.columns), [f.name for f in fields], [f.type for f in fields],
+                             [f.nullable for f in fields])
         return self.open(source, [ColumnRef(f.type, i) for i, f in enumerate(fields)], f"scan {rel.table}")
 
     def _values(self, rel: R.Values) -> Stream:
         types = [f.type for f in rel.fields]
-        return self.open(ValuesSource(rel.table, types), [ColumnRef(t, i) for i, t in enumerate(types)], "values")
+        nullable = [rel.table.column(i).null_count > 0 for i in range(rel.table.num_columns)]
+        return self.open(ValuesSource(rel.table, types, nullable), [ColumnRef(t, i) for i, t in enumerate(types)],
+                         "values")
 
     def _filter(self, rel: R.Filter) -> Stream:
         s = self.stream(rel.input)
@@ -140,7 +164,11 @@ class PhysicalPlanner:
         groups = [self.bind(g, s.env) for g in rel.groups]
         measures = [R.AggCall(m.fn, self.bind(m.arg, s.env) if m.arg is not None else None, m.type, m.distinct)
                     for m in rel.measures]
-        buffer = self.new_buffer([f.type for f in rel.fields])
+        grouped = bool(groups)
+        buffer = self.new_buffer([f.type for f in rel.fields],
+                                 [self.nullable(s, g) for g in groups]
+                                 + [measure_nullable(m, grouped, self.nullable(s, m.arg) if m.arg is not None else False)
+                                    for m in measures])
         s.pipeline.label = s.pipeline.label or "aggregate"
         self.finish(s, AggregateSink(groups, measures, buffer))
         return self.read_buffer(buffer, "after aggregate")
@@ -159,7 +187,7 @@ class PhysicalPlanner:
                 column = len(exprs) - 1
             keys.append((column, k.ascending, k.nulls_first))
         unsorted = self.materialize(s, "sort input", exprs)
-        target = self.new_buffer([e.type for e in exprs])
+        target = self.new_buffer([e.type for e in exprs], self.buffer_nullable[unsorted])
         self.steps.append(SortBuffer(unsorted, target, keys, limit))
         out = self.read_buffer(target, "after sort")
         return Stream(out.pipeline, out.env[:width])
@@ -173,7 +201,7 @@ class PhysicalPlanner:
         if source is None:
             enough = rel.offset + rel.count if rel.count is not None else None
             source = self.materialize(s, "limit input", limit=enough)
-        target = self.new_buffer(self.buffer_types[source])
+        target = self.new_buffer(self.buffer_types[source], self.buffer_nullable[source])
         self.steps.append(LimitBuffer(source, target, rel.offset, rel.count))
         out = self.read_buffer(target, "after limit")
         return Stream(out.pipeline, out.env[:len(s.env)])
@@ -189,7 +217,7 @@ class PhysicalPlanner:
 
     def _unionall(self, rel: R.UnionAll) -> Stream:
         types = [f.type for f in rel.fields]
-        buffer = self.new_buffer(types)
+        buffer = self.new_buffer(types, [False] * len(types))
         for branch in rel.branches:
             s = self.stream(branch)
             self.materialize(s, "union branch", buffer=buffer)
@@ -214,7 +242,8 @@ class PhysicalPlanner:
         self._joins += 1
         key_columns = list(range(len(b.env), len(build_exprs)))
         build_types = [e.type for e in build_exprs]
-        self.steps.append(BuildHashTable(join, build_buffer, build_types, key_columns))
+        build_nullable = self.buffer_nullable[build_buffer]
+        self.steps.append(BuildHashTable(join, build_buffer, build_types, key_columns, build_nullable))
         # probe side
         p = self.stream(probe_rel)
         probe_index = sum(isinstance(op, ProbeOp) for op in p.pipeline.ops)
@@ -224,7 +253,8 @@ class PhysicalPlanner:
         probe = ProbeOp(join, JoinKind.LEFT if kind is JoinKind.FULL else kind,
                         [self.bind(k, p.env) for k in probe_keys_ir], build_buffer, build_types,
                         key_columns, residual, rel.null_aware, mark_matches=kind is JoinKind.FULL,
-                        selectivity=self.estimate(build_rel) / max(self.base_rows(build_rel), 1.0))
+                        selectivity=self.estimate(build_rel) / max(self.base_rows(build_rel), 1.0),
+                        build_nullable=build_nullable)
         p.pipeline.ops.append(probe)
         if kind in (JoinKind.SEMI, JoinKind.ANTI):
             return Stream(p.pipeline, p.env)
@@ -233,7 +263,7 @@ class PhysicalPlanner:
         # FULL: the left-join rows, then the build rows nothing matched
         out = self.materialize(Stream(p.pipeline, combined), "full join")
         left_types = [e.type for e in p.env]
-        unmatched = self.open(UnmatchedBuildSource(join, build_buffer, build_types),
+        unmatched = self.open(UnmatchedBuildSource(join, build_buffer, build_types, build_nullable),
                               [Literal(t, None) for t in left_types]
                               + [ColumnRef(e.type, j) for j, e in enumerate(b.env)], "full join rest")
         self.materialize(unmatched, "full join rest", buffer=out)
@@ -267,3 +297,11 @@ class PhysicalPlanner:
         if isinstance(rel, R.UnionAll):
             return sum(self.estimate(b) for b in rel.branches)
         return self.estimate(rel.inputs()[0]) if rel.inputs() else 1.0
+
+
+def measure_nullable(m: R.AggCall, grouped: bool, arg_nullable: bool) -> bool:
+    """An aggregate's result can be NULL unless it counts, or it folds a never-NULL argument
+    within a group (a group has at least one row; a global aggregate may have none)."""
+    if m.fn in ("count", "count_star"):
+        return False
+    return not grouped or arg_nullable

@@ -20,6 +20,7 @@ from penstock.plan.types import DataType
 class Field:
     name: str
     type: DataType
+    nullable: bool = True  # False only where the source promises no NULLs (NOT NULL columns)
 
 
 class JoinKind(Enum):
