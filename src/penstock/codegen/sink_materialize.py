@@ -34,8 +34,9 @@ def write_row(g: ExprGen, vals: list[Val]) -> None:
             g.out.line(f"if ({o} < {capacity}) {values}[{o}] = ({STORAGE[v.type.kind]}){stored};")
             continue
         valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+        nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
         g.out.line(f"if ({o} < {capacity}) {{ {values}[{o}] = {v.n} ? 0 : ({STORAGE[v.type.kind]}){stored}; "
-                   f"{valid}[{o}] = !{v.n}; }}")
+                   f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1); }}")
 
 
 def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
@@ -53,7 +54,8 @@ def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
     g.out.line(f"{starts}[{o}] = (int64_t){at}; {lengths}[{o}] = {n};")
     if v.nullable:
         valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
-        g.out.line(f"{valid}[{o}] = !{v.n};")
+        nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
+        g.out.line(f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1);")
     g.out.line(f"if ({at} + {n} <= (uint64_t){room}) xpu::copy_to({data} + {at}, {v.v});")
     g.out.close()
     g.out.close()

@@ -31,14 +31,14 @@ def next_pow2(n: int) -> int:
 
 
 class HashTable:
-    """A table of `width`-word slots plus a counter of its entries."""
+    """A table of `width`-word slots plus a counter of its entries (a view into `counts`)."""
 
-    def __init__(self, backend: Backend, width: int, capacity: int):
+    def __init__(self, backend: Backend, width: int, capacity: int, count: Any):
         self.backend = backend
         self.width = width
         self.capacity = capacity
         self.slots = backend.zeros(capacity * width, np.uint64)
-        self.count = backend.zeros(1, np.uint64)
+        self.count = count
 
     @property
     def mask(self) -> int:
@@ -70,10 +70,9 @@ class HashTable:
 @dataclass
 class _Snapshot:
     table: Any
-    count: Any
-    distinct: list[tuple[Any, Any]]
+    distinct: list[Any]
+    counts: Any
     arena: Any
-    cursor: int
 
 
 class AggregateState:
@@ -84,47 +83,53 @@ class AggregateState:
         self.finalize = finalize
         self.label = label
         self.memory_limit = memory_limit
-        self.table = HashTable(backend, layout.width, 1)
+        # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once
+        self.counts = backend.zeros(2 + layout.distinct_sets, np.uint64)
+        self.table = HashTable(backend, layout.width, 1, self.counts[0:1])
+        self.arena_cursor = self.counts[1:2]
         expected_groups, expected_arena = expected  # what an earlier run of the plan needed
         if layout.grouped:
             self.table.grow(max(expected_groups, MIN_SLOTS // 2), label, memory_limit)
-        self.distinct = [HashTable(backend, DISTINCT_WIDTH, MIN_SLOTS) for _ in range(layout.distinct_sets)]
+        self.distinct = [HashTable(backend, DISTINCT_WIDTH, MIN_SLOTS, self.counts[2 + k:3 + k])
+                         for k in range(layout.distinct_sets)]
         self.arenas: list[Any] = []  # earlier arena chunks: the tables still point into them
         arena_size = max(MIN_ARENA, next_pow2(expected_arena + 1)) if layout.needs_arena else 8
         self.arena = backend.zeros(arena_size, np.uint8)
-        self.arena_cursor = backend.zeros(1, np.uint64)
         self.err = backend.zeros(1, np.int32)
         self.snapshot: _Snapshot | None = None
         self.redone = 0
+        self.entries_bound = 0  # an upper bound on the groups so far, known without a read
         if not layout.grouped:  # the one global slot exists from the start
             self._run_finalize(mode=0, sink=None)
 
     # -- before and after a launch ------------------------------------------------------------
     def prepare(self, rows: int) -> None:
-        """Take a snapshot when a launch over `rows` row combinations might overflow."""
-        fits = self.layout.grouped is False or self.table.entries() + rows <= self.table.limit
-        fits = fits and all(d.entries() + rows <= d.limit for d in self.distinct) and not self.layout.needs_arena
+        """Take a snapshot when a launch over `rows` row combinations might overflow (by an
+        upper bound on what the tables hold, so no read-back is needed to decide)."""
+        self.entries_bound += rows
+        fits = (not self.layout.grouped or self.entries_bound <= self.table.limit) and \
+            all(self.entries_bound <= d.limit for d in self.distinct) and not self.layout.needs_arena
         self.snapshot = None if fits else self._take()
 
     def _take(self) -> _Snapshot:
         xp = self.backend.xp
-        return _Snapshot(xp.copy(self.table.slots), xp.copy(self.table.count),
-                         [(xp.copy(d.slots), xp.copy(d.count)) for d in self.distinct],
-                         self.arena, int(self.backend.scalar(self.arena_cursor)))
+        return _Snapshot(xp.copy(self.table.slots), [xp.copy(d.slots) for d in self.distinct],
+                         xp.copy(self.counts), self.arena)
 
     def overflowed(self) -> None:
         """The launch ran out of room: restore the snapshot and grow what was full."""
         snap = self.snapshot
         if snap is None:
             raise QueryError(f"internal error: {self.label} overflowed a table sized to fit", "XX000")
-        table_full = self.table.entries() >= self.table.limit
-        distinct_full = [d.entries() >= d.limit for d in self.distinct]
-        arena_full = int(self.backend.scalar(self.arena_cursor)) > int(self.arena.size)
-        self.table.slots, self.table.count = snap.table, snap.count
-        for d, (slots, count) in zip(self.distinct, snap.distinct):
-            d.slots, d.count = slots, count
+        counts = self.backend.to_host(self.counts)
+        table_full = int(counts[0]) >= self.table.limit
+        distinct_full = [int(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
+        arena_full = int(counts[1]) > int(self.arena.size)
+        self.table.slots = snap.table
+        for d, slots in zip(self.distinct, snap.distinct):
+            d.slots = slots
+        self.counts[...] = snap.counts
         self.arena = snap.arena
-        self.arena_cursor = self.backend.zeros(1, np.uint64) + snap.cursor
         if table_full:
             self.table.grow(4 * max(self.table.entries(), self.table.limit), self.label, self.memory_limit)
         for d, full in zip(self.distinct, distinct_full):
@@ -140,7 +145,7 @@ class AggregateState:
                              "memory limit allows", OUT_OF_MEMORY)
         self.arenas.append(self.arena)
         self.arena = self.backend.zeros(size, np.uint8)
-        self.arena_cursor = self.backend.zeros(1, np.uint64)
+        self.arena_cursor[...] = 0
 
     # -- kernel parameters --------------------------------------------------------------------
     def part(self, part: str, column: int) -> Any:
@@ -156,11 +161,11 @@ class AggregateState:
         }
         return parts[part]()
 
-    def groups(self) -> int:
-        return self.table.entries() if self.layout.grouped else 1
-
-    def arena_used(self) -> int:
-        return sum(int(a.size) for a in self.arenas) + int(self.backend.scalar(self.arena_cursor))
+    def sizes(self) -> tuple[int, int]:
+        """(groups, arena bytes used), in one read-back."""
+        counts = self.backend.to_host(self.counts)
+        groups = int(counts[0]) if self.layout.grouped else 1
+        return groups, sum(int(a.size) for a in self.arenas) + int(counts[1])
 
     def finish(self, sink: Any) -> None:
         """Write every group into `sink` (a MaterializeState reserved for groups() rows)."""

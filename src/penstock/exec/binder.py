@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -40,6 +40,38 @@ def column_part(col: Column, part: str) -> Any:
 
 def bind(kernel: Kernel, ctx: BindContext) -> list[Any]:
     return [_value(p.role, p.ctype, ctx) for p in kernel.params]
+
+
+def compile_binding(kernel: Kernel) -> Callable[[BindContext], list[Any]]:
+    """bind() for one kernel, decided once: a getter per parameter, constants computed once.
+    A kernel runs once per batch of every query that uses its plan, so this is hot."""
+    getters: list[Callable[[BindContext], Any]] = []
+    for p in kernel.params:
+        role, ctype = p.role, p.ctype
+        if isinstance(role, RowCount):
+            getters.append(lambda c: c.rows)
+        elif isinstance(role, RowOffset):
+            getters.append(lambda c: c.row0)
+        elif isinstance(role, ErrorFlag):
+            getters.append(lambda c: c.err)
+        elif isinstance(role, Counters):
+            getters.append(lambda c: c.counters)
+        elif isinstance(role, InputPart):
+            col, part = role.column, role.part
+            if part == "stride":
+                getters.append(lambda c, col=col: c.batch.columns[col].decimal_stride)
+            else:
+                getters.append(lambda c, col=col, part=part: getattr(c.batch.columns[col], part))
+        elif isinstance(role, Constant):
+            value = int(role.value) if ctype != "f64" else float(role.value)
+            getters.append(lambda c, value=value: value)
+        elif isinstance(role, SinkPart) and role.part not in AGGREGATE_PARTS:
+            getters.append(lambda c, part=role.part, col=role.column: c.sink.part(part, col))
+        elif isinstance(role, SinkPart):
+            getters.append(lambda c, part=role.part, col=role.column: c.aggregate.part(part, col))
+        else:
+            getters.append(lambda c, role=role, ctype=ctype: _value(role, ctype, c))
+    return lambda ctx: [get(ctx) for get in getters]
 
 
 def _value(role: Any, ctype: str, ctx: BindContext) -> Any:

@@ -23,8 +23,11 @@ class JoinState:
         self.keyed = keyed
         self.capacity = max(next_pow2(2 * self.rows), 16)
         self.slots = backend.zeros(2 * self.capacity, np.uint64)
-        self.has_null_flag = backend.zeros(1, np.int32)
-        self.most = backend.zeros(1, np.int64)
+        # [error | has-NULL flag | most rows with one key]: one array, read back once
+        self.status = backend.zeros(3, np.uint64)
+        self.err = self.status[0:1].view(np.int32)
+        self.has_null_flag = self.status[1:2].view(np.int32)
+        self.most = self.status[2:3].view(np.int64)
         self.matched = backend.zeros(max(self.rows, 1), np.uint8)
         self.has_null = False
         self.multiplicity = self.rows if not keyed else 0  # a keyless join visits every row
@@ -36,16 +39,16 @@ class JoinState:
             raise QueryError(f"{label} needs a hash table of {self.slots.nbytes / 2**20:.0f} MiB, "
                              f"more than the memory limit allows", OUT_OF_MEMORY)
         compiled = compile_kernel(self.backend, kernel)
-        err = self.backend.zeros(1, np.int32)
-        for mode in (0, 1):
-            ctx = BindContext(rows=self.rows, err=err, mode=mode, batch=self.batch, joins={})
-            ctx.joins = {_join_of(kernel): self}
+        for mode in (0, 1):  # insert, then measure (a failed insert is reported after both)
+            ctx = BindContext(rows=self.rows, err=self.err, mode=mode, batch=self.batch,
+                              joins={_join_of(kernel): self})
             self.backend.launch(compiled, self.rows, bind(kernel, ctx))
-            code = int(self.backend.scalar(err))
-            if code:
-                raise kernel_error(code, label)
-        self.has_null = bool(self.backend.scalar(self.has_null_flag))
-        self.multiplicity = int(self.backend.scalar(self.most))
+        words = self.backend.to_host(self.status)
+        code = int(words[0]) & 0xFFFFFFFF
+        if code:
+            raise kernel_error(code, label)
+        self.has_null = bool(int(words[1]) & 0xFFFFFFFF)
+        self.multiplicity = int(words[2])
 
     def part(self, part: str, as_pointer: bool) -> Any:
         if part == "slots":

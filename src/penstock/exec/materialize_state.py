@@ -15,7 +15,7 @@ import numpy as np
 from penstock.codegen.fixed_kernels import gather_text
 from penstock.codegen.kernel import Kernel, SinkPart
 from penstock.device.base import Backend
-from penstock.exec.buffers import pack_bits, validity_or_none
+from penstock.exec.buffers import pack_bits
 from penstock.exec.kernels import compile_kernel
 from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.plan.types import DataType, Kind
@@ -38,12 +38,20 @@ class MaterializeState:
         self.text_per_row = [16.0] * len(types)
         self.arrays: dict[tuple[str, int], Any] = {}
 
-    def reserve(self, rows: int, text_bytes: list[int] | None = None) -> None:
-        """Fresh output arrays for a launch that may write up to `rows` rows."""
+    @property
+    def status_words(self) -> int:
+        """uint64 words of launch status the sink uses: row count, then per column its text
+        bytes and its NULL count (what collect() needs, read back in one transfer)."""
+        return 1 + 2 * len(self.types)
+
+    def reserve(self, rows: int, text_bytes: list[int] | None = None, status: Any = None) -> None:
+        """Fresh output arrays for a launch that may write up to `rows` rows; `status` is a
+        zeroed device array of status_words words (one is allocated if not given)."""
         be = self.backend
         self.capacity = max(rows, 1)
         cap = self.capacity
-        self.arrays = {("count", -1): be.zeros(1, np.uint64)}
+        self.status = status if status is not None else be.zeros(self.status_words, np.uint64)
+        self.arrays = {}
         for j, t in enumerate(self.types):
             if t.kind is Kind.NULL:
                 continue
@@ -55,38 +63,46 @@ class MaterializeState:
                 self.arrays[("text_start", j)] = be.empty(cap, np.int64)
                 self.arrays[("text_len", j)] = be.empty(cap, np.int32)
                 self.arrays[("text_bytes", j)] = be.empty(self.text_capacity[j], np.uint8)
-                self.arrays[("text_cursor", j)] = be.zeros(1, np.uint64)
             elif t.kind is Kind.BOOL:
                 self.arrays[("values", j)] = be.empty(cap, np.uint8)
             else:
                 self.arrays[("values", j)] = be.empty(cap, numpy_dtype(t))
 
     def part(self, part: str, column: int) -> Any:
+        n = len(self.types)
         if part == "capacity":
             return self.capacity
         if part == "text_capacity":
             return self.text_capacity[column]
+        if part == "count":
+            return self.status[0:1]
+        if part == "text_cursor":
+            return self.status[1 + column:2 + column]
+        if part == "null_count":
+            return self.status[1 + n + column:2 + n + column]
         return self.arrays[(part, column)]
 
-    def collect(self) -> Batch | None:
-        """The launch's rows as a batch, or None when it ran out of room (run it again)."""
-        be = self.backend
-        count = int(be.scalar(self.arrays[("count", -1)]))
-        needed = [int(be.scalar(self.arrays[("text_cursor", j)])) if ("text_cursor", j) in self.arrays else 0
-                  for j in range(len(self.types))]
-        if count > self.capacity or any(n > c for n, c in zip(needed, self.text_capacity)):
-            self.reserve(max(count, self.capacity), [max(n, c) for n, c in zip(needed, self.text_capacity)])
+    def collect(self, words: Any = None) -> Batch | None:
+        """The launch's rows as a batch, or None when it ran out of room (run it again).
+        `words`: the status words already read back to the host, if the caller has them."""
+        words = self.backend.to_host(self.status) if words is None else words
+        n = len(self.types)
+        count = int(words[0])
+        needed = [int(words[1 + j]) for j in range(n)]
+        nulls = [int(words[1 + n + j]) for j in range(n)]
+        if count > self.capacity or any(k > c for k, c in zip(needed, self.text_capacity)):
+            self.reserve(max(count, self.capacity), [max(k, c) for k, c in zip(needed, self.text_capacity)])
             return None
-        for j, n in enumerate(needed):
+        for j, k in enumerate(needed):
             if count and self.types[j].kind is Kind.STRING:
-                self.text_per_row[j] = max(n / count, 1.0)
-        return Batch([self._column(j, t, count) for j, t in enumerate(self.types)], count)
+                self.text_per_row[j] = max(k / count, 1.0)
+        return Batch([self._column(j, t, count, needed[j], nulls[j]) for j, t in enumerate(self.types)], count)
 
-    def _column(self, j: int, t: DataType, n: int) -> Column:
+    def _column(self, j: int, t: DataType, n: int, text_bytes: int, nulls: int) -> Column:
         be, xp = self.backend, self.backend.xp
         if t.kind is Kind.NULL:
             return Column(t, n, validity=be.zeros((n + 7) // 8, np.uint8))
-        validity = validity_or_none(be, self.arrays[("validity", j)][:n]) if j in self.with_validity else None
+        validity = pack_bits(be, self.arrays[("validity", j)][:n]) if nulls else None
         if t.kind is Kind.BOOL:
             return Column(t, n, values=pack_bits(be, self.arrays[("values", j)][:n]), validity=validity)
         if t.kind is not Kind.STRING:
@@ -95,7 +111,7 @@ class MaterializeState:
         offsets = be.zeros(n + 1, np.int64)
         if n:
             xp.cumsum(lengths, out=offsets[1:])
-        total = int(be.scalar(offsets, n)) if n else 0
+        total = text_bytes
         if total >= 2 ** 31:
             raise MemoryError("one batch of a text result column exceeds 2 GiB")
         offsets32 = offsets.astype(np.int32)

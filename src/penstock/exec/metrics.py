@@ -25,7 +25,7 @@ class PipelineMetrics:
     def add_counters(self, values: list[int]) -> None:
         if not self.counters:
             self.counters = [0] * len(values)
-        self.counters = [a + b for a, b in zip(self.counters, values)]
+        self.counters = [a + int(b) for a, b in zip(self.counters, values)]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend, CompiledKernel
 from penstock.exec.aggregate_state import AggregateState
-from penstock.exec.binder import BindContext, bind
+from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
 from penstock.exec.errors import kernel_error
 from penstock.exec.materialize_state import MaterializeState
@@ -53,7 +53,10 @@ class PipelineRunner:
         self.metrics = metrics
         self.be = ctx.backend
         self.probes = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
-        self.pending_counters: Any = None
+        self.n_counters = len(kernel.counters)
+        self.binding = compile_binding(kernel)
+        self.bind_context = BindContext(joins=ctx.joins, runtime=ctx.runtime, texts=ctx.texts, backend=self.be)
+        self.status: Any = None
         self.expected = expected  # (groups, arena bytes) an earlier run of the same plan needed
         self.seen: tuple[int, int] | None = None
 
@@ -107,24 +110,26 @@ class PipelineRunner:
             assert isinstance(sink, MaterializeSink)
             self.run_materialize(sink)
 
-    def launch(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> int:
-        """Run the kernel over the batch; returns its error code (0: none) and keeps its
-        counters only when it succeeded."""
-        err = self.be.zeros(1, np.int32)
-        counters = self.be.zeros(len(self.kernel.counters), np.uint64)
-        ctx = BindContext(rows=batch.length, row0=0, err=err, counters=counters, batch=batch,
-                          joins=self.ctx.joins, runtime=self.ctx.runtime, texts=self.ctx.texts,
-                          sink=state, aggregate=aggregate, backend=self.be)
+    def launch(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> tuple[int, Any]:
+        """Run the kernel over the batch; returns its error code (0: none) and the sink's
+        status words, read back together with the error and counters in one transfer."""
+        ctx = self.bind_context
+        ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
         started = time.perf_counter()
-        self.be.launch(self.compiled, batch.length, bind(self.kernel, ctx))
-        code = int(self.be.scalar(err))
+        self.be.launch(self.compiled, batch.length, self.binding(ctx))
+        words = self.be.to_host(self.status)
         self.metrics.kernel_seconds += time.perf_counter() - started
+        code = int(words[0]) & 0xFFFFFFFF
         if code == 0:
-            self.pending_counters = counters
-        return code
+            self.metrics.add_counters(words[1:1 + self.n_counters])
+        return code, words[1 + self.n_counters:]
 
-    def keep_counters(self) -> None:
-        self.metrics.add_counters([int(c) for c in self.be.to_host(self.pending_counters)])
+    def fresh_status(self, sink_words: int) -> Any:
+        """One zeroed device array: [error flag | operator counters | the sink's words]."""
+        self.status = self.be.zeros(1 + self.n_counters + sink_words, np.uint64)
+        self.bind_context.err = self.status[0:1].view(np.int32)
+        self.bind_context.counters = self.status[1:1 + self.n_counters]
+        return self.status[1 + self.n_counters:]
 
     def fail(self, code: int) -> None:
         raise kernel_error(code, self.p.label or f"pipeline {self.p.id}")
@@ -136,16 +141,18 @@ class PipelineRunner:
             self.metrics.batches += 1
             # room for every row a batch can produce, up to a point; beyond it a rerun
             # with the exact count (which the kernel reports) is cheaper than the memory
-            state.reserve(min(batch.length * self.fanout(), 4 * batch.length + 1024))
+            bound = batch.length * self.fanout()
+            state.reserve(min(bound, max(4 * batch.length + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
             while True:
-                code = self.launch(batch, state, None)
+                code, words = self.launch(batch, state, None)
                 if code:
                     self.fail(code)
-                out = state.collect()
+                out = state.collect(words)
                 if out is not None:
                     break
                 self.metrics.reruns += 1
-            self.keep_counters()
+                state.reserve(state.capacity, [max(c, 1) for c in state.text_capacity],
+                              status=self.fresh_status(state.status_words))
             if out.length:
                 self.ctx.store.add(sink.buffer, out)
             written += out.length
@@ -162,16 +169,16 @@ class PipelineRunner:
             self.metrics.batches += 1
             while True:
                 agg.prepare(batch.length * fanout)
-                code = self.launch(batch, None, agg)
+                self.fresh_status(0)
+                code, _ = self.launch(batch, None, agg)
                 if code != ERR_TABLE_FULL:
                     break
                 agg.overflowed()  # restored and grown: run the batch again
                 self.metrics.reruns += 1
             if code:
                 self.fail(code)
-            self.keep_counters()
-        groups = agg.groups()
-        self.seen = (groups, agg.arena_used())
+        groups, arena_bytes = agg.sizes()
+        self.seen = (groups, arena_bytes)
         state = MaterializeState(self.be, [e.type for e in sink.groups] + [m.type for m in sink.measures],
                                  self.finalize)
         state.reserve(groups)

@@ -25,10 +25,12 @@ from penstock.plan.types import DataType
 
 
 def table_key(reader: Any) -> tuple[Any, ...]:
-    """What identifies a table's contents: its files' paths, sizes and change times."""
+    """What identifies a table's contents: its files' sizes and change times (a changed file
+    is a different table), plus the reader; hashed once, so cache lookups stay cheap."""
     files = getattr(reader, "files", None)
     if files:
-        return tuple((str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in files)
+        stats = [os.stat(p) for p in files]
+        return ("files", id(reader), hash(tuple((s.st_size, s.st_mtime_ns, s.st_ino) for s in stats)))
     return ("memory", id(getattr(reader, "table", reader)))
 
 
@@ -66,9 +68,9 @@ class ColumnCache:
             if not names or any(e is None for e in found):
                 self.stats.misses += len(names)
                 return None
+            self.stats.hits += len(names)
             for n in names:
                 self.entries.move_to_end((key, n))
-            self.stats.hits += len(names)
             return [e.column for e in found], found[0].rows  # type: ignore[union-attr]
 
     def load(self, reader: Any, names: list[str], types: list[DataType]) -> int:
