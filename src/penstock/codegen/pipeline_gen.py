@@ -21,6 +21,7 @@ from penstock.plan.expr import BuildColumn, ColumnRef, conjuncts
 from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp,
                                     UnmatchedBuildSource)
 from penstock.plan.rel import JoinKind
+from penstock.plan.types import Kind
 
 
 class PipelineGen:
@@ -108,10 +109,14 @@ class PipelineGen:
     def match(self, op: ProbeOp, probe: int, keys: list[Val]) -> str:
         """Statements testing the candidate build row r<probe>; returns the flag's name."""
         g, ok = self.g, self.out.fresh("ok")
-        builds = [g.compile(BuildColumn(t, probe, c)) for c, t in
-                  zip(op.build_key_columns, [op.build_types[c] for c in op.build_key_columns])]
-        tests = [equality(g, a, b) for a, b in zip(keys, builds)]
-        self.out.line(f"bool {ok} = {' && '.join(tests) if tests else 'true'};")
+        self.out.line(f"bool {ok} = true;")
+        if keys:  # a direct-mapped probe found the key itself: nothing to compare
+            self.out.open(f"if (!p{probe}.exact)")
+            g.push()
+            builds = [g.compile(BuildColumn(op.build_types[c], probe, c)) for c in op.build_key_columns]
+            self.out.line(f"{ok} = {' && '.join(equality(g, a, b) for a, b in zip(keys, builds))};")
+            g.pop()
+            self.out.close()
         if op.residual is not None:
             self.out.open(f"if ({ok})")
             g.push()
@@ -130,6 +135,12 @@ class PipelineGen:
         rows = self.params.get(JoinTablePart(op.join, "rows"), "int64_t", "i64", "j")
         if keys:
             start = f"xpu::join_probe(({key_null}) ? nullptr : {slots}, {mask}, {K.hash_keys(keys)})"
+            if len(keys) == 1 and direct_key(keys[0]):
+                direct = self.params.get(JoinTablePart(op.join, "direct"), "const int32_t*", "ptr", "j")
+                lo = self.params.get(JoinTablePart(op.join, "direct_min"), "int64_t", "i64", "j")
+                span = self.params.get(JoinTablePart(op.join, "direct_range"), "int64_t", "i64", "j")
+                start = (f"({direct} != nullptr && !({key_null})) ? "
+                         f"xpu::direct_probe({direct}, {lo}, {span}, (int64_t){keys[0].v}) : {start}")
         else:
             start = f"xpu::scan_probe({rows})"
         pr, r = f"p{probe}", f"r{probe}"
@@ -200,6 +211,11 @@ class PipelineGen:
     def mark(self, op: ProbeOp, r: str) -> None:
         if op.mark_matches:
             self.out.line(f"{self._matched_array(op)}[{r}] = 1;")
+
+
+def direct_key(v: Val) -> bool:
+    """Keys a direct map can serve: integers and what is stored as one (dates, decimals)."""
+    return v.type.is_integer or v.type.kind in (Kind.DATE, Kind.DECIMAL, Kind.TIMESTAMP)
 
 
 def generate_pipeline(pipeline: Pipeline) -> Kernel:

@@ -27,6 +27,7 @@ class CudaKernel(CompiledKernel):
         self.spec = spec
         self.module = module  # keeps the cubin loaded
         self.function = module.get_function(spec.name)
+        self.blocks_per_sm: int | None = None
 
 
 class CudaBackend(Backend):
@@ -75,8 +76,16 @@ class CudaBackend(Backend):
         return CudaKernel(spec, self.cp.RawModule(path=str(path)))
 
     # -- running ------------------------------------------------------------------------------
-    def grid_for(self, rows: int) -> int:
-        return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * 16))
+    def grid_for(self, kernel: "CudaKernel", rows: int) -> int:
+        """Blocks to launch: enough for the rows, at most one full wave of resident blocks
+        (the kernels loop over rows, and fewer blocks mean fewer end-of-kernel merges)."""
+        if kernel.blocks_per_sm is None:
+            try:
+                kernel.blocks_per_sm = max(1, self.cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                    kernel.function.ptr, BLOCK, 0))
+            except Exception:
+                kernel.blocks_per_sm = 4
+        return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * kernel.blocks_per_sm))
 
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
         assert isinstance(kernel, CudaKernel)
@@ -92,7 +101,7 @@ class CudaBackend(Backend):
                                     f"not {type(value).__name__}")
             else:
                 converted.append(_SCALARS[ctype](value))
-        kernel.function((self.grid_for(rows),), (BLOCK,), tuple(converted))
+        kernel.function((self.grid_for(kernel, rows),), (BLOCK,), tuple(converted))
 
     # -- memory -------------------------------------------------------------------------------
     def to_device(self, host: np.ndarray) -> Any:

@@ -17,15 +17,33 @@ from penstock.plan.types import DataType, Kind
 
 
 class BufferStore:
-    def __init__(self, types: dict[int, list[DataType]]):
+    """The query's buffers. Steps that work on the host (sort, limit) leave their output as
+    an Arrow table there; it moves to the device only if a pipeline reads it."""
+
+    def __init__(self, types: dict[int, list[DataType]], backend: Backend):
         self.types = types
+        self.backend = backend
         self.batches: dict[int, list[Batch]] = {b: [] for b in types}
+        self.host: dict[int, pa.Table] = {}
 
     def add(self, buffer: int, batch: Batch) -> None:
         self.batches[buffer].append(batch)
 
-    def rows(self, buffer: int) -> int:
-        return sum(b.length for b in self.batches[buffer])
+    def put_host(self, buffer: int, table: pa.Table) -> None:
+        self.host[buffer] = table
+
+    def device_batches(self, buffer: int) -> list[Batch]:
+        if buffer in self.host and not self.batches[buffer]:
+            table = self.host[buffer]
+            if table.num_rows:
+                self.batches[buffer].append(arrow_to_batch(self.backend, table, self.types[buffer]))
+        return self.batches[buffer]
+
+    def arrow(self, buffer: int) -> pa.Table:
+        """All of the buffer as an Arrow table (columns c0, c1, ...) on the host."""
+        if buffer in self.host:
+            return self.host[buffer]
+        return buffer_to_arrow(self.backend, self.batches[buffer], self.types[buffer])
 
 
 def unpack_bits(backend: Backend, bits: Any, n: int) -> Any:

@@ -18,7 +18,7 @@ from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
 from penstock.errors import CARDINALITY_VIOLATION, QueryError
-from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow
+from penstock.exec.buffers import BufferStore
 from penstock.exec.join_state import JoinState
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
@@ -77,7 +77,7 @@ class Executor:
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics) -> pa.Table:
         plan = compiled.plan
         be = self.backend
-        store = BufferStore(plan.buffer_types)
+        store = BufferStore(plan.buffer_types, be)
         ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit,
                               column_cache=self.column_cache)
         device = be.describe()
@@ -98,6 +98,8 @@ class Executor:
                 join = JoinState(be, batch, keyed=bool(step.key_columns))
                 if step.key_columns:
                     join.build(compiled.builds[step.join], f"join #{step.join} build", self.memory_limit)
+                    if len(step.key_columns) == 1:
+                        join.make_direct(step.key_columns[0])
                 ctx.joins[step.join] = join
                 metrics.steps.append(StepMetrics(f"hash build (join #{step.join})", device, batch.length,
                                                  batch.length, time.perf_counter() - started))
@@ -107,35 +109,31 @@ class Executor:
                 self.limit(step, store, metrics, started)
             elif isinstance(step, EvalSubquery):
                 ctx.runtime[step.slot] = self.subquery_value(step, store)
-        result = buffer_to_arrow(be, store.batches[plan.result_buffer], plan.buffer_types[plan.result_buffer],
-                                 plan.result_columns, plan.names)
-        return result
+        result = store.arrow(plan.result_buffer)
+        result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
+            plan.result_columns != list(range(result.num_columns)) else result
+        return result.rename_columns(plan.names)
 
     # -- breakers on whole buffers (host side, through Arrow) --------------------------------
     def sort(self, step: SortBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
-        types = store.types[step.source]
-        table = buffer_to_arrow(self.backend, store.batches[step.source], types)
+        table = store.arrow(step.source)
         order = sort_indices(table, step.keys)
         if step.limit is not None:
             order = order[:step.limit]
-        if len(order):
-            store.add(step.target, arrow_to_batch(self.backend, table.take(order), types))
+        store.put_host(step.target, table.take(order))
         metrics.steps.append(StepMetrics("sort" + (f" (top {step.limit})" if step.limit is not None else ""),
                                          "host", table.num_rows, len(order), time.perf_counter() - started))
 
     def limit(self, step: LimitBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
-        types = store.types[step.source]
-        table = buffer_to_arrow(self.backend, store.batches[step.source], types)
+        table = store.arrow(step.source)
         count = table.num_rows - step.offset if step.count is None else step.count
         sliced = table.slice(step.offset, max(count, 0))
-        if sliced.num_rows:
-            store.add(step.target, arrow_to_batch(self.backend, sliced, types))
+        store.put_host(step.target, sliced)
         metrics.steps.append(StepMetrics("limit", "host", table.num_rows, sliced.num_rows,
                                          time.perf_counter() - started))
 
     def subquery_value(self, step: EvalSubquery, store: BufferStore) -> tuple[Any, bool]:
-        types = store.types[step.buffer]
-        table = buffer_to_arrow(self.backend, store.batches[step.buffer], types)
+        table = store.arrow(step.buffer)
         if table.num_rows > 1:
             raise QueryError("more than one row returned by a subquery used as an expression",
                              CARDINALITY_VIOLATION)

@@ -13,6 +13,7 @@ from penstock.exec.aggregate_state import next_pow2
 from penstock.exec.errors import kernel_error
 from penstock.exec.kernels import compile_kernel
 from penstock.io.device_batch import Batch
+from penstock.plan.types import Kind
 
 
 class JoinState:
@@ -31,6 +32,9 @@ class JoinState:
         self.matched = backend.zeros(max(self.rows, 1), np.uint8)
         self.has_null = False
         self.multiplicity = self.rows if not keyed else 0  # a keyless join visits every row
+        self.direct: Any = None  # direct map key -> row, when the build key allows one
+        self.direct_min = 0
+        self.direct_range = 0
 
     def build(self, kernel: Kernel, label: str, memory_limit: int | None) -> None:
         from penstock.exec.binder import BindContext, bind
@@ -50,6 +54,25 @@ class JoinState:
         self.has_null = bool(int(words[1]) & 0xFFFFFFFF)
         self.multiplicity = int(words[2])
 
+    def make_direct(self, key_column: int) -> None:
+        """A direct map for a unique, dense, NULL-free integer key (most star-schema
+        dimensions): probes then read one array element instead of probing the table."""
+        col = self.batch.columns[key_column]
+        t = col.type
+        if (self.rows == 0 or self.has_null or self.multiplicity > 1 or self.rows >= 2**31
+                or not (t.is_integer or t.kind in (Kind.DATE, Kind.DECIMAL, Kind.TIMESTAMP))
+                or col.decimal_stride != 1):
+            return
+        xp = self.backend.xp
+        keys = col.values[:self.rows].astype(np.int64)
+        lo, hi = (int(v) for v in self.backend.to_host(xp.stack([keys.min(), keys.max()])))
+        span = hi - lo + 1
+        if span > max(8 * self.rows, 1 << 20) or span > 1 << 28:
+            return
+        direct = xp.full(span, -1, dtype=np.int32)
+        direct[keys - lo] = xp.arange(self.rows, dtype=np.int32)
+        self.direct, self.direct_min, self.direct_range = direct, lo, span
+
     def part(self, part: str, as_pointer: bool) -> Any:
         if part == "slots":
             return self.slots
@@ -63,6 +86,12 @@ class JoinState:
             return self.most
         if part == "matched":
             return self.matched
+        if part == "direct":
+            return self.direct
+        if part == "direct_min":
+            return self.direct_min
+        if part == "direct_range":
+            return self.direct_range
         raise KeyError(part)
 
     @property

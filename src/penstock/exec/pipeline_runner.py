@@ -20,6 +20,7 @@ from penstock.exec.materialize_state import MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch, batch_from_arrow
+from penstock.plan.types import to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
@@ -82,7 +83,7 @@ class PipelineRunner:
                 yield batch
                 started = time.perf_counter()
         elif isinstance(source, BufferSource):
-            yield from self.ctx.store.batches[source.buffer]
+            yield from self.ctx.store.device_batches(source.buffer)
         elif isinstance(source, ValuesSource):
             if source.table.num_columns == 0:
                 yield Batch([], source.table.num_rows)
@@ -194,15 +195,8 @@ class PipelineRunner:
 
 def build_batch(be: Backend, store: BufferStore, buffer: int) -> Batch:
     types = store.types[buffer]
-    batches = store.batches[buffer]
+    batches = store.device_batches(buffer)
     if not batches:
-        return arrow_to_batch(be, pa.table({f"c{i}": pa.array([], type=_arrow(t)) for i, t in enumerate(types)}),
+        return arrow_to_batch(be, pa.table({f"c{i}": pa.array([], type=to_arrow(t)) for i, t in enumerate(types)}),
                               types)
     return concat(be, batches, types)
-
-
-def _arrow(t: Any) -> pa.DataType:
-    from penstock.plan.types import to_arrow
-
-    return to_arrow(t)
-

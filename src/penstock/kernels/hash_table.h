@@ -66,7 +66,9 @@ struct JoinProbe {
   uint64_t tag;
   uint64_t pos;
   int64_t row;
+  bool exact;  // a direct-mapped probe: the row found has the key, no need to compare
   XPU_METHOD void advance() {
+    if (exact) { row = -1; return; }  // direct maps hold one row per key
     while (true) {
       const uint64_t* slot = table + 2 * pos;
       uint64_t w = slot[0];
@@ -86,7 +88,22 @@ XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash)
   p.tag = slot_tag(hash);
   p.pos = (hash >> 7) & mask;
   p.row = -1;
+  p.exact = false;
   if (table != nullptr) p.advance();
+  return p;
+}
+
+// Build sides whose single integer key is unique and dense get a direct map too: the row
+// of key k is direct[k - lo] (-1: none), one read instead of a hash-table probe.
+XPU_FN JoinProbe direct_probe(const int32_t* direct, int64_t lo, int64_t range, int64_t key) {
+  JoinProbe p;
+  p.table = nullptr;
+  p.mask = 0;
+  p.tag = 0;
+  p.pos = 0;
+  p.exact = true;
+  int64_t k = key - lo;
+  p.row = (k >= 0 && k < range) ? direct[k] : -1;
   return p;
 }
 
@@ -94,6 +111,7 @@ XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash)
 struct ScanProbe {
   int64_t rows;
   int64_t row;
+  bool exact;
   XPU_METHOD bool valid() const { return row >= 0 && row < rows; }
   XPU_METHOD void next() { ++row; }
 };
@@ -101,6 +119,7 @@ XPU_FN ScanProbe scan_probe(int64_t rows) {
   ScanProbe p;
   p.rows = rows;
   p.row = 0;
+  p.exact = false;
   return p;
 }
 
