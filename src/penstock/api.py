@@ -25,6 +25,7 @@ from penstock.frontend.session import Frontend, PlannedQuery
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
+from penstock.io.read_path import READ_PATHS
 from penstock.io.memory import MemoryTable
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
@@ -71,7 +72,7 @@ class Connection:
     def __init__(self, device: str = "auto", strict: bool = False,
                  gpu_memory_limit: int | None = None,
                  cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
-                 cache_limit: int | None = None):
+                 cache_limit: int | None = None, io: str = "auto"):
         self.backend = get_backend(device, gpu_memory_limit)
         self.cache_limit = cache_limit
         self._cache_on_register: dict[str, Sequence[str] | None] = (
@@ -82,7 +83,9 @@ class Connection:
         self.tables: dict[str, TableReader] = {}
         self._plans: dict[tuple[Any, ...], _Prepared] = {}
         self._lock = threading.RLock()
-        self.executor = Executor(self.backend, self._table, gpu_memory_limit)
+        if io not in READ_PATHS:
+            raise PenstockError(f"io={io!r}: use one of {', '.join(READ_PATHS)}")
+        self.executor = Executor(self.backend, self._table, gpu_memory_limit, io)
 
     # -- catalog ------------------------------------------------------------------------------
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None) -> None:
@@ -209,15 +212,17 @@ class Connection:
 
 def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None,
             cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
-            cache_limit: int | None = None) -> Connection:
+            cache_limit: int | None = None, io: str = "auto") -> Connection:
     """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores).
 
     strict: raise penstock.Unsupported instead of falling back to DataFusion.
     gpu_memory_limit: bytes penstock may allocate on the GPU.
     cache: tables (or {table: [columns]}) to keep in device memory once registered.
-    cache_limit: bytes the device-resident column cache may hold."""
+    cache_limit: bytes the device-resident column cache may hold.
+    io: how Arrow files reach the device: 'auto' (measured), 'pread', 'direct' (O_DIRECT),
+        'kvikio' (GPUDirect Storage / KvikIO)."""
     return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit, cache=cache,
-                      cache_limit=cache_limit)
+                      cache_limit=cache_limit, io=io)
 
 
 def _rename(table: pa.Table, names: list[str]) -> pa.Table:

@@ -42,8 +42,11 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
     out = [head]
     counters = pm.counters if pm is not None and pm.counters else None
     if pm is not None:
-        out.append(f"    batches: {pm.batches}  bytes read: {pm.bytes_read:,}  read: {pm.read_seconds * 1000:.2f} ms"
+        skipped = f" ({pm.batches_skipped} skipped by statistics)" if pm.batches_skipped else ""
+        out.append(f"    batches: {pm.batches}{skipped}  bytes read: {pm.bytes_read:,}  read: {pm.read_seconds * 1000:.2f} ms"
                    f"  kernels: {pm.kernel_seconds * 1000:.2f} ms" + (f"  reruns: {pm.reruns}" if pm.reruns else ""))
+        if pm.read_path and pm.bytes_read:
+            out.append(f"    read path: {pm.read_path}")
         if pm.cache_hits:
             out.append(f"    column cache: hit ({pm.cache_hits} columns, {pm.cache_bytes:,} bytes in device memory)")
     ops = [source_text(p.source)] + [op_text(op) for op in p.ops] + [sink_text(p.sink)]

@@ -97,11 +97,10 @@ def data_files(data: Path, fmt: str) -> dict[str, Path]:
     return {t: data / f"{t}.{EXTENSIONS[fmt]}" for t in TABLES}
 
 
-def run_ssb_bench(sf: float, tier: str, repeat: int = 5, fmt: str = "arrow", data_dir: str | None = None,
+def run_ssb_bench(sf: float, tiers: list[str], repeat: int = 5, fmt: str = "arrow", data_dir: str | None = None,
                   device: str = "auto", duckdb: bool = True, queries: list[str] | None = None,
-                  log: Callable[[str], None] = print) -> SsbReport:
-    import penstock
-    from penstock.bench import ceilings
+                  log: Callable[[str], None] = print) -> list[SsbReport]:
+    """One report per tier; the data is generated (if missing) and DuckDB is run once."""
     from penstock.datagen import generate_ssb, ssb_present
     from penstock.datagen.ssb_queries import SSB_QUERIES
 
@@ -110,10 +109,23 @@ def run_ssb_bench(sf: float, tier: str, repeat: int = 5, fmt: str = "arrow", dat
         log(f"generating SSB SF {sf:g} ({fmt}) into {data} ...")
         generate_ssb(data, sf, fmt=fmt, progress=True)
     files = data_files(data, fmt)
-    db = penstock.connect(device=device, strict=True)
+    names = queries or list(SSB_QUERIES)
+    reports = [_run_tier(tier, sf, fmt, data, files, names, repeat, device, log) for tier in tiers]
+    if duckdb:
+        _run_duckdb(files, fmt, names, repeat, reports, device, log)
+    return reports
+
+
+def _run_tier(tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path], names: list[str],
+              repeat: int, device: str, log: Callable[[str], None]) -> SsbReport:
+    import penstock
+    from penstock.bench import ceilings
+    from penstock.datagen.ssb_queries import SSB_QUERIES
+
+    # the disk tier reads cold data with O_DIRECT; the others let penstock measure its path
+    db = penstock.connect(device=device, strict=True, io="direct" if tier == "disk" else "auto")
     for t, path in files.items():
         db.register(t, path)
-    names = queries or list(SSB_QUERIES)
     log(f"device: {db.backend.describe()}; tier {tier}; measuring the ceiling ...")
     measured = ceilings.measure(db.backend, files["lineorder"], [tier])
     log(f"ceiling ({tier}): {measured.get(tier, 0):.1f} GB/s")
@@ -122,18 +134,19 @@ def run_ssb_bench(sf: float, tier: str, repeat: int = 5, fmt: str = "arrow", dat
             db.cache(t)
     elif tier == "host":
         ceilings.warm_page_cache(list(files.values()))
+    cold = (lambda: ceilings.drop_page_cache(list(files.values()))) if tier == "disk" else (lambda: None)
     timings = []
+    read_path = ""
     for name in names:
         sql = SSB_QUERIES[name]
-        prepare = (lambda: ceilings.drop_page_cache(list(files.values()))) if tier == "disk" else (lambda: None)
-        prepare()
+        cold()
         started = time.perf_counter()
         first = db.sql(sql)
         first_s = time.perf_counter() - started
         runs, kernels = [], []
         result = first
         for _ in range(repeat):
-            prepare()
+            cold()
             started = time.perf_counter()
             result = db.sql(sql)
             runs.append(time.perf_counter() - started)
@@ -141,19 +154,18 @@ def run_ssb_bench(sf: float, tier: str, repeat: int = 5, fmt: str = "arrow", dat
             kernels.append(sum(p.kernel_seconds for p in m.pipelines.values()) if m else 0.0)
         m = result.metrics
         read = sum(p.bytes_read + p.cache_bytes for p in m.pipelines.values()) if m else 0
+        paths = {p.read_path for p in m.pipelines.values() if p.read_path and p.bytes_read} if m else set()
+        read_path = read_path or ", ".join(sorted(paths))
         timings.append(QueryTiming(name, result.num_rows, result.engine, first_s,
                                    first.metrics.compile_seconds if first.metrics else 0.0, runs,
                                    statistics.median(kernels), read))
-        log(f"{name}: penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms)")
-    threads = os.cpu_count() or 1
-    if duckdb:
-        _run_duckdb(files, fmt, names, repeat, timings, db, log)
-    return SsbReport(sf, tier, fmt, db.backend.describe(), repeat, measured, timings, threads, str(data),
-                     read_path=getattr(db.backend, "read_path", ""))
+        log(f"{name} ({tier}): penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms)")
+    return SsbReport(sf, tier, fmt, db.backend.describe(), repeat, measured, timings, os.cpu_count() or 1,
+                     str(data), read_path=read_path)
 
 
 def _run_duckdb(files: dict[str, Path], fmt: str, names: list[str], repeat: int,
-                timings: list[QueryTiming], db: Any, log: Callable[[str], None]) -> None:
+                reports: list[SsbReport], device: str, log: Callable[[str], None]) -> None:
     import duckdb
 
     from penstock.bench.compare import same_rows
@@ -166,16 +178,26 @@ def _run_duckdb(files: dict[str, Path], fmt: str, names: list[str], repeat: int,
         con.register(f"{t}_src", _arrow_source(path, fmt))
         con.execute(f'CREATE TABLE "{t}" AS SELECT * FROM {t}_src')
         con.unregister(f"{t}_src")
-    for timing in timings:
-        sql = SSB_QUERIES[timing.name]
+    import penstock
+
+    db = penstock.connect(device=device, strict=True)
+    for t, path in files.items():
+        db.register(t, path)
+    for name in names:
+        sql = SSB_QUERIES[name]
         expected = con.sql(sql).to_arrow_table()
+        times = []
         for _ in range(repeat):
             started = time.perf_counter()
             con.sql(sql).to_arrow_table()
-            timing.duckdb_times_s.append(time.perf_counter() - started)
-        timing.matches_duckdb = same_rows(db.sql(sql).to_arrow(), expected)
-        log(f"{timing.name}: duckdb   {min(timing.duckdb_times_s) * 1000:8.2f} ms"
-            f"{'' if timing.matches_duckdb else '  RESULTS DIFFER'}")
+            times.append(time.perf_counter() - started)
+        same = same_rows(db.sql(sql).to_arrow(), expected)
+        for report in reports:
+            for timing in report.queries:
+                if timing.name == name:
+                    timing.duckdb_times_s = list(times)
+                    timing.matches_duckdb = same
+        log(f"{name}: duckdb   {min(times) * 1000:8.2f} ms{'' if same else '  RESULTS DIFFER'}")
 
 
 def _arrow_source(path: Path, fmt: str) -> Any:

@@ -68,8 +68,10 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
 
 
 class Executor:
-    def __init__(self, backend: Backend, open_table: Callable[[str], Any], memory_limit: int | None = None):
+    def __init__(self, backend: Backend, open_table: Callable[[str], Any], memory_limit: int | None = None,
+                 io: str = "auto"):
         self.backend = backend
+        self.io = io
         self.open_table = open_table
         self.memory_limit = memory_limit
         self.column_cache: Any = None  # set when the connection caches columns
@@ -79,7 +81,7 @@ class Executor:
         be = self.backend
         store = BufferStore(plan.buffer_types, be)
         ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit,
-                              column_cache=self.column_cache)
+                              column_cache=self.column_cache, io=self.io)
         device = be.describe()
         for step in plan.steps:
             started = time.perf_counter()

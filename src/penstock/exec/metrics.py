@@ -19,6 +19,7 @@ class PipelineMetrics:
     kernel_seconds: float = 0.0
     compile_seconds: float = 0.0
     reruns: int = 0
+    read_path: str = ""  # how file bytes reached the device
     cache_hits: int = 0  # columns read from the device-resident column cache
     cache_bytes: int = 0
 

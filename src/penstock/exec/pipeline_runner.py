@@ -18,7 +18,11 @@ from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
 from penstock.exec.errors import kernel_error
 from penstock.exec.materialize_state import MaterializeState
 from penstock.exec.metrics import PipelineMetrics
+from penstock.exec.skipping import skip_predicates
 from penstock.io.column_cache import table_key
+from penstock.io.device_reader import ArrowDeviceReader
+from penstock.io.prefetch import prefetch
+from penstock.io.read_path import choose as choose_read_path
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.plan.types import to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
@@ -40,6 +44,7 @@ class PipelineContext:
     memory_limit: int | None = None
     texts: dict[str, Any] = field(default_factory=dict)
     column_cache: Any = None  # io.column_cache.ColumnCache of the device, if one exists
+    io: str = "auto"  # read path for Arrow files: auto | pread | direct | kvikio
 
 
 class PipelineRunner:
@@ -73,15 +78,7 @@ class PipelineRunner:
                 self.metrics.cache_bytes += sum(c.nbytes for c in columns)
                 yield Batch(columns, rows)
                 return
-            started = time.perf_counter()
-            for scan in reader.scan(source.names):
-                batch = batch_from_arrow(scan.batch, source.types, self.be) if scan.batch.num_columns \
-                    else Batch([], scan.rows)
-                batch.length = scan.rows
-                self.metrics.bytes_read += scan.bytes_read
-                self.metrics.read_seconds += time.perf_counter() - started
-                yield batch
-                started = time.perf_counter()
+            yield from prefetch(lambda: self.read_table(reader, source))
         elif isinstance(source, BufferSource):
             yield from self.ctx.store.device_batches(source.buffer)
         elif isinstance(source, ValuesSource):
@@ -91,6 +88,47 @@ class PipelineRunner:
                 yield arrow_to_batch(self.be, source.table, source.types)
         elif isinstance(source, UnmatchedBuildSource):
             yield self.ctx.joins[source.join].batch
+
+    def read_table(self, reader: Any, source: TableSource) -> Iterator[Batch]:
+        """Device batches of a table's referenced columns (runs in the prefetch thread).
+        Arrow IPC files go straight to the device buffer by buffer; the rest via pyarrow."""
+        if reader.format == "arrow" and not getattr(reader, "stream_format", False):
+            direct = []
+            for path in reader.files:
+                mode, why = choose_read_path(self.be, self.ctx.io, path)
+                r = ArrowDeviceReader(path, source.names, source.types, self.be, mode)
+                if not r.supported():  # dictionaries or sliced buffers: pyarrow reads it
+                    break
+                direct.append((r, f"{mode} ({why})"))
+            else:
+                started = time.perf_counter()
+                for r, path_used in direct:
+                    self.metrics.read_path = path_used
+                    for batch, nbytes in r.batches():
+                        self.metrics.bytes_read += nbytes
+                        self.metrics.read_seconds += time.perf_counter() - started
+                        yield batch
+                        started = time.perf_counter()
+                return
+        yield from self.read_via_arrow(reader, source)
+
+    def read_via_arrow(self, reader: Any, source: TableSource) -> Iterator[Batch]:
+        started = time.perf_counter()
+        self.metrics.read_path = self.metrics.read_path or f"pyarrow {reader.format} reader, then copy"
+        predicates = skip_predicates(source.skip_filters)
+        scans = reader.scan(source.names, predicates, source.types) if predicates and reader.format == "parquet" \
+            else reader.scan(source.names)
+        for scan in scans:
+            if scan.skipped:
+                self.metrics.batches_skipped += 1
+                continue
+            batch = batch_from_arrow(scan.batch, source.types, self.be) if scan.batch.num_columns \
+                else Batch([], scan.rows)
+            batch.length = scan.rows
+            self.metrics.bytes_read += scan.bytes_read
+            self.metrics.read_seconds += time.perf_counter() - started
+            yield batch
+            started = time.perf_counter()
 
     # -- bounds -------------------------------------------------------------------------------
     def fanout(self) -> int:

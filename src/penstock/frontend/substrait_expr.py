@@ -157,6 +157,8 @@ class ExprTranslator:
         arg = self.translate(e.input)
         if isinstance(arg, Literal) and arg.value is None:
             return Literal(target, None)
+        if arg.type == target:  # e.g. Utf8 -> Utf8View: the same thing to penstock
+            return arg
         folded = fold_numeric_cast(arg, target) if isinstance(arg, Literal) else None
         return folded if folded is not None else Cast(target, arg)
 

@@ -13,7 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from penstock.errors import FileError
+from penstock.io.stats import ColumnPredicate, group_refuted
 from penstock.io.tables import ScanBatch, check_same_schema
+from penstock.plan.types import DataType
 
 
 def _open(path: Path, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
@@ -35,7 +37,10 @@ class ParquetTable:
     def num_rows(self) -> int | None:
         return self._rows
 
-    def scan(self, columns: list[str]) -> Iterator[ScanBatch]:
+    def scan(self, columns: list[str], predicates: list[ColumnPredicate] | None = None,
+             types: list[DataType] | None = None) -> Iterator[ScanBatch]:
+        """Row groups of the named columns; groups whose statistics refute `predicates`
+        (over those columns, of `types`) come back as empty batches marked skipped."""
         text = [c for c in columns if pa.types.is_string(self.schema.field(c).type)
                 or pa.types.is_large_string(self.schema.field(c).type)]
         for path in self.files:
@@ -45,6 +50,11 @@ class ParquetTable:
             leaves = _leaf_indices(meta)
             for rg in range(meta.num_row_groups):
                 group = meta.row_group(rg)
+                if predicates and types:
+                    stats = [group.column(leaves[c]).statistics if c in leaves else None for c in columns]
+                    if group_refuted(predicates, stats, types, group.num_rows):
+                        yield ScanBatch(pa.record_batch([], names=[]), 0, 0, str(path), skipped=True)
+                        continue
                 chunk_bytes = sum(group.column(leaves[c]).total_compressed_size for c in columns if c in leaves)
                 if not columns:
                     yield ScanBatch(pa.record_batch([], names=[]), group.num_rows, 0, str(path))

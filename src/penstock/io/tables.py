@@ -27,6 +27,7 @@ class ScanBatch:
     rows: int
     bytes_read: int  # bytes of storage or memory this batch cost to read
     source: str  # the file it came from
+    skipped: bool = False  # its statistics refuted the scan's filter: nothing was read
 
 
 class TableReader(Protocol):

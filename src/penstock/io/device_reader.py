@@ -1,0 +1,240 @@
+"""Arrow IPC files read straight into device memory, column buffer by column buffer.
+
+The IPC footer and each record batch's metadata give the file offset and size of every
+buffer; only the buffers of referenced columns are read. Read paths:
+  pread  -- threads read the ranges into pinned host memory (page cache allowed), then one
+            asynchronous host-to-device copy per batch;
+  direct -- the same with O_DIRECT and 4 KiB-aligned ranges (no page cache: cold data at the
+            drive's speed);
+  kvikio -- KvikIO/cuFile reads into device memory (GPUDirect Storage when the driver has it,
+            its own threaded compatibility mode otherwise).
+Several record batches are coalesced into one device batch when their layouts allow, so a
+large table costs a few kernel launches, not one per record batch.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from penstock.device.base import Backend
+from penstock.errors import FileError
+from penstock.io.device_batch import Batch, Column, numpy_dtype
+from penstock.plan.types import DataType, Kind
+
+ALIGN = 4096
+CHUNK = 8 << 20
+DEVICE_BATCH_ROWS = 8 << 20  # record batches are coalesced up to this many rows
+
+
+@dataclass
+class _Piece:
+    """One buffer of one column of one record batch, and where it goes in the device batch."""
+
+    column: int
+    part: str  # validity | values | data
+    offset: int  # in the file
+    size: int
+    target: int  # byte offset in the device batch's staging area
+
+
+def _layout_ok(t: DataType, arr: pa.Array) -> bool:
+    """Layouts read as raw buffers: fixed width, bit-packed bool, plain text; no slicing."""
+    return arr.offset == 0 and not pa.types.is_dictionary(arr.type) and (
+        t.kind is not Kind.STRING or pa.types.is_string(arr.type)) and (
+        not pa.types.is_decimal(arr.type) or arr.type.bit_width in (64, 128))
+
+
+class ArrowDeviceReader:
+    def __init__(self, path: Path, names: list[str], types: list[DataType], backend: Backend,
+                 mode: str = "pread", threads: int = 8):
+        self.path = path
+        self.names = names
+        self.types = types
+        self.backend = backend
+        self.mode = mode
+        self.threads = threads
+        try:
+            self.file = pa.memory_map(str(path)).read_buffer()  # metadata only is touched
+            self.reader = ipc.open_file(self.file)
+        except (OSError, pa.ArrowException) as e:
+            raise FileError(f"could not read Arrow file {path}: {e}", str(path)) from e
+        self.index = [self.reader.schema.get_field_index(n) for n in names]
+        self.stream = backend.xp.cuda.Stream(non_blocking=True) if backend.name == "gpu" else None
+
+    def supported(self) -> bool:
+        """Whether every referenced column can be read as raw buffers (else use pyarrow):
+        plain layouts, and buffers that lie in the file as they are (not compressed: a
+        compressed file's buffers are decompressed into memory elsewhere)."""
+        if self.reader.num_record_batches == 0:
+            return False
+        first = self.reader.get_batch(0)
+        lo, hi = self.file.address, self.file.address + self.file.size
+        in_file = all(b is None or lo <= b.address < hi for i in self.index for b in first.column(i).buffers())
+        return in_file and all(_layout_ok(t, first.column(i)) for t, i in zip(self.types, self.index))
+
+    # -- planning ---------------------------------------------------------------------------
+    def groups(self) -> Iterator[list[pa.RecordBatch]]:
+        """Runs of record batches that can share one device batch."""
+        run: list[pa.RecordBatch] = []
+        rows = 0
+        for k in range(self.reader.num_record_batches):
+            b = self.reader.get_batch(k)
+            fits = rows + b.num_rows <= DEVICE_BATCH_ROWS
+            joinable = not any(self.types[j].kind is Kind.STRING for j in range(len(self.types)))
+            aligned = rows % 8 == 0 and all(b.column(i).null_count == 0 for i in self.index) or not run
+            if run and not (fits and joinable and aligned):
+                yield run
+                run, rows = [], 0
+            run.append(b)
+            rows += b.num_rows
+        if run:
+            yield run
+
+    def plan(self, run: list[pa.RecordBatch]) -> tuple[list[_Piece], int, list[dict[str, Any]]]:
+        """Pieces to read for a run of record batches, the staging size, and per column the
+        layout of its parts in staging."""
+        pieces: list[_Piece] = []
+        at = 0
+        layout: list[dict[str, Any]] = []
+        base = self.file.address
+        for j, (t, i) in enumerate(zip(self.types, self.index)):
+            parts: dict[str, Any] = {"nulls": sum(b.column(i).null_count for b in run)}
+            names = ["validity", "values", "data"] if t.kind is Kind.STRING else ["validity", "values"]
+            for slot, part in enumerate(names):
+                if part == "validity" and parts["nulls"] == 0:
+                    continue
+                start = at
+                for b in run:
+                    buf = b.column(i).buffers()[slot]
+                    size = buf.size if buf is not None else 0
+                    if part == "validity" and buf is None:  # this batch has no NULLs: all valid
+                        size = (b.num_rows + 7) // 8
+                        pieces.append(_Piece(j, "ones", 0, size, at))
+                    elif size:
+                        pieces.append(_Piece(j, part, buf.address - base, size, at))
+                    at += size
+                parts[part] = (start, at - start)
+                at = (at + 63) // 64 * 64
+            layout.append(parts)
+        return pieces, at, layout
+
+    # -- reading ------------------------------------------------------------------------------
+    def batches(self) -> Iterator[tuple[Batch, int]]:
+        """Device batches of the referenced columns, and the bytes each cost to read."""
+        fd = os.open(self.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if self.mode == "direct" else 0))
+        try:
+            with ThreadPoolExecutor(self.threads) as pool:
+                for run in self.groups():
+                    pieces, size, layout = self.plan(run)
+                    staging = self._read(fd, pool, pieces, size)
+                    yield self._batch(run, staging, layout), sum(p.size for p in pieces if p.part != "ones")
+        finally:
+            os.close(fd)
+
+    def _read(self, fd: int, pool: ThreadPoolExecutor, pieces: list[_Piece], size: int) -> Any:
+        """The pieces, laid out in one device array of `size` bytes."""
+        be = self.backend
+        if self.mode == "kvikio" and be.name == "gpu":
+            return self._read_kvikio(pieces, size)
+        host = _pinned(be, size)
+        jobs = []
+        for p in pieces:
+            if p.part == "ones":
+                host[p.target:p.target + p.size] = 0xFF
+                continue
+            for off in range(0, p.size, CHUNK):
+                n = min(CHUNK, p.size - off)
+                jobs.append((p.offset + off, n, p.target + off))
+        if self.mode == "direct":
+            list(pool.map(lambda job: _read_direct(fd, *job, host), jobs))
+        else:
+            list(pool.map(lambda job: os.preadv(fd, [memoryview(host[job[2]:job[2] + job[1]])], job[0]), jobs))
+        if be.name != "gpu":
+            return host
+        with self.stream:  # a stream of its own: copies overlap kernels on the default one
+            device = be.xp.empty(size, dtype=np.uint8)
+            device.set(host, stream=self.stream)
+        self.stream.synchronize()
+        return device
+
+    def _read_kvikio(self, pieces: list[_Piece], size: int) -> Any:
+        import kvikio
+
+        with self.stream:
+            device = self.backend.xp.empty(size, dtype=np.uint8)
+        with kvikio.CuFile(str(self.path), "r") as f:
+            futures = [f.pread(device[p.target:p.target + p.size], p.size, p.offset)
+                       for p in pieces if p.part != "ones"]
+            for p in pieces:
+                if p.part == "ones":
+                    device[p.target:p.target + p.size] = 0xFF
+            for fu in futures:
+                fu.get()
+        return device
+
+    def _batch(self, run: list[pa.RecordBatch], staging: Any, layout: list[dict[str, Any]]) -> Batch:
+        rows = sum(b.num_rows for b in run)
+        columns = []
+        for j, t in enumerate(self.types):
+            parts = layout[j]
+            arrow_type = run[0].column(self.index[j]).type
+
+            def view(part: str, dtype: Any, count: int) -> Any:
+                start, nbytes = parts[part]
+                return staging[start:start + nbytes].view(dtype)[:count]
+            validity = view("validity", np.uint8, (rows + 7) // 8) if "validity" in parts else None
+            if t.kind is Kind.STRING:
+                columns.append(Column(t, rows, values=view("values", np.int32, rows + 1), validity=validity,
+                                      data=view("data", np.uint8, parts["data"][1])))
+            elif t.kind is Kind.BOOL:
+                columns.append(Column(t, rows, values=view("values", np.uint8, (rows + 7) // 8), validity=validity))
+            elif t.kind is Kind.DECIMAL:
+                stride = arrow_type.bit_width // 64
+                columns.append(Column(t, rows, values=view("values", np.int64, rows * stride), validity=validity,
+                                      decimal_stride=stride))
+            else:
+                columns.append(Column(t, rows, values=view("values", numpy_dtype(t), rows), validity=validity))
+        return Batch(columns, rows)
+
+
+def _pinned(backend: Backend, size: int) -> np.ndarray:
+    """Host staging memory: pinned (page-locked) for a GPU, page-aligned either way."""
+    size = max(size, 1)
+    if backend.name == "gpu":
+        mem = backend.xp.cuda.alloc_pinned_memory(size + ALIGN)
+        raw = np.frombuffer(mem, dtype=np.uint8, count=size + ALIGN)
+        shift = (-raw.ctypes.data) % ALIGN
+        return raw[shift:shift + size]
+    return np.frombuffer(mmap.mmap(-1, (size + ALIGN - 1) // ALIGN * ALIGN), dtype=np.uint8, count=size)
+
+
+_bounce = threading.local()
+
+
+def _read_direct(fd: int, offset: int, size: int, target: int, host: np.ndarray) -> None:
+    """An O_DIRECT read of [offset, offset+size) into host[target:]: the 4 KiB-aligned
+    superset goes into this thread's aligned bounce buffer, the wanted bytes are copied out."""
+    lo = offset // ALIGN * ALIGN
+    hi = (offset + size + ALIGN - 1) // ALIGN * ALIGN
+    buf = getattr(_bounce, "buffer", None)
+    if buf is None or len(buf) < hi - lo:
+        buf = mmap.mmap(-1, max(hi - lo, CHUNK + 2 * ALIGN))  # page-aligned, reused
+        _bounce.buffer = buf
+    view = memoryview(buf)
+    try:
+        got = os.preadv(fd, [view[:hi - lo]], lo)
+        if got < offset - lo + size:
+            raise FileError(f"short read from {fd}: wanted {size} bytes at {offset}", str(fd))
+        host[target:target + size] = np.frombuffer(view[offset - lo:offset - lo + size], dtype=np.uint8)
+    finally:
+        view.release()

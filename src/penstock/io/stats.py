@@ -1,0 +1,88 @@
+"""Skipping row groups whose statistics refute a filter.
+
+A predicate here is `column op constant(s)` in penstock's physical values (days for dates,
+scaled integers for decimals, integer units for timestamps). A row group is skipped only
+when no row of it can satisfy a predicate: comparisons with NULL are not true either, so a
+group of only NULLs fails every comparison. Floats are never skipped on (Parquet's min/max
+leave NaN out, and NaN sorts above every number), nor are statistics that are inexact.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass
+from typing import Any
+
+from penstock.plan.types import DataType, Kind
+
+_EPOCH = datetime.date(1970, 1, 1)
+_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class ColumnPredicate:
+    column: int  # position among the scan's columns
+    op: str  # eq lt le gt ge in is_null is_not_null
+    values: tuple[Any, ...] = ()
+
+
+def physical(value: Any, t: DataType) -> Any:
+    """A statistics value (date, Decimal, datetime, str, int) as penstock's physical value."""
+    if value is None:
+        return None
+    if t.kind is Kind.DATE and isinstance(value, datetime.date):
+        return (value - _EPOCH).days
+    if t.kind is Kind.DECIMAL and isinstance(value, decimal.Decimal):
+        return int(value.scaleb(t.scale))
+    if t.kind is Kind.TIMESTAMP and isinstance(value, datetime.datetime):
+        delta = value - datetime.datetime(1970, 1, 1)
+        return (delta.days * 86_400 + delta.seconds) * _UNITS[t.unit] + delta.microseconds * _UNITS[t.unit] // 10**6
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def usable(t: DataType) -> bool:
+    return t.is_integer or t.kind in (Kind.DATE, Kind.DECIMAL, Kind.TIMESTAMP, Kind.STRING, Kind.BOOL)
+
+
+def refutes(p: ColumnPredicate, lo: Any, hi: Any, nulls: int | None, rows: int) -> bool:
+    """True when no row with values in [lo, hi] (and `nulls` NULLs of `rows`) satisfies p."""
+    if p.op == "is_null":
+        return nulls == 0
+    if nulls is not None and nulls >= rows:  # only NULLs: no comparison is true
+        return True
+    if p.op == "is_not_null" or lo is None or hi is None:
+        return False
+    try:
+        if p.op == "eq":
+            return p.values[0] < lo or p.values[0] > hi
+        if p.op == "in":
+            return all(v is not None and (v < lo or v > hi) for v in p.values)
+        v = p.values[0]
+        return {"lt": lo >= v, "le": lo > v, "gt": hi <= v, "ge": hi < v}[p.op]
+    except TypeError:  # values of different kinds: no conclusion
+        return False
+
+
+def group_refuted(predicates: list[ColumnPredicate], stats: list[Any], types: list[DataType], rows: int) -> bool:
+    """Whether any predicate refutes a row group; stats[c] is pyarrow's statistics of the
+    scan's c-th column in that group (or None)."""
+    for p in predicates:
+        s = stats[p.column]
+        t = types[p.column]
+        if s is None or not usable(t):
+            continue
+        nulls = s.null_count if s.has_null_count else None
+        if p.op in ("is_null", "is_not_null"):
+            if nulls is not None and refutes(p, None, None, nulls, rows):
+                return True
+            continue
+        if nulls is not None and nulls >= rows:
+            return True
+        if not s.has_min_max or not getattr(s, "is_max_value_exact", True) or not getattr(s, "is_min_value_exact", True):
+            continue
+        if refutes(p, physical(s.min, t), physical(s.max, t), nulls, rows):
+            return True
+    return False
