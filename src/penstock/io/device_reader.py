@@ -56,7 +56,7 @@ def _layout_ok(t: DataType, arr: pa.Array) -> bool:
 
 class ArrowDeviceReader:
     def __init__(self, path: Path, names: list[str], types: list[DataType], backend: Backend,
-                 mode: str = "pread", threads: int = 8):
+                 mode: str = "pread", threads: int = 16):
         self.path = path
         self.names = names
         self.types = types
@@ -142,29 +142,33 @@ class ArrowDeviceReader:
             os.close(fd)
 
     def _read(self, fd: int, pool: ThreadPoolExecutor, pieces: list[_Piece], size: int) -> Any:
-        """The pieces, laid out in one device array of `size` bytes."""
+        """The pieces, laid out in one device array of `size` bytes. On a GPU each chunk is
+        copied to the device (asynchronously, on the reading thread's own stream) as soon as
+        it is read, so reading and copying overlap."""
         be = self.backend
         if self.mode == "kvikio" and be.name == "gpu":
             return self._read_kvikio(pieces, size)
         host = _pinned(be, size)
+        device = None
+        if be.name == "gpu":
+            with self.stream:
+                device = be.xp.empty(size, dtype=np.uint8)
+            self.stream.synchronize()
         jobs = []
         for p in pieces:
             if p.part == "ones":
                 host[p.target:p.target + p.size] = 0xFF
+                jobs.append((-1, p.size, p.target))
                 continue
             for off in range(0, p.size, CHUNK):
                 n = min(CHUNK, p.size - off)
                 jobs.append((p.offset + off, n, p.target + off))
-        if self.mode == "direct":
-            list(pool.map(lambda job: _read_direct(fd, *job, host), jobs))
-        else:
-            list(pool.map(lambda job: os.preadv(fd, [memoryview(host[job[2]:job[2] + job[1]])], job[0]), jobs))
-        if be.name != "gpu":
+        read = _read_direct if self.mode == "direct" else _read_buffered
+        streams = list(pool.map(lambda job: read(fd, *job, host, device, be), jobs))
+        if device is None:
             return host
-        with self.stream:  # a stream of its own: copies overlap kernels on the default one
-            device = be.xp.empty(size, dtype=np.uint8)
-            device.set(host, stream=self.stream)
-        self.stream.synchronize()
+        for stream in {id(st): st for st in streams if st is not None}.values():
+            stream.synchronize()
         return device
 
     def _read_kvikio(self, pieces: list[_Piece], size: int) -> Any:
@@ -218,23 +222,47 @@ def _pinned(backend: Backend, size: int) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, (size + ALIGN - 1) // ALIGN * ALIGN), dtype=np.uint8, count=size)
 
 
-_bounce = threading.local()
+_local = threading.local()
 
 
-def _read_direct(fd: int, offset: int, size: int, target: int, host: np.ndarray) -> None:
+def _copy_up(device: Any, host: np.ndarray, target: int, size: int, backend: Backend) -> Any:
+    """Start copying host[target:target+size] to the device on this thread's stream."""
+    if device is None:
+        return None
+    stream = getattr(_local, "stream", None)
+    if stream is None:
+        stream = backend.xp.cuda.Stream(non_blocking=True)
+        _local.stream = stream
+    device[target:target + size].set(host[target:target + size], stream=stream)
+    return stream
+
+
+def _read_buffered(fd: int, offset: int, size: int, target: int, host: np.ndarray, device: Any,
+                   backend: Backend) -> Any:
+    if offset >= 0:
+        got = os.preadv(fd, [memoryview(host[target:target + size])], offset)
+        if got != size:
+            raise FileError(f"short read: {got} of {size} bytes at offset {offset}", "")
+    return _copy_up(device, host, target, size, backend)
+
+
+def _read_direct(fd: int, offset: int, size: int, target: int, host: np.ndarray, device: Any,
+                 backend: Backend) -> Any:
     """An O_DIRECT read of [offset, offset+size) into host[target:]: the 4 KiB-aligned
     superset goes into this thread's aligned bounce buffer, the wanted bytes are copied out."""
-    lo = offset // ALIGN * ALIGN
-    hi = (offset + size + ALIGN - 1) // ALIGN * ALIGN
-    buf = getattr(_bounce, "buffer", None)
-    if buf is None or len(buf) < hi - lo:
-        buf = mmap.mmap(-1, max(hi - lo, CHUNK + 2 * ALIGN))  # page-aligned, reused
-        _bounce.buffer = buf
-    view = memoryview(buf)
-    try:
-        got = os.preadv(fd, [view[:hi - lo]], lo)
-        if got < offset - lo + size:
-            raise FileError(f"short read from {fd}: wanted {size} bytes at {offset}", str(fd))
-        host[target:target + size] = np.frombuffer(view[offset - lo:offset - lo + size], dtype=np.uint8)
-    finally:
-        view.release()
+    if offset >= 0:
+        lo = offset // ALIGN * ALIGN
+        hi = (offset + size + ALIGN - 1) // ALIGN * ALIGN
+        buf = getattr(_local, "bounce", None)
+        if buf is None or len(buf) < hi - lo:
+            buf = mmap.mmap(-1, max(hi - lo, CHUNK + 2 * ALIGN))  # page-aligned, reused
+            _local.bounce = buf
+        view = memoryview(buf)
+        try:
+            got = os.preadv(fd, [view[:hi - lo]], lo)
+            if got < offset - lo + size:
+                raise FileError(f"short read: {got} bytes at offset {lo}", "")
+            host[target:target + size] = np.frombuffer(view[offset - lo:offset - lo + size], dtype=np.uint8)
+        finally:
+            view.release()
+    return _copy_up(device, host, target, size, backend)
