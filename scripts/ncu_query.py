@@ -6,6 +6,7 @@ usage: python scripts/ncu_query.py DATA_DIR QUERY [QUERY ...]
 
 from __future__ import annotations
 
+import re
 import sys
 
 import penstock
@@ -16,7 +17,7 @@ def main(data: str, names: list[str]) -> None:
     db = penstock.connect(device="gpu", strict=True)
     for t in ("lineorder", "customer", "supplier", "part", "date"):
         db.register(t, f"{data}/{t}.arrow")
-    needed = {c for n in names for c in SSB_QUERIES[n].replace(",", " ").split() if c.startswith("lo_")}
+    needed = {c for n in names for c in re.findall(r"lo_\w+", SSB_QUERIES[n])}
     db.cache("lineorder", sorted(needed))
     for t in ("customer", "supplier", "part", "date"):
         db.cache(t)
