@@ -1,0 +1,48 @@
+"""Kernel time of variants of an SSB query on GPU-cached data: which part costs what.
+
+usage: python scripts/ablation.py DATA_DIR
+"""
+
+from __future__ import annotations
+
+import sys
+
+import penstock
+
+VARIANTS = {
+    "scan sum": "SELECT sum(lo_revenue) FROM lineorder",
+    "filter count": "SELECT count(*) FROM lineorder WHERE lo_partkey < 40000",
+    "1 probe count": "SELECT count(*) FROM lineorder, part WHERE lo_partkey = p_partkey AND p_category = 'MFGR#12'",
+    "2 probes sum": "SELECT sum(lo_revenue) FROM lineorder, part, supplier WHERE lo_partkey = p_partkey "
+                    "AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' AND s_region = 'AMERICA'",
+    "3 probes sum": "SELECT sum(lo_revenue) FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
+                    "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
+                    "AND s_region = 'AMERICA'",
+    "group int": "SELECT d_year, sum(lo_revenue) FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
+                 "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
+                 "AND s_region = 'AMERICA' GROUP BY d_year",
+    "group text": "SELECT p_brand1, sum(lo_revenue) FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
+                  "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
+                  "AND s_region = 'AMERICA' GROUP BY p_brand1",
+    "Q2.1": "SELECT sum(lo_revenue), d_year, p_brand1 FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
+            "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
+            "AND s_region = 'AMERICA' GROUP BY d_year, p_brand1",
+}
+
+
+def main(data: str) -> None:
+    db = penstock.connect(device="gpu", strict=True)
+    for t in ("lineorder", "customer", "supplier", "part", "date"):
+        db.register(t, f"{data}/{t}.arrow")
+    db.cache("lineorder", ["lo_revenue", "lo_partkey", "lo_suppkey", "lo_orderdate"])
+    for t in ("supplier", "part", "date"):
+        db.cache(t)
+    for name, sql in VARIANTS.items():
+        db.sql(sql)
+        best = min((db.sql(sql) for _ in range(3)), key=lambda r: r.seconds)
+        main_kernel = max(p.kernel_seconds for p in best.metrics.pipelines.values())
+        print(f"{name:14} total {best.seconds * 1000:7.2f} ms  biggest kernel {main_kernel * 1000:7.2f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
