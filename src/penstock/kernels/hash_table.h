@@ -28,9 +28,11 @@ XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uin
   inserted = false;
   for (uint64_t probes = 0; probes <= mask; ++probes, pos = (pos + 1) & mask) {
     uint64_t* slot = table + pos * (uint64_t)width;
-    uint64_t w = load_acquire(slot);
+    // Tags are read relaxed: an acquire load per row would invalidate the SM's L1 for
+    // everyone. Acquire ordering is paid only where a slot was just published.
+    uint64_t w = load_relaxed(slot);
     if (w == 0) {
-      if (load_acquire(count) >= limit) return -1;
+      if (load_relaxed(count) >= limit) return -1;
       w = atomic_cas(slot, 0, tag | SLOT_BUSY);
       if (w == 0) {
         init(slot, atomic_add(count, (uint64_t)1));
@@ -39,8 +41,15 @@ XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uin
         return (int64_t)pos;
       }
     }
-    while (w & SLOT_BUSY) w = load_acquire(slot);
-    if (w == tag && equal(slot)) return (int64_t)pos;
+    if (w & SLOT_BUSY) {  // being filled right now: wait, then see its keys
+      while (w & SLOT_BUSY) w = load_relaxed(slot);
+      fence_acquire();
+    }
+    if (w == tag) {
+      if (equal(slot)) return (int64_t)pos;
+      fence_acquire();  // the keys may have been read from a stale cache line: look again
+      if (equal(slot)) return (int64_t)pos;
+    }
   }
   return -1;
 }

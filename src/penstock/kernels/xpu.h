@@ -82,6 +82,14 @@ XPU_FN uint64_t load_acquire(const uint64_t* p) {
   asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+// A device-coherent load without acquire ordering: served by L2, never a stale L1 line, and
+// (unlike ld.acquire.gpu) it does not invalidate the SM's L1 cache for everyone else.
+XPU_FN uint64_t load_relaxed(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+XPU_FN void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) {
   asm volatile("st.release.gpu.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
@@ -115,6 +123,8 @@ XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
   return expected;
 }
 XPU_FN uint64_t load_acquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+XPU_FN uint64_t load_relaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+XPU_FN void fence_acquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 XPU_FN void atomic_or(uint8_t* p, uint8_t v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 #endif
@@ -159,7 +169,7 @@ XPU_FN bool mul_overflow(T a, T b, T* r) {
 // Compare-and-swap loops for the operations hardware lacks on some types.
 XPU_FN bool checked_atomic_add(int64_t* p, int64_t v) {
   uint64_t* u = (uint64_t*)p;
-  uint64_t old = load_acquire(u);
+  uint64_t old = load_relaxed(u);
   while (true) {
     int64_t cur = (int64_t)old;
     int64_t next;
@@ -174,7 +184,7 @@ template <class T, class Better>
 XPU_FN void atomic_update_if(T* p, T v, Better better) {
   static_assert(sizeof(T) == 8, "64-bit states only");
   uint64_t* u = (uint64_t*)p;
-  uint64_t old = load_acquire(u);
+  uint64_t old = load_relaxed(u);
   while (true) {
     T cur;
     memcpy(&cur, &old, 8);
