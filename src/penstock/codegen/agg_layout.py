@@ -10,6 +10,7 @@ as 128 bits, lo and hi, and the count: exact whatever the order of additions).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from penstock.errors import Unsupported
@@ -23,7 +24,7 @@ MAX_KEYS = 62
 STATE_WORDS = {"count": 1, "sum_int": 3, "sum_float": 2, "minmax_int": 2, "minmax_float": 2, "minmax_text": 2}
 # Block-local pre-aggregation (shared memory on the GPU) holds the states of the first
 # groups; it fits in this many bytes per block.
-PARTIAL_BYTES = 32 << 10
+PARTIAL_BYTES = int(os.environ.get("PENSTOCK_PARTIAL_BYTES", 32 << 10))  # 0: no pre-aggregation
 PARTIAL_KINDS = ("count", "sum_int", "sum_float", "minmax_int", "minmax_float")
 
 
@@ -117,4 +118,4 @@ def partial_groups(layout: AggLayout) -> int:
     if not layout.grouped or words == 0:
         return 0
     groups = PARTIAL_BYTES // (8 * (words + 1))
-    return 1 << (min(groups, 1024).bit_length() - 1)
+    return 1 << (min(groups, 1024).bit_length() - 1) if groups else 0
