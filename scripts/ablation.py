@@ -44,7 +44,9 @@ def main(data: str, only: list[str] | None = None) -> None:
         best = min((db.sql(sql) for _ in range(3)), key=lambda r: r.seconds)
         main_kernel = max(p.kernel_seconds for p in best.metrics.pipelines.values())
         print(f"{name:14} total {best.seconds * 1000:7.2f} ms  biggest kernel {main_kernel * 1000:7.2f} ms", flush=True)
+        if "-v" in sys.argv:
+            print(db.explain(sql, analyze=True))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or None)
+    main(sys.argv[1], [a for a in sys.argv[2:] if a != "-v"] or None)

@@ -102,5 +102,6 @@ def step_line(step: Any, sm: Any) -> str:
     else:
         text = f"Scalar subquery from buffer {step.buffer} -> ${step.slot}"
     if sm is not None:
-        text += f"  [{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}; {sm.seconds * 1000:.2f} ms]"
+        extra = sm.label.split(", ", 1)[1].rstrip(")") + "; " if ", direct map" in sm.label else ""
+        text += f"  [{extra}{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}; {sm.seconds * 1000:.2f} ms]"
     return text

@@ -103,7 +103,8 @@ class Executor:
                     if len(step.key_columns) == 1:
                         join.make_direct(step.key_columns[0])
                 ctx.joins[step.join] = join
-                metrics.steps.append(StepMetrics(f"hash build (join #{step.join})", device, batch.length,
+                how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
+                metrics.steps.append(StepMetrics(f"hash build (join #{step.join}{how})", device, batch.length,
                                                  batch.length, time.perf_counter() - started))
             elif isinstance(step, SortBuffer):
                 self.sort(step, store, metrics, started)
