@@ -24,6 +24,16 @@ VARIANTS = {
     "group text": "SELECT p_brand1, sum(lo_revenue) FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
                   "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
                   "AND s_region = 'AMERICA' GROUP BY p_brand1",
+    "group int count": "SELECT d_year, count(*) FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
+                       "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
+                       "AND s_region = 'AMERICA' GROUP BY d_year",
+    "group lo col": "SELECT lo_orderdate / 10000, sum(lo_revenue) FROM lineorder, part, supplier WHERE "
+                    "lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
+                    "AND s_region = 'AMERICA' GROUP BY lo_orderdate / 10000",
+    "group 0 probes": "SELECT lo_orderdate / 10000, sum(lo_revenue) FROM lineorder WHERE lo_partkey < 40000 "
+                      "GROUP BY lo_orderdate / 10000",
+    "group 1 probe": "SELECT lo_orderdate / 10000, sum(lo_revenue) FROM lineorder, part WHERE "
+                     "lo_partkey = p_partkey AND p_category = 'MFGR#12' GROUP BY lo_orderdate / 10000",
     "Q2.1": "SELECT sum(lo_revenue), d_year, p_brand1 FROM lineorder, date, part, supplier WHERE lo_orderdate = d_datekey "
             "AND lo_partkey = p_partkey AND lo_suppkey = s_suppkey AND p_category = 'MFGR#12' "
             "AND s_region = 'AMERICA' GROUP BY d_year, p_brand1",
