@@ -24,7 +24,7 @@ MAX_KEYS = 62
 STATE_WORDS = {"count": 1, "sum_int": 3, "sum_float": 2, "minmax_int": 2, "minmax_float": 2, "minmax_text": 2}
 # Block-local pre-aggregation (shared memory on the GPU) holds the states of the first
 # groups; it fits in this many bytes per block.
-PARTIAL_BYTES = int(os.environ.get("PENSTOCK_PARTIAL_BYTES", 32 << 10))  # 0: no pre-aggregation
+PARTIAL_BYTES = int(os.environ.get("PENSTOCK_PARTIAL_BYTES", 16 << 10))  # 0: no pre-aggregation
 PARTIAL_KINDS = ("count", "sum_int", "sum_float", "minmax_int", "minmax_float")
 
 

@@ -48,6 +48,7 @@ class ExprGen:
         self.params = params
         self.row = row
         self.err = err  # name of the kernel's error-flag parameter
+        self.reject = "continue"  # the statement that drops the current row combination
         self._scopes: list[dict[Expr, Val]] = [{}]
         from penstock.codegen import expr_arith, expr_dates, expr_logic, expr_text
 

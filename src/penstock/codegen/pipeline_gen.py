@@ -35,8 +35,10 @@ class PipelineGen:
         self.out = CodeWriter(indent=2)
         self.g = ExprGen(self.out, self.params, self, self.err)
         self.probe_ops = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
-        self.counter_names = ["rows in"]
+        self.counter_names = ["rows in"] + [""] * (len(pipeline.ops) + 1)
         self.agg: AggregateSinkGen | None = None
+        self.reject = ["continue"]  # what drops the current row combination, by nesting level
+        self.stage_boundary = False
 
     # RowContext
     def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
@@ -48,9 +50,10 @@ class PipelineGen:
         nullable = probe.build_nullable[e.index] if probe.build_nullable else True
         return load_build(g, e, probe.join, f"r{e.probe}", outer, nullable)
 
-    def counter(self, label: str) -> str:
-        self.counter_names.append(label)
-        return f"k{len(self.counter_names) - 1}"
+    def counter(self, k: int, label: str) -> str:
+        """The ANALYZE counter of operator k (len(ops): the sink); index 0 counts rows in."""
+        self.counter_names[k + 1] = label
+        return f"k{k + 1}"
 
     # -- kernel -------------------------------------------------------------------------------
     def generate(self, name: str) -> Kernel:
@@ -59,30 +62,97 @@ class PipelineGen:
         if isinstance(sink, AggregateSink):
             self.agg = AggregateSinkGen(self.g, sink, layout_of(sink))
             prologue = self.agg.prologue()
-        self.out.line("const int64_t i = " + self.row0 + " + t;")
-        self.out.line("++k0;")
-        if isinstance(self.p.source, UnmatchedBuildSource):
-            matched = self.params.get(JoinTablePart(self.p.source.join, "matched"), "const uint8_t*", "ptr", "j")
-            self.out.line(f"if ({matched}[i]) continue;")
-        self.operators(0, probe=0)
-        body = self.out.lines
+        ops = self.p.ops
+        grouped = isinstance(sink, AggregateSink) and bool(sink.groups)
+        staged = len(ops) >= 2 or (len(ops) == 1 and grouped)
+        body = self.staged_body() if staged else self.plain_body()
         tail = CodeWriter(indent=1)
         if self.agg is not None:
             self.agg.epilogue(tail)
         counters = [f"k{i}" for i in range(len(self.counter_names))]
         lines = ["  XPU_PARALLEL_BEGIN", "  uint64_t " + ", ".join(f"{c} = 0" for c in counters) + ";"]
         lines += ["  " + p for p in prologue]
-        lines.append(f"  XPU_FOR(t, {self.n}) {{")
         lines += body
-        lines.append("  }")
         lines += tail.lines
         lines += [f"  xpu::reduce_add(&{self.cnt}[{i}], {c});" for i, c in enumerate(counters)]
         lines.append("  XPU_PARALLEL_END")
         source = kernel_source(name, self.params, "\n".join(lines) + "\n")
         return Kernel(name, source, self.params.params, self.counter_names)
 
+    def row_start(self) -> None:
+        self.out.line(f"const int64_t i = {self.row0} + t;")
+        self.out.line("++k0;")
+        if isinstance(self.p.source, UnmatchedBuildSource):
+            matched = self.params.get(JoinTablePart(self.p.source.join, "matched"), "const uint8_t*", "ptr", "j")
+            self.out.line(f"if ({matched}[i]) continue;")
+
+    def plain_body(self) -> list[str]:
+        """One loop over the rows, every operator nested in it."""
+        self.out = self.g.out = CodeWriter(indent=2)
+        self.row_start()
+        self.operators(0, probe=0)
+        return [f"  XPU_FOR(t, {self.n}) {{", *self.out.lines, "  }"]
+
+    def staged_body(self) -> list[str]:
+        """Rows that pass the first operator are queued in block-local memory; the rest of the
+        pipeline (stage B, a lambda) runs over full queues, every lane busy."""
+        first = self.p.ops[0]
+        probe_first = isinstance(first, ProbeOp)
+        # stage B first: its code must not reuse values stage A computes
+        self.out = self.g.out = CodeWriter(indent=2)
+        self.g.push()
+        self.reject.append("return")
+        self.operators(1, probe=1 if probe_first else 0)
+        self.reject.pop()
+        self.g.pop()
+        stage_b = self.out.lines
+        # stage A: scan the tile, apply the first operator, queue what passes
+        self.out = self.g.out = CodeWriter(indent=3)
+        self.g.push()
+        self.stage_boundary = True
+        self.row_start()
+        self.operators(0, probe=0)
+        self.stage_boundary = False
+        self.g.pop()
+        stage_a = self.out.lines
+        # claims past the capacity ran stage B at once (see queue()): drain only what was queued
+        drain = ("for (int64_t k = xpu::block_rank(); k < (qn[0] < XPU_QUEUE_CAP ? (int64_t)qn[0] : XPU_QUEUE_CAP); "
+                 "k += xpu::block_size()) stage_b(qi[k], (int64_t)qr[k]);")
+        return ["  XPU_BLOCK_LOCAL(int64_t, qi, XPU_QUEUE_CAP);",
+                "  XPU_BLOCK_LOCAL(int32_t, qr, XPU_QUEUE_CAP);",
+                "  XPU_BLOCK_LOCAL(uint32_t, qn, 1);",
+                "  if (xpu::block_rank() == 0) qn[0] = 0;",
+                "  xpu::block_sync();",
+                "  auto stage_b = [&](const int64_t i, const int64_t r0) {",
+                *stage_b,
+                "  };",
+                f"  XPU_TILES(base, {self.n}) {{",
+                f"    XPU_TILE_ROWS(t, base, {self.n}) {{",
+                *stage_a,
+                "    }",
+                "    xpu::block_sync();",
+                "    if (qn[0] >= XPU_TILE_SIZE) {",
+                "      " + drain,
+                "      xpu::block_sync();",
+                "      if (xpu::block_rank() == 0) qn[0] = 0;",
+                "      xpu::block_sync();",
+                "    }",
+                "  }",
+                "  xpu::block_sync();",
+                "  " + drain]
+
+    def queue(self, probe: int) -> None:
+        """Stage A's end for a row (combination): queue it, or run stage B at once if full."""
+        r = f"r{probe - 1}" if probe else "-1"
+        self.out.line("{ const uint32_t at = xpu::queue_claim(qn); "
+                      f"if (at < XPU_QUEUE_CAP) {{ qi[at] = i; qr[at] = (int32_t)({r}); }} "
+                      f"else stage_b(i, {r}); }}")
+
     # -- operators ----------------------------------------------------------------------------
     def operators(self, k: int, probe: int) -> None:
+        if self.stage_boundary and k == 1:
+            self.queue(probe)
+            return
         if k == len(self.p.ops):
             self.sink()
             return
@@ -90,8 +160,8 @@ class PipelineGen:
         if isinstance(op, FilterOp):
             for term in conjuncts(op.condition):
                 c = self.g.compile(term)
-                self.out.line(f"if (!{c.truthy()}) continue;")
-            self.out.line(f"++{self.counter(f'filter #{k + 1}')};")
+                self.out.line(f"if (!{c.truthy()}) {self.reject[-1]};")
+            self.out.line(f"++{self.counter(k, f'filter #{k + 1}')};")
             self.operators(k + 1, probe)
         else:
             assert isinstance(op, ProbeOp)
@@ -99,7 +169,8 @@ class PipelineGen:
 
     def sink(self) -> None:
         sink = self.p.sink
-        self.out.line(f"++{self.counter('sink rows')};")
+        self.g.reject = self.reject[-1]
+        self.out.line(f"++{self.counter(len(self.p.ops), 'sink rows')};")
         if isinstance(sink, MaterializeSink):
             write_row(self.g, [self.g.compile(e) for e in sink.exprs])
         else:
@@ -149,11 +220,13 @@ class PipelineGen:
             out.open(f"for (auto {pr} = {start}; {pr}.valid(); {pr}.next())")
             out.line(f"const int64_t {r} = {pr}.row;")
             g.push()
+            self.reject.append("continue")
             ok = self.match(op, probe, keys)
             out.line(f"if (!{ok}) continue;")
             self.mark(op, r)
-            out.line(f"++{self.counter(label)};")
+            out.line(f"++{self.counter(k, label)};")
             self.operators(k + 1, probe + 1)
+            self.reject.pop()
             g.pop()
             out.close()
         elif op.kind is JoinKind.LEFT:
@@ -174,8 +247,10 @@ class PipelineGen:
             if op.mark_matches:
                 out.line(f"if ({found}) {{ {self._matched_array(op)}[{r}] = 1; }}")
             g.push()
-            out.line(f"++{self.counter(label)};")
+            self.reject.append("continue")
+            out.line(f"++{self.counter(k, label)};")
             self.operators(k + 1, probe + 1)
+            self.reject.pop()
             g.pop()
             out.close()
             out.close()
@@ -194,15 +269,16 @@ class PipelineGen:
         out.line(f"{found} = {ok};")
         g.pop()
         out.close()
+        reject = self.reject[-1]
         if op.kind is JoinKind.SEMI:
-            out.line(f"if (!{found}) continue;")
+            out.line(f"if (!{found}) {reject};")
         elif op.null_aware:  # NOT IN: a NULL on either side makes the test NULL, not true
             rows = self.params.get(JoinTablePart(op.join, "rows"), "int64_t", "i64", "j")
             has_null = self.params.get(JoinTablePart(op.join, "has_null"), "int32_t", "i32", "j")
-            out.line(f"if ({rows} > 0 && (({key_null}) || {has_null} || {found})) continue;")
+            out.line(f"if ({rows} > 0 && (({key_null}) || {has_null} || {found})) {reject};")
         else:
-            out.line(f"if ({found}) continue;")
-        out.line(f"++{self.counter(label)};")
+            out.line(f"if ({found}) {reject};")
+        out.line(f"++{self.counter(k, label)};")
         self.operators(k + 1, probe + 1)
 
     def _matched_array(self, op: ProbeOp) -> str:

@@ -150,7 +150,7 @@ class AggregateSinkGen:
         g.out.line(f"    {self.groups}, {self.limit}, {ins},")
         g.out.line(f"    [&](const uint64_t* s) -> bool {{ return {equal}; }},")
         g.out.line(f"    [&](uint64_t* s, uint64_t id) {{ {' '.join(init)} }});")
-        g.out.line(f"if ({s}i < 0) {{ xpu::raise({g.err}, xpu::ERR_TABLE_FULL); continue; }}")
+        g.out.line(f"if ({s}i < 0) {{ xpu::raise({g.err}, xpu::ERR_TABLE_FULL); {g.reject}; }}")
         g.out.line(f"uint64_t* {s} = {self.table} + {s}i * {L.width};")
         return s, f"{s}i"
 

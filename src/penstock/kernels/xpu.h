@@ -266,6 +266,33 @@ XPU_FN void local_update_if(T* p, T v, Better better) {
 #endif
 }
 
+// ---- tiles: rows in block-sized tiles, so a block can pause and drain a queue together ----
+// Selective first steps leave most lanes idle in what follows; kernels queue the surviving
+// rows in block-local memory and run the rest of the pipeline over full queues instead.
+#ifdef XPU_GPU
+#define XPU_TILE_SIZE ((int64_t)blockDim.x)
+#define XPU_QUEUE_CAP 512  // two tiles of 256 threads (the CUDA backend's block size)
+#define XPU_TILES(base, n) \
+  for (int64_t base = (int64_t)blockIdx.x * blockDim.x; base < (n); base += (int64_t)gridDim.x * blockDim.x)
+#define XPU_TILE_ROWS(t, base, n) \
+  for (int64_t t = base + threadIdx.x; t < (n) && t < base + (int64_t)blockDim.x; t += blockDim.x)
+XPU_FN uint32_t queue_claim(uint32_t* count) {
+  unsigned mask = __activemask();
+  int leader = __ffs(mask) - 1;
+  int lane = threadIdx.x & 31;
+  uint32_t base = 0;
+  if (lane == leader) base = atomicAdd(count, (uint32_t)__popc(mask));
+  base = __shfl_sync(mask, base, leader);
+  return base + __popc(mask & ((1u << lane) - 1));
+}
+#else
+#define XPU_TILE_SIZE ((int64_t)1024)
+#define XPU_QUEUE_CAP 2048
+#define XPU_TILES(base, n) _Pragma("omp for schedule(static)") for (int64_t base = 0; base < (n); base += 1024)
+#define XPU_TILE_ROWS(t, base, n) for (int64_t t = base; t < (n) && t < base + 1024; ++t)
+XPU_FN uint32_t queue_claim(uint32_t* count) { return (*count)++; }
+#endif
+
 // A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
 XPU_FN int64_t claim_row(uint64_t* cursor) {
 #ifdef XPU_GPU
