@@ -51,3 +51,9 @@ def cpu_db() -> Any:
 def sample_db(cpu_db: Any, sample_parquet: Path) -> Any:
     cpu_db.register("t", sample_parquet)
     return cpu_db
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request: pytest.FixtureRequest) -> str:
+    """Run a test on the CPU backend (always) and on the GPU (under `pytest -m gpu`)."""
+    return str(request.param)

@@ -67,6 +67,9 @@ class Backend(ABC):
     name: str
     engine: str
     xp: Any  # numpy or cupy
+    memory_limit: int | None = None
+    # what an allocation raises when the device (or the memory cap) has no room
+    out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
 
     def __init__(self) -> None:
         self._kernels: dict[str, CompiledKernel] = {}

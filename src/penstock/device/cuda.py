@@ -53,6 +53,7 @@ class CudaBackend(Backend):
         self.pinned_pool = cupy.cuda.PinnedMemoryPool()
         cupy.cuda.set_pinned_memory_allocator(self.pinned_pool.malloc)
         self.memory_limit: int | None = None
+        self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
         self.artifact_suffix = f"-{self.arch}.cubin"
 
     def set_memory_limit(self, limit: int | None) -> None:

@@ -31,8 +31,8 @@ def gpu_available() -> bool:
 def get_backend(device: str, gpu_memory_limit: int | None = None) -> Backend:
     """The backend for 'cpu', 'gpu' (or 'gpu:N'), or 'auto' (a GPU when one is usable).
 
-    gpu_memory_limit caps the bytes penstock allocates on that GPU (the last connection
-    that sets it wins: one process, one memory pool per device)."""
+    gpu_memory_limit caps the bytes penstock allocates on that GPU; the connection made last
+    sets it, None lifting the cap (one process, one memory pool per device)."""
     if device == "auto":
         device = "gpu" if gpu_available() else "cpu"
     if device == "gpu":
@@ -41,7 +41,7 @@ def get_backend(device: str, gpu_memory_limit: int | None = None) -> Backend:
         if device not in _backends:
             _backends[device] = _create(device)
         backend = _backends[device]
-    if gpu_memory_limit is not None and hasattr(backend, "set_memory_limit"):
+    if hasattr(backend, "set_memory_limit"):
         backend.set_memory_limit(gpu_memory_limit)  # type: ignore[attr-defined]
     return backend
 

@@ -59,7 +59,8 @@ class HashTable:
             return
         if limit_bytes is not None and want * self.width * 8 > limit_bytes:
             raise QueryError(f"{label} needs a hash table of {want * self.width * 8 / 2**20:.0f} MiB for "
-                             f"{entries:,} entries, more than the memory limit allows", OUT_OF_MEMORY)
+                             f"{entries:,} entries, more than gpu_memory_limit ({limit_bytes / 2**20:,.0f} MiB) allows",
+                             OUT_OF_MEMORY)
         old, old_capacity = self.slots, self.capacity
         self.capacity = want
         self.slots = self.backend.zeros(want * self.width, np.uint64)
@@ -141,8 +142,8 @@ class AggregateState:
 
     def _new_arena(self, size: int) -> None:
         if self.memory_limit is not None and size > self.memory_limit:
-            raise QueryError(f"{self.label} needs {size / 2**20:.0f} MiB for text values, more than the "
-                             "memory limit allows", OUT_OF_MEMORY)
+            raise QueryError(f"{self.label} needs {size / 2**20:.0f} MiB for text values, more than "
+                             f"gpu_memory_limit ({self.memory_limit / 2**20:,.0f} MiB) allows", OUT_OF_MEMORY)
         self.arenas.append(self.arena)
         self.arena = self.backend.zeros(size, np.uint8)
         self.arena_cursor[...] = 0

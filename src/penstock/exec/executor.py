@@ -17,7 +17,7 @@ from penstock.codegen.fixed_kernels import gather_text, rehash
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
-from penstock.errors import CARDINALITY_VIOLATION, QueryError
+from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.join_state import JoinState
 from penstock.exec.kernels import compile_kernel
@@ -82,40 +82,49 @@ class Executor:
         store = BufferStore(plan.buffer_types, be)
         ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit,
                               column_cache=self.column_cache, io=self.io)
-        device = be.describe()
         for step in plan.steps:
-            started = time.perf_counter()
-            if isinstance(step, RunPipeline):
-                p = step.pipeline
-                kernel, kc = compiled.pipelines[p.id]
-                pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, device, kernel.counters))
-                pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
-                runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
-                                        compiled.agg_sizes.get(p.id, (0, 0)))
-                runner.run()
-                if runner.seen is not None:
-                    compiled.agg_sizes[p.id] = runner.seen
-            elif isinstance(step, BuildHashTable):
-                batch = build_batch(be, store, step.buffer)
-                join = JoinState(be, batch, keyed=bool(step.key_columns))
-                if step.key_columns:
-                    join.build(compiled.builds[step.join], f"join #{step.join} build", self.memory_limit)
-                    if len(step.key_columns) == 1:
-                        join.make_direct(step.key_columns[0])
-                ctx.joins[step.join] = join
-                how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
-                metrics.steps.append(StepMetrics(f"hash build (join #{step.join}{how})", device, batch.length,
-                                                 batch.length, time.perf_counter() - started))
-            elif isinstance(step, SortBuffer):
-                self.sort(step, store, metrics, started)
-            elif isinstance(step, LimitBuffer):
-                self.limit(step, store, metrics, started)
-            elif isinstance(step, EvalSubquery):
-                ctx.runtime[step.slot] = self.subquery_value(step, store)
+            try:
+                self.run_step(step, compiled, ctx, metrics)
+            except be.out_of_memory as e:
+                raise QueryError(f"{step_name(step)} ran out of device memory ({_limit_text(be)}): {e}",
+                                 OUT_OF_MEMORY) from e
         result = store.arrow(plan.result_buffer)
         result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
             plan.result_columns != list(range(result.num_columns)) else result
         return result.rename_columns(plan.names)
+
+    def run_step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> None:
+        be, store = self.backend, ctx.store
+        device = be.describe()
+        started = time.perf_counter()
+        if isinstance(step, RunPipeline):
+            p = step.pipeline
+            kernel, kc = compiled.pipelines[p.id]
+            pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, device, kernel.counters))
+            pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
+            runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
+                                    compiled.agg_sizes.get(p.id, (0, 0)))
+            runner.run()
+            if runner.seen is not None:
+                compiled.agg_sizes[p.id] = runner.seen
+        elif isinstance(step, BuildHashTable):
+            batch = build_batch(be, store, step.buffer)
+            label = f"join #{step.join} build"
+            join = JoinState(be, batch, bool(step.key_columns), label, self.memory_limit)
+            if step.key_columns:
+                join.build(compiled.builds[step.join], label)
+                if len(step.key_columns) == 1:
+                    join.make_direct(step.key_columns[0])
+            ctx.joins[step.join] = join
+            how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
+            metrics.steps.append(StepMetrics(f"hash build (join #{step.join}{how})", device, batch.length,
+                                             batch.length, time.perf_counter() - started))
+        elif isinstance(step, SortBuffer):
+            self.sort(step, store, metrics, started)
+        elif isinstance(step, LimitBuffer):
+            self.limit(step, store, metrics, started)
+        elif isinstance(step, EvalSubquery):
+            ctx.runtime[step.slot] = self.subquery_value(step, store)
 
     # -- breakers on whole buffers (host side, through Arrow) --------------------------------
     def sort(self, step: SortBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
@@ -161,3 +170,17 @@ def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
     sort_keys = [(f"k{c}", "ascending" if asc else "descending", "at_start" if first else "at_end")
                  for c, asc, first in keys]
     return pc.sort_indices(named, sort_keys=sort_keys).to_numpy()
+
+
+def step_name(step: Any) -> str:
+    """How errors name a plan step: the pipeline's operators, or the breaker."""
+    if isinstance(step, RunPipeline):
+        return f"pipeline {step.pipeline.id} ({step.pipeline.label or 'scan'})"
+    if isinstance(step, BuildHashTable):
+        return f"hash build of join #{step.join}"
+    return type(step).__name__
+
+
+def _limit_text(be: Backend) -> str:
+    limit = be.memory_limit
+    return f"gpu_memory_limit {limit / 2**20:.0f} MiB" if limit else f"device {be.describe()}"

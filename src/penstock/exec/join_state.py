@@ -17,12 +17,18 @@ from penstock.plan.types import Kind
 
 
 class JoinState:
-    def __init__(self, backend: Backend, batch: Batch, keyed: bool):
+    def __init__(self, backend: Backend, batch: Batch, keyed: bool, label: str = "hash join",
+                 memory_limit: int | None = None):
         self.backend = backend
         self.batch = batch
         self.rows = batch.length
         self.keyed = keyed
         self.capacity = max(next_pow2(2 * self.rows), 16)
+        need = 16 * self.capacity
+        if memory_limit is not None and need > memory_limit:  # checked before allocating it
+            raise QueryError(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "
+                             f"more than gpu_memory_limit ({memory_limit / 2**20:,.0f} MiB) allows",
+                             OUT_OF_MEMORY)
         self.slots = backend.zeros(2 * self.capacity, np.uint64)
         # [error | has-NULL flag | most rows with one key]: one array, read back once
         self.status = backend.zeros(3, np.uint64)
@@ -36,12 +42,9 @@ class JoinState:
         self.direct_min = 0
         self.direct_range = 0
 
-    def build(self, kernel: Kernel, label: str, memory_limit: int | None) -> None:
+    def build(self, kernel: Kernel, label: str) -> None:
         from penstock.exec.binder import BindContext, bind
 
-        if memory_limit is not None and self.slots.nbytes > memory_limit:
-            raise QueryError(f"{label} needs a hash table of {self.slots.nbytes / 2**20:.0f} MiB, "
-                             f"more than the memory limit allows", OUT_OF_MEMORY)
         compiled = compile_kernel(self.backend, kernel)
         for mode in (0, 1):  # insert, then measure (a failed insert is reported after both)
             ctx = BindContext(rows=self.rows, err=self.err, mode=mode, batch=self.batch,

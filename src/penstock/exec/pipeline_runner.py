@@ -96,7 +96,8 @@ class PipelineRunner:
             direct = []
             for path in reader.files:
                 mode, why = choose_read_path(self.be, self.ctx.io, path)
-                r = ArrowDeviceReader(path, source.names, source.types, self.be, mode)
+                share = self.ctx.memory_limit // 8 if self.ctx.memory_limit else None  # batches in flight
+                r = ArrowDeviceReader(path, source.names, source.types, self.be, mode, max_bytes=share)
                 if not r.supported():  # dictionaries or sliced buffers: pyarrow reads it
                     break
                 direct.append((r, f"{mode} ({why})"))
@@ -201,7 +202,7 @@ class PipelineRunner:
     def run_aggregate(self, sink: AggregateSink) -> None:
         layout = layout_of(sink)
         assert self.finalize is not None
-        agg = AggregateState(self.be, layout, self.finalize, self.p.label or "aggregate",
+        agg = AggregateState(self.be, layout, self.finalize, f"hash aggregation of pipeline {self.p.id} ({self.p.label})",
                              self.ctx.memory_limit, self.expected)
         fanout = self.fanout()
         for batch in self.batches():

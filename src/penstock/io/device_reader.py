@@ -47,6 +47,18 @@ class _Piece:
     target: int  # byte offset in the device batch's staging area
 
 
+def _exact_size(t: DataType, arr: pa.Array, part: str, rows: int) -> int | None:
+    """Bytes a buffer holds for `rows` rows; None where only the file knows (text data).
+    A writer may pad or over-allocate buffers, and coalesced batches must sit end to end."""
+    if part == "validity" or t.kind is Kind.BOOL:
+        return (rows + 7) // 8
+    if part == "values" and t.kind is Kind.STRING:
+        return 4 * (rows + 1)
+    if part == "values":
+        return rows * arr.type.bit_width // 8
+    return None
+
+
 def _layout_ok(t: DataType, arr: pa.Array) -> bool:
     """Layouts read as raw buffers: fixed width, bit-packed bool, plain text; no slicing."""
     return arr.offset == 0 and not pa.types.is_dictionary(arr.type) and (
@@ -56,8 +68,9 @@ def _layout_ok(t: DataType, arr: pa.Array) -> bool:
 
 class ArrowDeviceReader:
     def __init__(self, path: Path, names: list[str], types: list[DataType], backend: Backend,
-                 mode: str = "pread", threads: int = 16):
+                 mode: str = "pread", threads: int = 16, max_bytes: int | None = None):
         self.path = path
+        self.max_bytes = max_bytes  # most bytes one device batch may take (a memory cap's share)
         self.names = names
         self.types = types
         self.backend = backend
@@ -79,24 +92,30 @@ class ArrowDeviceReader:
             return False
         first = self.reader.get_batch(0)
         lo, hi = self.file.address, self.file.address + self.file.size
-        in_file = all(b is None or lo <= b.address < hi for i in self.index for b in first.column(i).buffers())
+        in_file = all(b is None or b.size == 0 or lo <= b.address < hi
+                      for i in self.index for b in first.column(i).buffers())
         return in_file and all(_layout_ok(t, first.column(i)) for t, i in zip(self.types, self.index))
 
     # -- planning ---------------------------------------------------------------------------
     def groups(self) -> Iterator[list[pa.RecordBatch]]:
         """Runs of record batches that can share one device batch."""
         run: list[pa.RecordBatch] = []
-        rows = 0
+        rows = nbytes = 0
+        joinable = not any(t.kind is Kind.STRING for t in self.types)
         for k in range(self.reader.num_record_batches):
             b = self.reader.get_batch(k)
-            fits = rows + b.num_rows <= DEVICE_BATCH_ROWS
-            joinable = not any(self.types[j].kind is Kind.STRING for j in range(len(self.types)))
-            aligned = rows % 8 == 0 and all(b.column(i).null_count == 0 for i in self.index) or not run
+            size = sum(buf.size for i in self.index for buf in b.column(i).buffers() if buf is not None)
+            fits = rows + b.num_rows <= DEVICE_BATCH_ROWS and (
+                self.max_bytes is None or nbytes + size <= self.max_bytes)
+            # bitmaps are joined byte-wise: a batch may only start on a whole byte, and only
+            # the run's first batch may bring a validity bitmap of its own
+            aligned = rows % 8 == 0 and all(b.column(i).null_count == 0 for i in self.index)
             if run and not (fits and joinable and aligned):
                 yield run
-                run, rows = [], 0
+                run, rows, nbytes = [], 0, 0
             run.append(b)
             rows += b.num_rows
+            nbytes += size
         if run:
             yield run
 
@@ -116,13 +135,18 @@ class ArrowDeviceReader:
                 start = at
                 for b in run:
                     buf = b.column(i).buffers()[slot]
-                    size = buf.size if buf is not None else 0
-                    if part == "validity" and buf is None:  # this batch has no NULLs: all valid
-                        size = (b.num_rows + 7) // 8
-                        pieces.append(_Piece(j, "ones", 0, size, at))
-                    elif size:
-                        pieces.append(_Piece(j, part, buf.address - base, size, at))
-                    at += size
+                    size = _exact_size(t, b.column(i), part, b.num_rows)
+                    if part == "validity" and (buf is None or b.column(i).null_count == 0):
+                        pieces.append(_Piece(j, "ones", 0, size or 0, at))  # no NULLs: all valid
+                    elif size is None or size:
+                        have = buf.size if buf is not None else 0
+                        if size is not None and have < size:
+                            raise FileError(f"corrupt Arrow file {self.path}: column {self.names[j]!r} "
+                                            f"has {have} bytes of {part} for {b.num_rows} rows", str(self.path))
+                        size = have if size is None else size
+                        if size:
+                            pieces.append(_Piece(j, part, buf.address - base, size, at))
+                    at += size or 0
                 parts[part] = (start, at - start)
                 at = (at + 63) // 64 * 64
             layout.append(parts)

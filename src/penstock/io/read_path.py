@@ -9,6 +9,7 @@ and keeps the faster; the CPU backend always uses pread.
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from pathlib import Path
@@ -42,6 +43,15 @@ def choose(backend: Any, requested: str, sample: Path) -> tuple[str, str]:
     """(path, why) for reading `sample`'s table on `backend`."""
     if requested not in READ_PATHS:
         raise ValueError(f"io={requested!r}: use one of {', '.join(READ_PATHS)}")
+    if requested == "direct":
+        problem = _direct_problem(sample)
+        return ("pread", f"direct asked for, but {problem}") if problem else ("direct", "asked for")
+    if requested == "kvikio":
+        if backend.name != "gpu":
+            return "pread", "kvikio asked for, but it reads into GPU memory and this is the CPU backend"
+        if not kvikio_available():
+            return "pread", "kvikio asked for, but KvikIO is not installed"
+        return "kvikio", f"asked for, {kvikio_mode()}"
     if requested != "auto":
         return requested, "asked for"
     cached = getattr(backend, "read_path_choice", None)
@@ -60,6 +70,25 @@ def choose(backend: Any, requested: str, sample: Path) -> tuple[str, str]:
         choice = (best, f"measured: pread {pread:.1f} GB/s, kvikio ({kvikio_mode()}) {kvik_text}")
     backend.read_path_choice = choice
     return choice
+
+
+def _direct_problem(path: Path) -> str | None:
+    """Why O_DIRECT reads of `path` cannot work (None: they do). tmpfs, for one, refuses them."""
+    flag = getattr(os, "O_DIRECT", 0)
+    if not flag:
+        return "this system has no O_DIRECT"
+    try:
+        fd = os.open(path, os.O_RDONLY | flag)
+    except OSError as e:
+        return f"the file system of {path} does not allow O_DIRECT ({e.strerror})"
+    try:
+        buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+        os.preadv(fd, [buf], 0)
+    except OSError as e:
+        return f"O_DIRECT reads of {path} fail ({e.strerror})"
+    finally:
+        os.close(fd)
+    return None
 
 
 def _time_pread(backend: Any, path: Path, size: int) -> float:
