@@ -4,6 +4,8 @@ Mode 0 inserts rows (rows with a NULL key are left out: they match nothing, but 
 must know they exist, so the kernel raises a flag). Mode 1, run after, measures the largest
 number of build rows that share a key; the executor uses it to bound how many rows a probe
 can produce, so output buffers and aggregation tables are sized before a kernel runs.
+For a single integer-like key, mode 1 also records the key's range, which decides whether
+a direct map (key -> row array) can replace the hash table, with no extra pass or read-back.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kerne
 from penstock.codegen.row import load_input
 from penstock.plan.expr import BuildColumn, ColumnRef
 from penstock.plan.physical import BuildHashTable
+from penstock.plan.types import Kind
 
 
 class _RowAt:
@@ -49,6 +52,11 @@ def generate_build(step: BuildHashTable) -> Kernel:
     out.line(f"if (!xpu::join_insert({slots}, {mask}, h, i)) xpu::raise({err}, xpu::ERR_TABLE_FULL);")
     out.line("continue;")
     out.close()
+    if ranged_key(step):
+        span = params.get(JoinTablePart(step.join, "key_range"), "int64_t*", "ptr", "j")
+        key = f"(int64_t){keys[0].v}"
+        out.line(f"xpu::atomic_update_if(&{span}[0], {key}, [](int64_t a, int64_t b) {{ return a < b; }});")
+        out.line(f"xpu::atomic_update_if(&{span}[1], {key}, [](int64_t a, int64_t b) {{ return a > b; }});")
     out.line("int64_t same = 0;")
     out.open(f"for (auto p = xpu::join_probe({slots}, {mask}, h); p.valid(); p.next())")
     out.line("const int64_t r = p.row;")
@@ -59,3 +67,11 @@ def generate_build(step: BuildHashTable) -> Kernel:
     out.line(f"xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
     body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
     return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params)
+
+
+def ranged_key(step: BuildHashTable) -> bool:
+    """Whether the build records its key's range: one key of an integer, date or timestamp type."""
+    if len(step.key_columns) != 1:
+        return False
+    t = step.types[step.key_columns[0]]
+    return t.is_integer or t.kind in (Kind.DATE, Kind.TIMESTAMP)

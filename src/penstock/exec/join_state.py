@@ -6,14 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from penstock.codegen.kernel import Kernel
+from penstock.codegen.kernel import JoinTablePart, Kernel
 from penstock.device.base import Backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate_state import next_pow2
 from penstock.exec.errors import kernel_error
 from penstock.exec.kernels import compile_kernel
 from penstock.io.device_batch import Batch
-from penstock.plan.types import Kind
 
 
 class JoinState:
@@ -30,11 +29,14 @@ class JoinState:
                              f"more than gpu_memory_limit ({memory_limit / 2**20:,.0f} MiB) allows",
                              OUT_OF_MEMORY)
         self.slots = backend.zeros(2 * self.capacity, np.uint64)
-        # [error | has-NULL flag | most rows with one key]: one array, read back once
-        self.status = backend.zeros(3, np.uint64)
+        # [error | has-NULL flag | most rows with one key | key min | key max]: read back once
+        start = np.array([0, 0, 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min], dtype=np.int64)
+        self.status = backend.to_device(start).view(np.uint64)
         self.err = self.status[0:1].view(np.int32)
         self.has_null_flag = self.status[1:2].view(np.int32)
         self.most = self.status[2:3].view(np.int64)
+        self.key_range = self.status[3:5].view(np.int64)
+        self.key_bounds: tuple[int, int] | None = None  # (min, max) when the build kernel recorded them
         self.matched = backend.zeros(max(self.rows, 1), np.uint8)
         self.has_null = False
         self.multiplicity = self.rows if not keyed else 0  # a keyless join visits every row
@@ -56,24 +58,23 @@ class JoinState:
             raise kernel_error(code, label)
         self.has_null = bool(int(words[1]) & 0xFFFFFFFF)
         self.multiplicity = int(words[2])
+        lo, hi = (int(w) for w in words[3:5].view(np.int64))
+        if any(p.role == JoinTablePart(_join_of(kernel), "key_range") for p in kernel.params) and lo <= hi:
+            self.key_bounds = (lo, hi)
 
     def make_direct(self, key_column: int) -> None:
         """A direct map for a unique, dense, NULL-free integer key (most star-schema
         dimensions): probes then read one array element instead of probing the table."""
         col = self.batch.columns[key_column]
-        t = col.type
-        if (self.rows == 0 or self.has_null or self.multiplicity > 1 or self.rows >= 2**31
-                or not (t.is_integer or t.kind in (Kind.DATE, Kind.DECIMAL, Kind.TIMESTAMP))
-                or col.decimal_stride != 1):
+        if self.key_bounds is None or self.has_null or self.multiplicity > 1 or self.rows >= 2**31:
             return
         xp = self.backend.xp
-        keys = col.values[:self.rows].astype(np.int64)
-        lo, hi = (int(v) for v in self.backend.to_host(xp.stack([keys.min(), keys.max()])))
+        lo, hi = self.key_bounds
         span = hi - lo + 1
         if span > max(8 * self.rows, 1 << 20) or span > 1 << 28:
             return
         direct = xp.full(span, -1, dtype=np.int32)
-        direct[keys - lo] = xp.arange(self.rows, dtype=np.int32)
+        direct[col.values[:self.rows] - lo] = xp.arange(self.rows, dtype=np.int32)
         self.direct, self.direct_min, self.direct_range = direct, lo, span
 
     def part(self, part: str, as_pointer: bool) -> Any:
@@ -87,6 +88,8 @@ class JoinState:
             return self.has_null_flag if as_pointer else int(self.has_null)
         if part == "multiplicity":
             return self.most
+        if part == "key_range":
+            return self.key_range
         if part == "matched":
             return self.matched
         if part == "direct":
@@ -104,6 +107,4 @@ class JoinState:
 
 
 def _join_of(kernel: Kernel) -> int:
-    from penstock.codegen.kernel import JoinTablePart
-
     return next(p.role.join for p in kernel.params if isinstance(p.role, JoinTablePart))
