@@ -1,10 +1,12 @@
 """Skipping row groups whose statistics refute a filter.
 
 A predicate here is `column op constant(s)` in penstock's physical values (days for dates,
-scaled integers for decimals, integer units for timestamps). A row group is skipped only
-when no row of it can satisfy a predicate: comparisons with NULL are not true either, so a
-group of only NULLs fails every comparison. Floats are never skipped on (Parquet's min/max
-leave NaN out, and NaN sorts above every number), nor are statistics that are inexact.
+scaled integers for decimals, integer units for timestamps; a constant between two of the
+column's values is an exact Fraction). A row group is skipped only when no row of it can
+satisfy a predicate: comparisons with NULL are not true either, so a group of only NULLs
+fails every comparison. Floats are never skipped on (Parquet's min/max
+leave NaN out, and NaN sorts above every number), nor are statistics that are inexact or
+that Python cannot represent (a date past year 9999).
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ def physical(value: Any, t: DataType) -> Any:
     if t.kind is Kind.DECIMAL and isinstance(value, decimal.Decimal):
         return int(value.scaleb(t.scale))
     if t.kind is Kind.TIMESTAMP and isinstance(value, datetime.datetime):
-        delta = value - datetime.datetime(1970, 1, 1)
-        return (delta.days * 86_400 + delta.seconds) * _UNITS[t.unit] + delta.microseconds * _UNITS[t.unit] // 10**6
+        # pandas.Timestamp (nanosecond statistics) keeps what datetime cannot in .nanosecond
+        delta = value.replace(tzinfo=None) - datetime.datetime(1970, 1, 1)
+        per_second = _UNITS[t.unit]
+        return ((delta.days * 86_400 + delta.seconds) * per_second + delta.microseconds * per_second // 10**6
+                + getattr(value, "nanosecond", 0) * per_second // 10**9)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value
@@ -83,6 +88,10 @@ def group_refuted(predicates: list[ColumnPredicate], stats: list[Any], types: li
             return True
         if not s.has_min_max or not getattr(s, "is_max_value_exact", True) or not getattr(s, "is_min_value_exact", True):
             continue
-        if refutes(p, physical(s.min, t), physical(s.max, t), nulls, rows):
+        try:
+            lo, hi = physical(s.min, t), physical(s.max, t)
+        except (ValueError, ArithmeticError):  # e.g. a date past year 9999 (OverflowError)
+            continue
+        if refutes(p, lo, hi, nulls, rows):
             return True
     return False
