@@ -24,7 +24,7 @@ from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
-                                    PhysicalPlan, RunPipeline, SortBuffer)
+                                    MaterializeSink, PhysicalPlan, RunPipeline, SortBuffer)
 from penstock.plan.types import Kind
 
 
@@ -86,7 +86,7 @@ class Executor:
             try:
                 self.run_step(step, compiled, ctx, metrics)
             except be.out_of_memory as e:
-                raise QueryError(f"{step_name(step)} ran out of device memory ({_limit_text(be)}): {e}",
+                raise QueryError(f"{step_name(step, plan)} ran out of device memory ({_limit_text(be)}): {e}",
                                  OUT_OF_MEMORY) from e
         result = store.arrow(plan.result_buffer)
         result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
@@ -172,10 +172,13 @@ def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
     return pc.sort_indices(named, sort_keys=sort_keys).to_numpy()
 
 
-def step_name(step: Any) -> str:
-    """How errors name a plan step: the pipeline's operators, or the breaker."""
+def step_name(step: Any, plan: PhysicalPlan) -> str:
+    """How errors name a plan step: the pipeline's operators and what it feeds, or the breaker."""
     if isinstance(step, RunPipeline):
-        return f"pipeline {step.pipeline.id} ({step.pipeline.label or 'scan'})"
+        p = step.pipeline
+        feeds = [f"the build side of join #{s.join}" for s in plan.steps
+                 if isinstance(s, BuildHashTable) and isinstance(p.sink, MaterializeSink) and s.buffer == p.sink.buffer]
+        return f"pipeline {p.id} ({p.label or 'scan'}{', ' + feeds[0] if feeds else ''})"
     if isinstance(step, BuildHashTable):
         return f"hash build of join #{step.join}"
     return type(step).__name__

@@ -62,7 +62,8 @@ def choose(backend: Any, requested: str, sample: Path) -> tuple[str, str]:
     elif not kvikio_available():
         choice = ("pread", "KvikIO is not installed")
     else:
-        size = min(SAMPLE, sample.stat().st_size)
+        cap = getattr(backend, "memory_limit", None)
+        size = min(SAMPLE, sample.stat().st_size, cap // 8 if cap else SAMPLE)  # a cap's share
         pread = _time_pread(backend, sample, size)
         kvik = _time_kvikio(backend, sample, size)
         best = "kvikio" if kvik > pread else "pread"
