@@ -124,18 +124,17 @@ def test_table_larger_than_the_memory_cap_streams_through(tmp_path: Path, device
 
 
 def test_hash_join_build_over_the_cap_names_the_join_and_size(tmp_path: Path, device: str) -> None:
-    build = pa.table({"k": pa.array(np.arange(300_000, dtype=np.int64)),
-                      "w": pa.array(np.arange(300_000, dtype=np.int64) % 7)})
-    probe = pa.table({"k": pa.array(np.arange(0, 400_000, dtype=np.int64))})  # both sides too big
-    pq.write_table(build, tmp_path / "build.parquet")
-    pq.write_table(probe, tmp_path / "probe.parquet")
-    db = penstock.connect(device=device, gpu_memory_limit=6 * MiB)
+    """Either side (2.8 MB) fits under 12 MiB; a hash table over either (16 MiB) does not."""
+    keys = np.arange(350_000, dtype=np.int64)
+    pq.write_table(pa.table({"k": pa.array(keys)}), tmp_path / "build.parquet")
+    pq.write_table(pa.table({"k": pa.array(keys[::-1].copy())}), tmp_path / "probe.parquet")
+    db = penstock.connect(device=device, gpu_memory_limit=12 * MiB)
     db.register("b", tmp_path / "build.parquet")
     db.register("p", tmp_path / "probe.parquet")
     with pytest.raises(QueryError) as err:
         db.sql("SELECT count(*) FROM p JOIN b ON p.k = b.k")
     assert err.value.sqlstate == OUT_OF_MEMORY
-    assert "join" in err.value.message and "MiB" in err.value.message
+    assert "join #0 build needs a hash table of 16 MiB" in err.value.message
     # the connection carries on: a query that fits still runs
     assert db.sql("SELECT count(*) AS n FROM p WHERE k < 10").to_arrow().column("n").to_pylist() == [10]
     penstock.connect(device=device)
