@@ -20,8 +20,8 @@ from penstock.codegen.kernel import CodeWriter, SinkPart
 from penstock.plan.physical import AggregateSink
 from penstock.plan.types import Kind
 
-_TLESS = "[](int64_t a, int64_t b) { return b == 0 || xpu::str_cmp(xpu::arena_text((uint64_t)a), xpu::arena_text((uint64_t)b)) < 0; }"
-_TGREATER = "[](int64_t a, int64_t b) { return b == 0 || xpu::str_cmp(xpu::arena_text((uint64_t)a), xpu::arena_text((uint64_t)b)) > 0; }"
+_TLESS = "[](uint64_t a, uint64_t b) { return b == 0 || xpu::str_cmp(xpu::arena_text(a), xpu::arena_text(b)) < 0; }"
+_TGREATER = "[](uint64_t a, uint64_t b) { return b == 0 || xpu::str_cmp(xpu::arena_text(a), xpu::arena_text(b)) > 0; }"
 
 
 def is_min(m: MeasureState) -> bool:
@@ -236,8 +236,8 @@ class AggregateSinkGen:
             g.out.line(f"const uint64_t {cur} = xpu::load_acquire({s});")
             text = Val(value, "false", m.call.arg.type, "")  # type: ignore[union-attr]
             g.out.open(f"if ({cur} == 0 || xpu::str_cmp({value}, xpu::arena_text({cur})) {op} 0)")
-            g.out.line(f"const int64_t rec = (int64_t){self.arena_store(text)};")
-            g.out.line(f"if (rec) xpu::atomic_update_if((int64_t*)({s}), rec, {_TLESS if is_min(m) else _TGREATER});")
+            g.out.line(f"const uint64_t rec = {self.arena_store(text)};")
+            g.out.line(f"if (rec) xpu::atomic_publish_if({s}, rec, {_TLESS if is_min(m) else _TGREATER});")
             g.out.close()
             g.out.line(f"xpu::atomic_add({s} + 1, {count});")
 

@@ -90,6 +90,7 @@ XPU_FN uint64_t load_relaxed(const uint64_t* p) {
   return v;
 }
 XPU_FN void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+XPU_FN void fence_release() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) {
   asm volatile("st.release.gpu.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
@@ -125,6 +126,7 @@ XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
 XPU_FN uint64_t load_acquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 XPU_FN uint64_t load_relaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 XPU_FN void fence_acquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+XPU_FN void fence_release() { __atomic_thread_fence(__ATOMIC_RELEASE); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 XPU_FN void atomic_or(uint8_t* p, uint8_t v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 #endif
@@ -194,6 +196,22 @@ XPU_FN void atomic_update_if(T* p, T v, Better better) {
     uint64_t seen = atomic_cas(u, old, next);
     if (seen == old) return;
     old = seen;
+  }
+}
+
+// atomic_update_if for a pointer to a record this thread has just written (text in an
+// arena): the record is released before the pointer is published, and a record seen through
+// another thread's pointer is read only after an acquire (GPU atomics are relaxed).
+template <class Better>
+XPU_FN void atomic_publish_if(uint64_t* p, uint64_t record, Better better) {
+  fence_release();
+  uint64_t old = load_acquire(p);
+  while (true) {
+    if (!better(record, old)) return;
+    uint64_t seen = atomic_cas(p, old, record);
+    if (seen == old) return;
+    old = seen;
+    fence_acquire();
   }
 }
 
