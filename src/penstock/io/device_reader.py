@@ -32,8 +32,8 @@ from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.plan.types import DataType, Kind
 
 ALIGN = 4096
-CHUNK = 8 << 20
-DEVICE_BATCH_ROWS = 8 << 20  # record batches are coalesced up to this many rows
+CHUNK = 4 << 20  # bytes per read: small enough to spread a batch over every I/O thread
+DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
 
 @dataclass
@@ -244,20 +244,23 @@ def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
 
 
 def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
+    """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
+    so the read into one overlaps the copy out of the other."""
     gpu = backend.name == "gpu"
     stream = _thread_stream(backend) if gpu else None
-    for offset, size, at in jobs:
+    for k, (offset, size, at) in enumerate(jobs):
         if not gpu and not direct:  # host memory is the "device": read straight into it
             _pread_exactly(fd, memoryview(target[at:at + size]), offset, size)
             continue
         lo = offset // ALIGN * ALIGN if direct else offset
         hi = (offset + size + ALIGN - 1) // ALIGN * ALIGN if direct else offset + size
-        buf = _thread_buffer(backend, hi - lo)
-        if stream is not None:
-            stream.synchronize()  # the last copy out of this thread's buffer has finished
+        buf, done = _thread_buffer(backend, k % 2, hi - lo)
+        if done is not None:
+            done.synchronize()  # the copy that last used this buffer has finished
         _pread_exactly(fd, memoryview(buf[:hi - lo]), lo, offset - lo + size)
         if stream is not None:
             target[at:at + size].set(buf[offset - lo:offset - lo + size], stream=stream)
+            done.record(stream)
         else:
             target[at:at + size] = buf[offset - lo:offset - lo + size]
     if stream is not None:
@@ -296,13 +299,19 @@ def _thread_stream(backend: Backend) -> Any:
     return stream
 
 
-def _thread_buffer(backend: Backend, size: int) -> np.ndarray:
-    """This thread's staging buffer (pinned on a GPU, page-aligned for O_DIRECT), reused."""
-    buf = getattr(_local, "buffer", None)
-    if buf is None or len(buf) < size:
-        buf = _pinned(backend, max(size, CHUNK + 2 * ALIGN))
-        _local.buffer = buf
-    return buf
+def _thread_buffer(backend: Backend, which: int, size: int) -> tuple[np.ndarray, Any]:
+    """One of this thread's two staging buffers (pinned on a GPU, page-aligned for O_DIRECT),
+    reused across reads, with the event marking the end of the last copy out of it."""
+    buffers = getattr(_local, "buffers", None)
+    if buffers is None:
+        buffers = _local.buffers = [None, None]
+    entry = buffers[which]
+    if entry is None or len(entry[0]) < size:
+        if entry is not None and entry[1] is not None:
+            entry[1].synchronize()  # no copy may still read the buffer being replaced
+        event = backend.xp.cuda.Event(disable_timing=True) if backend.name == "gpu" else None
+        entry = buffers[which] = (_pinned(backend, max(size, CHUNK + 2 * ALIGN)), event)
+    return entry
 
 
 def _pinned(backend: Backend, size: int) -> np.ndarray:
