@@ -138,6 +138,10 @@ class Backend(ABC):
     def zeros(self, count: int, dtype: Any = np.uint8) -> Any:
         return self.xp.zeros(max(count, 0), dtype=dtype)
 
+    def to_host_many(self, arrays: list[Any]) -> list[np.ndarray]:
+        """Several device arrays on the host (a backend may move them in one transfer)."""
+        return [self.to_host(a) for a in arrays]
+
     def scalar(self, array: Any, index: int = 0) -> Any:
         """One element of a device array, as a Python number."""
         return self.to_host(array[index:index + 1])[0].item()

@@ -223,10 +223,11 @@ class PipelineRunner:
                                  self.finalize)
         state.reserve(groups)
         agg.finish(state)
-        code = int(self.be.scalar(agg.err))
+        err, words = self.be.to_host_many([agg.err, state.status])  # one transfer on a GPU
+        code = int(err[0])
         if code:
             raise kernel_error(code, f"{self.p.label or 'aggregate'} (finalize)")
-        out = state.collect()
+        out = state.collect(words)
         assert out is not None, "finalisation had room for every group"
         if out.length:
             self.ctx.store.add(sink.buffer, out)

@@ -9,7 +9,7 @@ integers and narrow dictionary indices.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -143,8 +143,9 @@ def batch_from_arrow(batch: pa.RecordBatch, types: list[DataType], backend: Back
 
 # ---- device -> Arrow ------------------------------------------------------------------------
 
-def column_to_arrow(col: Column, backend: Backend) -> pa.Array:
-    host = backend.to_host
+def column_to_arrow(col: Column, backend: Backend, host: Callable[[Any], np.ndarray] | None = None) -> pa.Array:
+    """The column as an Arrow array; `host` maps its device arrays to host copies already made."""
+    host = host or backend.to_host
     t, n = col.type, col.length
     if t.kind is Kind.NULL:
         return pa.nulls(n)
@@ -168,5 +169,8 @@ def column_to_arrow(col: Column, backend: Backend) -> pa.Array:
 
 
 def batch_to_arrow(batch: Batch, names: list[str], backend: Backend) -> pa.RecordBatch:
-    arrays = [column_to_arrow(c, backend) for c in batch.columns]
+    parts = [a for c in batch.columns for a in (c.values, c.validity, c.data, c.dict_offsets, c.dict_data)
+             if a is not None]
+    copies = {id(a): h for a, h in zip(parts, backend.to_host_many(parts))}
+    arrays = [column_to_arrow(c, backend, lambda a: copies[id(a)]) for c in batch.columns]
     return pa.RecordBatch.from_arrays(arrays, names=names)

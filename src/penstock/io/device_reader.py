@@ -32,7 +32,10 @@ from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.plan.types import DataType, Kind
 
 ALIGN = 4096
-CHUNK = 4 << 20  # bytes per read: small enough to spread a batch over every I/O thread
+# bytes per read (small enough to spread a batch over every I/O thread) and I/O threads;
+# PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine
+CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "4")) * (1 << 20)) // ALIGN * ALIGN
+IO_THREADS = int(os.environ.get("PENSTOCK_IO_THREADS", "16"))
 DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
 
@@ -68,7 +71,7 @@ def _layout_ok(t: DataType, arr: pa.Array) -> bool:
 
 class ArrowDeviceReader:
     def __init__(self, path: Path, names: list[str], types: list[DataType], backend: Backend,
-                 mode: str = "pread", threads: int = 16, max_bytes: int | None = None):
+                 mode: str = "pread", threads: int = IO_THREADS, max_bytes: int | None = None):
         self.path = path
         self.max_bytes = max_bytes  # most bytes one device batch may take (a memory cap's share)
         self.names = names
@@ -230,7 +233,7 @@ class ArrowDeviceReader:
 
 
 def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                threads: int = 16) -> None:
+                threads: int = IO_THREADS) -> None:
     """Read each (file offset, size, target offset) range of `fd` into the device array
     `target`. The backend's long-lived I/O threads split the ranges; on a GPU each thread
     reads into its own pinned buffer and copies it up on its own stream, so 16 reads and
@@ -258,9 +261,11 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
         if done is not None:
             done.synchronize()  # the copy that last used this buffer has finished
         _pread_exactly(fd, memoryview(buf[:hi - lo]), lo, offset - lo + size)
-        if stream is not None:
-            target[at:at + size].set(buf[offset - lo:offset - lo + size], stream=stream)
-            done.record(stream)
+        if stream is not None:  # raw runtime calls: CuPy's slicing costs more than the copy
+            runtime = backend.xp.cuda.runtime
+            runtime.memcpyAsync(target.data.ptr + at, buf.ctypes.data + offset - lo, size,
+                                runtime.memcpyHostToDevice, stream.ptr)
+            runtime.eventRecord(done.ptr, stream.ptr)
         else:
             target[at:at + size] = buf[offset - lo:offset - lo + size]
     if stream is not None:
