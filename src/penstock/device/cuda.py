@@ -115,21 +115,27 @@ class CudaBackend(Backend):
         return self.cp.asnumpy(array)
 
     def to_host_many(self, arrays: list[Any]) -> list[np.ndarray]:
-        """Small arrays are packed into one device buffer (64-byte aligned slots) and read back
-        in one transfer: one synchronisation instead of one per array."""
+        """Small arrays are copied into one pinned buffer with raw asynchronous copies and
+        one synchronisation, instead of one synchronising copy each."""
         on_device = [a for a in arrays if isinstance(a, self.cp.ndarray)]
         if len(on_device) < 2 or sum(a.nbytes for a in on_device) > PACKED_READ_BYTES:
             return [self.to_host(a) for a in arrays]
+        on_device = [a if a.flags.c_contiguous else self.cp.ascontiguousarray(a) for a in on_device]
         slots, at = [], 0
         for a in on_device:
             slots.append(at)
             at += (a.nbytes + 63) // 64 * 64
-        packed = self.cp.empty(max(at, 1), dtype=np.uint8)
+        staging = np.frombuffer(self.cp.cuda.alloc_pinned_memory(max(at, 64)), dtype=np.uint8)
+        stream = self.cp.cuda.get_current_stream()
+        runtime = self.cp.cuda.runtime
         for a, start in zip(on_device, slots):
             if a.nbytes:
-                packed[start:start + a.nbytes] = self.cp.ascontiguousarray(a).reshape(-1).view(np.uint8)
-        host = packed.get()
-        moved = iter(host[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(on_device, slots))
+                runtime.memcpyAsync(staging.ctypes.data + start, a.data.ptr, a.nbytes,
+                                    runtime.memcpyDeviceToHost, stream.ptr)
+        stream.synchronize()
+        # copied out so results never hold on to pinned memory
+        moved = iter(staging[start:start + a.nbytes].view(a.dtype).reshape(a.shape).copy()
+                     for a, start in zip(on_device, slots))
         return [next(moved) if isinstance(a, self.cp.ndarray) else np.asarray(a) for a in arrays]
 
     def synchronize(self) -> None:
