@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -174,7 +174,10 @@ class Connection:
             self._plans[key] = prepared
             return prepared
 
-    def sql(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+    def sql(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
+            check: Callable[[], None] | None = None) -> Result:
+        """Run one query. `check`, if given, is called between batches and steps and stops the
+        query by raising (the server's cancel requests and statement timeouts use it)."""
         started = time.perf_counter()
         metrics = QueryMetrics()
         cached = (sql, repr(params), self.frontend.version) in self._plans
@@ -182,20 +185,30 @@ class Connection:
         metrics.plan_cache_hit = cached
         metrics.plan_seconds = time.perf_counter() - started
         if prepared.compiled is None:
-            return self._fallback(prepared, started)
+            return self._fallback(prepared, started, check)
         metrics.compile_seconds = 0.0 if cached else prepared.compiled.compile_seconds
-        table = self.executor.run(prepared.compiled, metrics)
+        table = self.executor.run(prepared.compiled, metrics, check)
         table = _rename(table, prepared.planned.names)
         metrics.execute_seconds = time.perf_counter() - started - metrics.plan_seconds
         return Result(table, self.backend.engine, None, metrics, time.perf_counter() - started,
                       prepared.physical)
 
-    def _fallback(self, prepared: _Prepared, started: float) -> Result:
+    def _fallback(self, prepared: _Prepared, started: float, check: Callable[[], None] | None = None) -> Result:
         reason = prepared.reason or "unknown"
         if self.strict:
             raise Unsupported(reason)
         try:
-            table = prepared.planned.dataframe.to_arrow_table()
+            if check is None:
+                table = prepared.planned.dataframe.to_arrow_table()
+            else:  # batch by batch, so that a cancel stops it between batches
+                df = prepared.planned.dataframe
+                batches = []
+                for batch in df.execute_stream():
+                    check()
+                    batches.append(batch.to_pyarrow())
+                table = pa.Table.from_batches(batches, df.schema())
+        except PenstockError:
+            raise
         except Exception as e:
             raise translate_error(prepared.planned.sql, e) from None
         return Result(_plain_types(table), "datafusion", reason, None, time.perf_counter() - started)

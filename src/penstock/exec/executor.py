@@ -76,13 +76,17 @@ class Executor:
         self.memory_limit = memory_limit
         self.column_cache: Any = None  # set when the connection caches columns
 
-    def run(self, compiled: CompiledPlan, metrics: QueryMetrics) -> pa.Table:
+    def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
+            check: Callable[[], None] | None = None) -> pa.Table:
+        """Run the plan's steps in order; `check` is called before every step and batch and
+        stops the query by raising (cancellation, statement timeout)."""
         plan = compiled.plan
         be = self.backend
         store = BufferStore(plan.buffer_types, be)
         ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit,
-                              column_cache=self.column_cache, io=self.io)
+                              column_cache=self.column_cache, io=self.io, check=check or (lambda: None))
         for step in plan.steps:
+            ctx.check()
             try:
                 self.run_step(step, compiled, ctx, metrics)
             except be.out_of_memory as e:

@@ -45,6 +45,8 @@ class PipelineContext:
     texts: dict[str, Any] = field(default_factory=dict)
     column_cache: Any = None  # io.column_cache.ColumnCache of the device, if one exists
     io: str = "auto"  # read path for Arrow files: auto | pread | direct | kvikio
+    # Called before each batch and step; raises to stop the query (cancel, statement timeout).
+    check: Callable[[], None] = lambda: None
 
 
 class PipelineRunner:
@@ -68,6 +70,11 @@ class PipelineRunner:
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
+        for batch in self.source_batches():
+            self.ctx.check()
+            yield batch
+
+    def source_batches(self) -> Iterator[Batch]:
         source = self.p.source
         if isinstance(source, TableSource):
             reader = self.ctx.open_table(source.table)
