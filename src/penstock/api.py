@@ -175,9 +175,10 @@ class Connection:
             return prepared
 
     def sql(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
-            check: Callable[[], None] | None = None) -> Result:
+            check: Callable[[], None] | None = None, memory_limit: int | None = None) -> Result:
         """Run one query. `check`, if given, is called between batches and steps and stops the
-        query by raising (the server's cancel requests and statement timeouts use it)."""
+        query by raising (the server's cancel requests and statement timeouts use it);
+        `memory_limit` caps this query's device memory below the connection's cap."""
         started = time.perf_counter()
         metrics = QueryMetrics()
         cached = (sql, repr(params), self.frontend.version) in self._plans
@@ -187,7 +188,7 @@ class Connection:
         if prepared.compiled is None:
             return self._fallback(prepared, started, check)
         metrics.compile_seconds = 0.0 if cached else prepared.compiled.compile_seconds
-        table = self.executor.run(prepared.compiled, metrics, check)
+        table = self.executor.run(prepared.compiled, metrics, check, memory_limit)
         table = _rename(table, prepared.planned.names)
         metrics.execute_seconds = time.perf_counter() - started - metrics.plan_seconds
         return Result(table, self.backend.engine, None, metrics, time.perf_counter() - started,

@@ -77,13 +77,15 @@ class Executor:
         self.column_cache: Any = None  # set when the connection caches columns
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
-            check: Callable[[], None] | None = None) -> pa.Table:
+            check: Callable[[], None] | None = None, memory_limit: int | None = None) -> pa.Table:
         """Run the plan's steps in order; `check` is called before every step and batch and
-        stops the query by raising (cancellation, statement timeout)."""
+        stops the query by raising (cancellation, statement timeout). `memory_limit` is this
+        query's share of device memory (the server admits concurrent queries with shares)."""
         plan = compiled.plan
         be = self.backend
         store = BufferStore(plan.buffer_types, be)
-        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=self.memory_limit,
+        limit = memory_limit if memory_limit is not None else self.memory_limit
+        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=limit,
                               column_cache=self.column_cache, io=self.io, check=check or (lambda: None))
         for step in plan.steps:
             ctx.check()
@@ -114,7 +116,7 @@ class Executor:
         elif isinstance(step, BuildHashTable):
             batch = build_batch(be, store, step.buffer)
             label = f"join #{step.join} build"
-            join = JoinState(be, batch, bool(step.key_columns), label, self.memory_limit)
+            join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)
             if step.key_columns:
                 join.build(compiled.builds[step.join], label)
                 if len(step.key_columns) == 1:
