@@ -88,9 +88,11 @@ class Connection:
         self.executor = Executor(self.backend, self._table, gpu_memory_limit, io)
 
     # -- catalog ------------------------------------------------------------------------------
-    def register(self, name: str, path: str | os.PathLike[str], format: str | None = None) -> None:
-        """A file, a directory or a glob of Parquet, Arrow IPC/Feather or CSV files, as table `name`."""
-        reader = open_table(path, format)
+    def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,
+                 schema: pa.Schema | None = None) -> None:
+        """A file, a directory or a glob of Parquet, Arrow IPC/Feather or CSV files, as table `name`;
+        `schema` declares a CSV file's column types instead of inferring them."""
+        reader = open_table(path, format, schema)
         location = os.fspath(path)
         extension = None
         if os.path.isdir(location):
@@ -212,7 +214,7 @@ class Connection:
             raise
         except Exception as e:
             raise translate_error(prepared.planned.sql, e) from None
-        return Result(_plain_types(table), "datafusion", reason, None, time.perf_counter() - started)
+        return Result(plain_types(table), "datafusion", reason, None, time.perf_counter() - started)
 
     def explain(self, sql: str, analyze: bool = False,
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:
@@ -243,7 +245,7 @@ def _rename(table: pa.Table, names: list[str]) -> pa.Table:
     return table.rename_columns(names) if table.num_columns == len(names) else table
 
 
-def _plain_types(table: pa.Table) -> pa.Table:
+def plain_types(table: pa.Table) -> pa.Table:
     """DataFusion's view types as the plain Arrow types penstock's own results use."""
     fields = []
     for f in table.schema:

@@ -4,6 +4,7 @@
     penstock explain --analyze -t t=data.parquet "SELECT ..."
     penstock gen ssb --sf 1 --out data/ssb --format parquet
     penstock demo
+    penstock serve --data DIR --auth trust          (PostgreSQL protocol, port 5433)
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--file", required=True, help="a large file to read (e.g. lineorder.arrow)")
     bi.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     bi.set_defaults(run=cmd_bench_io)
+
+    from penstock.server.cli import add_commands
+
+    add_commands(sub)
 
     d = sub.add_parser("demo", help="generate SSB data if needed and run the 13 SSB queries")
     d.add_argument("--sf", type=float, default=1.0)

@@ -29,8 +29,15 @@ def _reader(path: Path, schema: pa.Schema | None = None, columns: list[str] | No
 class CsvTable:
     format = "csv"
 
-    def __init__(self, files: list[Path]):
+    def __init__(self, files: list[Path], declared: pa.Schema | None = None):
         self.files = files
+        if declared is not None:  # the header must name the declared columns, in order
+            found = _reader(files[0]).schema.names
+            if found != declared.names:
+                raise FileError(f"CSV file {files[0]} has columns {', '.join(found)}, "
+                                f"declared: {', '.join(declared.names)}", str(files[0]), "42804")
+            self.schema = declared
+            return
         schema = _reader(files[0]).schema
         # text that looks like nothing else stays text; NULL-only columns become text too
         self.schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f

@@ -70,7 +70,9 @@ def guess_format(files: list[Path], location: str) -> str:
                      "pass format='parquet', 'arrow' or 'csv'", "22023")
 
 
-def open_table(location: str | os.PathLike[str], format: str | None = None) -> TableReader:
+def open_table(location: str | os.PathLike[str], format: str | None = None,
+               schema: pa.Schema | None = None) -> TableReader:
+    """The table at `location`; `schema` declares a CSV file's column types (else inferred)."""
     location = os.fspath(location)
     files = list_files(location)
     fmt = (format or guess_format(files, location)).lower()
@@ -87,7 +89,7 @@ def open_table(location: str | os.PathLike[str], format: str | None = None) -> T
     if fmt == "csv":
         from penstock.io.csv import CsvTable
 
-        return CsvTable(files)
+        return CsvTable(files, schema)
     raise QueryError(f"unknown format {format!r}: use 'parquet', 'arrow' or 'csv'", "22023")
 
 

@@ -1,0 +1,90 @@
+"""The server's commands: `penstock serve` and `penstock user add`."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import logging
+import signal
+import sys
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    s = sub.add_parser("serve", help="serve the tables of a data directory over the PostgreSQL protocol",
+                       description="A PostgreSQL-protocol server: psql, drivers, BI tools and postgres_fdw "
+                                   "connect to it. Tables live in DIR's catalog (CREATE EXTERNAL TABLE).")
+    s.add_argument("--data", required=True, metavar="DIR", help="data directory: catalog and CREATE TABLE AS files")
+    s.add_argument("--data-root", action="append", default=[], metavar="PATH",
+                   help="another directory table locations may lie in (repeatable; DIR always may)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=5433)
+    s.add_argument("--auth", choices=["trust", "scram"], default="scram",
+                   help="scram (default): passwords checked against --users; trust: no password (loopback only)")
+    s.add_argument("--users", metavar="FILE", help="users file of SCRAM-SHA-256 verifiers (penstock user add)")
+    s.add_argument("--trust-remote", action="store_true", help="allow --auth trust from other hosts")
+    s.add_argument("--tls-cert", metavar="F")
+    s.add_argument("--tls-key", metavar="F")
+    s.add_argument("--max-connections", type=int, default=64)
+    s.add_argument("--max-message-mb", type=int, default=64, help="largest client message accepted (MiB)")
+    s.add_argument("--device", default="auto", help="auto | gpu | cpu")
+    s.add_argument("--gpu-memory-limit", type=float, metavar="GiB", help="cap on the GPU memory penstock uses")
+    s.add_argument("--gpu-slots", type=int, default=4, help="queries running on the GPU at once (each gets a "
+                   "share of its memory)")
+    s.set_defaults(run=cmd_serve)
+
+    u = sub.add_parser("user", help="manage the users file of `penstock serve --auth scram`")
+    usub = u.add_subparsers(dest="user_command", required=True)
+    a = usub.add_parser("add", help="add or change a user's password (stored as a salted SCRAM verifier)")
+    a.add_argument("name")
+    a.add_argument("--users", required=True, metavar="FILE")
+    a.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    a.set_defaults(run=cmd_user_add)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from penstock.server.database import ServerConfig
+    from penstock.server.server import Server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    config = ServerConfig(
+        data_dir=args.data, roots=args.data_root, host=args.host, port=args.port, auth=args.auth,
+        users_file=args.users, tls_cert=args.tls_cert, tls_key=args.tls_key,
+        max_connections=args.max_connections, max_message_bytes=args.max_message_mb << 20, device=args.device,
+        gpu_memory_limit=int(args.gpu_memory_limit * 2**30) if args.gpu_memory_limit else None,
+        gpu_slots=args.gpu_slots, trust_remote=args.trust_remote)
+    try:
+        server = Server(config)
+    except (ValueError, OSError) as e:
+        print(f"penstock serve: {e}", file=sys.stderr)
+        return 2
+    port = server.bind()
+    db = server.db
+    for name, problem in db.problems.items():
+        print(f"warning: table {name}: {problem}", file=sys.stderr)
+    print(f"penstock serve: {len(db.table_names())} tables from {db.catalog.directory}, engine "
+          f"{db.conn.backend.engine} ({db.conn.backend.describe()}), listening on {config.host}:{port} "
+          f"(auth {config.auth}{', TLS' if server.tls else ''})", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: server.shutdown())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.shutdown()
+    return 0
+
+
+def cmd_user_add(args: argparse.Namespace) -> int:
+    from penstock.server.scram import save_user
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            print("passwords do not match", file=sys.stderr)
+            return 1
+    if not password:
+        print("an empty password is not allowed", file=sys.stderr)
+        return 1
+    save_user(args.users, args.name, password)
+    print(f"user {args.name} saved in {args.users}", file=sys.stderr)
+    return 0

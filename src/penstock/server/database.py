@@ -1,0 +1,229 @@
+"""The one database a server process serves: its catalog, its engine, its GPU admission.
+
+All sessions share one penstock Connection, so the GPU is started once, there is one
+memory budget, and the device-resident column cache serves everyone. When the GPU's query
+slots are all taken a query may run on a second Connection on the CPU backend (same
+tables), as the session's `penstock.gpu_admission` setting says.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import penstock
+from penstock.api import Connection, Result, plain_types
+from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
+from penstock.server import pg_catalog
+from penstock.server.admission import Admission, Grant
+from penstock.server.catalog import Catalog, TableEntry, arrow_type
+from penstock.server.rewrite import rewrite
+from penstock.server.statements import CreateAs, CreateExternal, DropTables
+
+
+@dataclass
+class ServerConfig:
+    data_dir: str
+    roots: list[str] = field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int = 5433
+    auth: str = "scram"  # scram | trust
+    users_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    max_connections: int = 64
+    max_message_bytes: int = 64 << 20
+    device: str = "auto"
+    gpu_memory_limit: int | None = None
+    gpu_slots: int = 4
+    trust_remote: bool = False  # trust auth from other hosts than loopback
+
+
+@dataclass
+class Executed:
+    result: Result
+    notices: list[str]
+    grant: Grant | None = None
+
+
+class Database:
+    def __init__(self, config: ServerConfig):
+        self.config = config
+        self.catalog = Catalog.open(config.data_dir, config.roots)
+        self.conn = penstock.connect(device=config.device, gpu_memory_limit=config.gpu_memory_limit)
+        on_gpu = self.conn.backend.name != "cpu"
+        self.cpu: Connection | None = penstock.connect(device="cpu") if on_gpu else None
+        self.admission = Admission(max(config.gpu_slots, 1), _gpu_memory(self.conn) if on_gpu else None)
+        self.ddl_lock = threading.Lock()
+        self.problems: dict[str, str] = {}  # catalog tables whose files cannot be opened now
+        for entry in list(self.catalog.tables.values()):
+            try:
+                self._register(entry)
+            except PenstockError as e:
+                self.problems[entry.name] = str(e)
+        pg_catalog.install(self)
+
+    # -- catalog ----------------------------------------------------------------------------
+    def connections(self) -> list[Connection]:
+        return [self.conn] + ([self.cpu] if self.cpu is not None else [])
+
+    def _register(self, entry: TableEntry) -> None:
+        schema = pa.schema([(n, arrow_type(t)) for n, t in entry.columns]) if entry.columns else None
+        for conn in self.connections():
+            conn.register(entry.name, entry.location, entry.format, schema if entry.format == "csv" else None)
+        if entry.columns and entry.format != "csv":
+            check_declared(entry, self.conn.tables[entry.name].schema)
+
+    def _unregister(self, name: str) -> None:
+        for conn in self.connections():
+            if name in conn.tables:
+                conn.unregister(name)
+
+    def table_names(self) -> list[str]:
+        return sorted(self.conn.tables)
+
+    def create_external(self, cmd: CreateExternal) -> list[str]:
+        with self.ddl_lock:
+            if cmd.name in self.catalog.tables:
+                if cmd.if_not_exists:
+                    return [f'relation "{cmd.name}" already exists, skipping']
+                raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
+            entry = TableEntry(cmd.name, cmd.format, self.catalog.resolve(cmd.location), cmd.columns)
+            try:
+                self._register(entry)
+                self.catalog.add(entry)
+            except BaseException:
+                self._unregister(cmd.name)
+                raise
+            self.problems.pop(cmd.name, None)
+            pg_catalog.install(self)
+            return []
+
+    def create_as(self, cmd: CreateAs, run: Callable[[str], Result]) -> int:
+        """Run the query and keep its result as Parquet under the data directory."""
+        with self.ddl_lock:
+            if cmd.name in self.catalog.tables:
+                if cmd.if_not_exists:
+                    return -1
+                raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
+        table = run(cmd.query).table
+        final = self.catalog.table_directory(cmd.name)
+        staging = final.parent / f".{cmd.name}-{uuid.uuid4().hex[:8]}"
+        staging.mkdir(parents=True)
+        try:
+            pq.write_table(table, staging / "part-0.parquet")
+            with self.ddl_lock:
+                if cmd.name in self.catalog.tables:
+                    raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
+                if final.exists():  # left by a crash before its catalog entry was written
+                    shutil.rmtree(final)
+                os.replace(staging, final)
+                entry = TableEntry(cmd.name, "parquet", str(final), None, "ctas")
+                try:
+                    self._register(entry)
+                    self.catalog.add(entry)
+                except BaseException:
+                    self._unregister(cmd.name)
+                    shutil.rmtree(final, ignore_errors=True)
+                    raise
+                pg_catalog.install(self)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return table.num_rows
+
+    def drop(self, cmd: DropTables) -> list[str]:
+        notices = []
+        with self.ddl_lock:
+            for name in cmd.names:
+                if name not in self.catalog.tables:
+                    if cmd.if_exists:
+                        notices.append(f'table "{name}" does not exist, skipping')
+                        continue
+                    raise QueryError(f'table "{name}" does not exist', UNDEFINED_TABLE)
+            for name in cmd.names:
+                if name in self.catalog.tables:
+                    entry = self.catalog.remove(name)
+                    self._unregister(name)
+                    self.problems.pop(name, None)
+                    if entry.created_by == "ctas":  # penstock wrote these files: they go too
+                        shutil.rmtree(entry.location, ignore_errors=True)
+            pg_catalog.install(self)
+        return notices
+
+    # -- queries ----------------------------------------------------------------------------
+    def execute(self, sql: str, check: Callable[[], None], policy: str = "wait",
+                max_wait: float | None = None, cancelled: threading.Event | None = None) -> Executed:
+        """Run a query under GPU admission. Catalog queries and queries for DataFusion do not
+        take a GPU slot; a query whose share of GPU memory is too small runs again alone."""
+        sql = rewrite(sql)
+        prepared = self.conn.prepare(sql)
+        if prepared.compiled is None or self.cpu is None:
+            return Executed(self.conn.sql(sql, check=check), [])
+        grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
+        if not grant.on_gpu:
+            check()
+            note = (f"all {self.admission.slots} GPU query slots were busy"
+                    + (f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else "") + ": ran on the CPU backend")
+            return Executed(self.cpu.sql(sql, check=check), [note], grant)
+        try:
+            try:
+                return Executed(self.conn.sql(sql, check=check, memory_limit=grant.memory_limit), [], grant)
+            except QueryError as e:
+                if e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots:
+                    raise
+        finally:
+            self.admission.release(grant)
+        alone = self.admission.acquire("wait", None, alone=True, cancelled=cancelled)
+        try:
+            check()
+            result = self.conn.sql(sql, check=check, memory_limit=alone.memory_limit)
+            return Executed(result, ["the query's share of GPU memory was too small: it ran again alone"], alone)
+        finally:
+            self.admission.release(alone)
+
+    def result_schema(self, sql: str) -> pa.Schema:
+        """The result columns of a query, from its plan (nothing runs)."""
+        planned = self.conn.prepare(rewrite(sql)).planned
+        return plain_types(pa.Table.from_arrays([pa.array([], f.type) for f in planned.schema], names=planned.names)).schema
+
+    def explain(self, sql: str, analyze: bool) -> str:
+        return self.conn.explain(rewrite(sql), analyze=analyze)
+
+
+def check_declared(entry: TableEntry, schema: pa.Schema) -> None:
+    """Declared columns of a Parquet/Arrow table must be the file's columns."""
+    assert entry.columns is not None
+    found = {f.name.lower(): f for f in schema}
+    for name, sql_type in entry.columns:
+        f = found.get(name.lower())
+        if f is None:
+            raise QueryError(f'column "{name}" is declared but not in {entry.location} '
+                             f"(it has: {', '.join(schema.names)})", "42703")
+        want = arrow_type(sql_type)
+        have = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+        same = have == want or (pa.types.is_string(want) and (pa.types.is_large_string(have) or
+                                                              pa.types.is_string_view(have)))
+        if not same and not (pa.types.is_timestamp(want) and pa.types.is_timestamp(have)):
+            raise QueryError(f'column "{name}" is declared {sql_type} but {entry.location} has {have}', "42804")
+
+
+def _gpu_memory(conn: Connection) -> int | None:
+    limit = conn.backend.memory_limit
+    if limit:
+        return int(limit)
+    total = getattr(conn.backend, "total_memory", None)
+    return int(total * 0.9) if total else None
+
+
+def describe_engine(result: Result) -> str:
+    why = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
+    return f"{result.engine}{why}"
+
+

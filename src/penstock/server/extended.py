@@ -1,0 +1,246 @@
+"""The extended query protocol: Parse, Bind, Describe, Execute, Close, Sync, Flush.
+
+A prepared statement is its SQL and parameter types. Binding writes the parameter values
+into the SQL as literals (server/params.py); the portal runs when first described or
+executed and hands out its rows in the sizes Execute asks for (PortalSuspended between).
+After an error, messages are skipped until Sync, as the protocol requires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from penstock.errors import QueryError
+from penstock.server.commands import Outcome, QUERY_WORDS
+from penstock.server.params import count_placeholders, substitute
+from penstock.server.pgtypes import decode_param
+from penstock.server.results import describe, encoded_rows
+from penstock.server.statements import split_statements, words
+from penstock.server.wire import Body, ClientGone, ProtocolViolation
+
+if TYPE_CHECKING:
+    from penstock.server.session import Session
+
+DUPLICATE_PREPARED = "42P05"
+UNDEFINED_PREPARED = "26000"
+INVALID_CURSOR = "34000"
+PROTOCOL_VIOLATION = "08P01"
+
+
+@dataclass
+class Statement:
+    sql: str
+    oids: list[int]
+    described: pa.Schema | None = None
+
+
+@dataclass
+class Portal:
+    statement: Statement
+    sql: str  # with the parameters written in
+    formats: list[int]
+    outcome: Outcome | None = None
+    sent: int = 0  # rows already sent
+    failed: bool = False
+
+
+@dataclass
+class Extended:
+    session: Session
+    statements: dict[str, Statement] = field(default_factory=dict)
+    portals: dict[str, Portal] = field(default_factory=dict)
+    skipping: bool = False  # an error happened: skip to Sync
+
+    def handle(self, kind: bytes, data: bytes) -> None:
+        s = self.session
+        if kind == b"S":
+            self.skipping = False
+            if s.state.transaction == "I":
+                self.portals.pop("", None)
+            s.ready()
+            return
+        if kind == b"H":
+            s.out.flush()
+            return
+        if self.skipping:
+            return
+        body = Body(data)
+        try:
+            {b"P": self.parse, b"B": self.bind, b"D": self.describe, b"E": self.execute, b"C": self.close}[kind](body)
+        except (ClientGone, ProtocolViolation):
+            raise
+        except Exception as e:
+            s.error(e)
+            self.skipping = True
+
+    # -- messages -----------------------------------------------------------------------------
+    def parse(self, body: Body) -> None:
+        name, sql = body.cstring(), body.cstring()
+        oids = [body.int32() for _ in range(body.int16())]
+        body.done()
+        if name and name in self.statements:
+            raise QueryError(f'prepared statement "{name}" already exists', DUPLICATE_PREPARED)
+        if len(split_statements(sql)) > 1:
+            raise QueryError("cannot insert multiple commands into a prepared statement", "42601")
+        n = count_placeholders(sql)
+        self.statements[name] = Statement(sql, oids + [0] * (n - len(oids)))
+        self.session.out.add(b"1")
+
+    def bind(self, body: Body) -> None:
+        portal_name, name = body.cstring(), body.cstring()
+        fmt_codes = [body.int16() for _ in range(body.int16())]
+        raw = [body.value() for _ in range(body.int16())]
+        result_formats = [body.int16() for _ in range(body.int16())]
+        body.done()
+        stmt = self._statement(name)
+        if len(raw) != len(stmt.oids):
+            raise QueryError(f"bind message supplies {len(raw)} parameters, but prepared statement "
+                             f'"{name}" requires {len(stmt.oids)}', PROTOCOL_VIOLATION)
+        if len(fmt_codes) not in (0, 1, len(raw)) or any(f not in (0, 1) for f in fmt_codes + result_formats):
+            raise QueryError("invalid parameter or result format codes in Bind", PROTOCOL_VIOLATION)
+        values = []
+        for i, data in enumerate(raw):
+            fmt = fmt_codes[0] if len(fmt_codes) == 1 else (fmt_codes[i] if fmt_codes else 0)
+            try:
+                values.append(decode_param(data, stmt.oids[i], fmt))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise QueryError(f"parameter ${i + 1}: {e}", "22P02") from None
+        if portal_name and portal_name in self.portals:
+            raise QueryError(f'cursor "{portal_name}" already exists', "42P03")
+        sql = substitute(stmt.sql, values, stmt.oids) if values else stmt.sql
+        self.portals[portal_name] = Portal(stmt, sql, result_formats)
+        self.session.out.add(b"2")
+
+    def describe(self, body: Body) -> None:
+        what, name = body.byte(), body.cstring()
+        body.done()
+        out = self.session.out
+        if what == b"S":
+            stmt = self._statement(name)
+            out.parameter_description([oid or 25 for oid in stmt.oids])
+            schema = self._statement_schema(stmt)
+            if schema is None:
+                out.add(b"n")
+            else:
+                out.row_description(describe(schema, [0]))
+        elif what == b"P":
+            portal = self._portal(name)
+            outcome = self._run(portal)
+            if outcome is None or outcome.table is None or outcome.copy is not None:
+                out.add(b"n")
+            else:
+                out.row_description(describe(outcome.table.schema, portal.formats))
+        else:
+            raise ProtocolViolation(f"invalid DESCRIBE message subtype {what!r}")
+
+    def execute(self, body: Body) -> None:
+        name, max_rows = body.cstring(), body.int32()
+        body.done()
+        portal = self._portal(name)
+        outcome = self._run(portal)
+        if outcome is None:
+            self.skipping = True
+            return
+        if outcome.tag == "":
+            self.session.out.empty_query()
+            return
+        if outcome.table is None or outcome.copy is not None:
+            if portal.sent == 0:
+                self.session.send_outcome(outcome, portal.formats, describe_rows=False)
+                portal.sent = 1
+            else:
+                self.session.out.command_complete(outcome.tag)
+            return
+        total = outcome.table.num_rows
+        stop = total if max_rows <= 0 else min(portal.sent + max_rows, total)
+        if stop < total:
+            for row in encoded_rows(outcome.table, portal.formats, portal.sent, stop):
+                self.session.out.data_row(row)
+            portal.sent = stop
+            self.session.out.add(b"s")  # PortalSuspended
+            return
+        tag = outcome.tag
+        if portal.sent and tag.startswith(("SELECT", "FETCH")):
+            tag = f"{tag.split()[0]} {total - portal.sent}"
+        self.session.send_outcome(Outcome(tag, outcome.table, copy=None), portal.formats, describe_rows=False,
+                                  start=portal.sent)
+        portal.sent = total
+
+    def close(self, body: Body) -> None:
+        what, name = body.byte(), body.cstring()
+        body.done()
+        if what == b"S":
+            self.statements.pop(name, None)
+        elif what == b"P":
+            self.portals.pop(name, None)
+        else:
+            raise ProtocolViolation(f"invalid CLOSE message subtype {what!r}")
+        self.session.out.add(b"3")
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _statement(self, name: str) -> Statement:
+        stmt = self.statements.get(name)
+        if stmt is None:
+            raise QueryError(f'prepared statement "{name}" does not exist', UNDEFINED_PREPARED)
+        return stmt
+
+    def _portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise QueryError(f'portal "{name}" does not exist', INVALID_CURSOR)
+        return portal
+
+    def _run(self, portal: Portal) -> Outcome | None:
+        if portal.outcome is None and not portal.failed:
+            if not split_statements(portal.sql):
+                portal.outcome = Outcome("")
+                return portal.outcome
+            outcome = self.session.run(portal.sql)
+            if outcome is None:
+                portal.failed = True
+                return None
+            if outcome.tag.startswith("DEALLOCATE"):
+                self._deallocate(portal.sql)
+            described = portal.statement.described
+            if outcome.table is not None and described is not None and outcome.copy is None:
+                outcome.table = conform(outcome.table, described)
+            portal.outcome = outcome
+        return portal.outcome
+
+    def _deallocate(self, sql: str) -> None:
+        w = words(sql, 3)
+        if "ALL" in w:
+            self.statements = {"": s for n, s in self.statements.items() if n == ""}
+        elif len(w) > 1:
+            self.statements.pop(w[-1].lower(), None)
+
+    def _statement_schema(self, stmt: Statement) -> pa.Schema | None:
+        """The result columns of a statement before its parameters are known: planned with
+        NULLs of the parameter types in their places."""
+        if stmt.described is None:
+            w = words(stmt.sql, 1)
+            if not w or w[0] not in QUERY_WORDS | {"SHOW", "FETCH", "EXPLAIN"}:
+                return None
+            if w[0] in ("SHOW", "FETCH", "EXPLAIN"):
+                return None  # described when the portal runs
+            sql = substitute(stmt.sql, [None] * len(stmt.oids), stmt.oids)
+            stmt.described = self.session.server.db.result_schema(sql)
+        return stmt.described
+
+
+
+def conform(table: pa.Table, described: pa.Schema) -> pa.Table:
+    """The rows in the types the statement was described with (clients decode binary
+    values by the described types), where the engine's types differ but cast."""
+    if len(described) != table.num_columns:
+        return table
+    want = pa.schema([pa.field(n, f.type) for n, f in zip(table.column_names, described)])
+    if want.equals(table.schema):
+        return table
+    try:
+        return table.cast(want)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return table

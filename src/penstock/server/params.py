@@ -1,0 +1,86 @@
+"""Bound parameters ($1, $2, ...) as SQL literals.
+
+Each value is written into the statement as a literal of its type before planning, so the
+planner sees what PostgreSQL's would after binding: a typed constant (a parameter sent
+with no type, OID 0, stays an untyped string literal and takes its type from where it is
+used, as in PostgreSQL). Plans are cached per statement text, so repeated executions with
+the same values reuse their plan and kernels.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import re
+from typing import Any
+
+from penstock.server.pgtypes import BY_OID, UnknownText
+from penstock.server.statements import map_unquoted
+
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+_SQL_TYPES = {"int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "REAL", "float8": "DOUBLE",
+              "numeric": "DECIMAL(38,10)", "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP",
+              "timestamptz": "TIMESTAMP", "text": "VARCHAR", "varchar": "VARCHAR", "bpchar": "VARCHAR",
+              "name": "VARCHAR", "bytea": "BYTEA", "oid": "BIGINT", "char": "VARCHAR"}
+
+
+def quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def literal(value: Any, oid: int = 0) -> str:
+    """One value as an SQL literal (of its parameter type's, where the client named one)."""
+    if value is None:
+        t = BY_OID.get(oid)
+        sql_type = _SQL_TYPES.get(t.name) if t else None
+        return f"CAST(NULL AS {sql_type})" if sql_type else "NULL"
+    if isinstance(value, UnknownText):
+        return quote(str(value))
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        t = BY_OID.get(oid)
+        if t is not None and t.name in ("int2", "int4"):
+            return f"CAST({value} AS {_SQL_TYPES[t.name]})" if value >= 0 else f"CAST(({value}) AS {_SQL_TYPES[t.name]})"
+        return str(value) if value >= 0 else f"({value})"
+    if isinstance(value, float):
+        text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity") if math.isinf(value) \
+            else repr(value)
+        return f"CAST('{text}' AS {'REAL' if BY_OID.get(oid) is BY_OID[700] else 'DOUBLE'})"
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise ValueError(f"numeric value {value} is not supported")
+        sign, digits, exponent = value.as_tuple()
+        assert isinstance(exponent, int)
+        scale = max(-exponent, 0)
+        precision = min(max(len(digits) + max(exponent, 0), scale + 1, 1), 38)
+        return f"CAST('{value}' AS DECIMAL({precision},{min(scale, precision)}))"
+    if isinstance(value, datetime.datetime):
+        return f"TIMESTAMP '{value.replace(tzinfo=None).isoformat(sep=' ')}'"
+    if isinstance(value, datetime.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"decode('{bytes(value).hex()}', 'hex')"
+    return quote(str(value))
+
+
+def substitute(sql: str, values: list[Any], oids: list[int]) -> str:
+    """The statement with each $n outside quotes and comments replaced by its literal."""
+    def one(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        if n < 1 or n > len(values):
+            raise IndexError(n)
+        return literal(values[n - 1], oids[n - 1] if n - 1 < len(oids) else 0)
+    return map_unquoted(sql, lambda text: _PLACEHOLDER.sub(one, text))
+
+
+def count_placeholders(sql: str) -> int:
+    """The highest $n the statement uses."""
+    found = [0]
+
+    def note(text: str) -> str:
+        found.extend(int(m.group(1)) for m in _PLACEHOLDER.finditer(text))
+        return text
+    map_unquoted(sql, note)
+    return max(found)

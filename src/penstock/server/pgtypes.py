@@ -1,0 +1,379 @@
+"""PostgreSQL types on the wire: which type a result column has, and values in text and
+binary format, both ways.
+
+Results are Arrow columns; each column is encoded at once (Arrow's vectorised casts where
+their text equals PostgreSQL's, Python per value where it does not: floats, timestamps,
+intervals, arrays). Parameters arrive as bytes with a type OID and a format code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+PG_EPOCH = datetime.date(2000, 1, 1)
+PG_EPOCH_DT = datetime.datetime(2000, 1, 1)
+UNIX_TO_PG_DAYS = 10957
+
+
+@dataclass(frozen=True)
+class PgType:
+    oid: int
+    name: str
+    size: int  # typlen: -1 for variable length
+    array_oid: int = 0
+    category: str = "S"
+
+
+TYPES = {t.name: t for t in [
+    PgType(16, "bool", 1, 1000, "B"), PgType(17, "bytea", -1, 1001, "U"), PgType(18, "char", 1, 1002, "S"),
+    PgType(19, "name", 64, 1003, "S"), PgType(20, "int8", 8, 1016, "N"), PgType(21, "int2", 2, 1005, "N"),
+    PgType(22, "int2vector", -1, 1006, "A"), PgType(23, "int4", 4, 1007, "N"), PgType(24, "regproc", 4, 1008, "N"),
+    PgType(25, "text", -1, 1009, "S"), PgType(26, "oid", 4, 1028, "N"), PgType(30, "oidvector", -1, 1013, "A"),
+    PgType(700, "float4", 4, 1021, "N"), PgType(701, "float8", 8, 1022, "N"), PgType(705, "unknown", -2, 0, "X"),
+    PgType(1042, "bpchar", -1, 1014, "S"), PgType(1043, "varchar", -1, 1015, "S"),
+    PgType(1082, "date", 4, 1182, "D"), PgType(1083, "time", 8, 1183, "D"),
+    PgType(1114, "timestamp", 8, 1115, "D"), PgType(1184, "timestamptz", 8, 1185, "D"),
+    PgType(1186, "interval", 16, 1187, "T"), PgType(1700, "numeric", -1, 1231, "N"),
+    PgType(2205, "regclass", 4, 2210, "N"), PgType(2206, "regtype", 4, 2211, "N"),
+    PgType(3802, "jsonb", -1, 3807, "U"), PgType(114, "json", -1, 199, "U"),
+]}
+BY_OID = {t.oid: t for t in TYPES.values()}
+ARRAY_ELEMENT = {t.array_oid: t for t in TYPES.values() if t.array_oid}
+for _element in ARRAY_ELEMENT.values():
+    BY_OID.setdefault(_element.array_oid, PgType(_element.array_oid, "_" + _element.name, -1, 0, "A"))
+
+PG_TYPE_KEY = b"pg_type"  # Arrow field metadata naming a PostgreSQL type (name, oid, ...)
+
+
+class UnknownText(str):
+    """A parameter sent as text with no type (OID 0): PostgreSQL types it from its context."""
+
+
+# -- Arrow -> PostgreSQL ------------------------------------------------------------------------
+
+def pg_type(field: pa.Field) -> PgType:
+    """The PostgreSQL type a result column is reported as."""
+    if field.metadata and PG_TYPE_KEY in field.metadata:
+        return TYPES[field.metadata[PG_TYPE_KEY].decode()]
+    return _pg_type_of(field.type)
+
+
+def _pg_type_of(t: pa.DataType) -> PgType:
+    if pa.types.is_dictionary(t):
+        return _pg_type_of(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = _pg_type_of(t.value_type)
+        return BY_OID[element.array_oid] if element.array_oid else TYPES["text"]
+    simple = {
+        pa.bool_(): "bool", pa.int8(): "int2", pa.int16(): "int2", pa.int32(): "int4", pa.int64(): "int8",
+        pa.uint8(): "int2", pa.uint16(): "int4", pa.uint32(): "oid", pa.uint64(): "numeric",
+        pa.float16(): "float4", pa.float32(): "float4", pa.float64(): "float8", pa.date32(): "date",
+        pa.date64(): "date", pa.binary(): "bytea", pa.large_binary(): "bytea",
+    }
+    if t in simple:
+        return TYPES[simple[t]]
+    if pa.types.is_decimal(t):
+        return TYPES["numeric"]
+    if pa.types.is_timestamp(t):
+        return TYPES["timestamptz" if t.tz else "timestamp"]
+    if pa.types.is_time(t):
+        return TYPES["time"]
+    if pa.types.is_interval(t) or pa.types.is_duration(t):
+        return TYPES["interval"]
+    return TYPES["text"]  # text, NULL and anything else is sent as text
+
+
+def type_modifier(field: pa.Field) -> int:
+    t = field.type
+    if pa.types.is_decimal(t):
+        return ((t.precision << 16) | t.scale) + 4
+    return -1
+
+
+# -- text format ----------------------------------------------------------------------------------
+
+def float_text(x: float, digits: int = 15) -> str:
+    """PostgreSQL's float output (shortest exact digits; exponent form outside 1e-4..1e15)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign, digs, exp = decimal.Decimal(repr(x)).as_tuple()
+    text = "".join(map(str, digs)).rstrip("0") or "0"
+    point = len(digs) + int(exp)  # digits before the decimal point
+    e10 = point - 1
+    neg = "-" if sign else ""
+    if -4 <= e10 < digits:
+        if point <= 0:
+            return f"{neg}0.{'0' * -point}{text}"
+        if point >= len(text):
+            return neg + text + "0" * (point - len(text))
+        return f"{neg}{text[:point]}.{text[point:]}"
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{neg}{mantissa}e{'+' if e10 >= 0 else '-'}{abs(e10):02d}"
+
+
+def timestamp_text(v: datetime.datetime, tz: bool = False) -> str:
+    out = v.strftime("%Y-%m-%d %H:%M:%S")
+    if v.microsecond:
+        out += f".{v.microsecond:06d}".rstrip("0")
+    return out + ("+00" if tz else "")
+
+
+def interval_text(months: int, days: int, micros: int) -> str:
+    parts = []
+    years, months = divmod(months, 12) if months >= 0 else (-((-months) // 12), -((-months) % 12))
+    if years:
+        parts.append(f"{years} year{'s' if abs(years) != 1 else ''}")
+    if months:
+        parts.append(f"{months} mon{'s' if abs(months) != 1 else ''}")
+    if days:
+        parts.append(f"{days} day{'s' if abs(days) != 1 else ''}")
+    if micros or not parts:
+        sign = "-" if micros < 0 else ""
+        micros = abs(micros)
+        secs, frac = divmod(micros, 1_000_000)
+        text = f"{sign}{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+        if frac:
+            text += f".{frac:06d}".rstrip("0")
+        parts.append(text)
+    return " ".join(parts)
+
+
+def _array_text(values: list[Any] | None, element: Callable[[Any], str]) -> str | None:
+    if values is None:
+        return None
+    items = []
+    for v in values:
+        if v is None:
+            items.append("NULL")
+            continue
+        s = element(v)
+        if s == "" or any(c in s for c in ' {},"\\') or s.upper() == "NULL":
+            s = '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        items.append(s)
+    return "{" + ",".join(items) + "}"
+
+
+def text_column(arr: pa.Array) -> list[bytes | None]:
+    """Every value of a column in PostgreSQL's text output format (None for NULL)."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.dictionary_decode(), t.value_type
+    if pa.types.is_boolean(t):
+        strings = pc.if_else(arr, "t", "f")
+    elif pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t):
+        strings = pc.cast(arr, pa.string())
+    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        strings = arr.cast(pa.string())
+    else:
+        return [None if v is None else s.encode() for v, s in zip(arr.to_pylist(), _python_text(arr))]
+    return [None if s is None else s.encode() for s in strings.to_pylist()]
+
+
+def _python_text(arr: pa.Array) -> list[str]:
+    t = arr.type
+    if pa.types.is_floating(t):
+        digits = 6 if t.bit_width == 32 else 15
+        return [float_text(float(v), digits) if v is not None else "" for v in arr.to_pylist()]
+    if pa.types.is_timestamp(t):
+        return [timestamp_text(v, bool(t.tz)) if v is not None else "" for v in _timestamps(arr)]
+    if pa.types.is_interval(t):
+        return [interval_text(v.months, v.days, v.nanoseconds // 1000) if v is not None else ""
+                for v in arr.to_pylist()]
+    if pa.types.is_duration(t):
+        return [interval_text(0, 0, int(v / datetime.timedelta(microseconds=1))) if v is not None else ""
+                for v in arr.cast(pa.duration("us")).to_pylist()]
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return ["\\x" + v.hex() if v is not None else "" for v in arr.to_pylist()]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = t.value_type
+
+        def element(v: Any) -> str:
+            one = text_column(pa.array([v], inner))[0]
+            return one.decode() if one is not None else "NULL"
+        return [_array_text(v, element) or "" for v in arr.to_pylist()]
+    if pa.types.is_null(t):
+        return [""] * len(arr)
+    return [str(v) for v in arr.to_pylist()]
+
+
+def _timestamps(arr: pa.Array) -> list[datetime.datetime | None]:
+    """Timestamps as naive datetimes in UTC (microseconds; finer units are rounded down)."""
+    micros = arr.cast(pa.timestamp("us", arr.type.tz)).cast(pa.int64()).to_pylist()
+    return [None if m is None else PG_EPOCH_DT + datetime.timedelta(microseconds=m - UNIX_TO_PG_DAYS * 86400_000_000)
+            for m in micros]
+
+
+# -- binary format ------------------------------------------------------------------------------
+
+def binary_column(arr: pa.Array, target: PgType) -> list[bytes | None]:
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.dictionary_decode(), t.value_type
+    values = arr.to_pylist()
+    name = target.name
+    if name in ("int2", "int4", "int8", "oid"):
+        fmt = struct.Struct({"int2": "!h", "int4": "!i", "int8": "!q", "oid": "!I"}[name])
+        return [None if v is None else fmt.pack(v) for v in values]
+    if name in ("float4", "float8"):
+        fmt = struct.Struct("!f" if name == "float4" else "!d")
+        return [None if v is None else fmt.pack(v) for v in values]
+    if name == "bool":
+        return [None if v is None else (b"\x01" if v else b"\x00") for v in values]
+    if name == "date":
+        days = arr.cast(pa.int32()).to_pylist() if pa.types.is_date32(t) else None
+        if days is None:
+            days = [None if v is None else (v - datetime.date(1970, 1, 1)).days for v in values]
+        return [None if d is None else struct.pack("!i", d - UNIX_TO_PG_DAYS) for d in days]
+    if name in ("timestamp", "timestamptz"):
+        micros = arr.cast(pa.timestamp("us", t.tz)).cast(pa.int64()).to_pylist()
+        return [None if m is None else struct.pack("!q", m - UNIX_TO_PG_DAYS * 86400_000_000) for m in micros]
+    if name == "numeric":
+        return [None if v is None else numeric_binary(decimal.Decimal(v)) for v in values]
+    if name == "bytea":
+        return values
+    if name == "interval":
+        text = _python_text(arr) if not pa.types.is_interval(t) else None
+        if text is not None:
+            raise ValueError("binary intervals are sent only for interval columns")
+        return [None if v is None else struct.pack("!qii", v.nanoseconds // 1000, v.days, v.months) for v in values]
+    return [None if v is None else v for v in text_column(arr)]  # text-like: its text is its binary
+
+
+def numeric_binary(d: decimal.Decimal) -> bytes:
+    """PostgreSQL's binary numeric: base-10000 digits, weight, sign, display scale."""
+    if d.is_nan():
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    sign, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    dscale = max(-exp, 0)
+    text = "".join(map(str, digits))
+    int_digits = len(text) + exp
+    int_part = text[:int_digits] if int_digits > 0 else ""
+    frac_part = ("0" * max(-int_digits, 0) + text[max(int_digits, 0):]) if exp < 0 else ""
+    if exp > 0:
+        int_part = text + "0" * exp
+    int_part = int_part.lstrip("0")
+    pad_int = (-len(int_part)) % 4
+    int_groups = ("0" * pad_int + int_part)
+    frac_groups = frac_part + "0" * ((-len(frac_part)) % 4)
+    groups = [int(int_groups[i:i + 4]) for i in range(0, len(int_groups), 4)]
+    fgroups = [int(frac_groups[i:i + 4]) for i in range(0, len(frac_groups), 4)]
+    weight = len(groups) - 1
+    all_groups = groups + fgroups
+    while all_groups and all_groups[-1] == 0:  # trailing zero groups are implied
+        all_groups.pop()
+    lead = 0
+    while lead < len(all_groups) and all_groups[lead] == 0:
+        lead += 1
+    all_groups = all_groups[lead:]
+    weight -= lead
+    if not all_groups:
+        weight = 0
+    return struct.pack(f"!hhHh{len(all_groups)}h", len(all_groups), weight, 0x4000 if sign else 0, dscale,
+                       *all_groups)
+
+
+def numeric_from_binary(data: bytes) -> decimal.Decimal:
+    ndigits, weight, sign, dscale = struct.unpack("!hhHh", data[:8])
+    if sign == 0xC000:
+        return decimal.Decimal("NaN")
+    groups = struct.unpack(f"!{ndigits}h", data[8:8 + 2 * ndigits])
+    value = decimal.Decimal(0)
+    for k, g in enumerate(groups):
+        value += decimal.Decimal(g).scaleb(4 * (weight - k))
+    value = value.quantize(decimal.Decimal(1).scaleb(-dscale)) if dscale else value.quantize(decimal.Decimal(1))
+    return -value if sign == 0x4000 else value
+
+
+# -- parameters ----------------------------------------------------------------------------------
+
+def _bool(text: str) -> bool:
+    v = text.strip().lower()
+    if v in ("t", "true", "y", "yes", "on", "1"):
+        return True
+    if v in ("f", "false", "n", "no", "off", "0"):
+        return False
+    raise ValueError(f'invalid input syntax for type boolean: "{text}"')
+
+
+def _timestamp(text: str) -> datetime.datetime:
+    v = text.strip().replace("T", " ")
+    if v.endswith("+00") or v.endswith("+00:00") or v.endswith("Z"):
+        v = v.rsplit("+", 1)[0].rstrip("Z")
+    return datetime.datetime.fromisoformat(v)
+
+
+_TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int2": int, "int4": int, "int8": int, "oid": int, "float4": float, "float8": float,
+    "numeric": decimal.Decimal, "bool": _bool, "date": datetime.date.fromisoformat,
+    "timestamp": _timestamp, "timestamptz": _timestamp, "text": str, "varchar": str, "bpchar": str,
+    "name": str, "char": str, "bytea": lambda s: bytes.fromhex(s[2:]) if s.startswith("\\x") else s.encode(),
+}
+
+
+def decode_param(data: bytes | None, oid: int, fmt: int) -> Any:
+    """A parameter value as a Python value; raises ValueError (SQLSTATE 22P02) when it is
+    not valid input for its type."""
+    if data is None:
+        return None
+    t = BY_OID.get(oid)
+    if fmt == 0:
+        text = data.decode()
+        if t is None or oid in (0, 705):
+            return UnknownText(text)
+        parser = _TEXT_PARSERS.get(t.name)
+        if parser is None:
+            return UnknownText(text)
+        try:
+            return parser(text)
+        except (ValueError, decimal.InvalidOperation):
+            raise ValueError(f'invalid input syntax for type {_sql_name(t)}: "{text}"') from None
+    if t is None:
+        raise ValueError(f"binary parameters of type OID {oid} are not supported")
+    try:
+        return _decode_binary(data, t)
+    except struct.error:
+        raise ValueError(f"incorrect binary data format in parameter of type {_sql_name(t)}") from None
+
+
+def _decode_binary(data: bytes, t: PgType) -> Any:
+    name = t.name
+    if name in ("int2", "int4", "int8", "oid"):
+        fmt = {"int2": "!h", "int4": "!i", "int8": "!q", "oid": "!I"}[name]
+        if len(data) != struct.calcsize(fmt):
+            raise struct.error("size")
+        return struct.unpack(fmt, data)[0]
+    if name in ("float4", "float8"):
+        return struct.unpack("!f" if name == "float4" else "!d", data)[0]
+    if name == "bool":
+        if len(data) != 1:
+            raise struct.error("size")
+        return data != b"\x00"
+    if name == "date":
+        return PG_EPOCH + datetime.timedelta(days=struct.unpack("!i", data)[0])
+    if name in ("timestamp", "timestamptz"):
+        return PG_EPOCH_DT + datetime.timedelta(microseconds=struct.unpack("!q", data)[0])
+    if name == "numeric":
+        return numeric_from_binary(data)
+    if name == "bytea":
+        return data
+    return data.decode()
+
+
+def _sql_name(t: PgType) -> str:
+    return {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
+            "float8": "double precision", "bool": "boolean", "bpchar": "character",
+            "varchar": "character varying", "timestamptz": "timestamp with time zone",
+            "timestamp": "timestamp without time zone"}.get(t.name, t.name)

@@ -1,0 +1,230 @@
+"""`penstock serve`: the listening socket, one thread per connection, startup, TLS,
+authentication, cancel requests and the connection limit.
+
+One process owns the GPU: every connection's queries go through the same Database (one
+memory budget, one column cache, one kernel cache). A connection that misbehaves at the
+protocol level is closed alone; the others carry on.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import secrets
+import socket
+import ssl
+import threading
+from typing import BinaryIO
+
+from penstock.server.commands import SessionState
+from penstock.server.database import Database, ServerConfig
+from penstock.server.scram import MECHANISM, AuthFailed, ScramExchange, Verifier, load_users
+from penstock.server.session import Session
+from penstock.server.settings import Settings
+from penstock.server.wire import (CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST, Body, ClientGone, Out,
+                                  ProtocolViolation, read_message, read_startup, startup_parameters)
+from penstock.errors import QueryError
+
+log = logging.getLogger("penstock.server")
+AUTH_OK, AUTH_SASL, AUTH_SASL_CONTINUE, AUTH_SASL_FINAL = 0, 10, 11, 12
+INVALID_PASSWORD = "28P01"
+INVALID_AUTHORIZATION = "28000"
+TOO_MANY_CONNECTIONS = "53300"
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return host in ("localhost", "")
+
+
+class Server:
+    def __init__(self, config: ServerConfig, db: Database | None = None):
+        if config.auth not in ("trust", "scram"):
+            raise ValueError("--auth is trust or scram")
+        if config.auth == "trust" and not is_loopback(config.host) and not config.trust_remote:
+            raise ValueError(f"--auth trust on {config.host} would let anyone on the network in: listen on "
+                             "127.0.0.1, use --auth scram, or say --trust-remote")
+        self.users: dict[str, Verifier] = {}
+        if config.auth == "scram":
+            if not config.users_file:
+                raise ValueError("--auth scram needs --users FILE (make one with `penstock user add`)")
+            self.users = load_users(config.users_file)
+        self.tls: ssl.SSLContext | None = None
+        if config.tls_cert or config.tls_key:
+            if not (config.tls_cert and config.tls_key):
+                raise ValueError("TLS needs both --tls-cert and --tls-key")
+            self.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self.tls.load_cert_chain(config.tls_cert, config.tls_key)
+        self.config = config
+        self.db = db or Database(config)
+        self.sessions: dict[int, Session] = {}
+        self.lock = threading.Lock()
+        self.next_pid = 1000
+        self.stopping = threading.Event()
+        self.listener: socket.socket | None = None
+
+    # -- listening ------------------------------------------------------------------------------
+    def bind(self) -> int:
+        family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.config.host, self.config.port))
+        listener.listen(128)
+        self.listener = listener
+        return listener.getsockname()[1]
+
+    def serve_forever(self) -> None:
+        assert self.listener is not None
+        self.listener.settimeout(0.5)
+        while not self.stopping.is_set():
+            try:
+                sock, addr = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                if self.stopping.is_set():
+                    break
+                raise
+            threading.Thread(target=self.connection, args=(sock, addr[0]), daemon=True,
+                             name=f"penstock-conn-{addr[0]}").start()
+
+    def shutdown(self) -> None:
+        self.stopping.set()
+        if self.listener is not None:
+            self.listener.close()
+
+    # -- one connection -------------------------------------------------------------------------
+    def connection(self, sock: socket.socket, peer: str) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(60)  # for the startup; no timeout once the session runs
+        stream: BinaryIO = sock.makefile("rwb")
+        session: Session | None = None
+        try:
+            params, sock, stream = self.startup(sock, stream)
+            if params is None:
+                return
+            out = Out(stream)
+            with self.lock:
+                if len(self.sessions) >= self.config.max_connections:
+                    raise QueryError("sorry, too many clients already", TOO_MANY_CONNECTIONS)
+                pid, self.next_pid = self.next_pid, self.next_pid + 1
+                secret = secrets.randbits(31)
+            user = params.get("user", "")
+            if not user:
+                raise QueryError("no PostgreSQL user name specified in startup packet", INVALID_AUTHORIZATION)
+            if params.get("replication", "false").lower() not in ("false", "off", "0", "no"):
+                raise QueryError("replication connections are not supported", INVALID_AUTHORIZATION)
+            self.authenticate(user, peer, stream, out)
+            out.flush()
+            state = SessionState(self.db, Settings(params), user, params.get("database") or user)
+            session = Session(self, sock, stream, state, pid, secret)
+            with self.lock:
+                if len(self.sessions) >= self.config.max_connections:
+                    raise QueryError("sorry, too many clients already", TOO_MANY_CONNECTIONS)
+                self.sessions[pid] = session
+            sock.settimeout(None)
+            session.greet()
+            session.serve()
+        except ClientGone:
+            pass
+        except (ProtocolViolation, QueryError, AuthFailed, UnicodeDecodeError) as e:
+            self.refuse(stream, e)
+        except (OSError, ssl.SSLError) as e:
+            log.info("connection from %s: %s", peer, e)
+        finally:
+            if session is not None:
+                with self.lock:
+                    self.sessions.pop(session.pid, None)
+            try:
+                stream.close()
+                sock.close()
+            except OSError:
+                pass
+
+    def refuse(self, stream: BinaryIO, e: BaseException) -> None:
+        from penstock.server.session import error_fields
+
+        fields = error_fields(e, "FATAL")
+        if isinstance(e, AuthFailed):
+            fields["C"] = INVALID_PASSWORD
+        try:
+            out = Out(stream)
+            out.notice_or_error(b"E", fields)
+            out.flush()
+        except (OSError, ValueError):
+            pass
+
+    def startup(self, sock: socket.socket, stream: BinaryIO) -> tuple[dict[str, str] | None, socket.socket, BinaryIO]:
+        """The startup packet (after answering SSL/GSS requests), or None for a cancel request."""
+        tls_done = False
+        while True:
+            code, payload = read_startup(stream)
+            if code == SSL_REQUEST and not tls_done:
+                if self.tls is None:
+                    stream.write(b"N")
+                    stream.flush()
+                    continue
+                stream.write(b"S")
+                stream.flush()
+                sock = self.tls.wrap_socket(sock, server_side=True)
+                stream = sock.makefile("rwb")
+                tls_done = True
+                continue
+            if code == GSSENC_REQUEST:
+                stream.write(b"N")
+                stream.flush()
+                continue
+            if code == CANCEL_REQUEST:
+                body = Body(payload)
+                self.cancel(body.int32(), body.int32())
+                return None, sock, stream
+            if code >> 16 != 3:
+                raise ProtocolViolation(f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}: "
+                                        "server supports 3.0")
+            if self.tls is not None and not tls_done and not is_loopback(sock.getpeername()[0]):
+                raise QueryError("this server requires TLS (sslmode=require) for connections from other hosts",
+                                 INVALID_AUTHORIZATION)
+            return startup_parameters(payload), sock, stream
+
+    def cancel(self, pid: int, secret: int) -> None:
+        with self.lock:
+            session = self.sessions.get(pid)
+        if session is not None and hmac.compare_digest(session.secret.to_bytes(4, "big"),
+                                                       (secret & 0xFFFFFFFF).to_bytes(4, "big")):
+            session.state.cancelled.set()
+
+    def authenticate(self, user: str, peer: str, stream: BinaryIO, out: Out) -> None:
+        if self.config.auth == "trust":
+            if not is_loopback(peer) and not self.config.trust_remote:
+                raise QueryError(f'trust authentication is only allowed from this machine; host "{peer}" '
+                                 "must use a password", INVALID_AUTHORIZATION)
+            out.auth(AUTH_OK)
+            return
+        exchange = ScramExchange(self.users.get(user))
+        out.auth(AUTH_SASL, MECHANISM.encode() + b"\0\0")
+        out.flush()
+        kind, data = read_message(stream, 10_000)
+        if kind != b"p":
+            raise ProtocolViolation(f"expected SASL response, got message type {kind!r}")
+        body = Body(data)
+        mechanism = body.cstring()
+        if mechanism != MECHANISM:
+            raise AuthFailed(f"client selected an invalid SASL authentication mechanism {mechanism!r}")
+        length = body.int32()
+        first = body.rest()
+        if length != len(first):
+            raise ProtocolViolation("SASL initial response length does not match")
+        try:
+            out.auth(AUTH_SASL_CONTINUE, exchange.first(first.decode()).encode())
+            out.flush()
+            kind, data = read_message(stream, 10_000)
+            if kind != b"p":
+                raise ProtocolViolation(f"expected SASL response, got message type {kind!r}")
+            final = exchange.final(data.decode())
+        except AuthFailed:
+            raise AuthFailed(f'password authentication failed for user "{user}"') from None
+        out.auth(AUTH_SASL_FINAL, final.encode())
+        out.auth(AUTH_OK)

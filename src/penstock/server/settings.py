@@ -1,0 +1,160 @@
+"""Session settings: what SET, SHOW and RESET act on, and which ones the client is told
+about (ParameterStatus) when they change.
+
+Most settings only need to be accepted and shown back: clients and postgres_fdw set them
+on connect. The ones with an effect here: statement_timeout (milliseconds, or with a unit),
+application_name, client_encoding (UTF8 only), and penstock's own
+``penstock.gpu_admission`` (wait | cpu) and ``penstock.gpu_wait`` (seconds). TimeZone is
+accepted and shown, but times are computed and sent in UTC.
+"""
+
+from __future__ import annotations
+
+import re
+
+from penstock.errors import INVALID_PARAMETER_VALUE, QueryError
+
+SERVER_VERSION = "15.0"
+SERVER_VERSION_NUM = "150000"
+UNDEFINED_OBJECT = "42704"
+
+DEFAULTS: dict[str, str] = {
+    "application_name": "",
+    "client_encoding": "UTF8",
+    "datestyle": "ISO, MDY",
+    "intervalstyle": "postgres",
+    "timezone": "UTC",
+    "integer_datetimes": "on",
+    "standard_conforming_strings": "on",
+    "server_encoding": "UTF8",
+    "server_version": SERVER_VERSION,
+    "server_version_num": SERVER_VERSION_NUM,
+    "is_superuser": "off",
+    "session_authorization": "",
+    "default_transaction_read_only": "off",
+    "in_hot_standby": "off",
+    "extra_float_digits": "1",
+    "search_path": '"$user", public',
+    "statement_timeout": "0",
+    "lock_timeout": "0",
+    "idle_in_transaction_session_timeout": "0",
+    "idle_session_timeout": "0",
+    "transaction_isolation": "read committed",
+    "default_transaction_isolation": "read committed",
+    "transaction_read_only": "off",
+    "bytea_output": "hex",
+    "client_min_messages": "notice",
+    "max_identifier_length": "63",
+    "lc_collate": "C",
+    "lc_ctype": "C",
+    "lc_messages": "C",
+    "lc_monetary": "C",
+    "lc_numeric": "C",
+    "lc_time": "C",
+    "block_size": "8192",
+    "escape_string_warning": "on",
+    "synchronize_seqscans": "on",
+    "row_security": "on",
+    "jit": "off",
+    "work_mem": "4MB",
+    "max_parallel_workers_per_gather": "2",
+    "join_collapse_limit": "8",
+    "from_collapse_limit": "8",
+    "geqo": "on",
+    "default_with_oids": "off",
+    "max_connections": "64",
+    "penstock.gpu_admission": "wait",
+    "penstock.gpu_wait": "",
+}
+# The names PostgreSQL reports with ParameterStatus, as it spells them.
+REPORTED = {"application_name": "application_name", "client_encoding": "client_encoding",
+            "datestyle": "DateStyle", "intervalstyle": "IntervalStyle", "timezone": "TimeZone",
+            "integer_datetimes": "integer_datetimes", "standard_conforming_strings": "standard_conforming_strings",
+            "server_encoding": "server_encoding", "server_version": "server_version",
+            "is_superuser": "is_superuser", "session_authorization": "session_authorization",
+            "default_transaction_read_only": "default_transaction_read_only", "in_hot_standby": "in_hot_standby"}
+READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes", "is_superuser",
+             "max_identifier_length", "lc_collate", "lc_ctype", "block_size", "in_hot_standby", "max_connections"}
+_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
+
+
+def canonical(name: str) -> str:
+    return {"time zone": "timezone"}.get(name.lower(), name.lower())
+
+
+def milliseconds(value: str, name: str) -> int:
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d)?\s*$", value)
+    if not m:
+        raise QueryError(f'invalid value for parameter "{name}": "{value}"', INVALID_PARAMETER_VALUE)
+    return int(float(m.group(1)) * _UNITS_MS[m.group(2) or "ms"])
+
+
+class Settings:
+    def __init__(self, startup: dict[str, str]):
+        self.defaults = dict(DEFAULTS)
+        self.values: dict[str, str] = {}
+        for key, value in startup.items():
+            k = canonical(key)
+            if k in ("user", "database", "options", "replication"):
+                continue
+            if k in self.defaults and k not in READ_ONLY:
+                self.defaults[k] = self.check(k, value)  # startup values are the session's defaults
+
+    def get(self, name: str) -> str:
+        k = canonical(name)
+        if k in self.values:
+            return self.values[k]
+        if k in self.defaults:
+            return self.defaults[k]
+        raise QueryError(f'unrecognized configuration parameter "{name}"', UNDEFINED_OBJECT)
+
+    def set(self, name: str, value: str | None) -> str | None:
+        """Set (None: reset) a parameter; returns its reported name if the client must be told."""
+        k = canonical(name)
+        if k not in self.defaults and "." not in k:
+            raise QueryError(f'unrecognized configuration parameter "{name}"', UNDEFINED_OBJECT)
+        if k in READ_ONLY:
+            raise QueryError(f'parameter "{name}" cannot be changed', "55P02")
+        if value is None:
+            self.values.pop(k, None)
+        else:
+            self.values[k] = self.check(k, value)
+        return REPORTED.get(k)
+
+    def reset_all(self) -> list[str]:
+        changed = [REPORTED[k] for k in self.values if k in REPORTED]
+        self.values.clear()
+        return changed
+
+    def check(self, k: str, value: str) -> str:
+        if k == "client_encoding" and value.upper().replace("-", "").replace("_", "") not in ("UTF8", "UNICODE"):
+            raise QueryError(f'client encoding "{value}" is not supported: penstock speaks UTF8 only',
+                             "0A000")
+        if k == "client_encoding":
+            return "UTF8"
+        if k in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "idle_session_timeout"):
+            return str(milliseconds(value, k))
+        if k == "extra_float_digits":
+            if not re.match(r"^-?\d+$", value.strip()) or not -15 <= int(value) <= 3:
+                raise QueryError(f'{value} is outside the valid range for parameter "extra_float_digits" (-15 .. 3)',
+                                 INVALID_PARAMETER_VALUE)
+        if k == "penstock.gpu_admission" and value.lower() not in ("wait", "cpu"):
+            raise QueryError('penstock.gpu_admission is "wait" (for a GPU slot) or "cpu" (run on the CPU '
+                             "when the GPU is busy)", INVALID_PARAMETER_VALUE)
+        if k == "penstock.gpu_wait" and value.strip():
+            milliseconds(value if re.search(r"[a-z]", value) else value + "s", k)
+        return value
+
+    def statement_timeout(self) -> float:
+        """Seconds, 0 for none."""
+        return int(self.get("statement_timeout")) / 1000
+
+    def gpu_wait(self) -> float | None:
+        raw = self.get("penstock.gpu_wait").strip()
+        if not raw:
+            return None
+        return milliseconds(raw if re.search(r"[a-z]", raw) else raw + "s", "penstock.gpu_wait") / 1000
+
+    def all(self) -> list[tuple[str, str]]:
+        names = sorted(set(self.defaults) | set(self.values))
+        return [(n, self.get(n)) for n in names]
