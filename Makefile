@@ -16,8 +16,11 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/penstock demo
 
-# CPU backend: unit + differential suite, then NVRTC compile of every kernel the suite generated.
+# CPU backend: unit + differential suite (and the server's tests with real psql, JDBC,
+# SQLAlchemy and a real PostgreSQL with postgres_fdw), then NVRTC compile of every kernel
+# the suite generated.
 test: $(BIN)/.installed
+	scripts/install-system-deps.sh
 	PENSTOCK_KERNEL_LOG=$(CURDIR)/.kernel-log $(BIN)/python -m pytest -n 2 -q
 	$(BIN)/python -m penstock.device.nvrtc_check $(CURDIR)/.kernel-log
 

@@ -80,8 +80,19 @@ def run_query(state: SessionState, sql: str) -> Outcome:
     s = state.settings
     executed = state.db.execute(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
                                 state.cancelled)
-    table = executed.result.table
-    return Outcome(f"SELECT {table.num_rows}", table, executed.notices, engine=describe_engine(executed.result))
+    result = executed.result
+    notices = list(executed.notices)
+    engine = describe_engine(result)
+    if s.get("penstock.report_engine").lower() in ("on", "true", "1", "yes"):
+        notices.append(f"engine: {engine}")
+    elif result.engine == "datafusion" and not catalog_only(result.fallback_reason):
+        notices.append(f"ran on DataFusion's CPU engine, not penstock's kernels: {result.fallback_reason}")
+    return Outcome(f"SELECT {result.table.num_rows}", result.table, notices, engine=engine)
+
+
+def catalog_only(reason: str | None) -> bool:
+    """Queries on the emulated system catalogs run on DataFusion by design: no notice."""
+    return bool(reason) and bool(re.search(r"table (pg_catalog|information_schema)\.", reason or ""))
 
 
 # -- transactions ---------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, Pen
 from penstock.server import pg_catalog
 from penstock.server.admission import Admission, Grant
 from penstock.server.catalog import Catalog, TableEntry, arrow_type
+from penstock.server.literals import numeric_literals
 from penstock.server.rewrite import rewrite
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
 
@@ -162,7 +163,7 @@ class Database:
                 max_wait: float | None = None, cancelled: threading.Event | None = None) -> Executed:
         """Run a query under GPU admission. Catalog queries and queries for DataFusion do not
         take a GPU slot; a query whose share of GPU memory is too small runs again alone."""
-        sql = rewrite(sql)
+        sql = planner_sql(sql)
         prepared = self.conn.prepare(sql)
         if prepared.compiled is None or self.cpu is None:
             return Executed(self.conn.sql(sql, check=check), [])
@@ -190,11 +191,17 @@ class Database:
 
     def result_schema(self, sql: str) -> pa.Schema:
         """The result columns of a query, from its plan (nothing runs)."""
-        planned = self.conn.prepare(rewrite(sql)).planned
+        planned = self.conn.prepare(planner_sql(sql)).planned
         return plain_types(pa.Table.from_arrays([pa.array([], f.type) for f in planned.schema], names=planned.names)).schema
 
     def explain(self, sql: str, analyze: bool) -> str:
-        return self.conn.explain(rewrite(sql), analyze=analyze)
+        return self.conn.explain(planner_sql(sql), analyze=analyze)
+
+
+def planner_sql(sql: str) -> str:
+    """The statement as DataFusion should read it: PostgreSQL-only syntax rewritten, numeric
+    constants typed as PostgreSQL types them."""
+    return numeric_literals(rewrite(sql))
 
 
 def check_declared(entry: TableEntry, schema: pa.Schema) -> None:

@@ -127,6 +127,10 @@ class Extended:
             else:
                 out.row_description(describe(schema, [0]))
         elif what == b"P":
+            cursor = self.session.state.cursors.get(name) if name not in self.portals else None
+            if cursor is not None:  # an SQL cursor (DECLARE) is a portal too
+                out.row_description(describe(cursor.table.schema, [0]))
+                return
             portal = self._portal(name)
             outcome = self._run(portal)
             if outcome is None or outcome.table is None or outcome.copy is not None:

@@ -45,9 +45,13 @@ def literal(value: Any, oid: int = 0) -> str:
             return f"CAST({value} AS {_SQL_TYPES[t.name]})" if value >= 0 else f"CAST(({value}) AS {_SQL_TYPES[t.name]})"
         return str(value) if value >= 0 else f"({value})"
     if isinstance(value, float):
-        text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity") if math.isinf(value) \
-            else repr(value)
-        return f"CAST('{text}' AS {'REAL' if BY_OID.get(oid) is BY_OID[700] else 'DOUBLE'})"
+        # an exponent keeps it a double constant (server/literals.py), parsed exactly
+        sql_type = "REAL" if BY_OID.get(oid) is BY_OID[700] else "DOUBLE"
+        if math.isnan(value) or math.isinf(value):
+            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return f"CAST('{text}' AS {sql_type})"
+        text = repr(value) if "e" in repr(value) else repr(value) + "e0"
+        return f"CAST({text} AS {sql_type})" if value >= 0 else f"CAST(({text}) AS {sql_type})"
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise ValueError(f"numeric value {value} is not supported")

@@ -4,7 +4,8 @@ about (ParameterStatus) when they change.
 Most settings only need to be accepted and shown back: clients and postgres_fdw set them
 on connect. The ones with an effect here: statement_timeout (milliseconds, or with a unit),
 application_name, client_encoding (UTF8 only), and penstock's own
-``penstock.gpu_admission`` (wait | cpu) and ``penstock.gpu_wait`` (seconds). TimeZone is
+``penstock.gpu_admission`` (wait | cpu), ``penstock.gpu_wait`` (seconds) and
+``penstock.report_engine`` (on: a NOTICE names the engine of every query). TimeZone is
 accepted and shown, but times are computed and sent in UTC.
 """
 
@@ -65,6 +66,7 @@ DEFAULTS: dict[str, str] = {
     "max_connections": "64",
     "penstock.gpu_admission": "wait",
     "penstock.gpu_wait": "",
+    "penstock.report_engine": "off",
 }
 # The names PostgreSQL reports with ParameterStatus, as it spells them.
 REPORTED = {"application_name": "application_name", "client_encoding": "client_encoding",

@@ -341,8 +341,9 @@ def parse_create(sql: str) -> CreateExternal | CreateAs:
     m = re.match(rf"(?is)^create\s+table\s+(if\s+not\s+exists\s+)?({_QUALIFIED})\s+as\s+(.*)$", body)
     if m:
         return CreateAs(identifier(m.group(2)), m.group(3).strip(), bool(m.group(1)))
-    raise QueryError("only CREATE EXTERNAL TABLE ... STORED AS ... LOCATION '...' and CREATE TABLE ... AS "
-                     "SELECT are supported: penstock tables are files", "0A000")
+    what = " ".join(words(body, 2)) or "CREATE"
+    raise QueryError(f"{what} is not supported: penstock tables are files (CREATE EXTERNAL TABLE ... STORED AS "
+                     "... LOCATION '...', or CREATE TABLE ... AS SELECT)", "0A000")
 
 
 def parse_drop(sql: str) -> DropTables:
