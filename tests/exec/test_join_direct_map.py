@@ -69,3 +69,55 @@ def test_keys_that_rule_out_a_direct_map_still_join_correctly(device: str, case:
     f = pa.concat_tables([f, fact([10**12, 10**12])])
     _, plan = run(device, f, dim(keys))
     assert "direct map" not in plan
+
+
+def repeated(device: str, f: pa.Table, d: pa.Table, sql: str = SQL,
+             ranges: dict[int, tuple[int, int]] | None = None) -> str:
+    """Run twice on one connection (the second run's build pipeline fills the direct map it
+    learnt the range of), optionally with a range forced in between; checks both answers."""
+    db = penstock.connect(device=device)
+    db.register_arrow("f", f)
+    db.register_arrow("d", d)
+    con = duckdb.connect()
+    con.register("f", f)
+    con.register("d", d)
+    want = con.sql(sql).fetchall()
+    assert [tuple(r.values()) for r in db.sql(sql).to_arrow().to_pylist()] == want
+    compiled = db.prepare(sql).compiled
+    assert compiled is not None
+    if ranges is not None:
+        compiled.direct_ranges.clear()
+        compiled.direct_ranges.update(ranges)
+    plan = db.explain(sql, analyze=True)
+    assert [tuple(r.values()) for r in db.sql(sql).to_arrow().to_pylist()] == want
+    return plan
+
+
+def test_repeated_query_fills_the_direct_map_in_its_build_pipeline(device: str) -> None:
+    keys = list(range(-50, 70))
+    f = fact(pa.array(np.random.default_rng(5).integers(-60, 80, 5000), pa.int32()))
+    plan = repeated(device, f, dim(keys, pa.int32()))
+    assert "direct map over 120 keys filled by its pipeline" in plan
+
+
+def test_filtered_dimension_fills_the_direct_map(device: str) -> None:
+    sql = ("SELECT d.label, count(*) AS n FROM f JOIN d ON f.k = d.k WHERE d.k % 3 = 0 "
+           "GROUP BY d.label ORDER BY d.label")
+    f = fact(pa.array(np.random.default_rng(6).integers(0, 300, 8000), pa.int64()))
+    plan = repeated(device, f, dim(list(range(0, 300)), pa.int64()), sql)
+    assert "filled by its pipeline" in plan
+
+
+@pytest.mark.parametrize("case", ["narrow", "duplicate", "null"])
+def test_a_direct_map_that_cannot_be_filled_falls_back_to_the_build(device: str, case: str) -> None:
+    keys: list[Any] = list(range(100))
+    ranges = {0: (0, 49)}  # keys beyond 49 fall outside
+    if case == "duplicate":
+        keys[7], ranges = 8, {0: (0, 99)}
+    elif case == "null":
+        keys[3], ranges = None, {0: (0, 99)}
+    f = fact(np.random.default_rng(7).integers(0, 110, 4000))
+    plan = repeated(device, f, dim(keys), ranges=ranges)
+    assert "filled by its pipeline" not in plan
+    if case == "narrow":
+        assert "direct map over 100 keys" in plan

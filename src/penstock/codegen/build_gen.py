@@ -16,9 +16,9 @@ from penstock.codegen.expr_logic import equality
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kernel, Mode, ParamTable,
                                      RowCount, RowOffset, kernel_source)
 from penstock.codegen.row import load_input
+from penstock.plan.direct_builds import ranged_key_type
 from penstock.plan.expr import BuildColumn, ColumnRef
 from penstock.plan.physical import BuildHashTable
-from penstock.plan.types import Kind
 
 
 class _RowAt:
@@ -71,7 +71,4 @@ def generate_build(step: BuildHashTable) -> Kernel:
 
 def ranged_key(step: BuildHashTable) -> bool:
     """Whether the build records its key's range: one key of an integer, date or timestamp type."""
-    if len(step.key_columns) != 1:
-        return False
-    t = step.types[step.key_columns[0]]
-    return t.is_integer or t.kind in (Kind.DATE, Kind.TIMESTAMP)
+    return len(step.key_columns) == 1 and ranged_key_type(step.types[step.key_columns[0]])

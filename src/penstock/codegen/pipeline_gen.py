@@ -172,7 +172,8 @@ class PipelineGen:
         self.g.reject = self.reject[-1]
         self.out.line(f"++{self.counter(len(self.p.ops), 'sink rows')};")
         if isinstance(sink, MaterializeSink):
-            write_row(self.g, [self.g.compile(e) for e in sink.exprs])
+            direct = sink.direct_build[1] if sink.direct_build is not None else None
+            write_row(self.g, [self.g.compile(e) for e in sink.exprs], direct)
         else:
             assert self.agg is not None
             self.agg.row()

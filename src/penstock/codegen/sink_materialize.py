@@ -16,7 +16,9 @@ from penstock.codegen.kernel import SinkPart
 from penstock.plan.types import Kind
 
 
-def write_row(g: ExprGen, vals: list[Val]) -> None:
+def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None) -> None:
+    """Write one output row; with `direct_key`, also enter the row's position under that
+    column's value in the direct map the executor may pass (see plan/direct_builds.py)."""
     p = g.params
     count = p.get(SinkPart("count"), "uint64_t*", "ptr", "s")
     capacity = p.get(SinkPart("capacity"), "int64_t", "i64", "s")
@@ -37,6 +39,19 @@ def write_row(g: ExprGen, vals: list[Val]) -> None:
         nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
         g.out.line(f"if ({o} < {capacity}) {{ {values}[{o}] = {v.n} ? 0 : ({STORAGE[v.type.kind]}){stored}; "
                    f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1); }}")
+    if direct_key is not None:
+        _enter_direct(g, vals[direct_key], o, capacity)
+
+
+def _enter_direct(g: ExprGen, key: Val, o: str, capacity: str) -> None:
+    p = g.params
+    direct = p.get(SinkPart("direct_map"), "int32_t*", "ptr", "s")
+    lo = p.get(SinkPart("direct_min"), "int64_t", "i64", "s")
+    span = p.get(SinkPart("direct_range"), "int64_t", "i64", "s")
+    base = p.get(SinkPart("row_base"), "int64_t", "i64", "s")
+    failed = p.get(SinkPart("direct_failed"), "uint64_t*", "ptr", "s")
+    g.out.line(f"if ({direct} != nullptr && {o} < {capacity}) "
+               f"xpu::direct_enter({direct}, {lo}, {span}, {key.n}, (int64_t){key.v}, {base} + {o}, {failed});")
 
 
 def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:

@@ -86,9 +86,14 @@ class AggregateState:
         self.memory_limit = memory_limit
         # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once
         self.counts = backend.zeros(2 + layout.distinct_sets, np.uint64)
-        self.table = HashTable(backend, layout.width, 1, self.counts[0:1])
-        self.arena_cursor = self.counts[1:2]
         expected_groups, expected_arena = expected  # what an earlier run of the plan needed
+        # grouped: room for what the plan needed last time, allocated at once (no rehash)
+        capacity = max(next_pow2(int(max(expected_groups, MIN_SLOTS // 2) / MAX_LOAD) + 1), MIN_SLOTS) \
+            if layout.grouped else 1
+        if memory_limit is not None and capacity * layout.width * 8 > memory_limit:
+            capacity = 1  # grow() below raises the error that names the size
+        self.table = HashTable(backend, layout.width, capacity, self.counts[0:1])
+        self.arena_cursor = self.counts[1:2]
         if layout.grouped:
             self.table.grow(max(expected_groups, MIN_SLOTS // 2), label, memory_limit)
         self.distinct = [HashTable(backend, DISTINCT_WIDTH, MIN_SLOTS, self.counts[2 + k:3 + k])

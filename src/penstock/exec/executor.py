@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -21,6 +22,7 @@ from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.join_state import JoinState
 from penstock.exec.kernels import compile_kernel
+from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
@@ -38,6 +40,9 @@ class CompiledPlan:
     kernels_compiled: int = 0  # not found in any cache
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
     agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # join -> (min, max) of the key whose direct map the last run made: its build pipeline
+    # fills the next run's map (plan/direct_builds.py)
+    direct_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
@@ -108,6 +113,10 @@ class Executor:
             kernel, kc = compiled.pipelines[p.id]
             pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, device, kernel.counters))
             pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
+            fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
+            if fills is not None and fills[0] in compiled.direct_ranges:
+                lo, hi = compiled.direct_ranges[fills[0]]
+                ctx.direct_fills[fills[0]] = DirectFill(be.xp.full(hi - lo + 1, -1, dtype=np.int32), lo, hi - lo + 1)
             runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
                                     compiled.agg_sizes.get(p.id, (0, 0)))
             runner.run()
@@ -116,13 +125,22 @@ class Executor:
         elif isinstance(step, BuildHashTable):
             batch = build_batch(be, store, step.buffer)
             label = f"join #{step.join} build"
-            join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)
-            if step.key_columns:
-                join.build(compiled.builds[step.join], label)
-                if len(step.key_columns) == 1:
-                    join.make_direct(step.key_columns[0])
+            filled = ctx.direct_fills.pop(step.join, None)
+            if filled is not None and not filled.failed and batch.length < 2**31:
+                join = JoinState(be, batch, True, label, ctx.memory_limit, filled=filled)
+            else:
+                join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)
+                if step.key_columns:
+                    join.build(compiled.builds[step.join], label)
+                    if len(step.key_columns) == 1:
+                        join.make_direct(step.key_columns[0])
+                if join.direct is not None and join.key_bounds is not None:
+                    compiled.direct_ranges[step.join] = join.key_bounds
+                else:
+                    compiled.direct_ranges.pop(step.join, None)
             ctx.joins[step.join] = join
             how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
+            how += " filled by its pipeline" if join.slots is None and join.direct is not None else ""
             metrics.steps.append(StepMetrics(f"hash build (join #{step.join}{how})", device, batch.length,
                                              batch.length, time.perf_counter() - started))
         elif isinstance(step, SortBuffer):

@@ -12,16 +12,32 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate_state import next_pow2
 from penstock.exec.errors import kernel_error
 from penstock.exec.kernels import compile_kernel
+from penstock.exec.materialize_state import DirectFill
 from penstock.io.device_batch import Batch
 
 
 class JoinState:
     def __init__(self, backend: Backend, batch: Batch, keyed: bool, label: str = "hash join",
-                 memory_limit: int | None = None):
+                 memory_limit: int | None = None, filled: DirectFill | None = None):
+        """The join over `batch`; with `filled`, a direct map its build pipeline filled
+        without failure, which is then all the join needs (no hash table is built)."""
         self.backend = backend
         self.batch = batch
         self.rows = batch.length
         self.keyed = keyed
+        self._matched: Any = None
+        self.has_null = False
+        self.multiplicity = self.rows if not keyed else 0  # a keyless join visits every row
+        self.key_bounds: tuple[int, int] | None = None  # (min, max) when the build kernel recorded them
+        self.direct: Any = None  # direct map key -> row, when the build key allows one
+        self.direct_min = 0
+        self.direct_range = 0
+        if filled is not None:
+            self.capacity, self.slots, self.status = 1, None, None
+            self.multiplicity = 1
+            self.key_bounds = (filled.lo, filled.lo + filled.span - 1)
+            self.direct, self.direct_min, self.direct_range = filled.direct, filled.lo, filled.span
+            return
         self.capacity = max(next_pow2(2 * self.rows), 16)
         need = 16 * self.capacity
         if memory_limit is not None and need > memory_limit:  # checked before allocating it
@@ -36,13 +52,13 @@ class JoinState:
         self.has_null_flag = self.status[1:2].view(np.int32)
         self.most = self.status[2:3].view(np.int64)
         self.key_range = self.status[3:5].view(np.int64)
-        self.key_bounds: tuple[int, int] | None = None  # (min, max) when the build kernel recorded them
-        self.matched = backend.zeros(max(self.rows, 1), np.uint8)
-        self.has_null = False
-        self.multiplicity = self.rows if not keyed else 0  # a keyless join visits every row
-        self.direct: Any = None  # direct map key -> row, when the build key allows one
-        self.direct_min = 0
-        self.direct_range = 0
+
+    @property
+    def matched(self) -> Any:
+        """Per build row, whether a probe matched it (FULL joins); made when first asked for."""
+        if self._matched is None:
+            self._matched = self.backend.zeros(max(self.rows, 1), np.uint8)
+        return self._matched
 
     def build(self, kernel: Kernel, label: str) -> None:
         from penstock.exec.binder import BindContext, bind

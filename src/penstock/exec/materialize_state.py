@@ -8,6 +8,7 @@ counted, and the caller runs the launch again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,25 @@ def validity_columns(kernel: Kernel) -> set[int]:
     return {p.role.column for p in kernel.params if isinstance(p.role, SinkPart) and p.role.part == "validity"}
 
 
+@dataclass
+class DirectFill:
+    """A join's direct map that a build pipeline fills as it writes rows (plan/direct_builds.py)."""
+
+    direct: Any  # int32 key - lo -> row of the build buffer, -1 where none
+    lo: int
+    span: int
+    row_base: int = 0  # rows the pipeline wrote before this launch
+    failed: bool = False  # a NULL, duplicate or out-of-range key, or a rerun: build it the usual way
+
+
 class MaterializeState:
     def __init__(self, backend: Backend, types: list[DataType], kernel: Kernel):
         self.backend = backend
         self.types = types
         self.with_validity = validity_columns(kernel)
+        self.fills_direct = any(isinstance(p.role, SinkPart) and p.role.part == "direct_failed"
+                                for p in kernel.params)
+        self.direct: DirectFill | None = None
         self.capacity = 0
         self.text_capacity = [0] * len(types)
         self.text_per_row = [16.0] * len(types)
@@ -41,8 +56,9 @@ class MaterializeState:
     @property
     def status_words(self) -> int:
         """uint64 words of launch status the sink uses: row count, then per column its text
-        bytes and its NULL count (what collect() needs, read back in one transfer)."""
-        return 1 + 2 * len(self.types)
+        bytes and its NULL count (what collect() needs, read back in one transfer), then the
+        direct-map failure flag of a build pipeline."""
+        return 1 + 2 * len(self.types) + int(self.fills_direct)
 
     def reserve(self, rows: int, text_bytes: list[int] | None = None, status: Any = None) -> None:
         """Fresh output arrays for a launch that may write up to `rows` rows; `status` is a
@@ -80,6 +96,14 @@ class MaterializeState:
             return self.status[1 + column:2 + column]
         if part == "null_count":
             return self.status[1 + n + column:2 + n + column]
+        if part == "direct_failed":
+            return self.status[1 + 2 * n:2 + 2 * n]
+        if part in ("direct_map", "direct_min", "direct_range", "row_base"):
+            d = self.direct
+            if d is None:
+                return None if part == "direct_map" else 0
+            return {"direct_map": d.direct, "direct_min": d.lo, "direct_range": d.span,
+                    "row_base": d.row_base}[part]
         return self.arrays[(part, column)]
 
     def collect(self, words: Any = None) -> Batch | None:
@@ -90,7 +114,11 @@ class MaterializeState:
         count = int(words[0])
         needed = [int(words[1 + j]) for j in range(n)]
         nulls = [int(words[1 + n + j]) for j in range(n)]
+        if self.direct is not None and int(words[1 + 2 * n]):
+            self.direct.failed = True
         if count > self.capacity or any(k > c for k, c in zip(needed, self.text_capacity)):
+            if self.direct is not None:  # rows written so far are where the rerun puts others
+                self.direct.failed = True
             self.reserve(max(count, self.capacity), [max(k, c) for k, c in zip(needed, self.text_capacity)])
             return None
         for j, k in enumerate(needed):

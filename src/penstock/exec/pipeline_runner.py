@@ -16,7 +16,7 @@ from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
 from penstock.exec.errors import kernel_error
-from penstock.exec.materialize_state import MaterializeState
+from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.skipping import skip_predicates
 from penstock.io.column_cache import table_key
@@ -47,6 +47,8 @@ class PipelineContext:
     io: str = "auto"  # read path for Arrow files: auto | pread | direct | kvikio
     # Called before each batch and step; raises to stop the query (cancel, statement timeout).
     check: Callable[[], None] = lambda: None
+    # join -> the direct map its build pipeline fills in this run (plan/direct_builds.py)
+    direct_fills: dict[int, DirectFill] = field(default_factory=dict)
 
 
 class PipelineRunner:
@@ -183,9 +185,13 @@ class PipelineRunner:
 
     def run_materialize(self, sink: MaterializeSink) -> None:
         state = MaterializeState(self.be, [e.type for e in sink.exprs], self.kernel)
+        fill = self.ctx.direct_fills.get(sink.direct_build[0]) if sink.direct_build is not None else None
         written = 0
         for batch in self.batches():
             self.metrics.batches += 1
+            if fill is not None:
+                state.direct = None if fill.failed else fill
+                fill.row_base = written
             # room for every row a batch can produce, up to a point; beyond it a rerun
             # with the exact count (which the kernel reports) is cheaper than the memory
             bound = batch.length * self.fanout()

@@ -28,9 +28,13 @@ XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uin
   inserted = false;
   for (uint64_t probes = 0; probes <= mask; ++probes, pos = (pos + 1) & mask) {
     uint64_t* slot = table + pos * (uint64_t)width;
-    // Tags are read relaxed: an acquire load per row would invalidate the SM's L1 for
-    // everyone. Acquire ordering is paid only where a slot was just published.
-    uint64_t w = load_relaxed(slot);
+    // The tag is read through L1 (hot groups' slots are read by every row): a stale value
+    // can only be 0 (read again from L2 before anything is decided) or BUSY (waited out
+    // with device-coherent loads), since a published tag never changes during a launch;
+    // stale keys behind a matching tag are read again after an acquire fence. Acquire
+    // ordering is paid only where a slot was just published.
+    uint64_t w = load_weak(slot);
+    if (w == 0) w = load_relaxed(slot);
     if (w == 0) {
       if (load_relaxed(count) >= limit) return -1;
       w = atomic_cas(slot, 0, tag | SLOT_BUSY);
@@ -114,6 +118,16 @@ XPU_FN JoinProbe direct_probe(const int32_t* direct, int64_t lo, int64_t range, 
   int64_t k = key - lo;
   p.row = (k >= 0 && k < range) ? direct[k] : -1;
   return p;
+}
+
+// A build pipeline entering its output row `row` under `key` in a direct map sized by an
+// earlier run (-1: empty). A NULL key, a key outside the range or one already present
+// sets *failed, and the executor builds the join the ordinary way instead.
+XPU_FN void direct_enter(int32_t* direct, int64_t lo, int64_t range, bool null, int64_t key, int64_t row,
+                         uint64_t* failed) {
+  const int64_t k = key - lo;
+  if (null || k < 0 || k >= range || atomic_cas(&direct[k], (int32_t)-1, (int32_t)row) != -1)
+    atomic_cas(failed, (uint64_t)0, (uint64_t)1);
 }
 
 // Visits every build row: the probe of a join without equality keys (a nested loop).

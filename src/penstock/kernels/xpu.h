@@ -89,6 +89,9 @@ XPU_FN uint64_t load_relaxed(const uint64_t* p) {
   asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+// A plain load that the SM's L1 may serve (possibly stale): for words whose stale values a
+// caller can tell apart and recheck, such as hash-table tags (see find_or_insert).
+XPU_FN uint64_t load_weak(const uint64_t* p) { return *p; }
 XPU_FN void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 XPU_FN void fence_release() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) {
@@ -125,6 +128,7 @@ XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
 }
 XPU_FN uint64_t load_acquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 XPU_FN uint64_t load_relaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+XPU_FN uint64_t load_weak(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 XPU_FN void fence_acquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 XPU_FN void fence_release() { __atomic_thread_fence(__ATOMIC_RELEASE); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }

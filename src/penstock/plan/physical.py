@@ -98,6 +98,8 @@ class MaterializeSink:
     exprs: list[Expr]
     buffer: int
     limit: int | None = None  # enough rows: the source may stop reading (LIMIT without ORDER BY)
+    # (join, key column): rows also go into that join's direct map (plan/direct_builds.py)
+    direct_build: tuple[int, int] | None = None
 
 
 @dataclass

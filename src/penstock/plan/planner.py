@@ -17,6 +17,7 @@ from penstock.errors import Unsupported
 from penstock.plan import rel as R
 from penstock.plan.expr import (BuildColumn, ColumnRef, Expr, Literal, Param, ScalarSubquery,
                                 conjuncts, substitute_columns, transform, walk)
+from penstock.plan.direct_builds import mark_direct_builds
 from penstock.plan.nullability import nullable
 from penstock.plan.probe_order import order_probes, selectivity
 from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable, EvalSubquery,
@@ -50,6 +51,7 @@ class PhysicalPlanner:
         for step in self.steps:
             if isinstance(step, RunPipeline):
                 order_probes(step.pipeline)
+        mark_direct_builds(self.steps)
         types = [e.type for e in s.env]
         if (isinstance(s.pipeline.source, BufferSource) and not s.pipeline.ops
                 and all(isinstance(e, ColumnRef) for e in s.env)):
@@ -175,6 +177,9 @@ class PhysicalPlanner:
 
     def _sort(self, rel: R.Sort, limit: int | None = None) -> Stream:
         s = self.stream(rel.input)
+        direct = self._sort_buffer(s, rel, limit)
+        if direct is not None:
+            return direct
         width = len(s.env)
         exprs = list(s.env)
         keys: list[tuple[int, bool, bool]] = []
@@ -191,6 +196,24 @@ class PhysicalPlanner:
         self.steps.append(SortBuffer(unsorted, target, keys, limit))
         out = self.read_buffer(target, "after sort")
         return Stream(out.pipeline, out.env[:width])
+
+    def _sort_buffer(self, s: Stream, rel: R.Sort, limit: int | None) -> Stream | None:
+        """A sort of a buffer's columns (in any order, such as an aggregate's output under its
+        final projection) sorts the buffer itself: no pipeline copies it first."""
+        source = s.pipeline.source
+        if not isinstance(source, BufferSource) or s.pipeline.ops or \
+                not all(isinstance(e, ColumnRef) for e in s.env):
+            return None
+        keys = []
+        for k in rel.keys:
+            e = self.bind(k.expr, s.env)
+            if not isinstance(e, ColumnRef):
+                return None
+            keys.append((e.index, k.ascending, k.nulls_first))
+        target = self.new_buffer(self.buffer_types[source.buffer], self.buffer_nullable[source.buffer])
+        self.steps.append(SortBuffer(source.buffer, target, keys, limit))
+        out = self.read_buffer(target, "after sort")
+        return Stream(out.pipeline, [out.env[e.index] for e in s.env])  # type: ignore[attr-defined]
 
     def _limit(self, rel: R.Limit) -> Stream:
         if isinstance(rel.input, R.Sort) and rel.count is not None:
