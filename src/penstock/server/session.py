@@ -75,10 +75,10 @@ class Session:
 
     # -- simple query -----------------------------------------------------------------------------
     def simple_query(self, body: bytes) -> None:
-        sql = body.rstrip(b"\0").decode(errors="strict")
         try:
+            sql = body.rstrip(b"\0").decode()
             statements = split_statements(sql)
-        except QueryError as e:
+        except (QueryError, UnicodeDecodeError) as e:
             self.error(e)
             self.ready()
             return
