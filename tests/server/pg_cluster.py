@@ -88,9 +88,11 @@ class PgCluster:
     def start(self) -> None:
         self.run("initdb", "-D", str(self.datadir), "-U", self.superuser, "--auth=trust", "--no-sync",
                  "-E", "UTF8", "--locale=C")
+        # fsync off: a test cluster; jit off: postgres_fdw tests raise fdw costs past jit_above_cost,
+        # and compiling every plan would only cost time
         opts = (f"-c port={self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.base} "
                 "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=32MB "
-                "-c max_connections=20 -c logging_collector=off")
+                "-c max_connections=20 -c logging_collector=off -c jit=off")
         self.run("pg_ctl", "-D", str(self.datadir), "-l", str(self.base / "server.log"), "-o", opts,
                  "-w", "-t", "60", "start")
 
