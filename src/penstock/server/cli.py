@@ -42,6 +42,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from penstock.errors import PenstockError
     from penstock.server.database import ServerConfig
     from penstock.server.server import Server
 
@@ -54,7 +55,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         gpu_slots=args.gpu_slots, trust_remote=args.trust_remote)
     try:
         server = Server(config)
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, PenstockError) as e:
         print(f"penstock serve: {e}", file=sys.stderr)
         return 2
     port = server.bind()
