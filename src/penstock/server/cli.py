@@ -30,6 +30,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     s.add_argument("--gpu-memory-limit", type=float, metavar="GiB", help="cap on the GPU memory penstock uses")
     s.add_argument("--gpu-slots", type=int, default=4, help="queries running on the GPU at once (each gets a "
                    "share of its memory)")
+    s.add_argument("--cache", action="append", default=[], metavar="TABLE",
+                   help="keep this table's columns in GPU memory, shared by all sessions (repeatable)")
+    s.add_argument("--cache-limit", type=float, metavar="GiB", help="GPU memory for --cache tables "
+                   "(default: half the budget)")
     s.set_defaults(run=cmd_serve)
 
     u = sub.add_parser("user", help="manage the users file of `penstock serve --auth scram`")
@@ -52,7 +56,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         users_file=args.users, tls_cert=args.tls_cert, tls_key=args.tls_key,
         max_connections=args.max_connections, max_message_bytes=args.max_message_mb << 20, device=args.device,
         gpu_memory_limit=int(args.gpu_memory_limit * 2**30) if args.gpu_memory_limit else None,
-        gpu_slots=args.gpu_slots, trust_remote=args.trust_remote)
+        gpu_slots=args.gpu_slots, trust_remote=args.trust_remote, cache=args.cache,
+        cache_limit=int(args.cache_limit * 2**30) if args.cache_limit else None)
     try:
         server = Server(config)
     except (ValueError, OSError, PenstockError) as e:

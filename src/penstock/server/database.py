@@ -44,6 +44,8 @@ class ServerConfig:
     device: str = "auto"
     gpu_memory_limit: int | None = None
     gpu_slots: int = 4
+    cache: list[str] = field(default_factory=list)  # tables whose columns stay in GPU memory
+    cache_limit: int | None = None  # bytes for them (default: half the GPU memory budget)
     trust_remote: bool = False  # trust auth from other hosts than loopback
 
 
@@ -58,10 +60,14 @@ class Database:
     def __init__(self, config: ServerConfig):
         self.config = config
         self.catalog = Catalog.open(config.data_dir, config.roots)
-        self.conn = penstock.connect(device=config.device, gpu_memory_limit=config.gpu_memory_limit)
+        self.conn = penstock.connect(device=config.device, gpu_memory_limit=config.gpu_memory_limit,
+                                     cache=config.cache or None, cache_limit=config.cache_limit)
         on_gpu = self.conn.backend.name != "cpu"
         self.cpu: Connection | None = penstock.connect(device="cpu") if on_gpu else None
-        self.admission = Admission(max(config.gpu_slots, 1), _gpu_memory(self.conn) if on_gpu else None)
+        budget = _gpu_memory(self.conn) if on_gpu else None
+        if budget is not None and config.cache:  # what the shared column cache may hold is not for queries
+            budget -= config.cache_limit or budget // 2
+        self.admission = Admission(max(config.gpu_slots, 1), budget)
         self.ddl_lock = threading.Lock()
         self.problems: dict[str, str] = {}  # catalog tables whose files cannot be opened now
         for entry in list(self.catalog.tables.values()):
