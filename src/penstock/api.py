@@ -205,11 +205,14 @@ class Connection:
                 table = prepared.planned.dataframe.to_arrow_table()
             else:  # batch by batch, so that a cancel stops it between batches
                 df = prepared.planned.dataframe
+                schema = df.schema()
                 batches = []
                 for batch in df.execute_stream():
                     check()
-                    batches.append(batch.to_pyarrow())
-                table = pa.Table.from_batches(batches, df.schema())
+                    b = batch.to_pyarrow()
+                    # the plan may say Utf8 where a batch has Utf8View (CASE of '' and x::text)
+                    batches.append(b if b.schema.equals(schema) else b.cast(schema))
+                table = pa.Table.from_batches(batches, schema)
         except PenstockError:
             raise
         except Exception as e:

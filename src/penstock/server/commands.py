@@ -17,6 +17,7 @@ from typing import Callable
 import pyarrow as pa
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError
+from penstock.server import pg_catalog
 from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
 from penstock.server.statements import (CopyCommand, parse_copy, parse_create, parse_cursor, parse_drop, parse_set,
@@ -77,6 +78,7 @@ def run_statement(state: SessionState, sql: str) -> Outcome:
 
 
 def run_query(state: SessionState, sql: str) -> Outcome:
+    sql = pg_catalog.for_session(state, sql)
     s = state.settings
     executed = state.db.execute(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
                                 state.cancelled)

@@ -19,6 +19,7 @@ from penstock.server.pgtypes import BY_OID, UnknownText
 from penstock.server.statements import map_unquoted
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
+_UTC_SUFFIX = re.compile(r"^(\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)?)\s*[+-]00(?::?00)?$")
 _SQL_TYPES = {"int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "REAL", "float8": "DOUBLE",
               "numeric": "DECIMAL(38,10)", "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP",
               "timestamptz": "TIMESTAMP", "text": "VARCHAR", "varchar": "VARCHAR", "bpchar": "VARCHAR",
@@ -36,7 +37,9 @@ def literal(value: Any, oid: int = 0) -> str:
         sql_type = _SQL_TYPES.get(t.name) if t else None
         return f"CAST(NULL AS {sql_type})" if sql_type else "NULL"
     if isinstance(value, UnknownText):
-        return quote(str(value))
+        # JDBC's setDate/setTimestamp send untyped text with the zone, "2010-01-01 +00": in UTC
+        # (penstock's only zone) the zone says nothing, and DataFusion's casts refuse it
+        return quote(_UTC_SUFFIX.sub(r"\1", str(value)))
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, int):

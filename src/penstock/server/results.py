@@ -35,6 +35,8 @@ def column_name(name: str) -> str:
         return m.group(1).lower()
     if name.upper().startswith("CASE "):
         return "case"
+    if "(" not in name and "." not in name:  # an alias ("Access privileges"): DataFusion's own
+        return name  # names for expressions show a qualified column or a literal's type(...)
     return "?column?"
 
 

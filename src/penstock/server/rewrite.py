@@ -2,30 +2,24 @@
 
 Clients' catalog queries (psql, JDBC, SQLAlchemy, postgres_fdw) use PostgreSQL-only
 syntax: ``OPERATOR(pg_catalog.~)``, ``COLLATE pg_catalog.default``, casts to ``regclass``
-or ``oid``, functions qualified with ``pg_catalog.``. Each rewrite here maps one of them to
-what means the same in DataFusion. Only text outside string literals, quoted identifiers
-and comments is touched.
+or ``oid``, functions qualified with ``pg_catalog.``: rewrite_catalog.py maps those.
+postgres_fdw's deparsed queries have their own spellings, mapped here. Only text outside
+string literals, quoted identifiers and comments is touched.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Collection
 
+from penstock.server.rewrite_catalog import SessionInfo, catalog_rewrite
 from penstock.server.statements import _skip_quoted, map_unquoted
 
-# (pattern, replacement) applied in order to every unquoted stretch of the text
+__all__ = ["SessionInfo", "rewrite", "fdw_rewrite"]
+
+# (pattern, replacement) applied in order to every unquoted stretch of the text, after the
+# catalog rules of rewrite_catalog.py
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
-    # OPERATOR(pg_catalog.~) -> ~
-    (re.compile(r"OPERATOR\s*\(\s*(?:pg_catalog\s*\.\s*)?([~!<>=@#%^&|*+\-/]+)\s*\)", re.I), r" \1 "),
-    # COLLATE "C" / COLLATE pg_catalog.default: byte order is the only collation
-    (re.compile(r"\s+COLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"[^\"]+\"|\w+)", re.I), ""),
-    # object identifier types are plain integers here; name is text
-    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:regclass|regtype|regproc|regprocedure|regnamespace|regrole|"
-                r"regoper|regconfig|oid|xid|cid|tid)\b(?!\s*\[)", re.I), "::bigint"),
-    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:name|\"char\")\b", re.I), "::text"),
-    # pg_catalog.f( -> f( : functions live in one namespace
-    (re.compile(r"\bpg_catalog\s*\.\s*(?=\w+\s*\()", re.I), ""),
     # postgres_fdw: LIKE is deparsed as its operators ~~ / !~~ / ~~* / !~~* (always parenthesised),
     # which DataFusion reads but does not hand to penstock's kernels
     (re.compile(r"(?<![~!<>=@#%^&|*+\-/])(!?)~~(\*?)(?![~!<>=@#%^&|*+\-/])"),
@@ -37,8 +31,10 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 ]
 
 
-def rewrite(sql: str) -> str:
-    return map_unquoted(fdw_rewrite(sql), _apply)
+def rewrite(sql: str, user_tables: Collection[str] = (), session: SessionInfo | None = None) -> str:
+    """The statement as DataFusion should read it. user_tables: names that are not catalog
+    tables even when they look like one; session: whose current_user etc. to write in."""
+    return map_unquoted(fdw_rewrite(catalog_rewrite(sql, user_tables, session)), _apply)
 
 
 def _apply(text: str) -> str:

@@ -81,7 +81,8 @@ _UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 8
 
 
 def canonical(name: str) -> str:
-    return {"time zone": "timezone"}.get(name.lower(), name.lower())
+    return {"time zone": "timezone", "transaction isolation level": "transaction_isolation",
+            "session authorization": "session_authorization"}.get(" ".join(name.lower().split()), name.lower())
 
 
 def milliseconds(value: str, name: str) -> int:

@@ -1,0 +1,94 @@
+"""SQL text as tokens for the rewrites: strings, quoted identifiers, comments and dollar
+quotes are single tokens, so a rule never touches what is inside them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"""
+   (?P<ws>\s+)
+  |(?P<comment>--[^\n]*|/\*.*?\*/)
+  |(?P<string>[eE]'(?:[^'\\]|\\.|'')*'|[bBxXnN]?'(?:[^']|'')*')
+  |(?P<dollar>\$(?P<tag>[A-Za-z_]\w*)?\$.*?\$(?P=tag)\$)
+  |(?P<ident>"(?:[^"]|"")*")
+  |(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+)
+  |(?P<word>[^\W\d]\w*)
+  |(?P<param>\$\d+)
+  |(?P<cast>::)
+  |(?P<op>[~!@#%^&|`?*+\-/<>=]+)
+  |(?P<punct>.)
+""", re.S | re.X)
+
+
+@dataclass
+class Token:
+    kind: str
+    text: str
+
+    @property
+    def low(self) -> str:
+        return self.text.lower()
+
+
+def tokens(sql: str) -> list[Token]:
+    return [Token(m.lastgroup or "punct", m.group(0)) for m in _TOKEN.finditer(sql)
+            if m.lastgroup != "tag"]
+
+
+# -- navigating ----------------------------------------------------------------------------------
+
+def following(toks: list[Token], i: int) -> int:
+    """Index of the first significant token at or after i (len(toks) if none)."""
+    while i < len(toks) and toks[i].kind in ("ws", "comment"):
+        i += 1
+    return i
+
+
+def preceding(toks: list[Token], i: int) -> int:
+    """Index of the last significant token before i (-1 if none)."""
+    i -= 1
+    while i >= 0 and toks[i].kind in ("ws", "comment"):
+        i -= 1
+    return i
+
+
+def is_at(toks: list[Token], i: int, text: str) -> bool:
+    return 0 <= i < len(toks) and toks[i].low == text
+
+
+def closing(toks: list[Token], i: int) -> int:
+    """Index of the parenthesis closing the one at i (len(toks) if unbalanced)."""
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].text in ("(", "["):
+            depth += 1
+        elif toks[j].text in (")", "]"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(toks)
+
+
+def arguments(toks: list[Token], open_at: int, close_at: int) -> list[list[Token]]:
+    """The comma-separated arguments between two parentheses."""
+    args: list[list[Token]] = [[]]
+    depth = 0
+    for t in toks[open_at + 1:close_at]:
+        if t.text in ("(", "["):
+            depth += 1
+        elif t.text in (")", "]"):
+            depth -= 1
+        if t.text == "," and depth == 0:
+            args.append([])
+        else:
+            args[-1].append(t)
+    return [] if len(args) == 1 and not any(t.kind not in ("ws", "comment") for t in args[0]) else args
+
+
+def literal(text: str) -> Token:
+    return Token("string", "'" + text.replace("'", "''") + "'")
+
+
+def unquote(t: Token) -> str:
+    return t.text[1:-1].replace("''", "'") if t.kind == "string" and t.text.startswith("'") else t.text
