@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from differential.oracle import compare_tables, has_top_level
+from penstock.server.rewrite import rewrite
 from differential.test_ssb import sort_keys
 from server.conftest import Running, sample_table, start_server, stop_server
 from server.pg_cluster import PgCluster, start_cluster
@@ -94,6 +95,17 @@ def duck(penstock_ssb: Running) -> Iterator[Any]:
     con.execute(f"CREATE VIEW sample AS SELECT * FROM read_parquet('{penstock_ssb.data / 'sample.parquet'}')")
     yield con
     con.close()
+
+
+@pytest.fixture(scope="module")
+def strict_engine(penstock_ssb: Running) -> Any:
+    """A strict penstock connection over the same files: it refuses what only DataFusion runs."""
+    import penstock
+
+    db = penstock.connect(device="cpu", strict=True)
+    for t in TABLES:
+        db.register(t, str(penstock_ssb.data / "ssb" / f"{t}.parquet"))
+    return db
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -189,7 +201,8 @@ def test_imported_text_columns_have_the_default_collation(fdw: psycopg.Connectio
 
 
 @pytest.mark.parametrize("name", list(_ssb_queries()))
-def test_ssb_query_pushed_down_whole(name: str, fdw: psycopg.Connection[Any], duck: Any) -> None:
+def test_ssb_query_pushed_down_whole(name: str, fdw: psycopg.Connection[Any], duck: Any,
+                                     strict_engine: Any) -> None:
     sql = _ssb_queries()[name]
     remote = assert_one_foreign_scan(explain(fdw, sql))
     assert remote.count("INNER JOIN") == len(from_tables(sql)) - 1, remote
@@ -197,6 +210,8 @@ def test_ssb_query_pushed_down_whole(name: str, fdw: psycopg.Connection[Any], du
     assert ("GROUP BY" in remote) == has_top_level(sql, "GROUP BY"), remote
     assert ("ORDER BY" in remote) == has_top_level(sql, "ORDER BY"), remote
     same_result(pg_rows(fdw, sql), duck.sql(sql).to_arrow_table(), sql)
+    # what penstock is sent runs on its own kernels, not on DataFusion's engine
+    assert strict_engine.sql(rewrite(remote)).engine == "penstock-cpu"
 
 
 # Top-N queries: joins, aggregate, ORDER BY and LIMIT in one remote query. PostgreSQL adds
