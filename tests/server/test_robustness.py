@@ -34,6 +34,18 @@ def long_server(pg_server: Running) -> Running:
     return pg_server
 
 
+def wait_until_running(server: Running, text: str) -> None:
+    """Until some session runs a statement containing text (a cancel that arrives before
+    the statement starts is ignored, as in PostgreSQL)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if any(text in (s.running or "") for s in list(server.server.sessions.values())):
+            time.sleep(0.2)
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no session started {text!r}")
+
+
 def still_serving(server: Running) -> None:
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         assert conn.execute("select count(*) from sample").fetchone() == (4,)
@@ -118,7 +130,7 @@ def test_cancel_stops_a_long_query(long_server: Running) -> None:
         t = threading.Thread(target=run)
         started = time.monotonic()
         t.start()
-        time.sleep(0.5)
+        wait_until_running(long_server, "fan a join")
         conn.cancel_safe()
         t.join(30)
         assert not t.is_alive()

@@ -42,6 +42,7 @@ class Session:
         self.secret = secret
         self.extended = Extended(self)
         self._last_peek = 0.0
+        self.running: str | None = None  # the statement being run now, for monitoring
 
     # -- the message loop -----------------------------------------------------------------------
     def greet(self) -> None:
@@ -94,6 +95,7 @@ class Session:
     def run(self, sql: str) -> Outcome | None:
         """Run one statement; on error, send it, mark a transaction block failed, return None."""
         self.begin_statement()
+        self.running = sql
         try:
             outcome = run_statement(self.state, sql)
         except (ClientGone, ProtocolViolation):
@@ -101,6 +103,8 @@ class Session:
         except Exception as e:
             self.error(e, sql)
             return None
+        finally:
+            self.running = None
         for notice in outcome.notices:
             self.notice(notice)
         for name in outcome.reported:
