@@ -7,6 +7,7 @@ never text in the source, so queries that differ only in constants share one ker
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,8 +147,15 @@ HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_ca
            "hash_table.h", "reduce.h")
 
 
+# Blocks of 256 threads a GPU kernel must fit on one SM (registers capped to match); unset:
+# the compiler's choice. A knob for measuring occupancy against spills.
+MIN_BLOCKS = os.environ.get("PENSTOCK_MIN_BLOCKS", "")
+
+
 def kernel_source(name: str, params: ParamTable, body: str) -> str:
     includes = "\n".join(f'#include "{h}"' for h in HEADERS)
+    if MIN_BLOCKS:
+        includes = f"#define XPU_MIN_BLOCKS {int(MIN_BLOCKS)}\n{includes}"
     return f"{includes}\n\nXPU_KERNEL void {name}(\n    {params.signature()}) {{\n{body}}}\n"
 
 

@@ -14,6 +14,7 @@ from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.expr_logic import equality
 from penstock.codegen.kernel import (CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
                                      ParamTable, RowCount, RowOffset, kernel_source)
+from penstock.codegen.pipeline_stages import queue_row, staged_body
 from penstock.codegen.row import load_build, load_input
 from penstock.codegen.sink_aggregate import AggregateSinkGen
 from penstock.codegen.sink_materialize import write_row
@@ -94,64 +95,16 @@ class PipelineGen:
         return [f"  XPU_FOR(t, {self.n}) {{", *self.out.lines, "  }"]
 
     def staged_body(self) -> list[str]:
-        """Rows that pass the first operator are queued in block-local memory; the rest of the
-        pipeline (stage B, a lambda) runs over full queues, every lane busy."""
-        first = self.p.ops[0]
-        probe_first = isinstance(first, ProbeOp)
-        # stage B first: its code must not reuse values stage A computes
-        self.out = self.g.out = CodeWriter(indent=2)
-        self.g.push()
-        self.reject.append("return")
-        self.operators(1, probe=1 if probe_first else 0)
-        self.reject.pop()
-        self.g.pop()
-        stage_b = self.out.lines
-        # stage A: scan the tile, apply the first operator, queue what passes
-        self.out = self.g.out = CodeWriter(indent=3)
-        self.g.push()
-        self.stage_boundary = True
-        self.row_start()
-        self.operators(0, probe=0)
-        self.stage_boundary = False
-        self.g.pop()
-        stage_a = self.out.lines
-        # claims past the capacity ran stage B at once (see queue()): drain only what was queued
-        drain = ("for (int64_t k = xpu::block_rank(); k < (qn[0] < XPU_QUEUE_CAP ? (int64_t)qn[0] : XPU_QUEUE_CAP); "
-                 "k += xpu::block_size()) stage_b(qi[k], (int64_t)qr[k]);")
-        return ["  XPU_BLOCK_LOCAL(int64_t, qi, XPU_QUEUE_CAP);",
-                "  XPU_BLOCK_LOCAL(int32_t, qr, XPU_QUEUE_CAP);",
-                "  XPU_BLOCK_LOCAL(uint32_t, qn, 1);",
-                "  if (xpu::block_rank() == 0) qn[0] = 0;",
-                "  xpu::block_sync();",
-                "  auto stage_b = [&](const int64_t i, const int64_t r0) {",
-                *stage_b,
-                "  };",
-                f"  XPU_TILES(base, {self.n}) {{",
-                f"    XPU_TILE_ROWS(t, base, {self.n}) {{",
-                *stage_a,
-                "    }",
-                "    xpu::block_sync();",
-                "    if (qn[0] >= XPU_TILE_SIZE) {",
-                "      " + drain,
-                "      xpu::block_sync();",
-                "      if (xpu::block_rank() == 0) qn[0] = 0;",
-                "      xpu::block_sync();",
-                "    }",
-                "  }",
-                "  xpu::block_sync();",
-                "  " + drain]
+        return staged_body(self)
 
-    def queue(self, probe: int) -> None:
-        """Stage A's end for a row (combination): queue it, or run stage B at once if full."""
-        r = f"r{probe - 1}" if probe else "-1"
-        self.out.line("{ const uint32_t at = xpu::queue_claim(qn); "
-                      f"if (at < XPU_QUEUE_CAP) {{ qi[at] = i; qr[at] = (int32_t)({r}); }} "
-                      f"else stage_b(i, {r}); }}")
+    def queue(self) -> None:
+        """Stage A's end for a row that passed the first operator."""
+        queue_row(self, "qi", "&qn[0]", "XPU_QUEUE_CAP")
 
     # -- operators ----------------------------------------------------------------------------
     def operators(self, k: int, probe: int) -> None:
         if self.stage_boundary and k == 1:
-            self.queue(probe)
+            self.queue()
             return
         if k == len(self.p.ops):
             self.sink()
@@ -202,19 +155,7 @@ class PipelineGen:
         g, out = self.g, self.out
         keys = [g.compile(e) for e in op.probe_keys]
         key_null = " || ".join(v.n for v in keys if v.nullable) or "false"
-        slots = self.params.get(JoinTablePart(op.join, "slots"), "const uint64_t*", "ptr", "j")
-        mask = self.params.get(JoinTablePart(op.join, "mask"), "uint64_t", "u64", "j")
-        rows = self.params.get(JoinTablePart(op.join, "rows"), "int64_t", "i64", "j")
-        if keys:
-            start = f"xpu::join_probe(({key_null}) ? nullptr : {slots}, {mask}, {K.hash_keys(keys)})"
-            if len(keys) == 1 and direct_key(keys[0]):
-                direct = self.params.get(JoinTablePart(op.join, "direct"), "const int32_t*", "ptr", "j")
-                lo = self.params.get(JoinTablePart(op.join, "direct_min"), "int64_t", "i64", "j")
-                span = self.params.get(JoinTablePart(op.join, "direct_range"), "int64_t", "i64", "j")
-                start = (f"({direct} != nullptr && !({key_null})) ? "
-                         f"xpu::direct_probe({direct}, {lo}, {span}, (int64_t){keys[0].v}) : {start}")
-        else:
-            start = f"xpu::scan_probe({rows})"
+        start = self.probe_start(op, keys)
         pr, r = f"p{probe}", f"r{probe}"
         label = f"{op.kind.value} join #{k + 1}"
         if op.kind is JoinKind.INNER:
@@ -257,6 +198,23 @@ class PipelineGen:
             out.close()
         else:
             self.semi_anti(op, k, probe, keys, key_null, start, label)
+
+    def probe_start(self, op: ProbeOp, keys: list[Val]) -> str:
+        """The expression starting a walk over the build rows that may match the keys."""
+        key_null = " || ".join(v.n for v in keys if v.nullable) or "false"
+        if not keys:
+            rows = self.params.get(JoinTablePart(op.join, "rows"), "int64_t", "i64", "j")
+            return f"xpu::scan_probe({rows})"
+        slots = self.params.get(JoinTablePart(op.join, "slots"), "const uint64_t*", "ptr", "j")
+        mask = self.params.get(JoinTablePart(op.join, "mask"), "uint64_t", "u64", "j")
+        start = f"xpu::join_probe(({key_null}) ? nullptr : {slots}, {mask}, {K.hash_keys(keys)})"
+        if len(keys) == 1 and direct_key(keys[0]):
+            direct = self.params.get(JoinTablePart(op.join, "direct"), "const int32_t*", "ptr", "j")
+            lo = self.params.get(JoinTablePart(op.join, "direct_min"), "int64_t", "i64", "j")
+            span = self.params.get(JoinTablePart(op.join, "direct_range"), "int64_t", "i64", "j")
+            start = (f"({direct} != nullptr && !({key_null})) ? "
+                     f"xpu::direct_probe({direct}, {lo}, {span}, (int64_t){keys[0].v}) : {start}")
+        return start
 
     def semi_anti(self, op: ProbeOp, k: int, probe: int, keys: list[Val], key_null: str,
                   start: str, label: str) -> None:

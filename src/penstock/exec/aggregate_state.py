@@ -86,6 +86,7 @@ class AggregateState:
         self.memory_limit = memory_limit
         # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once
         self.counts = backend.zeros(2 + layout.distinct_sets, np.uint64)
+        self.seen_counts: Any = None  # `counts` as read back with the last launch's status
         expected_groups, expected_arena = expected  # what an earlier run of the plan needed
         # grouped: room for what the plan needed last time, allocated at once (no rehash)
         capacity = max(next_pow2(int(max(expected_groups, MIN_SLOTS // 2) / MAX_LOAD) + 1), MIN_SLOTS) \
@@ -127,7 +128,8 @@ class AggregateState:
         snap = self.snapshot
         if snap is None:
             raise QueryError(f"internal error: {self.label} overflowed a table sized to fit", "XX000")
-        counts = self.backend.to_host(self.counts)
+        counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
+        self.seen_counts = None
         table_full = int(counts[0]) >= self.table.limit
         distinct_full = [int(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
         arena_full = int(counts[1]) > int(self.arena.size)
@@ -169,7 +171,7 @@ class AggregateState:
 
     def sizes(self) -> tuple[int, int]:
         """(groups, arena bytes used), in one read-back."""
-        counts = self.backend.to_host(self.counts)
+        counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
         groups = int(counts[0]) if self.layout.grouped else 1
         return groups, sum(int(a.size) for a in self.arenas) + int(counts[1])
 

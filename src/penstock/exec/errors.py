@@ -12,6 +12,7 @@ KERNEL_ERRORS = {
     5: ("22011", "negative substring length not allowed"),
     6: ("22008", "date/time field value out of range"),
     7: ("21000", "more than one row returned by a subquery used as an expression"),
+    8: ("XX000", "internal error: a kernel's row queue overflowed"),
 }
 
 

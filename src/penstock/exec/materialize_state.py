@@ -136,13 +136,12 @@ class MaterializeState:
         if t.kind is not Kind.STRING:
             return Column(t, n, values=self.arrays[("values", j)][:n], validity=validity)
         lengths = self.arrays[("text_len", j)][:n]
-        offsets = be.zeros(n + 1, np.int64)
-        if n:
-            xp.cumsum(lengths, out=offsets[1:])
         total = text_bytes
         if total >= 2 ** 31:
             raise MemoryError("one batch of a text result column exceeds 2 GiB")
-        offsets32 = offsets.astype(np.int32)
+        offsets32 = be.zeros(n + 1, np.int32)  # the total fits, so every prefix sum does
+        if n:
+            xp.cumsum(lengths, dtype=np.int32, out=offsets32[1:])
         data = be.empty(total, np.uint8)
         if n:
             kernel = compile_kernel(be, gather_text())

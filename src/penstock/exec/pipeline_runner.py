@@ -166,7 +166,10 @@ class PipelineRunner:
         ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
         started = time.perf_counter()
         self.be.launch(self.compiled, batch.length, self.binding(ctx))
-        words = self.be.to_host(self.status)
+        if aggregate is not None:  # its table counts come back in the same transfer
+            words, aggregate.seen_counts = self.be.to_host_many([self.status, aggregate.counts])
+        else:
+            words = self.be.to_host(self.status)
         self.metrics.kernel_seconds += time.perf_counter() - started
         code = int(words[0]) & 0xFFFFFFFF
         if code == 0:

@@ -24,7 +24,11 @@ typedef unsigned long long uint64_t;
 #define INT32_MAX 2147483647
 #define INT64_MIN (-9223372036854775807LL - 1)
 #define INT64_MAX 9223372036854775807LL
+#ifdef XPU_MIN_BLOCKS  // PENSTOCK_MIN_BLOCKS: cap registers so that many 256-thread blocks fit an SM
+#define XPU_KERNEL extern "C" __global__ __launch_bounds__(256, XPU_MIN_BLOCKS)
+#else
 #define XPU_KERNEL extern "C" __global__
+#endif
 #define XPU_FN static __device__ __forceinline__
 #define XPU_METHOD __device__ __forceinline__
 #define XPU_PARALLEL_BEGIN {
@@ -227,6 +231,7 @@ const int32_t ERR_TABLE_FULL = 4;        // internal: a hash table ran out of sl
 const int32_t ERR_NEGATIVE_LENGTH = 5;   // 22011
 const int32_t ERR_DATETIME = 6;          // 22008
 const int32_t ERR_CARDINALITY = 7;       // 21000
+const int32_t ERR_INTERNAL = 8;          // XX000: a kernel's own invariant failed
 
 XPU_FN void raise(int32_t* err, int32_t code) { atomic_cas(err, 0, code); }
 
@@ -291,13 +296,19 @@ XPU_FN void local_update_if(T* p, T v, Better better) {
 // ---- tiles: rows in block-sized tiles, so a block can pause and drain a queue together ----
 // Selective first steps leave most lanes idle in what follows; kernels queue the surviving
 // rows in block-local memory and run the rest of the pipeline over full queues instead.
+// On the GPU each thread takes several rows of a tile (unrolled), so that several rows'
+// loads and probes are in flight per thread: a tile's first step waits on memory once,
+// not once per row.
 #ifdef XPU_GPU
-#define XPU_TILE_SIZE ((int64_t)blockDim.x)
-#define XPU_QUEUE_CAP 512  // two tiles of 256 threads (the CUDA backend's block size)
+#define XPU_ROWS_PER_THREAD 2
+#define XPU_TILE_SIZE ((int64_t)XPU_ROWS_PER_THREAD * blockDim.x)
+#define XPU_QUEUE_CAP 1024   // two tiles of 2 rows for each of 256 threads (the CUDA block size)
+#define XPU_QUEUE2_CAP 1536  // a second queue: under a tile, plus a drained first queue
 #define XPU_TILES(base, n) \
-  for (int64_t base = (int64_t)blockIdx.x * blockDim.x; base < (n); base += (int64_t)gridDim.x * blockDim.x)
-#define XPU_TILE_ROWS(t, base, n) \
-  for (int64_t t = base + threadIdx.x; t < (n) && t < base + (int64_t)blockDim.x; t += blockDim.x)
+  for (int64_t base = (int64_t)blockIdx.x * XPU_TILE_SIZE; base < (n); base += (int64_t)gridDim.x * XPU_TILE_SIZE)
+#define XPU_TILE_ROWS(t, base, n)                                               \
+  _Pragma("unroll") for (int32_t t##_k = 0; t##_k < XPU_ROWS_PER_THREAD; ++t##_k) \
+    if (const int64_t t = base + t##_k * (int64_t)blockDim.x + threadIdx.x; t < (n))
 XPU_FN uint32_t queue_claim(uint32_t* count) {
   unsigned mask = __activemask();
   int leader = __ffs(mask) - 1;
@@ -310,6 +321,7 @@ XPU_FN uint32_t queue_claim(uint32_t* count) {
 #else
 #define XPU_TILE_SIZE ((int64_t)1024)
 #define XPU_QUEUE_CAP 2048
+#define XPU_QUEUE2_CAP 3072
 #define XPU_TILES(base, n) _Pragma("omp for schedule(static)") for (int64_t base = 0; base < (n); base += 1024)
 #define XPU_TILE_ROWS(t, base, n) for (int64_t t = base; t < (n) && t < base + 1024; ++t)
 XPU_FN uint32_t queue_claim(uint32_t* count) { return (*count)++; }

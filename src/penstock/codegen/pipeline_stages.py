@@ -1,0 +1,141 @@
+"""A pipeline kernel's staged body (GPU fast path, same code on the CPU): compaction queues.
+
+Rows that pass the first operator are queued in block-local memory; once a tile's worth is
+queued, the block drains the queue together, so later operators run with every lane busy
+instead of behind a selective filter or probe. When the second operator can also be tested
+on its own (a filter or an inner probe over the scanned row's columns), a second queue
+compacts again after it, and only rows that pass both reach the rest of the pipeline.
+
+Probes are only *tested* in the queueing stages (has the row a match?) and run again, whole,
+in the last stage, so a row enters each queue at most once and queues carry row numbers
+alone: a queue holding less than a tile before a tile (or a drain) never overflows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from penstock.codegen.kernel import CodeWriter
+from penstock.plan.expr import BuildColumn, Expr, walk
+from penstock.plan.physical import FilterOp, Operator, ProbeOp
+from penstock.plan.rel import JoinKind
+
+if TYPE_CHECKING:
+    from penstock.codegen.pipeline_gen import PipelineGen
+
+
+def scan_only(e: Expr) -> bool:
+    return not any(isinstance(n, BuildColumn) for n in walk(e))
+
+
+def testable(op: Operator, probe: int) -> bool:
+    """Whether `op` (probe number `probe`) can be tested on the scanned row alone."""
+    if isinstance(op, FilterOp):
+        return scan_only(op.condition)
+    return (op.kind is JoinKind.INNER and all(scan_only(e) for e in op.probe_keys)
+            and (op.residual is None
+                 or all(n.probe == probe for n in walk(op.residual) if isinstance(n, BuildColumn))))
+
+
+def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
+    """Drop the row (`reject`) if `op` lets nothing through; nothing is counted."""
+    g, out = gen.g, gen.out
+    if isinstance(op, FilterOp):
+        c = g.compile(op.condition)
+        out.line(f"if (!{c.truthy()}) {reject};")
+        return
+    if op.kind is not JoinKind.INNER:
+        return  # an outer probe keeps every row; semi and anti probes run in the last stage
+    keys = [g.compile(e) for e in op.probe_keys]
+    start = gen.probe_start(op, keys)
+    found, pr, r = out.fresh("found"), f"p{probe}", f"r{probe}"
+    out.line(f"bool {found} = false;")
+    out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {pr}.next())")
+    out.line(f"const int64_t {r} = {pr}.row;")
+    g.push()
+    out.line(f"{found} = {gen.match(op, probe, keys)};")
+    g.pop()
+    out.close()
+    out.line(f"if (!{found}) {reject};")
+
+
+def queue_row(gen: PipelineGen, queue: str, count: str, cap: str) -> None:
+    gen.out.line(f"{{ const uint32_t at = xpu::queue_claim({count}); "
+                 f"if (at < {cap}) {queue}[at] = i; else xpu::raise({gen.err}, xpu::ERR_INTERNAL); }}")
+
+
+def lambda_lines(gen: PipelineGen, name: str, emit: object) -> list[str]:
+    """`auto name = [&](const int64_t i) { ... };` with the code `emit()` writes."""
+    gen.out = gen.g.out = CodeWriter(indent=2)
+    gen.g.push()
+    gen.reject.append("return")
+    emit()  # type: ignore[operator]
+    gen.reject.pop()
+    gen.g.pop()
+    return [f"  auto {name} = [&](const int64_t i) {{", *gen.out.lines, "  };"]
+
+
+def drain(queue: str, count: str, stage: str) -> str:
+    return (f"for (int64_t k = xpu::block_rank(); k < (int64_t){count}; k += xpu::block_size()) "
+            f"{stage}({queue}[k]);")
+
+
+def staged_body(gen: PipelineGen) -> list[str]:
+    ops = gen.p.ops
+    first = ops[0]
+    probe_first = isinstance(first, ProbeOp)
+    second_probe = 1 if probe_first else 0  # probe number of ops[1], if it is a probe
+    if len(ops) < 2:
+        two = False
+    elif probe_first:
+        two = testable(first, 0) and testable(ops[1], 1)
+    else:  # a first filter runs in stage A; a probe after it is worth a second queue
+        two = isinstance(ops[1], ProbeOp) and testable(ops[1], 0)
+    # the last stage runs the pipeline from its first probe (filters before it ran already)
+    last = lambda_lines(gen, "stage_c", lambda: gen.operators(0 if probe_first else 1, probe=0))
+    middle: list[str] = []
+    if two:
+        def emit_middle() -> None:
+            test(gen, ops[1], second_probe, "return")
+            queue_row(gen, "qj", "&qn[1]", "XPU_QUEUE2_CAP")
+        middle = lambda_lines(gen, "stage_b", emit_middle)
+    # stage A: scan the tile, apply (or test) the first operator, queue what passes
+    gen.out = gen.g.out = CodeWriter(indent=3)
+    gen.g.push()
+    gen.row_start()
+    if probe_first:
+        test(gen, first, 0, "continue")
+        queue_row(gen, "qi", "&qn[0]", "XPU_QUEUE_CAP")
+    else:
+        gen.stage_boundary = True
+        gen.operators(0, probe=0)
+        gen.stage_boundary = False
+    gen.g.pop()
+    stage_a = gen.out.lines
+    sync = "xpu::block_sync();"
+    lines = ["  XPU_BLOCK_LOCAL(int64_t, qi, XPU_QUEUE_CAP);",
+             "  XPU_BLOCK_LOCAL(uint32_t, qn, 2);"]
+    if two:
+        lines.append("  XPU_BLOCK_LOCAL(int64_t, qj, XPU_QUEUE2_CAP);")
+    lines += ["  if (xpu::block_rank() == 0) { qn[0] = 0; qn[1] = 0; }", "  " + sync, *last, *middle]
+    if two:  # drain the first queue into the second, and the second once a tile is there
+        flush = [drain("qi", "qn[0]", "stage_b"), sync, "if (xpu::block_rank() == 0) qn[0] = 0;", sync,
+                 "if (qn[1] >= XPU_TILE_SIZE) {",
+                 "  " + drain("qj", "qn[1]", "stage_c"), "  " + sync,
+                 "  if (xpu::block_rank() == 0) qn[1] = 0;", "  " + sync, "}"]
+        tail = [drain("qi", "qn[0]", "stage_b"), sync, drain("qj", "qn[1]", "stage_c")]
+    else:
+        flush = [drain("qi", "qn[0]", "stage_c"), sync, "if (xpu::block_rank() == 0) qn[0] = 0;", sync]
+        tail = [drain("qi", "qn[0]", "stage_c")]
+    lines += [f"  XPU_TILES(base, {gen.n}) {{",
+              f"    XPU_TILE_ROWS(t, base, {gen.n}) {{",
+              *stage_a,
+              "    }",
+              "    " + sync,
+              "    if (qn[0] >= XPU_TILE_SIZE) {",
+              *["      " + f for f in flush],
+              "    }",
+              "  }",
+              "  " + sync,
+              *["  " + t for t in tail]]
+    return lines
