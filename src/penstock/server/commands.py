@@ -94,7 +94,7 @@ def run_query(state: SessionState, sql: str) -> Outcome:
 
 def catalog_only(reason: str | None) -> bool:
     """Queries on the emulated system catalogs run on DataFusion by design: no notice."""
-    return bool(reason) and bool(re.search(r"table (pg_catalog|information_schema)\.", reason or ""))
+    return pg_catalog.catalog_only(reason)
 
 
 # -- transactions ---------------------------------------------------------------------------------
