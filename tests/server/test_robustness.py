@@ -152,7 +152,7 @@ def test_client_vanishing_mid_query_frees_its_session(long_server: Running) -> N
     before = len(long_server.server.sessions)
     c = Raw(long_server.port)
     c.message(b"Q", LONG_QUERY.encode() + b"\0")
-    time.sleep(0.3)
+    wait_until_running(long_server, "fan a join")
     c.close()
     deadline = time.monotonic() + 15
     while len(long_server.server.sessions) > before and time.monotonic() < deadline:
