@@ -13,7 +13,7 @@ import re
 from typing import Callable, Collection
 
 from penstock.server.rewrite_catalog import SessionInfo, catalog_rewrite
-from penstock.server.statements import _skip_quoted, map_unquoted
+from penstock.server.statements import skip_quoted, map_unquoted
 
 __all__ = ["SessionInfo", "rewrite", "fdw_rewrite"]
 
@@ -73,7 +73,7 @@ def _quoted_spans(sql: str) -> list[tuple[int, int]]:
     """Where string literals, quoted identifiers and comments are: (start, end) each."""
     spans, i = [], 0
     while i < len(sql):
-        j = _skip_quoted(sql, i)
+        j = skip_quoted(sql, i)
         if j != i:
             spans.append((i, j))
             i = j
@@ -177,7 +177,7 @@ def _closing_bracket(sql: str, i: int) -> int | None:
     """Index of the ] that closes an ARRAY[ whose contents start at i (None: nested or unclosed)."""
     depth = 0
     while i < len(sql):
-        j = _skip_quoted(sql, i)
+        j = skip_quoted(sql, i)
         if j != i:
             i = j
             continue

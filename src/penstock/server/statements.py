@@ -15,7 +15,7 @@ from typing import Callable
 from penstock.errors import SYNTAX_ERROR, QueryError
 
 
-def _skip_quoted(sql: str, i: int) -> int:
+def skip_quoted(sql: str, i: int) -> int:
     """Index after the quoted string, identifier, dollar-quoted body or comment at i (i if none)."""
     c = sql[i]
     if c == "'" or c == '"':
@@ -63,7 +63,7 @@ def split_statements(sql: str) -> list[str]:
     comment-only pieces are dropped."""
     out, start, i = [], 0, 0
     while i < len(sql):
-        j = _skip_quoted(sql, i)
+        j = skip_quoted(sql, i)
         if j != i:
             i = j
             continue
@@ -79,7 +79,7 @@ def map_unquoted(sql: str, fn: Callable[[str], str]) -> str:
     """The text with fn applied to every stretch outside quotes and comments."""
     out, i, last = [], 0, 0
     while i < len(sql):
-        j = _skip_quoted(sql, i)
+        j = skip_quoted(sql, i)
         if j != i:
             out.append(fn(sql[last:i]))
             out.append(sql[i:j])
@@ -93,7 +93,7 @@ def map_unquoted(sql: str, fn: Callable[[str], str]) -> str:
 def strip_comments(sql: str) -> str:
     parts, i, last = [], 0, 0
     while i < len(sql):
-        j = _skip_quoted(sql, i)
+        j = skip_quoted(sql, i)
         if j != i:
             if sql[i] in "-/":
                 parts.append(sql[last:i] + " ")
