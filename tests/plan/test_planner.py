@@ -109,6 +109,16 @@ def test_order_by_without_limit_sorts_everything(db: Any) -> None:
     assert sort.limit is None
 
 
+def test_sorting_an_aggregate_under_a_projection_sorts_its_buffer(db: Any) -> None:
+    plan = plan_of(db, "SELECT sum(v) AS s, tag FROM fact GROUP BY tag ORDER BY tag")
+    agg = [p for p in plan.pipelines if isinstance(p.sink, AggregateSink)]
+    sorts = [s for s in plan.steps if isinstance(s, SortBuffer)]
+    assert len(agg) == 1 and len(sorts) == 1
+    assert sorts[0].source == agg[0].sink.buffer  # no pipeline copies the aggregate first
+    assert len(plan.pipelines) == 1
+    assert db.sql("SELECT sum(v) AS s, tag FROM fact GROUP BY tag ORDER BY tag").to_arrow().column_names == ["s", "tag"]
+
+
 def test_union_all_is_two_pipelines_into_one_buffer(db: Any) -> None:
     plan = plan_of(db, "SELECT k FROM da UNION ALL SELECT k FROM dbb")
     writers = [p for p in plan.pipelines if isinstance(p.source, TableSource)]

@@ -44,7 +44,8 @@ def bind(kernel: Kernel, ctx: BindContext) -> list[Any]:
 
 def compile_binding(kernel: Kernel) -> Callable[[BindContext], list[Any]]:
     """bind() for one kernel, decided once: a getter per parameter, constants computed once.
-    A kernel runs once per batch of every query that uses its plan, so this is hot."""
+    A kernel runs once per batch of every query that uses its plan, so this is hot (the
+    executor keeps each pipeline's binding with its compiled plan)."""
     getters: list[Callable[[BindContext], Any]] = []
     for p in kernel.params:
         role, ctype = p.role, p.ctype

@@ -43,6 +43,8 @@ class CompiledPlan:
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
     # fills the next run's map (plan/direct_builds.py)
     direct_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
+    bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)  # pipeline -> its binding
+    texts: dict[str, Any] = field(default_factory=dict)  # text literals already on the device
 
 
 def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
@@ -90,8 +92,9 @@ class Executor:
         be = self.backend
         store = BufferStore(plan.buffer_types, be)
         limit = memory_limit if memory_limit is not None else self.memory_limit
-        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, memory_limit=limit,
-                              column_cache=self.column_cache, io=self.io, check=check or (lambda: None))
+        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
+                              memory_limit=limit, column_cache=self.column_cache, io=self.io,
+                              check=check or (lambda: None))
         for step in plan.steps:
             ctx.check()
             try:
@@ -118,7 +121,8 @@ class Executor:
                 lo, hi = compiled.direct_ranges[fills[0]]
                 ctx.direct_fills[fills[0]] = DirectFill(be.xp.full(hi - lo + 1, -1, dtype=np.int32), lo, hi - lo + 1)
             runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
-                                    compiled.agg_sizes.get(p.id, (0, 0)))
+                                    compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id))
+            compiled.bindings[p.id] = runner.binding
             runner.run()
             if runner.seen is not None:
                 compiled.agg_sizes[p.id] = runner.seen

@@ -26,7 +26,7 @@ _MIN_TEXT_BYTES = 1024
 
 def validity_columns(kernel: Kernel) -> set[int]:
     """Output columns the kernel writes validity for (the others cannot be NULL)."""
-    return {p.role.column for p in kernel.params if isinstance(p.role, SinkPart) and p.role.part == "validity"}
+    return {column for part, column in kernel.sink_parts if part == "validity"}
 
 
 @dataclass
@@ -45,8 +45,7 @@ class MaterializeState:
         self.backend = backend
         self.types = types
         self.with_validity = validity_columns(kernel)
-        self.fills_direct = any(isinstance(p.role, SinkPart) and p.role.part == "direct_failed"
-                                for p in kernel.params)
+        self.fills_direct = ("direct_failed", -1) in kernel.sink_parts
         self.direct: DirectFill | None = None
         self.capacity = 0
         self.text_capacity = [0] * len(types)

@@ -54,7 +54,7 @@ class PipelineContext:
 class PipelineRunner:
     def __init__(self, pipeline: Pipeline, kernel: Kernel, compiled: CompiledKernel,
                  finalize: Kernel | None, ctx: PipelineContext, metrics: PipelineMetrics,
-                 expected: tuple[int, int] = (0, 0)):
+                 expected: tuple[int, int] = (0, 0), binding: Callable[[BindContext], list[Any]] | None = None):
         self.p = pipeline
         self.kernel = kernel
         self.compiled = compiled
@@ -64,7 +64,7 @@ class PipelineRunner:
         self.be = ctx.backend
         self.probes = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
         self.n_counters = len(kernel.counters)
-        self.binding = compile_binding(kernel)
+        self.binding = binding or compile_binding(kernel)
         self.bind_context = BindContext(joins=ctx.joins, runtime=ctx.runtime, texts=ctx.texts, backend=self.be)
         self.status: Any = None
         self.expected = expected  # (groups, arena bytes) an earlier run of the same plan needed
