@@ -87,14 +87,9 @@ def run_query(state: SessionState, sql: str) -> Outcome:
     engine = describe_engine(result)
     if s.get("penstock.report_engine").lower() in ("on", "true", "1", "yes"):
         notices.append(f"engine: {engine}")
-    elif result.engine == "datafusion" and not catalog_only(result.fallback_reason):
+    elif result.engine == "datafusion" and not pg_catalog.catalog_only(result.fallback_reason):
         notices.append(f"ran on DataFusion's CPU engine, not penstock's kernels: {result.fallback_reason}")
     return Outcome(f"SELECT {result.table.num_rows}", result.table, notices, engine=engine)
-
-
-def catalog_only(reason: str | None) -> bool:
-    """Queries on the emulated system catalogs run on DataFusion by design: no notice."""
-    return pg_catalog.catalog_only(reason)
 
 
 # -- transactions ---------------------------------------------------------------------------------
