@@ -12,7 +12,7 @@ psycopg's default extended protocol (statements are prepared server-side after a
 odd-numbered ones the simple query protocol, so both paths carry load.
 
 usage: python scripts/load_test.py [--clients 32] [--duration 60] [--sf 0.05] [--data DIR]
-                                   [--device cpu|gpu|auto] [--dsn DSN] [--seed 1] [--json FILE]
+                                   [--device cpu|gpu|auto] [--cache] [--dsn DSN] [--seed 1] [--json FILE]
 """
 
 from __future__ import annotations
@@ -65,13 +65,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(data: Path, device: str, clients: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(data: Path, device: str, clients: int, log: Path,
+                 cache: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     """`penstock serve` in its own process (its own interpreter: the clients' threads do not
     share its GIL); returns it and a DSN once it accepts connections."""
     port = free_port()
     code = "import sys; from penstock.cli import main; sys.exit(main(sys.argv[1:]))"
     cmd = [sys.executable, "-c", code, "serve", "--data", str(data), "--auth", "trust", "--port", str(port),
            "--device", device, "--max-connections", str(clients + 8)]
+    if cache:  # the SSB tables' columns stay in GPU memory, shared by all sessions
+        cmd += [arg for t in TABLES for arg in ("--cache", t)]
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     dsn = f"host=127.0.0.1 port={port} user=load dbname=penstock"
@@ -213,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, help="server data directory (SSB Parquet in DATA/ssb; generated if absent)")
     ap.add_argument("--device", default="cpu", help="the server's device: cpu | gpu | auto")
     ap.add_argument("--dsn", help="load an already running server with the SSB tables (no server started)")
+    ap.add_argument("--cache", action="store_true", help="serve the SSB tables from the GPU-resident column cache")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the report as JSON to this file ('-': standard output)")
     args = ap.parse_args(argv)
@@ -227,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.data = Path(tmp.name)
             args.data.mkdir(parents=True, exist_ok=True)
             ensure_data(args.data, args.sf)
-            proc, dsn = start_server(args.data, args.device, args.clients, args.data / "server.log")
+            proc, dsn = start_server(args.data, args.device, args.clients, args.data / "server.log", args.cache)
             create_tables(dsn)
         report = run_load(dsn, args.clients, args.duration, args.seed)
     finally:
