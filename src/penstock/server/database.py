@@ -12,6 +12,7 @@ import os
 import shutil
 import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,6 +28,9 @@ from penstock.server.catalog import Catalog, TableEntry, arrow_type
 from penstock.server.literals import numeric_literals
 from penstock.server.rewrite import rewrite
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
+
+
+MEMO_SIZE = 1024
 
 
 @dataclass
@@ -75,7 +79,24 @@ class Database:
                 self._register(entry)
             except PenstockError as e:
                 self.problems[entry.name] = str(e)
+        self._memo: OrderedDict[tuple[object, ...], str] = OrderedDict()
+        self._memo_lock = threading.Lock()
         pg_catalog.install(self)
+
+    def memo(self, key: tuple[object, ...], make: Callable[[], str]) -> str:
+        """Rewritten statement texts, remembered (the rewrites cost more than a cached plan's
+        whole run at small scales); bounded, least recently used first out."""
+        with self._memo_lock:
+            found = self._memo.get(key)
+            if found is not None:
+                self._memo.move_to_end(key)
+                return found
+        made = make()
+        with self._memo_lock:
+            self._memo[key] = made
+            if len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return made
 
     # -- catalog ----------------------------------------------------------------------------
     def connections(self) -> list[Connection]:
@@ -169,7 +190,7 @@ class Database:
                 max_wait: float | None = None, cancelled: threading.Event | None = None) -> Executed:
         """Run a query under GPU admission. Catalog queries and queries for DataFusion do not
         take a GPU slot; a query whose share of GPU memory is too small runs again alone."""
-        sql = planner_sql(sql)
+        sql = self.memo(("planner", sql), lambda: planner_sql(sql))
         prepared = self.conn.prepare(sql)
         if prepared.compiled is None or self.cpu is None:
             return Executed(self.conn.sql(sql, check=check), [])
@@ -197,7 +218,7 @@ class Database:
 
     def result_schema(self, sql: str) -> pa.Schema:
         """The result columns of a query, from its plan (nothing runs)."""
-        planned = self.conn.prepare(planner_sql(sql)).planned
+        planned = self.conn.prepare(self.memo(("planner", sql), lambda: planner_sql(sql))).planned
         return plain_types(pa.Table.from_arrays([pa.array([], f.type) for f in planned.schema], names=planned.names)).schema
 
     def explain(self, sql: str, analyze: bool) -> str:

@@ -272,4 +272,9 @@ def for_session(state: SessionState, sql: str) -> str:
     the session's own values (current_database(), current_user, current_setting()) in it."""
     db = state.db
     note_session(db, state.database, state.user)
-    return catalog_rewrite(sql, db.conn.tables, SessionInfo(state.database, state.user, state.settings.get))
+    info = SessionInfo(state.database, state.user, state.settings.get)
+    if "current_setting" in sql.lower():  # depends on settings: not remembered
+        return catalog_rewrite(sql, db.conn.tables, info)
+    tables = frozenset(db.conn.tables)
+    return db.memo(("session", sql, tables, state.database, state.user),
+                   lambda: catalog_rewrite(sql, tables, info))
