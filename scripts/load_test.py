@@ -66,7 +66,7 @@ def free_port() -> int:
 
 
 def start_server(data: Path, device: str, clients: int, log: Path,
-                 cache: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+                 cache: bool = False, extra: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """`penstock serve` in its own process (its own interpreter: the clients' threads do not
     share its GIL); returns it and a DSN once it accepts connections."""
     port = free_port()
@@ -75,6 +75,7 @@ def start_server(data: Path, device: str, clients: int, log: Path,
            "--device", device, "--max-connections", str(clients + 8)]
     if cache:  # the SSB tables' columns stay in GPU memory, shared by all sessions
         cmd += [arg for t in TABLES for arg in ("--cache", t)]
+    cmd += extra or []
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     dsn = f"host=127.0.0.1 port={port} user=load dbname=penstock"
@@ -217,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="the server's device: cpu | gpu | auto")
     ap.add_argument("--dsn", help="load an already running server with the SSB tables (no server started)")
     ap.add_argument("--cache", action="store_true", help="serve the SSB tables from the GPU-resident column cache")
+    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                    help="pass ARG to `penstock serve` (repeatable), e.g. --server-arg=--gpu-slots=2")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the report as JSON to this file ('-': standard output)")
     args = ap.parse_args(argv)
@@ -231,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.data = Path(tmp.name)
             args.data.mkdir(parents=True, exist_ok=True)
             ensure_data(args.data, args.sf)
-            proc, dsn = start_server(args.data, args.device, args.clients, args.data / "server.log", args.cache)
+            proc, dsn = start_server(args.data, args.device, args.clients, args.data / "server.log", args.cache,
+                                     args.server_arg)
             create_tables(dsn)
         report = run_load(dsn, args.clients, args.duration, args.seed)
     finally:
