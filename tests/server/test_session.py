@@ -143,3 +143,10 @@ def test_results_say_which_engine_in_a_notice_when_asked(pg_server: Running) -> 
         conn.execute("SET penstock.report_engine = on")
         conn.execute("select sum(id) from sample").fetchall()
     assert any("penstock-cpu" in n for n in notices)
+
+
+def test_startup_options_set_session_defaults(pg_server: Running) -> None:
+    """PGOPTIONS / options=-c name=value, as libpq sends them in the startup packet."""
+    with psycopg.connect(pg_server.dsn + " options='-c statement_timeout=5s -c application_name=nightly'") as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("5000",)
+        assert conn.info.parameter_status("application_name") == "nightly"

@@ -92,14 +92,31 @@ def milliseconds(value: str, name: str) -> int:
     return int(float(m.group(1)) * _UNITS_MS[m.group(2) or "ms"])
 
 
+def command_line_options(options: str) -> dict[str, str]:
+    """The startup packet's ``options`` ("-c statement_timeout=5s --search_path=x", as
+    PGOPTIONS sets it); backslash escapes a space."""
+    words = re.findall(r"(?:\\.|\S)+", options)
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        w = words[i].replace("\\ ", " ")
+        if w == "-c" and i + 1 < len(words):
+            w, i = "--" + words[i + 1].replace("\\ ", " "), i + 1
+        if w.startswith("--") and "=" in w:
+            name, value = w[2:].split("=", 1)
+            out[name.replace("-", "_")] = value
+        i += 1
+    return out
+
+
 class Settings:
     def __init__(self, startup: dict[str, str]):
         self.defaults = dict(DEFAULTS)
         self.values: dict[str, str] = {}
-        for key, value in startup.items():
+        given = {k: v for k, v in startup.items() if k not in ("user", "database", "options", "replication")}
+        given.update(command_line_options(startup.get("options", "")))
+        for key, value in given.items():
             k = canonical(key)
-            if k in ("user", "database", "options", "replication"):
-                continue
             if k in self.defaults and k not in READ_ONLY:
                 self.defaults[k] = self.check(k, value)  # startup values are the session's defaults
 
