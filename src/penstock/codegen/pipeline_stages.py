@@ -118,9 +118,11 @@ def staged_body(gen: PipelineGen) -> list[str]:
     if two:
         lines.append("  XPU_BLOCK_LOCAL(int64_t, qj, XPU_QUEUE2_CAP);")
     lines += ["  if (xpu::block_rank() == 0) { qn[0] = 0; qn[1] = 0; }", "  " + sync, *last, *middle]
+    # queues drain once a tile's worth is there, and all of them in the GPU's extra last tile
+    # step (XPU_TILES_DONE); the CPU drains after its OpenMP loop instead (XPU_TILES_TAIL)
     if two:  # drain the first queue into the second, and the second once a tile is there
         flush = [drain("qi", "qn[0]", "stage_b"), sync, "if (xpu::block_rank() == 0) qn[0] = 0;", sync,
-                 "if (qn[1] >= XPU_TILE_SIZE) {",
+                 "if (qn[1] >= XPU_TILE_SIZE || done) {",
                  "  " + drain("qj", "qn[1]", "stage_c"), "  " + sync,
                  "  if (xpu::block_rank() == 0) qn[1] = 0;", "  " + sync, "}"]
         tail = [drain("qi", "qn[0]", "stage_b"), sync, drain("qj", "qn[1]", "stage_c")]
@@ -128,14 +130,17 @@ def staged_body(gen: PipelineGen) -> list[str]:
         flush = [drain("qi", "qn[0]", "stage_c"), sync, "if (xpu::block_rank() == 0) qn[0] = 0;", sync]
         tail = [drain("qi", "qn[0]", "stage_c")]
     lines += [f"  XPU_TILES(base, {gen.n}) {{",
+              f"    const bool done = XPU_TILES_DONE(base, {gen.n});",
               f"    XPU_TILE_ROWS(t, base, {gen.n}) {{",
               *stage_a,
               "    }",
               "    " + sync,
-              "    if (qn[0] >= XPU_TILE_SIZE) {",
+              "    if (qn[0] >= XPU_TILE_SIZE || done) {",
               *["      " + f for f in flush],
               "    }",
               "  }",
+              "#ifdef XPU_TILES_TAIL",
               "  " + sync,
-              *["  " + t for t in tail]]
+              *["  " + t for t in tail],
+              "#endif"]
     return lines

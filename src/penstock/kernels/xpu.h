@@ -304,8 +304,13 @@ XPU_FN void local_update_if(T* p, T v, Better better) {
 #define XPU_TILE_SIZE ((int64_t)XPU_ROWS_PER_THREAD * blockDim.x)
 #define XPU_QUEUE_CAP 1024   // two tiles of 2 rows for each of 256 threads (the CUDA block size)
 #define XPU_QUEUE2_CAP 1536  // a second queue: under a tile, plus a drained first queue
-#define XPU_TILES(base, n) \
-  for (int64_t base = (int64_t)blockIdx.x * XPU_TILE_SIZE; base < (n); base += (int64_t)gridDim.x * XPU_TILE_SIZE)
+// One step more than the block has tiles: in the last (XPU_TILES_DONE) no row is scanned and
+// the queues drain, so each stage is called (and inlined) once; a drain after the loop would
+// inline the whole pipeline a second time and double NVRTC's compile time.
+#define XPU_TILES(base, n)                                                          \
+  for (int64_t base = (int64_t)blockIdx.x * XPU_TILE_SIZE;                           \
+       base - (int64_t)gridDim.x * XPU_TILE_SIZE < (n); base += (int64_t)gridDim.x * XPU_TILE_SIZE)
+#define XPU_TILES_DONE(base, n) ((base) >= (n))
 #define XPU_TILE_ROWS(t, base, n)                                               \
   _Pragma("unroll") for (int32_t t##_k = 0; t##_k < XPU_ROWS_PER_THREAD; ++t##_k) \
     if (const int64_t t = base + t##_k * (int64_t)blockDim.x + threadIdx.x; t < (n))
@@ -322,7 +327,10 @@ XPU_FN uint32_t queue_claim(uint32_t* count) {
 #define XPU_TILE_SIZE ((int64_t)1024)
 #define XPU_QUEUE_CAP 2048
 #define XPU_QUEUE2_CAP 3072
+// an OpenMP loop cannot take an extra step per thread: queues drain after it (XPU_TILES_TAIL)
 #define XPU_TILES(base, n) _Pragma("omp for schedule(static)") for (int64_t base = 0; base < (n); base += 1024)
+#define XPU_TILES_DONE(base, n) false
+#define XPU_TILES_TAIL 1
 #define XPU_TILE_ROWS(t, base, n) for (int64_t t = base; t < (n) && t < base + 1024; ++t)
 XPU_FN uint32_t queue_claim(uint32_t* count) { return (*count)++; }
 #endif
