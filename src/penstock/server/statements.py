@@ -107,7 +107,10 @@ def strip_comments(sql: str) -> str:
 
 def words(sql: str, n: int = 4) -> list[str]:
     """The first n words, upper-cased, comments skipped: enough to recognise a command."""
-    return [w.upper() for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", strip_comments(sql)[:200])[:n]]
+    head = sql[:200]
+    if "--" in head or "/*" in head:  # only then is the whole text worth lexing
+        head = strip_comments(sql)[:200]
+    return [w.upper() for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", head)[:n]]
 
 
 # -- commands the server answers itself --------------------------------------------------------
