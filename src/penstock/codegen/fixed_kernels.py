@@ -1,4 +1,5 @@
-"""Kernels that do not depend on the query: moving text bytes and growing hash tables."""
+"""Kernels that do not depend on the query: moving text bytes, growing hash tables, filling
+a join's direct map."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ REHASH = """  XPU_PARALLEL_BEGIN
   XPU_FOR(s, n) {
     const uint64_t* slot = old_table + s * (uint64_t)width;
     if (slot[0] != 0) xpu::rehash_slot(slot, new_table, new_mask, width);
+  }
+  XPU_PARALLEL_END
+"""
+
+FILL_DIRECT_MAP = """  XPU_PARALLEL_BEGIN
+  XPU_FOR(i, n) {
+    direct[keys[i] - lo] = (int32_t)i;
   }
   XPU_PARALLEL_END
 """
@@ -41,3 +49,10 @@ def rehash() -> Kernel:
     return _kernel("rehash", [
         ("n", "int64_t", "i64"), ("old_table", "const uint64_t*", "ptr"), ("width", "int32_t", "i32"),
         ("new_table", "uint64_t*", "ptr"), ("new_mask", "uint64_t", "u64")], REHASH)
+
+
+def fill_direct_map(key_ctype: str) -> Kernel:
+    """direct[keys[i] - lo] = i for a unique integer key (keys of type key_ctype)."""
+    return _kernel(f"fill_direct_map_{key_ctype}", [
+        ("n", "int64_t", "i64"), ("keys", f"const {key_ctype}*", "ptr"), ("lo", "int64_t", "i64"),
+        ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP)

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.fixed_kernels import gather_text, rehash
+from penstock.exec.join_state import direct_map_kernels
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
@@ -64,6 +65,7 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
             out.builds[step.join] = generate_build(step)
             jobs.append(("build", step.join, out.builds[step.join]))
     jobs += [("fixed", 0, k) for k in (gather_text(), rehash())]
+    jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
     with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2, 8)) as pool:
         compiled = list(pool.map(lambda job: compile_kernel(backend, job[2]), jobs))
     for (kind, key, kernel), kc in zip(jobs, compiled):

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from penstock.codegen.fixed_kernels import fill_direct_map
 from penstock.codegen.kernel import JoinTablePart, Kernel
 from penstock.device.base import Backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
@@ -13,7 +14,13 @@ from penstock.exec.aggregate_state import next_pow2
 from penstock.exec.errors import kernel_error
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
-from penstock.io.device_batch import Batch
+from penstock.io.device_batch import Batch, numpy_dtype
+from penstock.plan.physical import BuildHashTable, PhysicalPlan
+
+
+_INT_CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
+               np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t",
+               np.dtype(np.uint32): "uint32_t", np.dtype(np.uint64): "uint64_t"}
 
 
 class JoinState:
@@ -90,7 +97,12 @@ class JoinState:
         if span > max(8 * self.rows, 1 << 20) or span > 1 << 28:
             return
         direct = xp.full(span, -1, dtype=np.int32)
-        direct[col.values[:self.rows] - lo] = xp.arange(self.rows, dtype=np.int32)
+        ctype = _INT_CTYPES.get(np.dtype(col.values.dtype))
+        if ctype is None:
+            return
+        if self.rows:  # a fixed kernel: CuPy's fancy-index scatter would import cupyx and compile on first use
+            kernel = compile_kernel(self.backend, fill_direct_map(ctype))
+            self.backend.launch(kernel, self.rows, [self.rows, col.values, lo, direct])
         self.direct, self.direct_min, self.direct_range = direct, lo, span
 
     def part(self, part: str, as_pointer: bool) -> Any:
@@ -124,3 +136,17 @@ class JoinState:
 
 def _join_of(kernel: Kernel) -> int:
     return next(p.role.join for p in kernel.params if isinstance(p.role, JoinTablePart))
+
+
+def direct_map_kernels(plan: PhysicalPlan) -> list[Kernel]:
+    """The direct-map fills the plan's single-key joins may need, to compile with the rest."""
+    ctypes = set()
+    for step in plan.steps:
+        if isinstance(step, BuildHashTable) and len(step.key_columns) == 1:
+            try:
+                ctype = _INT_CTYPES.get(np.dtype(numpy_dtype(step.types[step.key_columns[0]])))
+            except KeyError:  # text keys have no direct map
+                continue
+            if ctype is not None:
+                ctypes.add(ctype)
+    return [fill_direct_map(c) for c in sorted(ctypes)]
