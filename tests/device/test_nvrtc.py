@@ -12,7 +12,8 @@ import pytest
 
 import penstock
 from penstock.codegen.kernel import HEADERS
-from penstock.device.nvrtc import ARCH, nvrtc_compile
+from nvrtc_isolated import compile_isolated
+from penstock.device.nvrtc import ARCH
 
 INCLUDES = "\n".join(f'#include "{h}"' for h in HEADERS)
 GOOD = INCLUDES + r"""
@@ -36,7 +37,7 @@ def test_arch_is_sm_90() -> None:
 
 
 def test_compiles_a_kernel_with_the_penstock_headers_to_a_cubin() -> None:
-    result = nvrtc_compile(GOOD, "scale.cu")
+    result = compile_isolated(GOOD, "scale.cu")
     assert result.ok, result.log
     assert len(result.cubin) > 0
     assert result.cubin[:4] == b"\x7fELF"  # a cubin is an ELF image
@@ -44,7 +45,7 @@ def test_compiles_a_kernel_with_the_penstock_headers_to_a_cubin() -> None:
 
 
 def test_broken_source_returns_not_ok_with_a_log() -> None:
-    result = nvrtc_compile(BROKEN, "broken.cu")
+    result = compile_isolated(BROKEN, "broken.cu")
     assert result.ok is False
     assert result.cubin == b""
     assert "kept_but_undeclared" in result.log
