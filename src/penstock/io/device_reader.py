@@ -33,12 +33,8 @@ from penstock.plan.types import DataType, Kind
 
 ALIGN = 4096
 # bytes per read (small enough to spread a batch over every I/O thread) and I/O threads;
-# PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine.
-# O_DIRECT reads go to the drive, where bigger requests cost fewer round trips (16 MiB read
-# SSB's columns 5-13 % faster than 4 MiB on the H100 machine's drive); page-cache reads are
-# memory copies, better spread thinly over the threads.
+# PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine
 CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "4")) * (1 << 20)) // ALIGN * ALIGN
-DIRECT_CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "16")) * (1 << 20)) // ALIGN * ALIGN
 IO_THREADS = int(os.environ.get("PENSTOCK_IO_THREADS", "16"))
 DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
@@ -188,9 +184,8 @@ class ArrowDeviceReader:
             for p in pieces:
                 if p.part == "ones":
                     target[p.target:p.target + p.size] = 0xFF
-        chunk = DIRECT_CHUNK if self.mode == "direct" else CHUNK
-        jobs = [(p.offset + off, min(chunk, p.size - off), p.target + off)
-                for p in pieces if p.part != "ones" for off in range(0, p.size, chunk)]
+        jobs = [(p.offset + off, min(CHUNK, p.size - off), p.target + off)
+                for p in pieces if p.part != "ones" for off in range(0, p.size, CHUNK)]
         try:
             read_ranges(be, fd, jobs, target, self.mode == "direct", self.threads)
         except FileError as e:
