@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 import penstock
+from penstock.datagen import register_ssb
 
 VARIANTS = {
     "scan sum": "SELECT sum(lo_revenue) FROM lineorder",
@@ -42,8 +43,7 @@ VARIANTS = {
 
 def main(data: str, only: list[str] | None = None) -> None:
     db = penstock.connect(device="gpu", strict=True)
-    for t in ("lineorder", "customer", "supplier", "part", "date"):
-        db.register(t, f"{data}/{t}.arrow")
+    register_ssb(db, data, "arrow")
     db.cache("lineorder", ["lo_revenue", "lo_partkey", "lo_suppkey", "lo_orderdate"])
     for t in ("supplier", "part", "date"):
         db.cache(t)

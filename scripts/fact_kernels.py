@@ -9,14 +9,13 @@ from __future__ import annotations
 import sys
 
 import penstock
+from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
 
 
 def main(data: str, names: list[str]) -> None:
     db = penstock.connect(device="gpu", strict=True)
-    for t in ("lineorder", "customer", "supplier", "part", "date"):
-        db.register(t, f"{data}/{t}.arrow")
-        db.cache(t)
+    register_ssb(db, data, "arrow", cache=True)
     total = 0.0
     cells = []
     for name in names:

@@ -32,7 +32,8 @@ from typing import Any
 
 import psycopg
 
-TABLES = ("lineorder", "customer", "supplier", "part", "date")
+from penstock.datagen.ssb_tables import TABLES
+
 MAX_ERRORS_KEPT = 20
 
 

@@ -10,13 +10,13 @@ import re
 import sys
 
 import penstock
+from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
 
 
 def main(data: str, names: list[str]) -> None:
     db = penstock.connect(device="gpu", strict=True)
-    for t in ("lineorder", "customer", "supplier", "part", "date"):
-        db.register(t, f"{data}/{t}.arrow")
+    register_ssb(db, data, "arrow")
     needed = {c for n in names for c in re.findall(r"lo_\w+", SSB_QUERIES[n])}
     db.cache("lineorder", sorted(needed))
     for t in ("customer", "supplier", "part", "date"):

@@ -15,10 +15,8 @@ import time
 
 import penstock
 from penstock.bench.ssb_bench import WARM_UP
+from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-
-TABLES = ("lineorder", "customer", "supplier", "part", "date")
-
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -29,10 +27,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=35)
     args = ap.parse_args()
     db = penstock.connect(device=args.device)
-    for t in TABLES:
-        db.register(t, f"{args.data}/{t}.arrow")
-        if args.cache:
-            db.cache(t)
+    register_ssb(db, args.data, "arrow", cache=args.cache)
     db.sql(WARM_UP)
     profile = cProfile.Profile()
     started = time.perf_counter()

@@ -11,14 +11,13 @@ import sys
 import time
 
 import penstock
+from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
 
 
 def main(data: str, names: list[str]) -> None:
     db = penstock.connect(device="auto", strict=True)
-    for t in ("lineorder", "customer", "supplier", "part", "date"):
-        db.register(t, f"{data}/{t}.arrow")
-        db.cache(t)
+    register_ssb(db, data, "arrow", cache=True)
     for name in names:
         sql = SSB_QUERIES[name]
         db.sql(sql)

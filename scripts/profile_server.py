@@ -14,11 +14,11 @@ import pstats
 import time
 
 from penstock.datagen.ssb_queries import SSB_QUERIES
+from penstock.datagen.ssb_tables import TABLES
 from penstock.server.commands import SessionState, run_statement
 from penstock.server.database import Database, ServerConfig
 from penstock.server.settings import Settings
 
-TABLES = ("lineorder", "customer", "supplier", "part", "date")
 
 
 def main() -> None:

@@ -18,13 +18,30 @@ import time
 from typing import Any, Callable
 
 import penstock
+from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
 from penstock.exec import executor, join_state, pipeline_runner, aggregate_state, materialize_state
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
+# (owner, attribute, label) of every step timed; pipeline parts are indented under "step"
+WRAPPED: list[tuple[Any, str, str]] = [
+    (executor.Executor, "run_step", "step"),
+    (pipeline_runner.PipelineRunner, "launch", "  launch+readback"),
+    (pipeline_runner, "build_batch", "  build_batch"),
+    (join_state.JoinState, "__init__", "  JoinState()"),
+    (join_state.JoinState, "build", "  JoinState.build"),
+    (join_state.JoinState, "make_direct", "  JoinState.make_direct"),
+    (aggregate_state.AggregateState, "__init__", "  AggregateState()"),
+    (aggregate_state.AggregateState, "finish", "  AggregateState.finish"),
+    (aggregate_state.AggregateState, "sizes", "  AggregateState.sizes"),
+    (materialize_state.MaterializeState, "reserve", "  MaterializeState.reserve"),
+    (materialize_state.MaterializeState, "collect", "  MaterializeState.collect"),
+    (executor.Executor, "run", "Executor.run"),
+]
 
 
-def wrap(owner: Any, name: str, label: str, sync: Callable[[], None]) -> None:
+def wrap(owner: Any, name: str, label: str, sync: Callable[[], None]) -> Any:
+    """Replace owner.name with a synchronised, timed version; returns the original."""
     original = getattr(owner, name)
 
     def timed(*args: Any, **kwargs: Any) -> Any:
@@ -42,9 +59,7 @@ def wrap(owner: Any, name: str, label: str, sync: Callable[[], None]) -> None:
 
 def main(data: str, names: list[str]) -> None:
     db = penstock.connect(device="auto", strict=True)
-    for t in ("lineorder", "customer", "supplier", "part", "date"):
-        db.register(t, f"{data}/{t}.arrow")
-        db.cache(t)
+    register_ssb(db, data, "arrow", cache=True)
     sync = db.backend.synchronize
     for name in names:
         sql = SSB_QUERIES[name]
@@ -56,27 +71,7 @@ def main(data: str, names: list[str]) -> None:
               f"pipeline kernels {kernels * 1000:.2f} ms", flush=True)
         for p in r.metrics.pipelines.values():
             print(f"   pipeline {p.pipeline} {p.label}: kernels {p.kernel_seconds * 1000:.3f} ms", flush=True)
-        originals = [
-            (executor.Executor, "run_step", wrap(executor.Executor, "run_step", "step", sync)),
-            (pipeline_runner.PipelineRunner, "launch",
-             wrap(pipeline_runner.PipelineRunner, "launch", "  launch+readback", sync)),
-            (pipeline_runner, "build_batch", wrap(pipeline_runner, "build_batch", "  build_batch", sync)),
-            (join_state.JoinState, "__init__", wrap(join_state.JoinState, "__init__", "  JoinState()", sync)),
-            (join_state.JoinState, "build", wrap(join_state.JoinState, "build", "  JoinState.build", sync)),
-            (join_state.JoinState, "make_direct",
-             wrap(join_state.JoinState, "make_direct", "  JoinState.make_direct", sync)),
-            (aggregate_state.AggregateState, "__init__",
-             wrap(aggregate_state.AggregateState, "__init__", "  AggregateState()", sync)),
-            (aggregate_state.AggregateState, "finish",
-             wrap(aggregate_state.AggregateState, "finish", "  AggregateState.finish", sync)),
-            (aggregate_state.AggregateState, "sizes",
-             wrap(aggregate_state.AggregateState, "sizes", "  AggregateState.sizes", sync)),
-            (materialize_state.MaterializeState, "reserve",
-             wrap(materialize_state.MaterializeState, "reserve", "  MaterializeState.reserve", sync)),
-            (materialize_state.MaterializeState, "collect",
-             wrap(materialize_state.MaterializeState, "collect", "  MaterializeState.collect", sync)),
-            (executor.Executor, "run", wrap(executor.Executor, "run", "Executor.run", sync)),
-        ]
+        originals = [(owner, attr, wrap(owner, attr, label, sync)) for owner, attr, label in WRAPPED]
         TIMES.clear()
         total = []
         for _ in range(5):

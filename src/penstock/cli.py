@@ -200,7 +200,7 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import penstock
-    from penstock.datagen import generate_ssb, ssb_present, table_path
+    from penstock.datagen import generate_ssb, register_ssb, ssb_present
     from penstock.datagen.ssb_queries import SSB_QUERIES
 
     data = Path(args.data or f"data/ssb-sf{args.sf:g}")
@@ -208,8 +208,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"generating SSB SF {args.sf:g} into {data} ...")
         generate_ssb(data, args.sf, fmt=args.format, progress=True)
     db = penstock.connect(device=args.device)
-    for table in ("lineorder", "customer", "supplier", "part", "date"):
-        db.register(table, table_path(data, table, args.format))
+    register_ssb(db, data, args.format)
     print(f"device: {db.backend.describe()}\n")
     rows = []
     fallbacks = 0

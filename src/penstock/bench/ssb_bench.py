@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-TABLES = ("lineorder", "customer", "supplier", "part", "date")
-EXTENSIONS = {"parquet": "parquet", "arrow": "arrow", "csv": "csv"}
+from penstock.datagen.ssb import table_path
+from penstock.datagen.ssb_tables import TABLES
 
 
 @dataclass
@@ -94,7 +94,7 @@ class SsbReport:
 
 
 def data_files(data: Path, fmt: str) -> dict[str, Path]:
-    return {t: data / f"{t}.{EXTENSIONS[fmt]}" for t in TABLES}
+    return {t: table_path(data, t, fmt) for t in TABLES}
 
 
 def run_ssb_bench(sf: float, tiers: list[str], repeat: int = 5, fmt: str = "arrow", data_dir: str | None = None,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -65,6 +65,15 @@ PARQUET_DICTIONARY: dict[str, list[str]] = {
 def table_path(out_dir: str | Path, table: str, fmt: str) -> Path:
     """Final file of ``table`` in ``fmt`` under ``out_dir``."""
     return Path(out_dir) / f"{table}.{_extension(fmt)}"
+
+
+def register_ssb(db: Any, out_dir: str | Path, fmt: str = "parquet", cache: bool = False) -> None:
+    """Register the five SSB tables of out_dir with a penstock connection (and keep their
+    columns in device memory when `cache`)."""
+    for table in TABLES:
+        db.register(table, table_path(out_dir, table, fmt))
+        if cache:
+            db.cache(table)
 
 
 def ssb_present(out_dir: str | Path, fmt: str = "parquet") -> bool:

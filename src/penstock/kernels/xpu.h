@@ -190,11 +190,10 @@ XPU_FN bool checked_atomic_add(int64_t* p, int64_t v) {
   }
 }
 
+// Compare-and-swap v into *u while better(v, current) holds, starting from the value `old`.
 template <class T, class Better>
-XPU_FN void atomic_update_if(T* p, T v, Better better) {
+XPU_FN void cas_update_if(uint64_t* u, uint64_t old, T v, Better better) {
   static_assert(sizeof(T) == 8, "64-bit states only");
-  uint64_t* u = (uint64_t*)p;
-  uint64_t old = load_relaxed(u);
   while (true) {
     T cur;
     memcpy(&cur, &old, 8);
@@ -205,6 +204,11 @@ XPU_FN void atomic_update_if(T* p, T v, Better better) {
     if (seen == old) return;
     old = seen;
   }
+}
+template <class T, class Better>
+XPU_FN void atomic_update_if(T* p, T v, Better better) {
+  uint64_t* u = (uint64_t*)p;
+  cas_update_if(u, load_relaxed(u), v, better);
 }
 
 // atomic_update_if for a pointer to a record this thread has just written (text in an
@@ -277,17 +281,7 @@ template <class T, class Better>
 XPU_FN void local_update_if(T* p, T v, Better better) {
 #ifdef XPU_GPU
   uint64_t* u = (uint64_t*)p;
-  uint64_t old = *(volatile uint64_t*)u;
-  while (true) {
-    T cur;
-    memcpy(&cur, &old, 8);
-    if (!better(v, cur)) return;
-    uint64_t next;
-    memcpy(&next, &v, 8);
-    uint64_t seen = atomicCAS((unsigned long long*)u, old, next);
-    if (seen == old) return;
-    old = seen;
-  }
+  cas_update_if(u, *(volatile uint64_t*)u, v, better);
 #else
   if (better(v, *p)) *p = v;
 #endif

@@ -20,8 +20,8 @@ from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError
 from penstock.server import pg_catalog
 from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
-from penstock.server.statements import (CopyCommand, parse_copy, parse_create, parse_cursor, parse_drop, parse_set,
-                                        strip_comments, words)
+from penstock.server.statements import (CopyCommand, CreateExternal, parse_copy, parse_create, parse_cursor,
+                                        parse_drop, parse_set, strip_comments, words)
 
 QUERY_WORDS = {"SELECT", "WITH", "VALUES", "TABLE"}
 IN_FAILED_TRANSACTION = "25P02"
@@ -215,9 +215,9 @@ def _explain(state: SessionState, sql: str, w: list[str]) -> Outcome:
 
 def _create(state: SessionState, sql: str, w: list[str]) -> Outcome:
     cmd = parse_create(sql)
-    if hasattr(cmd, "location"):
-        return Outcome("CREATE TABLE", notices=state.db.create_external(cmd))  # type: ignore[arg-type]
-    rows = state.db.create_as(cmd, lambda q: state.db.execute(q, state.check).result)  # type: ignore[arg-type]
+    if isinstance(cmd, CreateExternal):
+        return Outcome("CREATE TABLE", notices=state.db.create_external(cmd))
+    rows = state.db.create_as(cmd, lambda q: state.db.execute(q, state.check).result)
     if rows < 0:
         return Outcome("CREATE TABLE AS", notices=[f'relation "{cmd.name}" already exists, skipping'])
     return Outcome(f"SELECT {rows}")

@@ -101,7 +101,7 @@ class Session:
         except (ClientGone, ProtocolViolation):
             raise
         except Exception as e:
-            self.error(e, sql)
+            self.error(e)
             return None
         finally:
             self.running = None
@@ -157,7 +157,7 @@ class Session:
             return True
 
     # -- errors and notices -------------------------------------------------------------------
-    def error(self, e: BaseException, sql: str | None = None) -> None:
+    def error(self, e: BaseException) -> None:
         if self.state.transaction == "T":
             self.state.transaction = "E"
         self.out.notice_or_error(b"E", error_fields(e, "ERROR"))
