@@ -3,6 +3,8 @@ a join's direct map."""
 
 from __future__ import annotations
 
+import functools
+
 from penstock.codegen.kernel import Kernel, KernelParam, Role, kernel_source, ParamTable
 
 GATHER_TEXT = """  XPU_PARALLEL_BEGIN
@@ -37,6 +39,7 @@ def _kernel(name: str, signature: list[tuple[str, str, str]], body: str) -> Kern
     return Kernel(name, kernel_source(name, table, body), table.params)
 
 
+@functools.cache  # pure: the same Kernel (and its source digest) every time
 def gather_text() -> Kernel:
     """dst[offsets[i] ...] = src[starts[i] ...] for lengths[i] bytes: view layout -> Arrow."""
     return _kernel("gather_text", [
@@ -45,12 +48,14 @@ def gather_text() -> Kernel:
         ("offsets", "const int32_t*", "ptr"), ("dst", "uint8_t*", "ptr")], GATHER_TEXT)
 
 
+@functools.cache  # pure: the same Kernel (and its source digest) every time
 def rehash() -> Kernel:
     return _kernel("rehash", [
         ("n", "int64_t", "i64"), ("old_table", "const uint64_t*", "ptr"), ("width", "int32_t", "i32"),
         ("new_table", "uint64_t*", "ptr"), ("new_mask", "uint64_t", "u64")], REHASH)
 
 
+@functools.cache  # pure: the same Kernel (and its source digest) every time
 def fill_direct_map(key_ctype: str) -> Kernel:
     """direct[keys[i] - lo] = i for a unique integer key (keys of type key_ctype)."""
     return _kernel(f"fill_direct_map_{key_ctype}", [

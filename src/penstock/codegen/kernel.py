@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from penstock.device.base import KernelSpec
+
 # Parts of a column in Arrow layout, as kernel parameters.
 VALUES, VALIDITY, DATA, DICT_OFFSETS, DICT_DATA, STRIDE = (
     "values", "validity", "data", "dict_offsets", "dict_data", "stride")
@@ -120,6 +122,11 @@ class Kernel:
     @property
     def param_ctypes(self) -> tuple[str, ...]:
         return tuple(p.ctype for p in self.params)
+
+    @functools.cached_property
+    def spec(self) -> KernelSpec:
+        """What a backend compiles (made once: its digest hashes the whole source)."""
+        return KernelSpec(self.name, self.source, self.param_ctypes)
 
     @functools.cached_property
     def sink_parts(self) -> frozenset[tuple[str, int]]:

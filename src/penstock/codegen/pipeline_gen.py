@@ -13,12 +13,12 @@ from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.expr_logic import equality
 from penstock.codegen.kernel import (CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
-                                     ParamTable, RowCount, RowOffset, kernel_source)
+                                     ParamTable, RowCount, RowOffset, SinkPart, kernel_source)
 from penstock.codegen.pipeline_stages import queue_row, staged_body
 from penstock.codegen.row import load_build, load_input
 from penstock.codegen.sink_aggregate import AggregateSinkGen
-from penstock.codegen.sink_materialize import write_row
-from penstock.plan.expr import BuildColumn, ColumnRef, conjuncts
+from penstock.codegen.sink_materialize import enter_direct, write_row
+from penstock.plan.expr import BuildColumn, ColumnRef, Expr, conjuncts
 from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp,
                                     UnmatchedBuildSource)
 from penstock.plan.rel import JoinKind
@@ -126,10 +126,26 @@ class PipelineGen:
         self.out.line(f"++{self.counter(len(self.p.ops), 'sink rows')};")
         if isinstance(sink, MaterializeSink):
             direct = sink.direct_build[1] if sink.direct_build is not None else None
+            if sink.build_in_table and direct is not None:
+                self.in_table_branch(sink.exprs[direct])
             write_row(self.g, [self.g.compile(e) for e in sink.exprs], direct)
+            if sink.build_in_table and direct is not None:
+                self.out.close()
         else:
             assert self.agg is not None
             self.agg.row()
+
+    def in_table_branch(self, key: Expr) -> None:
+        """When the executor keeps the build side in its cached table, the row's own position
+        goes into the direct map and nothing is written; otherwise (the `else` opened here)
+        the row is written as usual."""
+        in_table = self.params.get(SinkPart("in_table"), "int32_t", "i32", "s")
+        self.out.open(f"if ({in_table})")
+        self.g.push()
+        enter_direct(self.g, self.g.compile(key), "i")
+        self.g.pop()
+        self.out.close("} else {")
+        self.out.level += 1
 
     def match(self, op: ProbeOp, probe: int, keys: list[Val]) -> str:
         """Statements testing the candidate build row r<probe>; returns the flag's name."""

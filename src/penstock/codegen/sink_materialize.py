@@ -40,18 +40,19 @@ def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None) -> Non
         g.out.line(f"if ({o} < {capacity}) {{ {values}[{o}] = {v.n} ? 0 : ({STORAGE[v.type.kind]}){stored}; "
                    f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1); }}")
     if direct_key is not None:
-        _enter_direct(g, vals[direct_key], o, capacity)
+        base = p.get(SinkPart("row_base"), "int64_t", "i64", "s")
+        enter_direct(g, vals[direct_key], f"{base} + {o}", f"{o} < {capacity}")
 
 
-def _enter_direct(g: ExprGen, key: Val, o: str, capacity: str) -> None:
+def enter_direct(g: ExprGen, key: Val, row: str, guard: str = "true") -> None:
+    """Enter `row` under the key in the direct map the executor may pass (nullptr: none)."""
     p = g.params
     direct = p.get(SinkPart("direct_map"), "int32_t*", "ptr", "s")
     lo = p.get(SinkPart("direct_min"), "int64_t", "i64", "s")
     span = p.get(SinkPart("direct_range"), "int64_t", "i64", "s")
-    base = p.get(SinkPart("row_base"), "int64_t", "i64", "s")
     failed = p.get(SinkPart("direct_failed"), "uint64_t*", "ptr", "s")
-    g.out.line(f"if ({direct} != nullptr && {o} < {capacity}) "
-               f"xpu::direct_enter({direct}, {lo}, {span}, {key.n}, (int64_t){key.v}, {base} + {o}, {failed});")
+    g.out.line(f"if ({direct} != nullptr && {guard}) "
+               f"xpu::direct_enter({direct}, {lo}, {span}, {key.n}, (int64_t){key.v}, {row}, {failed});")
 
 
 def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:

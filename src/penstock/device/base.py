@@ -8,6 +8,7 @@ either device.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import time
@@ -30,7 +31,7 @@ class KernelSpec:
     source: str
     param_ctypes: tuple[str, ...]
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         h = hashlib.sha256(self.source.encode())
         h.update(headers_digest().encode())

@@ -21,6 +21,7 @@ from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
+from penstock.exec.in_table_builds import StaleDirectMap, cached_table, settle_now
 from penstock.exec.join_state import JoinState
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
@@ -90,20 +91,33 @@ class Executor:
         """Run the plan's steps in order; `check` is called before every step and batch and
         stops the query by raising (cancellation, statement timeout). `memory_limit` is this
         query's share of device memory (the server admits concurrent queries with shares)."""
+        limit = memory_limit if memory_limit is not None else self.memory_limit
+        try:
+            return self.run_steps(compiled, metrics, check or (lambda: None), limit)
+        except StaleDirectMap as stale:  # the maps are built the ordinary way this time
+            for join in stale.joins:
+                compiled.direct_ranges.pop(join, None)
+            metrics.pipelines.clear()
+            metrics.steps.clear()
+            return self.run_steps(compiled, metrics, check or (lambda: None), limit)
+
+    def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
+                  limit: int | None) -> pa.Table:
         plan = compiled.plan
         be = self.backend
         store = BufferStore(plan.buffer_types, be)
-        limit = memory_limit if memory_limit is not None else self.memory_limit
         ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                              memory_limit=limit, column_cache=self.column_cache, io=self.io,
-                              check=check or (lambda: None))
+                              memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check)
         for step in plan.steps:
             ctx.check()
+            if not in_table_step(step, ctx):
+                settle_now(be, ctx.pending_fills)
             try:
                 self.run_step(step, compiled, ctx, metrics)
             except be.out_of_memory as e:
                 raise QueryError(f"{step_name(step, plan)} ran out of device memory ({_limit_text(be)}): {e}",
                                  OUT_OF_MEMORY) from e
+        settle_now(be, ctx.pending_fills)
         result = store.arrow(plan.result_buffer)
         result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
             plan.result_columns != list(range(result.num_columns)) else result
@@ -121,7 +135,11 @@ class Executor:
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] in compiled.direct_ranges:
                 lo, hi = compiled.direct_ranges[fills[0]]
-                ctx.direct_fills[fills[0]] = DirectFill(be.xp.full(hi - lo + 1, -1, dtype=np.int32), lo, hi - lo + 1)
+                fill = DirectFill(be.xp.full(hi - lo + 1, -1, dtype=np.int32), lo, hi - lo + 1)
+                kept = cached_table(p, ctx) if p.sink.build_in_table else None  # type: ignore[union-attr]
+                if kept is not None:
+                    fill.table, fill.build = kept
+                ctx.direct_fills[fills[0]] = fill
             runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
                                     compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id))
             compiled.bindings[p.id] = runner.binding
@@ -129,9 +147,10 @@ class Executor:
             if runner.seen is not None:
                 compiled.agg_sizes[p.id] = runner.seen
         elif isinstance(step, BuildHashTable):
-            batch = build_batch(be, store, step.buffer)
             label = f"join #{step.join} build"
             filled = ctx.direct_fills.pop(step.join, None)
+            batch = filled.build if filled is not None and filled.build is not None else \
+                build_batch(be, store, step.buffer)
             if filled is not None and not filled.failed and batch.length < 2**31:
                 join = JoinState(be, batch, True, label, ctx.memory_limit, filled=filled)
             else:
@@ -147,6 +166,7 @@ class Executor:
             ctx.joins[step.join] = join
             how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
             how += " filled by its pipeline" if join.slots is None and join.direct is not None else ""
+            how += ", rows kept in the cached table" if filled is not None and filled.build is not None else ""
             metrics.steps.append(StepMetrics(f"hash build (join #{step.join}{how})", device, batch.length,
                                              batch.length, time.perf_counter() - started))
         elif isinstance(step, SortBuffer):
@@ -200,6 +220,15 @@ def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
     sort_keys = [(f"k{c}", "ascending" if asc else "descending", "at_start" if first else "at_end")
                  for c, asc, first in keys]
     return pc.sort_indices(named, sort_keys=sort_keys).to_numpy()
+
+
+def in_table_step(step: Any, ctx: PipelineContext) -> bool:
+    """Steps that need not read pending in-table fills back first: pipelines (a launch reads
+    them back with its own status) and the builds of joins whose maps are kept in tables."""
+    if isinstance(step, BuildHashTable):
+        fill = ctx.direct_fills.get(step.join)
+        return fill is not None and fill.build is not None
+    return isinstance(step, RunPipeline)
 
 
 def step_name(step: Any, plan: PhysicalPlan) -> str:

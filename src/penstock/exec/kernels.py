@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from penstock.codegen.kernel import Kernel
-from penstock.device.base import Backend, CompiledKernel, KernelSpec
+from penstock.device.base import Backend, CompiledKernel
 
 
 def compile_kernel(backend: Backend, kernel: Kernel) -> CompiledKernel:
-    return backend.compile(KernelSpec(kernel.name, kernel.source, kernel.param_ctypes))
+    return backend.compile(kernel.spec)

@@ -38,6 +38,10 @@ class DirectFill:
     span: int
     row_base: int = 0  # rows the pipeline wrote before this launch
     failed: bool = False  # a NULL, duplicate or out-of-range key, or a rerun: build it the usual way
+    # the build side kept in its cached table (exec/in_table_builds.py): the whole table as
+    # the pipeline scans it, and the build's columns in it
+    table: Batch | None = None
+    build: Batch | None = None
 
 
 class MaterializeState:
@@ -51,6 +55,12 @@ class MaterializeState:
         self.text_capacity = [0] * len(types)
         self.text_per_row = [16.0] * len(types)
         self.arrays: dict[tuple[str, int], Any] = {}
+        self.in_table = 0  # 1: the kernel enters table rows in the direct map, writes nothing
+
+    def enter_table_rows(self, fill: DirectFill, status: Any) -> None:
+        """Set up a launch that only fills `fill`'s map with the positions of table rows."""
+        self.in_table, self.direct, self.status = 1, fill, status
+        self.capacity, self.arrays = 0, {}
 
     @property
     def status_words(self) -> int:
@@ -87,6 +97,8 @@ class MaterializeState:
         n = len(self.types)
         if part == "capacity":
             return self.capacity
+        if part == "in_table":
+            return self.in_table
         if part == "text_capacity":
             return self.text_capacity[column]
         if part == "count":
@@ -103,7 +115,7 @@ class MaterializeState:
                 return None if part == "direct_map" else 0
             return {"direct_map": d.direct, "direct_min": d.lo, "direct_range": d.span,
                     "row_base": d.row_base}[part]
-        return self.arrays[(part, column)]
+        return self.arrays.get((part, column)) if self.in_table else self.arrays[(part, column)]
 
     def collect(self, words: Any = None) -> Batch | None:
         """The launch's rows as a batch, or None when it ran out of room (run it again).

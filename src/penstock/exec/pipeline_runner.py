@@ -16,6 +16,7 @@ from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
 from penstock.exec.errors import kernel_error
+from penstock.exec.in_table_builds import PendingFill, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.skipping import skip_predicates
@@ -49,6 +50,8 @@ class PipelineContext:
     check: Callable[[], None] = lambda: None
     # join -> the direct map its build pipeline fills in this run (plan/direct_builds.py)
     direct_fills: dict[int, DirectFill] = field(default_factory=dict)
+    # in-table fills launched but not yet read back (exec/in_table_builds.py)
+    pending_fills: list[PendingFill] = field(default_factory=list)
 
 
 class PipelineRunner:
@@ -166,10 +169,13 @@ class PipelineRunner:
         ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
         started = time.perf_counter()
         self.be.launch(self.compiled, batch.length, self.binding(ctx))
-        if aggregate is not None:  # its table counts come back in the same transfer
-            words, aggregate.seen_counts = self.be.to_host_many([self.status, aggregate.counts])
-        else:
-            words = self.be.to_host(self.status)
+        # an aggregation's table counts, and pending in-table fills, come back in one transfer
+        counts = [aggregate.counts] if aggregate is not None else []
+        pending = self.ctx.pending_fills
+        words, *rest = self.be.to_host_many([self.status, *counts, *statuses(pending)])
+        if aggregate is not None:
+            aggregate.seen_counts = rest.pop(0)
+        settle(pending, rest)  # first: a failed map makes this launch's words meaningless
         self.metrics.kernel_seconds += time.perf_counter() - started
         code = int(words[0]) & 0xFFFFFFFF
         if code == 0:
@@ -189,6 +195,9 @@ class PipelineRunner:
     def run_materialize(self, sink: MaterializeSink) -> None:
         state = MaterializeState(self.be, [e.type for e in sink.exprs], self.kernel)
         fill = self.ctx.direct_fills.get(sink.direct_build[0]) if sink.direct_build is not None else None
+        if fill is not None and fill.table is not None:
+            self.enter_table_rows(state, fill)
+            return
         written = 0
         for batch in self.batches():
             self.metrics.batches += 1
@@ -214,6 +223,22 @@ class PipelineRunner:
             written += out.length
             if sink.limit is not None and written >= sink.limit:
                 break
+
+    def enter_table_rows(self, state: MaterializeState, fill: DirectFill) -> None:
+        """One launch over the cached table that only fills the direct map; its status is
+        read back later, with whatever the query reads back next."""
+        assert fill.table is not None and self.p.sink.direct_build is not None  # type: ignore[union-attr]
+        self.metrics.batches += 1
+        self.metrics.cache_hits += len(fill.table.columns)
+        self.metrics.cache_bytes += sum(c.nbytes for c in fill.table.columns)
+        state.enter_table_rows(fill, self.fresh_status(state.status_words))
+        ctx = self.bind_context
+        ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = fill.table.length, fill.table, state, None
+        started = time.perf_counter()
+        self.be.launch(self.compiled, fill.table.length, self.binding(ctx))
+        self.metrics.kernel_seconds += time.perf_counter() - started
+        self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.status,  # type: ignore[union-attr]
+                                                  self.metrics, self.n_counters, self.p.label or f"pipeline {self.p.id}"))
 
     def run_aggregate(self, sink: AggregateSink) -> None:
         layout = layout_of(sink)

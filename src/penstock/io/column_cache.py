@@ -78,6 +78,8 @@ class ColumnCache:
     # thread, so without the lock) and purged under the lock before every lookup
     _dead: list[tuple[Any, ...]] = field(default_factory=list)
     _watched: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    # identity -> the key whose older contents _purge last dropped (lookups then skip the scan)
+    _purged: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def bytes_used(self) -> int:
@@ -163,12 +165,14 @@ class ColumnCache:
         while self._dead:
             ident = self._dead.pop()
             self._watched.pop(ident, None)
+            self._purged.pop(ident, None)
             for k in [k for k in self.entries if _identity(k[0]) == ident]:
                 del self.entries[k]
-        if key is not None:
+        if key is not None and self._purged.get(_identity(key)) != key:
             ident = _identity(key)
             for k in [k for k in self.entries if k[0] != key and _identity(k[0]) == ident]:
                 del self.entries[k]
+            self._purged[ident] = key
 
 
 def _read_columns(reader: Any, names: list[str]) -> tuple[dict[str, pa.Array], int]:

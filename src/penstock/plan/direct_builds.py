@@ -7,12 +7,20 @@ runs of the same plan let the pipeline's materialize sink write each row's posit
 direct map over that range as it writes the row: the build step then has nothing left to
 do, unless the kernel reports a key outside the range, a duplicate or a NULL (the build
 runs as before).
+
+When that pipeline only filters and projects a table's columns, and nothing but the build
+reads its buffer, the sink is also marked `build_in_table`: if the table's columns are in
+the GPU column cache, the build side can be the cached table itself, with the direct map
+pointing at the rows that passed the filter. Nothing is then written, counted or read back
+(exec/in_table_builds.py).
 """
 
 from __future__ import annotations
 
-from penstock.plan.physical import (BuildHashTable, LimitBuffer, MaterializeSink, RunPipeline,
-                                    SortBuffer, Step)
+from penstock.plan.expr import ColumnRef
+from penstock.plan.physical import (BufferSource, BuildHashTable, EvalSubquery, FilterOp, LimitBuffer,
+                                    MaterializeSink, Pipeline, ProbeOp, RunPipeline, SortBuffer, Step,
+                                    TableSource, UnmatchedBuildSource)
 from penstock.plan.types import DataType, Kind
 
 
@@ -21,9 +29,9 @@ def ranged_key_type(t: DataType) -> bool:
     return t.is_integer or t.kind in (Kind.DATE, Kind.TIMESTAMP)
 
 
-def mark_direct_builds(steps: list[Step]) -> None:
+def mark_direct_builds(steps: list[Step], result_buffer: int | None = None) -> None:
     """Set MaterializeSink.direct_build on the one pipeline that writes each eligible
-    build buffer before its build step."""
+    build buffer before its build step (and build_in_table where that may apply)."""
     writers: dict[int, list[int]] = {}
     for k, step in enumerate(steps):
         if isinstance(step, RunPipeline) and isinstance(step.pipeline.sink, MaterializeSink):
@@ -43,3 +51,40 @@ def mark_direct_builds(steps: list[Step]) -> None:
         sink = writer.pipeline.sink
         if sink.limit is None and sink.direct_build is None:
             sink.direct_build = (step.join, step.key_columns[0])
+            sink.build_in_table = (filters_a_table(writer.pipeline) and
+                                   readers(steps, sink.buffer, result_buffer) == 1 and
+                                   not needs_build_rows(steps, step.join))
+
+
+def filters_a_table(p: Pipeline) -> bool:
+    """A table scan with filters alone whose sink writes plain columns of the table."""
+    return (isinstance(p.source, TableSource) and all(isinstance(op, FilterOp) for op in p.ops)
+            and isinstance(p.sink, MaterializeSink) and all(isinstance(e, ColumnRef) for e in p.sink.exprs))
+
+
+def readers(steps: list[Step], buffer: int, result_buffer: int | None) -> int:
+    """How many steps (and the result) read `buffer`."""
+    count = int(buffer == result_buffer)
+    for step in steps:
+        if isinstance(step, RunPipeline):
+            source = step.pipeline.source
+            count += isinstance(source, (BufferSource, UnmatchedBuildSource)) and source.buffer == buffer
+        elif isinstance(step, (SortBuffer, LimitBuffer)):
+            count += step.source == buffer
+        elif isinstance(step, (BuildHashTable, EvalSubquery)):
+            count += step.buffer == buffer
+    return count
+
+
+def needs_build_rows(steps: list[Step], join: int) -> bool:
+    """Whether the join visits its build rows apart from probing (FULL joins' unmatched rows):
+    a build side kept in its table holds rows the filter dropped."""
+    for step in steps:
+        if isinstance(step, RunPipeline):
+            p = step.pipeline
+            if isinstance(p.source, UnmatchedBuildSource) and p.source.join == join:
+                return True
+            if any(isinstance(op, ProbeOp) and op.join == join and (op.mark_matches or not op.probe_keys)
+                   for op in p.ops):
+                return True
+    return False

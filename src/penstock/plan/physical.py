@@ -100,6 +100,9 @@ class MaterializeSink:
     limit: int | None = None  # enough rows: the source may stop reading (LIMIT without ORDER BY)
     # (join, key column): rows also go into that join's direct map (plan/direct_builds.py)
     direct_build: tuple[int, int] | None = None
+    # the pipeline only filters and projects a table, and nothing but the build reads the
+    # buffer: the join may point into the table's own cached rows instead (direct_builds.py)
+    build_in_table: bool = False
 
 
 @dataclass

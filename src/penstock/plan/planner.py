@@ -51,13 +51,13 @@ class PhysicalPlanner:
         for step in self.steps:
             if isinstance(step, RunPipeline):
                 order_probes(step.pipeline)
-        mark_direct_builds(self.steps)
         types = [e.type for e in s.env]
         if (isinstance(s.pipeline.source, BufferSource) and not s.pipeline.ops
                 and all(isinstance(e, ColumnRef) for e in s.env)):
             buffer, columns = s.pipeline.source.buffer, [e.index for e in s.env]  # type: ignore[attr-defined]
         else:
             buffer, columns = self.materialize(s, "result"), list(range(len(s.env)))
+        mark_direct_builds(self.steps, result_buffer=buffer)
         return PhysicalPlan(self.steps, buffer, columns, names, types, self.buffer_types,
                             self._slots, self.buffer_nullable)
 
