@@ -10,7 +10,7 @@ that provably fits (groups so far plus its rows stay under the limit) needs no s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -78,10 +78,14 @@ class _Snapshot:
 
 class AggregateState:
     def __init__(self, backend: Backend, layout: AggLayout, finalize: Kernel, label: str,
-                 memory_limit: int | None = None, expected: tuple[int, int] = (0, 0)):
+                 memory_limit: int | None = None, expected: tuple[int, int] = (0, 0),
+                 finalize_binding: Callable[[Any], list[Any]] | None = None):
+        from penstock.exec.binder import compile_binding
+
         self.backend = backend
         self.layout = layout
         self.finalize = finalize
+        self.finalize_binding = finalize_binding or compile_binding(finalize)
         self.label = label
         self.memory_limit = memory_limit
         # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once
@@ -180,7 +184,7 @@ class AggregateState:
         self._run_finalize(mode=1, sink=sink)
 
     def _run_finalize(self, mode: int, sink: Any) -> None:
-        from penstock.exec.binder import BindContext, bind
+        from penstock.exec.binder import BindContext
         from penstock.exec.materialize_state import MaterializeState
 
         if sink is None:  # mode 0 writes no rows, but the kernel still takes output buffers
@@ -189,4 +193,4 @@ class AggregateState:
             sink.reserve(1)
         kernel = compile_kernel(self.backend, self.finalize)
         ctx = BindContext(rows=self.table.capacity, err=self.err, mode=mode, sink=sink, aggregate=self)
-        self.backend.launch(kernel, self.table.capacity, bind(self.finalize, ctx))
+        self.backend.launch(kernel, self.table.capacity, self.finalize_binding(ctx))

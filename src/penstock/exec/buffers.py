@@ -50,15 +50,16 @@ def unpack_bits(backend: Backend, bits: Any, n: int) -> Any:
     return backend.xp.unpackbits(bits, bitorder="little")[:n]
 
 
-def pack_bits(backend: Backend, flags: Any) -> Any:
-    return backend.xp.packbits(flags.astype(np.uint8), bitorder="little")
+def pack_bits(xp: Any, flags: Any) -> Any:
+    """One byte per row -> an Arrow bitmap, with numpy or CuPy (`xp`)."""
+    return xp.packbits(flags.astype(np.uint8), bitorder="little")
 
 
 def validity_or_none(backend: Backend, valid_bytes: Any) -> Any:
     """Packed validity from one byte per row; None when every row is valid."""
     if valid_bytes.size == 0 or bool(backend.xp.all(valid_bytes)):
         return None
-    return pack_bits(backend, valid_bytes)
+    return pack_bits(backend.xp, valid_bytes)
 
 
 def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Batch:
@@ -74,7 +75,7 @@ def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Bat
         if any(c.validity is not None for c in parts):
             flags = [unpack_bits(backend, c.validity, c.length) if c.validity is not None
                      else xp.ones(c.length, dtype=np.uint8) for c in parts]
-            validity = pack_bits(backend, xp.concatenate(flags)) if flags else None
+            validity = pack_bits(xp, xp.concatenate(flags)) if flags else None
         if t.kind is Kind.NULL:
             columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
         elif t.kind is Kind.STRING:
@@ -88,7 +89,7 @@ def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Bat
                                   validity=validity, data=xp.concatenate([c.data for c in parts])))
         elif t.kind is Kind.BOOL:
             flags = [unpack_bits(backend, c.values, c.length) for c in parts]
-            columns.append(Column(t, total, values=pack_bits(backend, xp.concatenate(flags)), validity=validity))
+            columns.append(Column(t, total, values=pack_bits(xp, xp.concatenate(flags)), validity=validity))
         else:
             columns.append(Column(t, total, values=xp.concatenate([c.values[:c.length] for c in parts]),
                                   validity=validity))

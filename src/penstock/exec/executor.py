@@ -28,7 +28,7 @@ from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
-                                    MaterializeSink, PhysicalPlan, RunPipeline, SortBuffer)
+                                    MaterializeSink, PhysicalPlan, RunPipeline, SortBuffer, host_buffers)
 from penstock.plan.types import Kind
 
 
@@ -46,14 +46,16 @@ class CompiledPlan:
     # fills the next run's map (plan/direct_builds.py)
     direct_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
     bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)  # pipeline -> its binding
+    finalize_bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)
     texts: dict[str, Any] = field(default_factory=dict)  # text literals already on the device
+    host_buffers: set[int] = field(default_factory=set)  # buffers that may stay on the host
 
 
 def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
     """Generate every kernel the plan needs and compile them, concurrently, before any data
     moves (a new query shape then costs its slowest kernel's compile, not their sum)."""
     started = time.perf_counter()
-    out = CompiledPlan(plan)
+    out = CompiledPlan(plan, host_buffers=host_buffers(plan))
     jobs: list[tuple[str, int, Kernel]] = []
     for step in plan.steps:
         if isinstance(step, RunPipeline):
@@ -107,7 +109,8 @@ class Executor:
         be = self.backend
         store = BufferStore(plan.buffer_types, be)
         ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                              memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check)
+                              memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check,
+                              host_buffers=compiled.host_buffers)
         for step in plan.steps:
             ctx.check()
             if not in_table_step(step, ctx):
@@ -141,9 +144,12 @@ class Executor:
                     fill.table, fill.build = kept
                 ctx.direct_fills[fills[0]] = fill
             runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
-                                    compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id))
+                                    compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
+                                    compiled.finalize_bindings.get(p.id))
             compiled.bindings[p.id] = runner.binding
             runner.run()
+            if runner.finalize_binding is not None:
+                compiled.finalize_bindings[p.id] = runner.finalize_binding
             if runner.seen is not None:
                 compiled.agg_sizes[p.id] = runner.seen
         elif isinstance(step, BuildHashTable):

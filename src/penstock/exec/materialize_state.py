@@ -117,9 +117,11 @@ class MaterializeState:
                     "row_base": d.row_base}[part]
         return self.arrays.get((part, column)) if self.in_table else self.arrays[(part, column)]
 
-    def collect(self, words: Any = None) -> Batch | None:
+    def collect(self, words: Any = None, host: dict[tuple[str, int], np.ndarray] | None = None) -> Batch | None:
         """The launch's rows as a batch, or None when it ran out of room (run it again).
-        `words`: the status words already read back to the host, if the caller has them."""
+        `words`: the status words already read back to the host, if the caller has them;
+        `host`: host copies of every output array (see `arrays`), read back with them: the
+        batch is then built on the host, in numpy arrays, with no further device work."""
         words = self.backend.to_host(self.status) if words is None else words
         n = len(self.types)
         count = int(words[0])
@@ -135,27 +137,42 @@ class MaterializeState:
         for j, k in enumerate(needed):
             if count and self.types[j].kind is Kind.STRING:
                 self.text_per_row[j] = max(k / count, 1.0)
-        return Batch([self._column(j, t, count, needed[j], nulls[j]) for j, t in enumerate(self.types)], count)
+        arrays, xp, gather = (self.arrays, self.backend.xp, self._gather) if host is None else (host, np, _gather_host)
+        return Batch([_column(arrays, xp, gather, j, t, count, needed[j], nulls[j])
+                      for j, t in enumerate(self.types)], count)
 
-    def _column(self, j: int, t: DataType, n: int, text_bytes: int, nulls: int) -> Column:
-        be, xp = self.backend, self.backend.xp
-        if t.kind is Kind.NULL:
-            return Column(t, n, validity=be.zeros((n + 7) // 8, np.uint8))
-        validity = pack_bits(be, self.arrays[("validity", j)][:n]) if nulls else None
-        if t.kind is Kind.BOOL:
-            return Column(t, n, values=pack_bits(be, self.arrays[("values", j)][:n]), validity=validity)
-        if t.kind is not Kind.STRING:
-            return Column(t, n, values=self.arrays[("values", j)][:n], validity=validity)
-        lengths = self.arrays[("text_len", j)][:n]
-        total = text_bytes
-        if total >= 2 ** 31:
-            raise MemoryError("one batch of a text result column exceeds 2 GiB")
-        offsets32 = be.zeros(n + 1, np.int32)  # the total fits, so every prefix sum does
+    def _gather(self, starts: Any, lengths: Any, src: Any, offsets: Any, total: int) -> Any:
+        """Text bytes in row order (Arrow) from (start, length) per row, on the device."""
+        n = len(lengths)
+        data = self.backend.empty(total, np.uint8)
         if n:
-            xp.cumsum(lengths, dtype=np.int32, out=offsets32[1:])
-        data = be.empty(total, np.uint8)
-        if n:
-            kernel = compile_kernel(be, gather_text())
-            be.launch(kernel, n, [n, self.arrays[("text_start", j)], lengths,
-                                  self.arrays[("text_bytes", j)], offsets32, data])
-        return Column(t, n, values=offsets32, validity=validity, data=data)
+            kernel = compile_kernel(self.backend, gather_text())
+            self.backend.launch(kernel, n, [n, starts, lengths, src, offsets, data])
+        return data
+
+
+def _gather_host(starts: np.ndarray, lengths: np.ndarray, src: np.ndarray, offsets: np.ndarray,
+                 total: int) -> np.ndarray:
+    """_gather in numpy, for results read back whole."""
+    shift = starts.astype(np.int64) - offsets[:-1].astype(np.int64)
+    return src[np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)]
+
+
+def _column(arrays: Any, xp: Any, gather: Any, j: int, t: DataType, n: int, text_bytes: int, nulls: int) -> Column:
+    """Output column j of n rows from the sink's arrays (device arrays with the backend's
+    xp, or host copies with numpy); `gather` moves text bytes into row order."""
+    if t.kind is Kind.NULL:
+        return Column(t, n, validity=xp.zeros((n + 7) // 8, np.uint8))
+    validity = pack_bits(xp, arrays[("validity", j)][:n]) if nulls else None
+    if t.kind is Kind.BOOL:
+        return Column(t, n, values=pack_bits(xp, arrays[("values", j)][:n]), validity=validity)
+    if t.kind is not Kind.STRING:
+        return Column(t, n, values=arrays[("values", j)][:n], validity=validity)
+    lengths = arrays[("text_len", j)][:n]
+    if text_bytes >= 2 ** 31:
+        raise MemoryError("one batch of a text result column exceeds 2 GiB")
+    offsets32 = xp.zeros(n + 1, np.int32)  # the total fits, so every prefix sum does
+    if n:
+        xp.cumsum(lengths, dtype=np.int32, out=offsets32[1:])
+    data = gather(arrays[("text_start", j)][:n], lengths, arrays[("text_bytes", j)], offsets32, text_bytes)
+    return Column(t, n, values=offsets32, validity=validity, data=data)

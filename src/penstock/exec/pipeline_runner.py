@@ -14,7 +14,7 @@ from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend, CompiledKernel
 from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
-from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
+from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat
 from penstock.exec.errors import kernel_error
 from penstock.exec.in_table_builds import PendingFill, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
@@ -25,12 +25,13 @@ from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.prefetch import prefetch
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.device_batch import Batch, batch_from_arrow
-from penstock.plan.types import to_arrow
+from penstock.plan.types import Kind, to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
 
 ERR_TABLE_FULL = 4  # kernels/xpu.h
+HOST_RESULT_BYTES = 1 << 20  # aggregation results up to this size are put together on the host
 
 
 @dataclass
@@ -52,12 +53,14 @@ class PipelineContext:
     direct_fills: dict[int, DirectFill] = field(default_factory=dict)
     # in-table fills launched but not yet read back (exec/in_table_builds.py)
     pending_fills: list[PendingFill] = field(default_factory=list)
+    host_buffers: set[int] = field(default_factory=set)  # buffers only host steps read
 
 
 class PipelineRunner:
     def __init__(self, pipeline: Pipeline, kernel: Kernel, compiled: CompiledKernel,
                  finalize: Kernel | None, ctx: PipelineContext, metrics: PipelineMetrics,
-                 expected: tuple[int, int] = (0, 0), binding: Callable[[BindContext], list[Any]] | None = None):
+                 expected: tuple[int, int] = (0, 0), binding: Callable[[BindContext], list[Any]] | None = None,
+                 finalize_binding: Callable[[BindContext], list[Any]] | None = None):
         self.p = pipeline
         self.kernel = kernel
         self.compiled = compiled
@@ -68,6 +71,7 @@ class PipelineRunner:
         self.probes = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
         self.n_counters = len(kernel.counters)
         self.binding = binding or compile_binding(kernel)
+        self.finalize_binding = finalize_binding  # made by the aggregation when first needed
         self.bind_context = BindContext(joins=ctx.joins, runtime=ctx.runtime, texts=ctx.texts, backend=self.be)
         self.status: Any = None
         self.expected = expected  # (groups, arena bytes) an earlier run of the same plan needed
@@ -244,7 +248,8 @@ class PipelineRunner:
         layout = layout_of(sink)
         assert self.finalize is not None
         agg = AggregateState(self.be, layout, self.finalize, f"hash aggregation of pipeline {self.p.id} ({self.p.label})",
-                             self.ctx.memory_limit, self.expected)
+                             self.ctx.memory_limit, self.expected, self.finalize_binding)
+        self.finalize_binding = agg.finalize_binding
         fanout = self.fanout()
         for batch in self.batches():
             self.metrics.batches += 1
@@ -260,18 +265,31 @@ class PipelineRunner:
                 self.fail(code)
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
-        state = MaterializeState(self.be, [e.type for e in sink.groups] + [m.type for m in sink.measures],
-                                 self.finalize)
-        state.reserve(groups)
-        agg.finish(state)
-        err, words = self.be.to_host_many([agg.err, state.status])  # one transfer on a GPU
-        code = int(err[0])
-        if code:
-            raise kernel_error(code, f"{self.p.label or 'aggregate'} (finalize)")
-        out = state.collect(words)
-        assert out is not None, "finalisation had room for every group"
-        if out.length:
+        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
+        state = MaterializeState(self.be, types, self.finalize)
+        # text results are copies of text in the arena, so its bytes bound each text column
+        state.reserve(groups, [arena_bytes if t.kind is Kind.STRING else 0 for t in types])
+        while True:
+            agg.finish(state)
+            # a small result only host steps read comes back whole with the status words,
+            # and is put together on the host: no second read-back, no device gathers
+            parts = list(state.arrays.items()) if self.result_to_host(sink, state) else []
+            err, words, *copies = self.be.to_host_many([agg.err, state.status, *(a for _, a in parts)])
+            code = int(err[0])
+            if code:
+                raise kernel_error(code, f"{self.p.label or 'aggregate'} (finalize)")
+            out = state.collect(words, {key: c for (key, _), c in zip(parts, copies)} if parts else None)
+            if out is not None:
+                break
+            self.metrics.reruns += 1  # text longer than the arena held: room for all of it now
+        if parts:
+            self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], types))
+        elif out.length:
             self.ctx.store.add(sink.buffer, out)
+
+    def result_to_host(self, sink: AggregateSink, state: MaterializeState) -> bool:
+        return (sink.buffer in self.ctx.host_buffers and
+                sum(int(a.nbytes) for a in state.arrays.values()) <= HOST_RESULT_BYTES)
 
 
 def build_batch(be: Backend, store: BufferStore, buffer: int) -> Batch:

@@ -18,9 +18,8 @@ pointing at the rows that passed the filter. Nothing is then written, counted or
 from __future__ import annotations
 
 from penstock.plan.expr import ColumnRef
-from penstock.plan.physical import (BufferSource, BuildHashTable, EvalSubquery, FilterOp, LimitBuffer,
-                                    MaterializeSink, Pipeline, ProbeOp, RunPipeline, SortBuffer, Step,
-                                    TableSource, UnmatchedBuildSource)
+from penstock.plan.physical import (BuildHashTable, FilterOp, MaterializeSink, Pipeline, ProbeOp,
+                                    RunPipeline, Step, TableSource, UnmatchedBuildSource, readers, writers)
 from penstock.plan.types import DataType, Kind
 
 
@@ -32,27 +31,22 @@ def ranged_key_type(t: DataType) -> bool:
 def mark_direct_builds(steps: list[Step], result_buffer: int | None = None) -> None:
     """Set MaterializeSink.direct_build on the one pipeline that writes each eligible
     build buffer before its build step (and build_in_table where that may apply)."""
-    writers: dict[int, list[int]] = {}
-    for k, step in enumerate(steps):
-        if isinstance(step, RunPipeline) and isinstance(step.pipeline.sink, MaterializeSink):
-            writers.setdefault(step.pipeline.sink.buffer, []).append(k)
-        elif isinstance(step, (SortBuffer, LimitBuffer)):
-            writers.setdefault(step.target, []).append(k)
     for k, step in enumerate(steps):
         if not isinstance(step, BuildHashTable) or len(step.key_columns) != 1:
             continue
         if not ranged_key_type(step.types[step.key_columns[0]]):
             continue
-        found = writers.get(step.buffer, [])
-        if len(found) != 1 or found[0] > k:
+        found = writers(steps, step.buffer)
+        if len(found) != 1 or not any(s is found[0] for s in steps[:k]):
             continue
-        writer = steps[found[0]]
-        assert isinstance(writer, RunPipeline) and isinstance(writer.pipeline.sink, MaterializeSink)
+        writer = found[0]
+        if not (isinstance(writer, RunPipeline) and isinstance(writer.pipeline.sink, MaterializeSink)):
+            continue
         sink = writer.pipeline.sink
         if sink.limit is None and sink.direct_build is None:
             sink.direct_build = (step.join, step.key_columns[0])
             sink.build_in_table = (filters_a_table(writer.pipeline) and
-                                   readers(steps, sink.buffer, result_buffer) == 1 and
+                                   len(readers(steps, sink.buffer, result_buffer)) == 1 and
                                    not needs_build_rows(steps, step.join))
 
 
@@ -60,20 +54,6 @@ def filters_a_table(p: Pipeline) -> bool:
     """A table scan with filters alone whose sink writes plain columns of the table."""
     return (isinstance(p.source, TableSource) and all(isinstance(op, FilterOp) for op in p.ops)
             and isinstance(p.sink, MaterializeSink) and all(isinstance(e, ColumnRef) for e in p.sink.exprs))
-
-
-def readers(steps: list[Step], buffer: int, result_buffer: int | None) -> int:
-    """How many steps (and the result) read `buffer`."""
-    count = int(buffer == result_buffer)
-    for step in steps:
-        if isinstance(step, RunPipeline):
-            source = step.pipeline.source
-            count += isinstance(source, (BufferSource, UnmatchedBuildSource)) and source.buffer == buffer
-        elif isinstance(step, (SortBuffer, LimitBuffer)):
-            count += step.source == buffer
-        elif isinstance(step, (BuildHashTable, EvalSubquery)):
-            count += step.buffer == buffer
-    return count
 
 
 def needs_build_rows(steps: list[Step], join: int) -> bool:

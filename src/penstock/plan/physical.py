@@ -183,3 +183,31 @@ class PhysicalPlan:
     @property
     def pipelines(self) -> list[Pipeline]:
         return [s.pipeline for s in self.steps if isinstance(s, RunPipeline)]
+
+
+def readers(steps: list[Step], buffer: int, result_buffer: int | None) -> list[Step | None]:
+    """The steps that read `buffer`, and None for the query's result if it is that buffer."""
+    found: list[Step | None] = [None] if buffer == result_buffer else []
+    for step in steps:
+        if isinstance(step, RunPipeline):
+            source = step.pipeline.source
+            if isinstance(source, (BufferSource, UnmatchedBuildSource)) and source.buffer == buffer:
+                found.append(step)
+        elif isinstance(step, (SortBuffer, LimitBuffer)) and step.source == buffer:
+            found.append(step)
+        elif isinstance(step, (BuildHashTable, EvalSubquery)) and step.buffer == buffer:
+            found.append(step)
+    return found
+
+
+def writers(steps: list[Step], buffer: int) -> list[Step]:
+    return [s for s in steps if (isinstance(s, RunPipeline) and s.pipeline.sink.buffer == buffer)
+            or (isinstance(s, (SortBuffer, LimitBuffer)) and s.target == buffer)]
+
+
+def host_buffers(plan: PhysicalPlan) -> set[int]:
+    """Buffers with one writer that only steps working on the host read (sort, limit,
+    subquery values, the result): the writer may leave them on the host."""
+    return {b for b in plan.buffer_types
+            if len(writers(plan.steps, b)) == 1 and (found := readers(plan.steps, b, plan.result_buffer))
+            and all(r is None or isinstance(r, (SortBuffer, LimitBuffer, EvalSubquery)) for r in found)}
