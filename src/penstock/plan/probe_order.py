@@ -13,16 +13,39 @@ from penstock.plan.physical import AggregateSink, FilterOp, MaterializeSink, Pip
 from penstock.plan.rel import AggCall, JoinKind
 
 _COMPARE = {"eq": 0.05, "ne": 0.95, "lt": 0.3, "le": 0.3, "gt": 0.3, "ge": 0.3}
+_RANGE = 0.25  # a lower and an upper bound on one value (BETWEEN): not two independent bounds
+_LOWER, _UPPER = ("gt", "ge"), ("lt", "le")
+
+
+def _bounded(e: Expr) -> tuple[str, Expr] | None:
+    """('lower' | 'upper', the bounded expression) for `x >= constant` and the like."""
+    if not (isinstance(e, Call) and e.fn in _LOWER + _UPPER and len(e.args) == 2):
+        return None
+    x, c = e.args
+    side = "lower" if e.fn in _LOWER else "upper"
+    if isinstance(x, Literal) and not isinstance(c, Literal):  # constant <= x
+        x, c, side = c, x, "upper" if side == "lower" else "lower"
+    return (side, x) if isinstance(c, Literal) and not isinstance(x, Literal) else None
+
+
+def _conjunction(args: list[Expr]) -> float:
+    """Terms multiply, except that a lower and an upper bound on one value count as a range."""
+    out, lower, upper = 1.0, [], []
+    for a in args:
+        b = _bounded(a)
+        if b is None:
+            out *= selectivity(a)
+        else:
+            (lower if b[0] == "lower" else upper).append(b[1])
+    ranges = sum(1 for x in lower if x in upper)
+    return out * _RANGE ** ranges * _COMPARE["ge"] ** (len(lower) + len(upper) - 2 * ranges)
 
 
 def selectivity(e: Expr) -> float:
     """A rough fraction of rows for which condition `e` holds."""
     if isinstance(e, Call):
         if e.fn == "and":
-            out = 1.0
-            for a in e.args:
-                out *= selectivity(a)
-            return out
+            return _conjunction(list(e.args))
         if e.fn == "or":
             a, b = selectivity(e.args[0]), selectivity(e.args[1])
             return a + b - a * b
