@@ -58,7 +58,7 @@ def generate_build(step: BuildHashTable) -> Kernel:
         out.line(f"xpu::atomic_update_if(&{span}[0], {key}, [](int64_t a, int64_t b) {{ return a < b; }});")
         out.line(f"xpu::atomic_update_if(&{span}[1], {key}, [](int64_t a, int64_t b) {{ return a > b; }});")
     out.line("int64_t same = 0;")
-    out.open(f"for (auto p = xpu::join_probe({slots}, {mask}, h); p.valid(); p.next())")
+    out.open(f"for (auto p = xpu::join_probe({slots}, {mask}, h); p.valid(); p.next({slots}, {mask}))")
     out.line("const int64_t r = p.row;")
     other = ExprGen(out, params, _RowAt("r", step.nullable), err)
     others = [other.compile(ColumnRef(step.types[c], c)) for c in step.key_columns]

@@ -175,7 +175,7 @@ class PipelineGen:
         pr, r = f"p{probe}", f"r{probe}"
         label = f"{op.kind.value} join #{k + 1}"
         if op.kind is JoinKind.INNER:
-            out.open(f"for (auto {pr} = {start}; {pr}.valid(); {pr}.next())")
+            out.open(f"for (auto {pr} = {start}; {pr}.valid(); {self.probe_next(op, pr)})")
             out.line(f"const int64_t {r} = {pr}.row;")
             g.push()
             self.reject.append("continue")
@@ -194,7 +194,7 @@ class PipelineGen:
             out.open(f"while (!{done})")
             out.line(f"int64_t {r} = xpu::NULL_ROW; bool {found} = false;")
             out.open(f"while (!{found} && {pr}.valid())")
-            out.line(f"{r} = {pr}.row; {pr}.next();")
+            out.line(f"{r} = {pr}.row; {self.probe_next(op, pr)};")
             g.push()
             ok = self.match(op, probe, keys)
             out.line(f"{found} = {ok};")
@@ -232,12 +232,20 @@ class PipelineGen:
                      f"xpu::direct_probe({direct}, {lo}, {span}, (int64_t){keys[0].v}) : {start}")
         return start
 
+    def probe_next(self, op: ProbeOp, pr: str) -> str:
+        """The step of walker `pr` to the next candidate build row."""
+        if not op.probe_keys:
+            return f"{pr}.next(nullptr, 0)"
+        slots = self.params.get(JoinTablePart(op.join, "slots"), "const uint64_t*", "ptr", "j")
+        mask = self.params.get(JoinTablePart(op.join, "mask"), "uint64_t", "u64", "j")
+        return f"{pr}.next({slots}, {mask})"
+
     def semi_anti(self, op: ProbeOp, k: int, probe: int, keys: list[Val], key_null: str,
                   start: str, label: str) -> None:
         g, out = self.g, self.out
         pr, r, found = f"p{probe}", f"r{probe}", f"f{probe}"
         out.line(f"bool {found} = false;")
-        out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {pr}.next())")
+        out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {self.probe_next(op, pr)})")
         out.line(f"const int64_t {r} = {pr}.row;")
         g.push()
         ok = self.match(op, probe, keys)

@@ -50,7 +50,7 @@ def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
     start = gen.probe_start(op, keys)
     found, pr, r = out.fresh("found"), f"p{probe}", f"r{probe}"
     out.line(f"bool {found} = false;")
-    out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {pr}.next())")
+    out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {gen.probe_next(op, pr)})")
     out.line(f"const int64_t {r} = {pr}.row;")
     g.push()
     out.line(f"{found} = {gen.match(op, probe, keys)};")

@@ -73,14 +73,14 @@ XPU_FN bool join_insert(uint64_t* table, uint64_t mask, uint64_t hash, int64_t r
 }
 
 // Walks the build rows whose tag matches a probe key's hash; the caller compares keys.
+// The table and its mask are the kernel's parameters and are passed to next() again rather
+// than kept in the walker: nested probes would otherwise hold them all in registers.
 struct JoinProbe {
-  const uint64_t* table;
-  uint64_t mask;
   uint64_t tag;
   uint64_t pos;
   int64_t row;
   bool exact;  // a direct-mapped probe: the row found has the key, no need to compare
-  XPU_METHOD void advance() {
+  XPU_METHOD void advance(const uint64_t* table, uint64_t mask) {
     if (exact) { row = -1; return; }  // direct maps hold one row per key
     while (true) {
       const uint64_t* slot = table + 2 * pos;
@@ -91,18 +91,16 @@ struct JoinProbe {
     }
   }
   XPU_METHOD bool valid() const { return row >= 0; }
-  XPU_METHOD void next() { advance(); }
+  XPU_METHOD void next(const uint64_t* table, uint64_t mask) { advance(table, mask); }
 };
 
 XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash) {
   JoinProbe p;
-  p.table = table;
-  p.mask = mask;
   p.tag = slot_tag(hash);
   p.pos = (hash >> 7) & mask;
   p.row = -1;
   p.exact = false;
-  if (table != nullptr) p.advance();
+  if (table != nullptr) p.advance(table, mask);
   return p;
 }
 
@@ -110,8 +108,6 @@ XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash)
 // of key k is direct[k - lo] (-1: none), one read instead of a hash-table probe.
 XPU_FN JoinProbe direct_probe(const int32_t* direct, int64_t lo, int64_t range, int64_t key) {
   JoinProbe p;
-  p.table = nullptr;
-  p.mask = 0;
   p.tag = 0;
   p.pos = 0;
   p.exact = true;
@@ -136,7 +132,7 @@ struct ScanProbe {
   int64_t row;
   bool exact;
   XPU_METHOD bool valid() const { return row >= 0 && row < rows; }
-  XPU_METHOD void next() { ++row; }
+  XPU_METHOD void next(const uint64_t*, uint64_t) { ++row; }
 };
 XPU_FN ScanProbe scan_probe(int64_t rows) {
   ScanProbe p;
