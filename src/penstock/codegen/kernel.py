@@ -165,10 +165,14 @@ HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_ca
 # against 28.5 ms for the compiler's choice (up to 104 registers, 2 blocks) and 31 ms for 3.
 # PENSTOCK_MIN_BLOCKS=0 leaves it to the compiler.
 MIN_BLOCKS = int(os.environ.get("PENSTOCK_MIN_BLOCKS", "4") or 0)
+# Rows each GPU thread takes per tile (xpu.h's default when unset): for tuning experiments.
+ROWS_PER_THREAD = int(os.environ.get("PENSTOCK_ROWS_PER_THREAD", "0") or 0)
 
 
 def kernel_source(name: str, params: ParamTable, body: str) -> str:
     includes = "\n".join(f'#include "{h}"' for h in HEADERS)
+    if ROWS_PER_THREAD:
+        includes = f"#define XPU_ROWS_PER_THREAD {ROWS_PER_THREAD}\n{includes}"
     if MIN_BLOCKS:
         includes = f"#define XPU_MIN_BLOCKS {MIN_BLOCKS}\n{includes}"
     return f"{includes}\n\nXPU_KERNEL void {name}(\n    {params.signature()}) {{\n{body}}}\n"

@@ -294,10 +294,12 @@ XPU_FN void local_update_if(T* p, T v, Better better) {
 // loads and probes are in flight per thread: a tile's first step waits on memory once,
 // not once per row.
 #ifdef XPU_GPU
+#ifndef XPU_ROWS_PER_THREAD
 #define XPU_ROWS_PER_THREAD 2
+#endif
 #define XPU_TILE_SIZE ((int64_t)XPU_ROWS_PER_THREAD * blockDim.x)
-#define XPU_QUEUE_CAP 1024   // two tiles of 2 rows for each of 256 threads (the CUDA block size)
-#define XPU_QUEUE2_CAP 1536  // a second queue: under a tile, plus a drained first queue
+#define XPU_QUEUE_CAP (2 * XPU_ROWS_PER_THREAD * 256)   // two tiles (256 threads: the CUDA block size)
+#define XPU_QUEUE2_CAP (3 * XPU_ROWS_PER_THREAD * 256)  // a second queue: under a tile, plus a drained first queue
 // One step more than the block has tiles: in the last (XPU_TILES_DONE) no row is scanned and
 // the queues drain, so each stage is called (and inlined) once; a drain after the loop would
 // inline the whole pipeline a second time and double NVRTC's compile time.
