@@ -15,14 +15,13 @@ import pyarrow.compute as pc
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.fixed_kernels import gather_text, rehash
-from penstock.exec.join_state import direct_map_kernels
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.in_table_builds import StaleDirectMap, cached_table, settle_now
-from penstock.exec.join_state import JoinState
+from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
@@ -138,7 +137,7 @@ class Executor:
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] in compiled.direct_ranges:
                 lo, hi = compiled.direct_ranges[fills[0]]
-                fill = DirectFill(be.xp.full(hi - lo + 1, -1, dtype=np.int32), lo, hi - lo + 1)
+                fill = DirectFill(be.zeros(hi - lo + 1, np.int32), lo, hi - lo + 1)
                 kept = cached_table(p, ctx) if p.sink.build_in_table else None  # type: ignore[union-attr]
                 if kept is not None:
                     fill.table, fill.build = kept
@@ -157,7 +156,7 @@ class Executor:
             filled = ctx.direct_fills.pop(step.join, None)
             batch = filled.build if filled is not None and filled.build is not None else \
                 build_batch(be, store, step.buffer)
-            if filled is not None and not filled.failed and batch.length < 2**31:
+            if filled is not None and not filled.failed and batch.length < MAX_DIRECT_ROWS:
                 join = JoinState(be, batch, True, label, ctx.memory_limit, filled=filled)
             else:
                 join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from penstock.exec.errors import kernel_error
+from penstock.exec.join_state import MAX_DIRECT_ROWS
 from penstock.exec.metrics import PipelineMetrics
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch
@@ -53,7 +54,7 @@ def cached_table(p: Pipeline, ctx: Any) -> tuple[Batch, Batch] | None:
     if ctx.column_cache is None:
         return None
     cached = ctx.column_cache.get(table_key(ctx.open_table(source.table)), source.names)
-    if cached is None or cached[1] >= 2**31:
+    if cached is None or cached[1] >= MAX_DIRECT_ROWS:
         return None
     columns, rows = cached
     refs = [e.index for e in sink.exprs if isinstance(e, ColumnRef)]

@@ -23,6 +23,9 @@ _INT_CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dt
                np.dtype(np.uint32): "uint32_t", np.dtype(np.uint64): "uint64_t"}
 
 
+MAX_DIRECT_ROWS = 2**31 - 1  # a direct map holds row + 1 in an int32
+
+
 class JoinState:
     def __init__(self, backend: Backend, batch: Batch, keyed: bool, label: str = "hash join",
                  memory_limit: int | None = None, filled: DirectFill | None = None):
@@ -89,14 +92,13 @@ class JoinState:
         """A direct map for a unique, dense, NULL-free integer key (most star-schema
         dimensions): probes then read one array element instead of probing the table."""
         col = self.batch.columns[key_column]
-        if self.key_bounds is None or self.has_null or self.multiplicity > 1 or self.rows >= 2**31:
+        if self.key_bounds is None or self.has_null or self.multiplicity > 1 or self.rows >= MAX_DIRECT_ROWS:
             return
-        xp = self.backend.xp
         lo, hi = self.key_bounds
         span = hi - lo + 1
         if span > max(8 * self.rows, 1 << 20) or span > 1 << 28:
             return
-        direct = xp.full(span, -1, dtype=np.int32)
+        direct = self.backend.zeros(span, np.int32)  # row + 1 per key, 0: none (kernels/hash_table.h)
         ctype = _INT_CTYPES.get(np.dtype(col.values.dtype))
         if ctype is None:
             return

@@ -33,7 +33,7 @@ def validity_columns(kernel: Kernel) -> set[int]:
 class DirectFill:
     """A join's direct map that a build pipeline fills as it writes rows (plan/direct_builds.py)."""
 
-    direct: Any  # int32 key - lo -> row of the build buffer, -1 where none
+    direct: Any  # int32 key - lo -> row of the build buffer + 1, 0 where none
     lo: int
     span: int
     row_base: int = 0  # rows the pipeline wrote before this launch

@@ -105,24 +105,25 @@ XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash)
 }
 
 // Build sides whose single integer key is unique and dense get a direct map too: the row
-// of key k is direct[k - lo] (-1: none), one read instead of a hash-table probe.
+// of key k is direct[k - lo] - 1 (0: none, so a map starts as zeroed memory), one read
+// instead of a hash-table probe.
 XPU_FN JoinProbe direct_probe(const int32_t* direct, int64_t lo, int64_t range, int64_t key) {
   JoinProbe p;
   p.tag = 0;
   p.pos = 0;
   p.exact = true;
   int64_t k = key - lo;
-  p.row = (k >= 0 && k < range) ? direct[k] : -1;
+  p.row = (k >= 0 && k < range) ? (int64_t)direct[k] - 1 : -1;
   return p;
 }
 
 // A build pipeline entering its output row `row` under `key` in a direct map sized by an
-// earlier run (-1: empty). A NULL key, a key outside the range or one already present
+// earlier run (0: empty). A NULL key, a key outside the range or one already present
 // sets *failed, and the executor builds the join the ordinary way instead.
 XPU_FN void direct_enter(int32_t* direct, int64_t lo, int64_t range, bool null, int64_t key, int64_t row,
                          uint64_t* failed) {
   const int64_t k = key - lo;
-  if (null || k < 0 || k >= range || atomic_cas(&direct[k], (int32_t)-1, (int32_t)row) != -1)
+  if (null || k < 0 || k >= range || atomic_cas(&direct[k], (int32_t)0, (int32_t)(row + 1)) != 0)
     atomic_cas(failed, (uint64_t)0, (uint64_t)1);
 }
 
