@@ -88,8 +88,11 @@ class AggregateState:
         self.finalize_binding = finalize_binding or compile_binding(finalize)
         self.label = label
         self.memory_limit = memory_limit
-        # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once
-        self.counts = backend.zeros(2 + layout.distinct_sets, np.uint64)
+        # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once;
+        # the error word follows it in the same allocation (one memset)
+        words = backend.zeros(3 + layout.distinct_sets, np.uint64)
+        self.counts = words[:2 + layout.distinct_sets]
+        self.err = words[2 + layout.distinct_sets:].view(np.int32)[:1]
         self.seen_counts: Any = None  # `counts` as read back with the last launch's status
         expected_groups, expected_arena = expected  # what an earlier run of the plan needed
         # grouped: room for what the plan needed last time, allocated at once (no rehash)
@@ -105,8 +108,7 @@ class AggregateState:
                          for k in range(layout.distinct_sets)]
         self.arenas: list[Any] = []  # earlier arena chunks: the tables still point into them
         arena_size = max(MIN_ARENA, next_pow2(expected_arena + 1)) if layout.needs_arena else 8
-        self.arena = backend.zeros(arena_size, np.uint8)
-        self.err = backend.zeros(1, np.int32)
+        self.arena = backend.empty(arena_size, np.uint8)  # read only where written
         self.snapshot: _Snapshot | None = None
         self.redone = 0
         self.entries_bound = 0  # an upper bound on the groups so far, known without a read
@@ -187,10 +189,10 @@ class AggregateState:
         from penstock.exec.binder import BindContext
         from penstock.exec.materialize_state import MaterializeState
 
-        if sink is None:  # mode 0 writes no rows, but the kernel still takes output buffers
+        if sink is None:  # mode 0 writes no rows: null output buffers
             sink = MaterializeState(self.backend, list(self.layout.keys) + [m.call.type for m in self.layout.measures],
                                     self.finalize)
-            sink.reserve(1)
+            sink.write_nothing()
         kernel = compile_kernel(self.backend, self.finalize)
         ctx = BindContext(rows=self.table.capacity, err=self.err, mode=mode, sink=sink, aggregate=self)
         self.backend.launch(kernel, self.table.capacity, self.finalize_binding(ctx))

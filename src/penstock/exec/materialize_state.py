@@ -57,10 +57,15 @@ class MaterializeState:
         self.arrays: dict[tuple[str, int], Any] = {}
         self.in_table = 0  # 1: the kernel enters table rows in the direct map, writes nothing
 
+    def write_nothing(self, status: Any = None) -> None:
+        """Set up a launch that writes no rows: no output arrays (null pointers)."""
+        self.capacity, self.arrays = 0, {}
+        self.status = status if status is not None else self.backend.zeros(self.status_words, np.uint64)
+
     def enter_table_rows(self, fill: DirectFill, status: Any) -> None:
         """Set up a launch that only fills `fill`'s map with the positions of table rows."""
-        self.in_table, self.direct, self.status = 1, fill, status
-        self.capacity, self.arrays = 0, {}
+        self.write_nothing(status)
+        self.in_table, self.direct = 1, fill
 
     @property
     def status_words(self) -> int:
@@ -115,7 +120,7 @@ class MaterializeState:
                 return None if part == "direct_map" else 0
             return {"direct_map": d.direct, "direct_min": d.lo, "direct_range": d.span,
                     "row_base": d.row_base}[part]
-        return self.arrays.get((part, column)) if self.in_table else self.arrays[(part, column)]
+        return self.arrays[(part, column)] if self.capacity else self.arrays.get((part, column))
 
     def collect(self, words: Any = None, host: dict[tuple[str, int], np.ndarray] | None = None) -> Batch | None:
         """The launch's rows as a batch, or None when it ran out of room (run it again).
