@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import penstock
+from penstock.exec.executor import Executor
 from penstock.plan.physical import host_buffers
 
 
@@ -79,3 +80,28 @@ def test_host_buffers_are_those_only_host_steps_read() -> None:
     written = [s.pipeline.sink.buffer for s in union.steps if hasattr(s, "pipeline")]
     shared = {b for b in written if written.count(b) > 1}
     assert not shared & host_buffers(union)  # two writers: neither may keep it on the host
+
+
+def test_a_repeated_aggregation_that_outgrows_its_remembered_sizes_runs_again(
+        device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeated plan trusts the sizes its aggregation needed last time (no snapshots); when
+    they fall short (the data changed), the overflow makes the plan run again without them."""
+    t = pa.table({"s": pa.array([f"text-{i:06d}" * 4 for i in range(5000)])})
+    db = penstock.connect(device=device, strict=True)
+    db.register_arrow("t", t)
+    sql = "SELECT s, count(*) AS n FROM t GROUP BY s ORDER BY s"
+    want = sorted(t.column("s").to_pylist())
+    assert db.sql(sql).to_arrow().column("s").to_pylist() == want
+    compiled = db.prepare(sql).compiled
+    (pipeline, (groups, arena)), = compiled.agg_sizes.items()
+    assert groups == 5000 and arena > 5000 * 40
+    compiled.agg_sizes[pipeline] = (10, 64)  # as if an earlier run had seen far less
+    runs = []
+    run_steps = Executor.run_steps
+    monkeypatch.setattr(Executor, "run_steps", lambda self, *a: runs.append(1) or run_steps(self, *a))
+    assert db.sql(sql).to_arrow().column("s").to_pylist() == want
+    assert len(runs) == 2  # the trusted sizes overflowed: the plan ran again
+    assert compiled.agg_sizes[pipeline] == (groups, arena)
+    runs.clear()
+    assert db.sql(sql).to_arrow().column("s").to_pylist() == want
+    assert len(runs) == 1  # the sizes it learnt hold

@@ -110,6 +110,10 @@ class AggregateState:
         arena_size = max(MIN_ARENA, next_pow2(expected_arena + 1)) if layout.needs_arena else 8
         self.arena = backend.empty(arena_size, np.uint8)  # read only where written
         self.snapshot: _Snapshot | None = None
+        # sized from an earlier run of the plan: no snapshots; an overflow means the data
+        # changed, and the runner runs the plan again without these sizes (RunAgain)
+        self.trusts_sizes = (expected != (0, 0) and not layout.distinct_sets  # DISTINCT sets are not remembered
+                             and (not layout.grouped or self.table.limit >= expected_groups))
         self.redone = 0
         self.entries_bound = 0  # an upper bound on the groups so far, known without a read
         if not layout.grouped:  # the one global slot exists from the start
@@ -118,11 +122,12 @@ class AggregateState:
     # -- before and after a launch ------------------------------------------------------------
     def prepare(self, rows: int) -> None:
         """Take a snapshot when a launch over `rows` row combinations might overflow (by an
-        upper bound on what the tables hold, so no read-back is needed to decide)."""
+        upper bound on what the tables hold, so no read-back is needed to decide), unless
+        the tables are sized from an earlier run."""
         self.entries_bound += rows
         fits = (not self.layout.grouped or self.entries_bound <= self.table.limit) and \
             all(self.entries_bound <= d.limit for d in self.distinct) and not self.layout.needs_arena
-        self.snapshot = None if fits else self._take()
+        self.snapshot = None if fits or self.trusts_sizes else self._take()
 
     def _take(self) -> _Snapshot:
         xp = self.backend.xp

@@ -19,3 +19,13 @@ KERNEL_ERRORS = {
 def kernel_error(code: int, where: str) -> QueryError:
     sqlstate, message = KERNEL_ERRORS.get(code, ("XX000", f"kernel error {code}"))
     return QueryError(f"{message} (in {where})", sqlstate)
+
+
+class RunAgain(Exception):
+    """What an earlier run taught a plan (a direct map's key range, an aggregation's sizes)
+    no longer holds for this run's data: the executor forgets it and runs the plan again."""
+
+    def __init__(self, joins: list[int] | None = None, pipelines: list[int] | None = None):
+        super().__init__(f"run again without the ranges of joins {joins} and sizes of pipelines {pipelines}")
+        self.joins = joins or []
+        self.pipelines = pipelines or []

@@ -20,7 +20,8 @@ from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
-from penstock.exec.in_table_builds import StaleDirectMap, cached_table, settle_now
+from penstock.exec.errors import RunAgain
+from penstock.exec.in_table_builds import cached_table, settle_now
 from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
@@ -95,9 +96,11 @@ class Executor:
         limit = memory_limit if memory_limit is not None else self.memory_limit
         try:
             return self.run_steps(compiled, metrics, check or (lambda: None), limit)
-        except StaleDirectMap as stale:  # the maps are built the ordinary way this time
+        except RunAgain as stale:  # built and sized the ordinary way this time
             for join in stale.joins:
                 compiled.direct_ranges.pop(join, None)
+            for pipeline in stale.pipelines:
+                compiled.agg_sizes.pop(pipeline, None)
             metrics.pipelines.clear()
             metrics.steps.clear()
             return self.run_steps(compiled, metrics, check or (lambda: None), limit)

@@ -8,7 +8,7 @@ nothing else; the join reads the cached columns at those positions. No row count
 needed, so no read-back waits for the kernel: its status words (error, counters, and
 whether a key was NULL, repeated or outside the range) come back with the next read-back
 the query makes anyway. If a map failed (the data changed since the range was seen), the
-executor forgets that range and runs the plan again (StaleDirectMap).
+executor forgets that range and runs the plan again (RunAgain).
 """
 
 from __future__ import annotations
@@ -18,21 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from penstock.exec.errors import kernel_error
+from penstock.exec.errors import RunAgain, kernel_error
 from penstock.exec.join_state import MAX_DIRECT_ROWS
 from penstock.exec.metrics import PipelineMetrics
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch
 from penstock.plan.expr import ColumnRef
 from penstock.plan.physical import MaterializeSink, Pipeline, TableSource
-
-
-class StaleDirectMap(Exception):
-    """Direct maps kept in tables failed; the plan must run again without them."""
-
-    def __init__(self, joins: list[int]):
-        super().__init__(f"direct maps of joins {joins} no longer fit their tables")
-        self.joins = joins
 
 
 @dataclass
@@ -67,7 +59,7 @@ def statuses(pending: list[PendingFill]) -> list[Any]:
 
 def settle(pending: list[PendingFill], words: list[np.ndarray]) -> None:
     """Account for fills whose status words came back; raises a fill's kernel error, or
-    StaleDirectMap naming the joins whose maps failed. Empties `pending`."""
+    RunAgain naming the joins whose maps failed. Empties `pending`."""
     failed = []
     for fill, w in zip(pending, words):
         code = int(w[0]) & 0xFFFFFFFF
@@ -80,7 +72,7 @@ def settle(pending: list[PendingFill], words: list[np.ndarray]) -> None:
             fill.metrics.add_counters(w[1:1 + fill.counters])
     pending.clear()
     if failed:
-        raise StaleDirectMap(failed)
+        raise RunAgain(joins=failed)
 
 
 def settle_now(backend: Any, pending: list[PendingFill]) -> None:

@@ -15,7 +15,7 @@ from penstock.device.base import Backend, CompiledKernel
 from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat
-from penstock.exec.errors import kernel_error
+from penstock.exec.errors import RunAgain, kernel_error
 from penstock.exec.in_table_builds import PendingFill, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
@@ -259,6 +259,8 @@ class PipelineRunner:
                 code, _ = self.launch(batch, None, agg)
                 if code != ERR_TABLE_FULL:
                     break
+                if agg.snapshot is None and agg.trusts_sizes:  # the sizes of an earlier run fell short
+                    raise RunAgain(pipelines=[self.p.id])
                 agg.overflowed()  # restored and grown: run the batch again
                 self.metrics.reruns += 1
             if code:
