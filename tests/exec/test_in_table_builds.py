@@ -18,6 +18,8 @@ import penstock
 from penstock.errors import QueryError
 from penstock.plan.physical import MaterializeSink, RunPipeline
 
+from exec.test_join_direct_map import stale_range_case
+
 SQL = ("SELECT d.label, count(*) AS n, sum(f.v) AS s FROM f JOIN d ON f.k = d.k "
        "WHERE d.w < 60 GROUP BY d.label ORDER BY d.label")
 KEPT = "rows kept in the cached table"
@@ -75,12 +77,7 @@ def test_without_the_cache_the_dimension_is_written_out(device: str) -> None:
 
 @pytest.mark.parametrize("case", ["narrow", "duplicate", "null"])
 def test_a_map_that_no_longer_fits_runs_the_plan_again(device: str, case: str) -> None:
-    keys: list[Any] = list(range(100))
-    ranges = {0: (0, 49)}  # keys beyond 49 fall outside
-    if case == "duplicate":
-        keys[7], ranges = 8, {0: (0, 99)}
-    elif case == "null":
-        keys[3], ranges = None, {0: (0, 99)}
+    keys, ranges = stale_range_case(case)
     f, d = tables(keys, fact_keys=110, seed=2)
     db = connect(device, f, d)
     compiled = db.prepare(SQL).compiled

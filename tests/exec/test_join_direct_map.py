@@ -108,14 +108,21 @@ def test_filtered_dimension_fills_the_direct_map(device: str) -> None:
     assert "filled by its pipeline" in plan
 
 
-@pytest.mark.parametrize("case", ["narrow", "duplicate", "null"])
-def test_a_direct_map_that_cannot_be_filled_falls_back_to_the_build(device: str, case: str) -> None:
+def stale_range_case(case: str) -> tuple[list[Any], dict[int, tuple[int, int]]]:
+    """Dimension keys 0..99 and a remembered range of join 0 that no longer fits them:
+    too narrow, or right but with a duplicate or a NULL key."""
     keys: list[Any] = list(range(100))
     ranges = {0: (0, 49)}  # keys beyond 49 fall outside
     if case == "duplicate":
         keys[7], ranges = 8, {0: (0, 99)}
     elif case == "null":
         keys[3], ranges = None, {0: (0, 99)}
+    return keys, ranges
+
+
+@pytest.mark.parametrize("case", ["narrow", "duplicate", "null"])
+def test_a_direct_map_that_cannot_be_filled_falls_back_to_the_build(device: str, case: str) -> None:
+    keys, ranges = stale_range_case(case)
     f = fact(np.random.default_rng(7).integers(0, 110, 4000))
     plan = repeated(device, f, dim(keys), ranges=ranges)
     assert "filled by its pipeline" not in plan

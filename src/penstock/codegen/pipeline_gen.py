@@ -127,25 +127,26 @@ class PipelineGen:
         if isinstance(sink, MaterializeSink):
             direct = sink.direct_build[1] if sink.direct_build is not None else None
             if sink.build_in_table and direct is not None:
-                self.in_table_branch(sink.exprs[direct])
-            write_row(self.g, [self.g.compile(e) for e in sink.exprs], direct)
-            if sink.build_in_table and direct is not None:
-                self.out.close()
+                self.in_table_or_write(sink.exprs, direct)
+            else:
+                write_row(self.g, [self.g.compile(e) for e in sink.exprs], direct)
         else:
             assert self.agg is not None
             self.agg.row()
 
-    def in_table_branch(self, key: Expr) -> None:
+    def in_table_or_write(self, exprs: list[Expr], direct: int) -> None:
         """When the executor keeps the build side in its cached table, the row's own position
-        goes into the direct map and nothing is written; otherwise (the `else` opened here)
-        the row is written as usual."""
+        goes into the direct map and nothing is written; otherwise the row is written."""
         in_table = self.params.get(SinkPart("in_table"), "int32_t", "i32", "s")
-        self.out.open(f"if ({in_table})")
-        self.g.push()
-        enter_direct(self.g, self.g.compile(key), "i")
-        self.g.pop()
-        self.out.close("} else {")
-        self.out.level += 1
+        for branch in (f"if ({in_table})", "else"):
+            self.out.open(branch)
+            self.g.push()
+            if branch == "else":
+                write_row(self.g, [self.g.compile(e) for e in exprs], direct)
+            else:
+                enter_direct(self.g, self.g.compile(exprs[direct]), "i")
+            self.g.pop()
+            self.out.close()
 
     def match(self, op: ProbeOp, probe: int, keys: list[Val]) -> str:
         """Statements testing the candidate build row r<probe>; returns the flag's name."""

@@ -94,8 +94,9 @@ class Executor:
         stops the query by raising (cancellation, statement timeout). `memory_limit` is this
         query's share of device memory (the server admits concurrent queries with shares)."""
         limit = memory_limit if memory_limit is not None else self.memory_limit
+        check = check or (lambda: None)
         try:
-            return self.run_steps(compiled, metrics, check or (lambda: None), limit)
+            return self.run_steps(compiled, metrics, check, limit)
         except RunAgain as stale:  # built and sized the ordinary way this time
             for join in stale.joins:
                 compiled.direct_ranges.pop(join, None)
@@ -103,7 +104,7 @@ class Executor:
                 compiled.agg_sizes.pop(pipeline, None)
             metrics.pipelines.clear()
             metrics.steps.clear()
-            return self.run_steps(compiled, metrics, check or (lambda: None), limit)
+            return self.run_steps(compiled, metrics, check, limit)
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                   limit: int | None) -> pa.Table:

@@ -259,7 +259,7 @@ class PipelineRunner:
                 code, _ = self.launch(batch, None, agg)
                 if code != ERR_TABLE_FULL:
                     break
-                if agg.snapshot is None and agg.trusts_sizes:  # the sizes of an earlier run fell short
+                if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
                     raise RunAgain(pipelines=[self.p.id])
                 agg.overflowed()  # restored and grown: run the batch again
                 self.metrics.reruns += 1
