@@ -24,6 +24,8 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
         lines.append(f"plan: {metrics.plan_seconds * 1000:.2f} ms (cache {'hit' if metrics.plan_cache_hit else 'miss'})"
                      f"  compile: {metrics.compile_seconds * 1000:.1f} ms"
                      f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")
+        if metrics.device_run:
+            lines.append(f"device work: {metrics.device_run}")
     steps = iter(metrics.steps) if metrics is not None else iter(())
     for step in physical.steps:
         if isinstance(step, RunPipeline):

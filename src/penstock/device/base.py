@@ -62,6 +62,19 @@ class CompiledKernel(ABC):
     cached: bool = False  # loaded from the on-disk cache rather than compiled now
 
 
+class Readback:
+    """Device arrays on their way to the host; `wait` returns them as numpy arrays. This
+    version copies when asked; a GPU queues the copies at once (CudaBackend.readback), so a
+    stream capture records them and one synchronisation covers all."""
+
+    def __init__(self, backend: "Backend", arrays: list[Any]):
+        self.backend = backend
+        self.arrays = arrays
+
+    def wait(self) -> list[np.ndarray]:
+        return [self.backend.to_host(a) for a in self.arrays]
+
+
 class Backend(ABC):
     """One device. `name` is 'cpu' or 'gpu'; `engine` is what results report."""
 
@@ -69,6 +82,8 @@ class Backend(ABC):
     engine: str
     xp: Any  # numpy or cupy
     memory_limit: int | None = None
+    # whether a run's device work can be recorded once as a graph and replayed (CUDA graphs)
+    supports_graphs = False
     # what an allocation raises when the device (or the memory cap) has no room
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
 
@@ -142,6 +157,10 @@ class Backend(ABC):
     def to_host_many(self, arrays: list[Any]) -> list[np.ndarray]:
         """Several device arrays on the host (a backend may move them in one transfer)."""
         return [self.to_host(a) for a in arrays]
+
+    def readback(self, arrays: list[Any]) -> Readback:
+        """Start moving `arrays` to the host; the result's `wait` finishes."""
+        return Readback(self, arrays)
 
     def scalar(self, array: Any, index: int = 0) -> Any:
         """One element of a device array, as a Python number."""

@@ -8,13 +8,15 @@ buffers come from CuPy's pinned-memory pool.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from penstock.device.base import Backend, CompiledKernel, KernelSpec
+from penstock.device.base import Backend, CompiledKernel, KernelSpec, Readback
 from penstock.device.kernel_cache import write_atomically
 from penstock.errors import PenstockError
 
@@ -34,6 +36,7 @@ class CudaKernel(CompiledKernel):
 class CudaBackend(Backend):
     name = "gpu"
     engine = "penstock-gpu"
+    supports_graphs = True
 
     def __init__(self, device_id: int = 0):
         import cupy
@@ -56,6 +59,8 @@ class CudaBackend(Backend):
         self.memory_limit: int | None = None
         self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
         self.artifact_suffix = f"-{self.arch}.cubin"
+        self._capture_streams = threading.local()  # one capture stream per thread
+        self._marks_work = True
 
     def set_memory_limit(self, limit: int | None) -> None:
         """Cap the device memory penstock allocates (None: no cap beyond the device)."""
@@ -120,26 +125,127 @@ class CudaBackend(Backend):
         on_device = [a for a in arrays if isinstance(a, self.cp.ndarray)]
         if len(on_device) < 2 or sum(a.nbytes for a in on_device) > PACKED_READ_BYTES:
             return [self.to_host(a) for a in arrays]
-        on_device = [a if a.flags.c_contiguous else self.cp.ascontiguousarray(a) for a in on_device]
-        slots, at = [], 0
-        for a in on_device:
-            slots.append(at)
-            at += (a.nbytes + 63) // 64 * 64
-        staging = np.frombuffer(self.cp.cuda.alloc_pinned_memory(max(at, 64)), dtype=np.uint8)
-        stream = self.cp.cuda.get_current_stream()
-        runtime = self.cp.cuda.runtime
-        for a, start in zip(on_device, slots):
-            if a.nbytes:
-                runtime.memcpyAsync(staging.ctypes.data + start, a.data.ptr, a.nbytes,
-                                    runtime.memcpyDeviceToHost, stream.ptr)
-        stream.synchronize()
-        # copied out so results never hold on to pinned memory
-        moved = iter(staging[start:start + a.nbytes].view(a.dtype).reshape(a.shape).copy()
-                     for a, start in zip(on_device, slots))
-        return [next(moved) if isinstance(a, self.cp.ndarray) else np.asarray(a) for a in arrays]
+        return self.readback(arrays).wait()
+
+    def readback(self, arrays: list[Any]) -> Readback:
+        return PinnedReadback(self, arrays)
+
+    # -- graphs -------------------------------------------------------------------------------
+    def begin_capture(self) -> "GraphCapture":
+        """Record this thread's device work from now on into a CUDA graph instead of running
+        it (end_capture returns the graph). Work queued earlier finishes first, so the graph
+        may read whatever it wrote."""
+        self.device.synchronize()
+        capture = GraphCapture(self)
+        capture.stream.begin_capture()
+        return capture
+
+    def end_capture(self, capture: "GraphCapture") -> Any:
+        try:
+            return capture.stream.end_capture()
+        finally:
+            capture.close()
+
+    def abort_capture(self, capture: "GraphCapture") -> None:
+        """End a capture that went wrong; nothing it recorded runs."""
+        try:
+            if capture.stream.is_capturing():
+                capture.stream.end_capture()
+        except Exception:  # an invalidated capture ends with an error, which says nothing new
+            pass
+        finally:
+            capture.close()
+
+    def launch_graph(self, graph: Any) -> None:
+        graph.launch(stream=self.cp.cuda.get_current_stream())
+
+    def mark(self, capture: "GraphCapture | None") -> Any:
+        """An event recorded as a node of the capture's graph, to time the steps between
+        marks once the graph has run (None without a capture, or if the driver refuses)."""
+        if capture is None or not self._marks_work:
+            return None
+        event = self.cp.cuda.Event()
+        try:
+            from cuda.bindings import runtime as cudart
+
+            external = 1  # cudaEventRecordExternal: a node of the graph, not a capture dependency
+            err, = cudart.cudaEventRecordWithFlags(event.ptr, capture.stream.ptr, external)
+            if err != cudart.cudaError_t.cudaSuccess:
+                raise RuntimeError(str(err))
+        except Exception:
+            self._marks_work = False
+            return None
+        return event
+
+    def seconds_between(self, start: Any, end: Any) -> float | None:
+        if start is None or end is None:
+            return None
+        return self.cp.cuda.get_elapsed_time(start, end) / 1000
 
     def synchronize(self) -> None:
         self.cp.cuda.get_current_stream().synchronize()
 
     def bytes_in_use(self) -> int:
         return int(self.pool.used_bytes())
+
+
+class PinnedReadback(Readback):
+    """Device arrays copied into one pinned buffer by asynchronous copies queued on the
+    current stream when made (a stream capture records them as nodes of its graph); `wait`
+    synchronises that stream and copies them out, so results never hold on to pinned
+    memory. Once captured, `wait` may be called after each launch of the graph."""
+
+    def __init__(self, backend: CudaBackend, arrays: list[Any]):
+        cp = backend.cp
+        self.cp = cp
+        self.arrays = [a if not isinstance(a, cp.ndarray) or a.flags.c_contiguous else cp.ascontiguousarray(a)
+                       for a in arrays]
+        self.slots: list[int] = []
+        at = 0
+        for a in self.arrays:
+            self.slots.append(at)
+            at += (a.nbytes + 63) // 64 * 64 if isinstance(a, cp.ndarray) else 0
+        self.staging = np.frombuffer(cp.cuda.alloc_pinned_memory(max(at, 64)), dtype=np.uint8)
+        stream = cp.cuda.get_current_stream()
+        runtime = cp.cuda.runtime
+        for a, start in zip(self.arrays, self.slots):
+            if isinstance(a, cp.ndarray) and a.nbytes:
+                runtime.memcpyAsync(self.staging.ctypes.data + start, a.data.ptr, a.nbytes,
+                                    runtime.memcpyDeviceToHost, stream.ptr)
+
+    def wait(self) -> list[np.ndarray]:
+        self.cp.cuda.get_current_stream().synchronize()
+        return [self.staging[start:start + a.nbytes].view(a.dtype).reshape(a.shape).copy()
+                if isinstance(a, self.cp.ndarray) else np.asarray(a)
+                for a, start in zip(self.arrays, self.slots)]
+
+
+class GraphCapture:
+    """A stream capture in progress (CudaBackend.begin_capture): the thread's capture stream,
+    made current, and every device allocation made while it records. The graph's nodes point
+    into those allocations, so they must live as long as the graph: freed to the pool, they
+    could become another array that a replay then overwrites."""
+
+    def __init__(self, backend: CudaBackend):
+        cp = backend.cp
+        streams = backend._capture_streams
+        if getattr(streams, "stream", None) is None:
+            streams.stream = cp.cuda.Stream(non_blocking=True)
+        self.stream = streams.stream
+        self.kept: list[Any] = []
+        self._pool_malloc = backend.pool.malloc
+        self._contexts = contextlib.ExitStack()
+        self._contexts.enter_context(cp.cuda.using_allocator(self._malloc))
+        self._contexts.enter_context(self.stream)
+
+    def _malloc(self, size: int) -> Any:
+        memory = self._pool_malloc(size)
+        self.kept.append(memory)
+        return memory
+
+    @property
+    def kept_bytes(self) -> int:
+        return sum(int(m.mem.size) for m in self.kept)
+
+    def close(self) -> None:
+        self._contexts.close()

@@ -20,6 +20,7 @@ from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
+from penstock.exec.deferred import NotSteady
 from penstock.exec.errors import RunAgain
 from penstock.exec.in_table_builds import cached_table, settle_now
 from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map_kernels
@@ -27,6 +28,7 @@ from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
+from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
                                     MaterializeSink, PhysicalPlan, RunPipeline, SortBuffer, host_buffers)
 from penstock.plan.types import Kind
@@ -49,6 +51,8 @@ class CompiledPlan:
     finalize_bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)
     texts: dict[str, Any] = field(default_factory=dict)  # text literals already on the device
     host_buffers: set[int] = field(default_factory=set)  # buffers that may stay on the host
+    replay: Any = None  # exec.steady_runs.Replay: the last steady run's CUDA graph
+    unsteady: str | None = None  # why a steady run of the plan had to stop (it is not tried again)
 
 
 def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
@@ -96,8 +100,10 @@ class Executor:
         limit = memory_limit if memory_limit is not None else self.memory_limit
         check = check or (lambda: None)
         try:
-            return self.run_steps(compiled, metrics, check, limit)
+            return self.run_once(compiled, metrics, check, limit)
         except RunAgain as stale:  # built and sized the ordinary way this time
+            compiled.replay = None
+            metrics.device_run = ""
             for join in stale.joins:
                 compiled.direct_ranges.pop(join, None)
             for pipeline in stale.pipelines:
@@ -106,24 +112,47 @@ class Executor:
             metrics.steps.clear()
             return self.run_steps(compiled, metrics, check, limit)
 
+    def run_once(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
+                 limit: int | None) -> pa.Table:
+        """Replay the plan's CUDA graph, or run it steadily, or step by step (the first that
+        can; exec/steady_runs.py)."""
+        if compiled.replay is not None:
+            table = compiled.replay.replay(self, compiled, metrics, check)
+            if table is not None:
+                return table
+        if compiled.unsteady is None and unsteady(compiled, self.column_cache, self.open_table) is None:
+            table = run_steady(self, compiled, metrics, check, limit)
+            if table is not None:
+                return table
+        return self.run_steps(compiled, metrics, check, limit)
+
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                   limit: int | None) -> pa.Table:
-        plan = compiled.plan
-        be = self.backend
-        store = BufferStore(plan.buffer_types, be)
-        ctx = PipelineContext(be, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                              memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check,
-                              host_buffers=compiled.host_buffers)
-        for step in plan.steps:
-            ctx.check()
+        store = BufferStore(compiled.plan.buffer_types, self.backend)
+        ctx = self.context(compiled, store, check, limit)
+        for step in compiled.plan.steps:
             if not in_table_step(step, ctx):
-                settle_now(be, ctx.pending_fills)
-            try:
-                self.run_step(step, compiled, ctx, metrics)
-            except be.out_of_memory as e:
-                raise QueryError(f"{step_name(step, plan)} ran out of device memory ({_limit_text(be)}): {e}",
-                                 OUT_OF_MEMORY) from e
-        settle_now(be, ctx.pending_fills)
+                settle_now(self.backend, ctx.pending_fills)
+            self.step(step, compiled, ctx, metrics)
+        settle_now(self.backend, ctx.pending_fills)
+        return self.result(compiled.plan, store)
+
+    def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
+                limit: int | None) -> PipelineContext:
+        return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
+                               memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check,
+                               host_buffers=compiled.host_buffers)
+
+    def step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> None:
+        """One step, after the query's check; running out of device memory names the step."""
+        ctx.check()
+        try:
+            self.run_step(step, compiled, ctx, metrics)
+        except self.backend.out_of_memory as e:
+            raise QueryError(f"{step_name(step, compiled.plan)} ran out of device memory "
+                             f"({_limit_text(self.backend)}): {e}", OUT_OF_MEMORY) from e
+
+    def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
         result = store.arrow(plan.result_buffer)
         result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
             plan.result_columns != list(range(result.num_columns)) else result
@@ -158,6 +187,8 @@ class Executor:
         elif isinstance(step, BuildHashTable):
             label = f"join #{step.join} build"
             filled = ctx.direct_fills.pop(step.join, None)
+            if ctx.deferred is not None and (filled is None or filled.build is None):
+                raise NotSteady(f"join #{step.join} would build from written rows")
             batch = filled.build if filled is not None and filled.build is not None else \
                 build_batch(be, store, step.buffer)
             if filled is not None and not filled.failed and batch.length < MAX_DIRECT_ROWS:

@@ -32,10 +32,22 @@ class PendingFill:
     """A launched in-table fill whose status has not been read back yet."""
 
     join: int
+    pipeline: int
     status: Any  # device uint64: [error | counters | sink words, the last the failure flag]
     metrics: PipelineMetrics
     counters: int
     label: str
+
+
+def cached_columns(ctx: Any, source: TableSource) -> tuple[list[Any], int] | None:
+    """The source's columns and row count when the column cache holds every one of them;
+    noted in `ctx.cached_reads` (a replayed run checks that they are still the ones cached)."""
+    if ctx.column_cache is None:
+        return None
+    cached = ctx.column_cache.get(table_key(ctx.open_table(source.table)), source.names)
+    if cached is not None:
+        ctx.cached_reads.append((source.table, list(source.names), cached[0]))
+    return cached
 
 
 def cached_table(p: Pipeline, ctx: Any) -> tuple[Batch, Batch] | None:
@@ -43,9 +55,7 @@ def cached_table(p: Pipeline, ctx: Any) -> tuple[Batch, Batch] | None:
     None when the column cache does not hold every column the pipeline reads."""
     source, sink = p.source, p.sink
     assert isinstance(source, TableSource) and isinstance(sink, MaterializeSink)
-    if ctx.column_cache is None:
-        return None
-    cached = ctx.column_cache.get(table_key(ctx.open_table(source.table)), source.names)
+    cached = cached_columns(ctx, source)
     if cached is None or cached[1] >= MAX_DIRECT_ROWS:
         return None
     columns, rows = cached

@@ -46,3 +46,5 @@ class QueryMetrics:
     compile_seconds: float = 0.0
     execute_seconds: float = 0.0
     plan_cache_hit: bool = False
+    # how the device work ran when not step by step (exec/steady_runs.py)
+    device_run: str = ""

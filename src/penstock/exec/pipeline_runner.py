@@ -15,12 +15,12 @@ from penstock.device.base import Backend, CompiledKernel
 from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat
+from penstock.exec.deferred import ERR_TABLE_FULL, AggregateFinish, Deferred, NotSteady
 from penstock.exec.errors import RunAgain, kernel_error
-from penstock.exec.in_table_builds import PendingFill, settle, statuses
+from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.skipping import skip_predicates
-from penstock.io.column_cache import table_key
 from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.prefetch import prefetch
 from penstock.io.read_path import choose as choose_read_path
@@ -30,7 +30,6 @@ from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
 
-ERR_TABLE_FULL = 4  # kernels/xpu.h
 HOST_RESULT_BYTES = 1 << 20  # aggregation results up to this size are put together on the host
 
 
@@ -54,6 +53,11 @@ class PipelineContext:
     # in-table fills launched but not yet read back (exec/in_table_builds.py)
     pending_fills: list[PendingFill] = field(default_factory=list)
     host_buffers: set[int] = field(default_factory=set)  # buffers only host steps read
+    # a steady run (exec/steady_runs.py) defers every read-back to its end: what to read
+    # and check then; None: launches are read back as they go
+    deferred: list[Deferred] | None = None
+    # (table, column names, columns) of every read the column cache served
+    cached_reads: list[tuple[str, list[str], list[Any]]] = field(default_factory=list)
 
 
 class PipelineRunner:
@@ -86,14 +90,11 @@ class PipelineRunner:
     def source_batches(self) -> Iterator[Batch]:
         source = self.p.source
         if isinstance(source, TableSource):
-            reader = self.ctx.open_table(source.table)
-            cached = self.ctx.column_cache.get(table_key(reader), source.names) if self.ctx.column_cache else None
+            cached = self.cached_batch()
             if cached is not None:  # the whole table, already on the device: one batch
-                columns, rows = cached
-                self.metrics.cache_hits += len(columns)
-                self.metrics.cache_bytes += sum(c.nbytes for c in columns)
-                yield Batch(columns, rows)
+                yield cached
                 return
+            reader = self.ctx.open_table(source.table)
             yield from prefetch(lambda: self.read_table(reader, source))
         elif isinstance(source, BufferSource):
             yield from self.ctx.store.device_batches(source.buffer)
@@ -104,6 +105,17 @@ class PipelineRunner:
                 yield arrow_to_batch(self.be, source.table, source.types)
         elif isinstance(source, UnmatchedBuildSource):
             yield self.ctx.joins[source.join].batch
+
+    def cached_batch(self) -> Batch | None:
+        """The whole source table as one batch, when the column cache holds what it reads."""
+        assert isinstance(self.p.source, TableSource)
+        cached = cached_columns(self.ctx, self.p.source)
+        if cached is None:
+            return None
+        columns, rows = cached
+        self.metrics.cache_hits += len(columns)
+        self.metrics.cache_bytes += sum(c.nbytes for c in columns)
+        return Batch(columns, rows)
 
     def read_table(self, reader: Any, source: TableSource) -> Iterator[Batch]:
         """Device batches of a table's referenced columns (runs in the prefetch thread).
@@ -169,10 +181,10 @@ class PipelineRunner:
     def launch(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> tuple[int, Any]:
         """Run the kernel over the batch; returns its error code (0: none) and the sink's
         status words, read back together with the error and counters in one transfer."""
-        ctx = self.bind_context
-        ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
+        if self.ctx.deferred is not None:
+            raise NotSteady(f"pipeline {self.p.id} reads back what its launch wrote")
         started = time.perf_counter()
-        self.be.launch(self.compiled, batch.length, self.binding(ctx))
+        self.start(batch, state, aggregate)
         # an aggregation's table counts, and pending in-table fills, come back in one transfer
         counts = [aggregate.counts] if aggregate is not None else []
         pending = self.ctx.pending_fills
@@ -185,6 +197,12 @@ class PipelineRunner:
         if code == 0:
             self.metrics.add_counters(words[1:1 + self.n_counters])
         return code, words[1 + self.n_counters:]
+
+    def start(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> None:
+        """Bind the kernel's parameters for `batch` and queue the launch (no waiting)."""
+        ctx = self.bind_context
+        ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
+        self.be.launch(self.compiled, batch.length, self.binding(ctx))
 
     def fresh_status(self, sink_words: int) -> Any:
         """One zeroed device array: [error flag | operator counters | the sink's words]."""
@@ -236,13 +254,12 @@ class PipelineRunner:
         self.metrics.cache_hits += len(fill.table.columns)
         self.metrics.cache_bytes += sum(c.nbytes for c in fill.table.columns)
         state.enter_table_rows(fill, self.fresh_status(state.status_words))
-        ctx = self.bind_context
-        ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = fill.table.length, fill.table, state, None
         started = time.perf_counter()
-        self.be.launch(self.compiled, fill.table.length, self.binding(ctx))
+        self.start(fill.table, state, None)
         self.metrics.kernel_seconds += time.perf_counter() - started
-        self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.status,  # type: ignore[union-attr]
-                                                  self.metrics, self.n_counters, self.p.label or f"pipeline {self.p.id}"))
+        self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.p.id,  # type: ignore[union-attr]
+                                                  self.status, self.metrics, self.n_counters,
+                                                  self.p.label or f"pipeline {self.p.id}"))
 
     def run_aggregate(self, sink: AggregateSink) -> None:
         layout = layout_of(sink)
@@ -250,6 +267,9 @@ class PipelineRunner:
         agg = AggregateState(self.be, layout, self.finalize, f"hash aggregation of pipeline {self.p.id} ({self.p.label})",
                              self.ctx.memory_limit, self.expected, self.finalize_binding)
         self.finalize_binding = agg.finalize_binding
+        if self.ctx.deferred is not None:
+            self.defer_aggregate(sink, agg)
+            return
         fanout = self.fanout()
         for batch in self.batches():
             self.metrics.batches += 1
@@ -288,6 +308,36 @@ class PipelineRunner:
             self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], types))
         elif out.length:
             self.ctx.store.add(sink.buffer, out)
+
+    def defer_aggregate(self, sink: AggregateSink, agg: AggregateState) -> None:
+        """A steady run's aggregation: one launch over the cached table with the sizes the
+        plan needed last time, the finaliser right after it into output with room for every
+        group the table may hold, and nothing read back until the run's one read-back
+        (AggregateFinish then checks the launch and puts the groups together on the host)."""
+        if not agg.trusts_sizes:
+            raise NotSteady(f"pipeline {self.p.id}'s aggregation has no sizes from an earlier run")
+        batch = self.cached_batch() if isinstance(self.p.source, TableSource) else None
+        if batch is None:
+            raise NotSteady(f"pipeline {self.p.id} does not read a table held in the column cache")
+        self.metrics.batches += 1
+        agg.prepare(batch.length * self.fanout())
+        self.fresh_status(0)
+        started = time.perf_counter()
+        self.start(batch, None, agg)
+        self.metrics.kernel_seconds += time.perf_counter() - started
+        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
+        state = MaterializeState(self.be, types, self.finalize)
+        # the finaliser writes one row per group and copies each text from the arena
+        groups = agg.table.limit if agg.layout.grouped else 1
+        state.reserve(groups, [int(agg.arena.size) if t.kind is Kind.STRING else 0 for t in types])
+        if not self.result_to_host(sink, state):
+            raise NotSteady(f"pipeline {self.p.id}'s groups are too many to read back whole")
+        agg.finish(state)
+        finish = AggregateFinish(self.p.id, self.p.label or f"pipeline {self.p.id}", self.n_counters, agg, state,
+                                 list(state.arrays), sink.buffer, types)
+        assert self.ctx.deferred is not None
+        self.ctx.deferred.append(Deferred([self.status, agg.counts, agg.err, state.status,
+                                           *state.arrays.values()], finish))
 
     def result_to_host(self, sink: AggregateSink, state: MaterializeState) -> bool:
         return (sink.buffer in self.ctx.host_buffers and

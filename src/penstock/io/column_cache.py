@@ -98,6 +98,12 @@ class ColumnCache:
                 self.entries.move_to_end((key, n))
             return [e.column for e in found], found[0].rows  # type: ignore[union-attr]
 
+    def holds(self, key: tuple[Any, ...], names: list[str]) -> bool:
+        """Whether every named column is cached (no statistics, no reordering)."""
+        with self.lock:
+            self._purge(key)
+            return bool(names) and all((key, n) in self.entries for n in names)
+
     def load(self, reader: Any, names: list[str], types: list[DataType]) -> int:
         """Read the named columns of a table into the cache; returns the bytes they take.
 

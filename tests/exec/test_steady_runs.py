@@ -1,0 +1,201 @@
+"""Steady runs (exec/steady_runs.py): a repeated query over cached tables queues its device
+work and reads back once; on the GPU its work is captured as a CUDA graph and replayed.
+These tests check which way each run went, that every answer equals DuckDB's, that a
+replay notices when the column cache no longer holds its columns or the data changed, that
+sizes which fall short make the plan run again, and that a plan which cannot run steadily
+says why and runs step by step."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import penstock
+from penstock.exec.executor import Executor
+from penstock.exec.steady_runs import unsteady
+
+STAR = ("SELECT d.label, count(*) AS n, sum(f.v) AS s FROM f JOIN d ON f.k = d.k "
+        "WHERE d.w < 60 GROUP BY d.label ORDER BY d.label")
+TOTAL = "SELECT sum(f.v * d.w) AS s, count(*) AS n FROM f JOIN d ON f.k = d.k WHERE d.label <> 'L3'"
+TOP = "SELECT f.k, sum(f.v) AS s FROM f GROUP BY f.k ORDER BY s DESC, f.k LIMIT 7"
+
+
+def tables(seed: int = 1, dims: int = 200, facts: int = 20000) -> tuple[pa.Table, pa.Table]:
+    rng = np.random.default_rng(seed)
+    d = pa.table({"k": pa.array(range(dims), pa.int64()), "w": pa.array([(7 * i + seed) % 100 for i in range(dims)]),
+                  "label": [f"L{(i + seed) % 6}" for i in range(dims)]})
+    f = pa.table({"k": pa.array(rng.integers(0, dims + 20, facts)), "v": pa.array(rng.integers(0, 100, facts))})
+    return f, d
+
+
+def connect(device: str, f: pa.Table, d: pa.Table) -> Any:
+    db = penstock.connect(device=device, strict=True)
+    db.register_arrow("f", f)
+    db.register_arrow("d", d)
+    db.cache("f")
+    db.cache("d")
+    return db
+
+
+def duck(f: pa.Table, d: pa.Table, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect()
+    con.register("f", f)
+    con.register("d", d)
+    return con.sql(sql).fetchall()
+
+
+def run(db: Any, sql: str) -> tuple[list[tuple[Any, ...]], str]:
+    result = db.sql(sql)
+    return [tuple(r.values()) for r in result.to_arrow().to_pylist()], result.metrics.device_run
+
+
+def expected_runs(device: str) -> list[str]:
+    """How the device work of a query's first four runs goes on each backend."""
+    if device == "gpu":
+        return ["", "one CUDA graph, recorded", "one CUDA graph, replayed", "one CUDA graph, replayed"]
+    return ["", "queued, one read-back", "queued, one read-back", "queued, one read-back"]
+
+
+@pytest.mark.parametrize("sql", [STAR, TOTAL, TOP])
+def test_a_repeated_query_over_cached_tables_runs_steadily(device: str, sql: str) -> None:
+    f, d = tables()
+    db = connect(device, f, d)
+    want = duck(f, d, sql)
+    ways = []
+    for _ in range(4):
+        got, way = run(db, sql)
+        assert got == want
+        ways.append(way)
+    assert ways == expected_runs(device)
+    plan = db.explain(sql, analyze=True)
+    assert f"device work: {expected_runs(device)[-1]}" in plan
+    assert "[rows out 20,000]" in plan  # the fact scan's counters came back with the one read-back
+
+
+def test_operator_counts_and_times_of_a_steady_run_are_reported(device: str) -> None:
+    f, d = tables()
+    db = connect(device, f, d)
+    first = db.sql(STAR).metrics
+    for _ in range(3):
+        later = db.sql(STAR).metrics
+        assert later.device_run
+        for pid, pm in first.pipelines.items():
+            assert later.pipelines[pid].counters == pm.counters
+            assert later.pipelines[pid].kernel_seconds > 0
+
+
+def test_a_replay_notices_that_the_cache_dropped_its_columns(device: str) -> None:
+    f, d = tables()
+    db = connect(device, f, d)
+    want = duck(f, d, STAR)
+    for _ in range(3):
+        assert run(db, STAR)[0] == want
+    db.uncache("d")
+    got, way = run(db, STAR)
+    assert got == want and way == ""  # the dimension is read again, step by step
+    db.cache("d")
+    ways = []
+    for _ in range(3):
+        got, way = run(db, STAR)
+        assert got == want
+        ways.append(way)
+    assert ways == expected_runs(device)[1:]
+
+
+def test_new_data_under_the_same_name_is_never_answered_from_a_replay(device: str) -> None:
+    f, d = tables()
+    db = connect(device, f, d)
+    for _ in range(3):
+        run(db, STAR)
+    f2, d2 = tables(seed=5)
+    db.register_arrow("f", f2)
+    db.register_arrow("d", d2)
+    db.cache("f")
+    db.cache("d")
+    want = duck(f2, d2, STAR)
+    assert want != duck(f, d, STAR)
+    for _ in range(3):
+        assert run(db, STAR)[0] == want
+
+
+def test_a_steady_run_whose_sizes_fall_short_runs_again(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trusted aggregation sizes that no longer hold (as if the data had grown) overflow in
+    the steady run: its checks raise RunAgain and the plan runs again step by step."""
+    t = pa.table({"s": pa.array([f"text-{i:06d}" * 4 for i in range(5000)]), "v": pa.array(range(5000))})
+    db = penstock.connect(device=device, strict=True)
+    db.register_arrow("t", t)
+    db.cache("t")
+    sql = "SELECT s, sum(v) AS v FROM t GROUP BY s ORDER BY s"
+    want = sorted(t.column("s").to_pylist())
+    for _ in range(2):
+        assert db.sql(sql).to_arrow().column("s").to_pylist() == want
+    compiled = db.prepare(sql).compiled
+    (pipeline, sizes), = compiled.agg_sizes.items()
+    compiled.replay = None
+    compiled.agg_sizes[pipeline] = (10, 64)
+    runs = []
+    run_steps = Executor.run_steps
+    monkeypatch.setattr(Executor, "run_steps", lambda self, *a: runs.append(1) or run_steps(self, *a))
+    result = db.sql(sql)
+    assert result.to_arrow().column("s").to_pylist() == want
+    assert runs == [1] and result.metrics.device_run == ""
+    assert compiled.agg_sizes[pipeline][0] == sizes[0]  # relearnt: 5,000 groups
+
+
+def test_a_plan_that_must_read_back_mid_query_says_why_and_runs_step_by_step(device: str) -> None:
+    """100,000 groups are too many to read back whole with the status words."""
+    rng = np.random.default_rng(3)
+    t = pa.table({"g": pa.array(rng.permutation(100000)), "v": pa.array(rng.integers(0, 9, 100000))})
+    db = penstock.connect(device=device, strict=True)
+    db.register_arrow("t", t)
+    db.cache("t")
+    sql = "SELECT g, sum(v) AS v FROM t GROUP BY g ORDER BY g"
+    con = duckdb.connect()
+    con.register("t", t)
+    want = con.sql(sql).fetchall()
+    for _ in range(3):
+        result = db.sql(sql)
+        assert [tuple(r.values()) for r in result.to_arrow().to_pylist()] == want
+        assert result.metrics.device_run == ""
+    assert "too many to read back whole" in (db.prepare(sql).compiled.unsteady or "")
+
+
+def test_why_a_plan_cannot_run_steadily() -> None:
+    f, d = tables()
+    db = penstock.connect(device="cpu", strict=True)
+    db.register_arrow("f", f)
+    db.register_arrow("d", d)
+    db.sql(STAR)
+    compiled = db.prepare(STAR).compiled
+    assert unsteady(compiled, None, db._table) == "no column cache"
+    db.cache("f")
+    assert unsteady(compiled, db.executor.column_cache, db._table) == "table d is not in the column cache"
+    db.cache("d")
+    assert unsteady(compiled, db.executor.column_cache, db._table) is None
+
+
+@pytest.mark.gpu
+def test_threads_replaying_one_plan_get_their_own_answers() -> None:
+    """One thread replays the graph; others find it busy and run the plan the usual way."""
+    f, d = tables()
+    db = connect("gpu", f, d)
+    want = duck(f, d, STAR)
+    for _ in range(3):
+        run(db, STAR)
+    answers: list[Any] = []
+
+    def worker() -> None:
+        for _ in range(10):
+            answers.append(run(db, STAR)[0])
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(answers) == 40 and all(a == want for a in answers)
