@@ -60,6 +60,7 @@ class CudaBackend(Backend):
         self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
         self.artifact_suffix = f"-{self.arch}.cubin"
         self._capture_streams = threading.local()  # one capture stream per thread
+        self._capture_lock = threading.Lock()
         self._marks_work = True
 
     def set_memory_limit(self, limit: int | None) -> None:
@@ -131,20 +132,31 @@ class CudaBackend(Backend):
         return PinnedReadback(self, arrays)
 
     # -- graphs -------------------------------------------------------------------------------
-    def begin_capture(self) -> "GraphCapture":
+    def begin_capture(self) -> "GraphCapture | None":
         """Record this thread's device work from now on into a CUDA graph instead of running
-        it (end_capture returns the graph). Work queued earlier finishes first, so the graph
-        may read whatever it wrote."""
-        self.device.synchronize()
-        capture = GraphCapture(self)
-        capture.stream.begin_capture()
+        it (end_capture returns the graph); None while another thread is capturing (one at a
+        time). Nothing waits: the graph is launched on the current stream, after whatever
+        was queued there before. (A device-wide synchronisation would also be illegal while
+        another thread captures.)"""
+        if not self._capture_lock.acquire(blocking=False):
+            return None
+        try:
+            capture = GraphCapture(self)
+        except BaseException:
+            self._capture_lock.release()
+            raise
+        try:
+            capture.stream.begin_capture()
+        except BaseException:
+            self._close_capture(capture)
+            raise
         return capture
 
     def end_capture(self, capture: "GraphCapture") -> Any:
         try:
             return capture.stream.end_capture()
         finally:
-            capture.close()
+            self._close_capture(capture)
 
     def abort_capture(self, capture: "GraphCapture") -> None:
         """End a capture that went wrong; nothing it recorded runs."""
@@ -154,7 +166,13 @@ class CudaBackend(Backend):
         except Exception:  # an invalidated capture ends with an error, which says nothing new
             pass
         finally:
+            self._close_capture(capture)
+
+    def _close_capture(self, capture: "GraphCapture") -> None:
+        try:
             capture.close()
+        finally:
+            self._capture_lock.release()
 
     def launch_graph(self, graph: Any) -> None:
         graph.launch(stream=self.cp.cuda.get_current_stream())

@@ -29,8 +29,10 @@ from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
 from penstock.exec.steady_runs import run_steady, unsteady
+from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
-                                    MaterializeSink, PhysicalPlan, RunPipeline, SortBuffer, host_buffers)
+                                    MaterializeSink, PhysicalPlan, Pipeline, RunPipeline, SortBuffer,
+                                    TableSource, host_buffers)
 from penstock.plan.types import Kind
 
 
@@ -120,6 +122,8 @@ class Executor:
             table = compiled.replay.replay(self, compiled, metrics, check)
             if table is not None:
                 return table
+            if compiled.replay is not None:  # another thread is replaying it: do not record another
+                return self.run_steps(compiled, metrics, check, limit)
         if compiled.unsteady is None and unsteady(compiled, self.column_cache, self.open_table) is None:
             table = run_steady(self, compiled, metrics, check, limit)
             if table is not None:
@@ -130,12 +134,43 @@ class Executor:
                   limit: int | None) -> pa.Table:
         store = BufferStore(compiled.plan.buffer_types, self.backend)
         ctx = self.context(compiled, store, check, limit)
-        for step in compiled.plan.steps:
-            if not in_table_step(step, ctx):
-                settle_now(self.backend, ctx.pending_fills)
-            self.step(step, compiled, ctx, metrics)
+        early = self.read_early(compiled, ctx, metrics)
+        try:
+            for step in compiled.plan.steps:
+                if not in_table_step(step, ctx):
+                    settle_now(self.backend, ctx.pending_fills)
+                self.step(step, compiled, ctx, metrics, early)
+        finally:
+            for runner in early.values():
+                runner.stop_reading()
         settle_now(self.backend, ctx.pending_fills)
         return self.result(compiled.plan, store)
+
+    def read_early(self, compiled: CompiledPlan, ctx: PipelineContext,
+                   metrics: QueryMetrics) -> dict[int, PipelineRunner]:
+        """The query's last scan of a table that the column cache does not hold starts
+        reading at once, so the drive keeps working while the pipelines before it (the
+        dimensions of a star join) run. Only without a memory cap: what is read ahead waits
+        in device memory."""
+        if ctx.memory_limit is not None:
+            return {}
+        scans = [s.pipeline for s in compiled.plan.steps if isinstance(s, RunPipeline)]
+        tables = [p for p in scans[1:] if isinstance(p.source, TableSource) and not (
+            self.column_cache is not None and
+            self.column_cache.holds(table_key(self.open_table(p.source.table)), p.source.names))]
+        if not tables:
+            return {}
+        runner = self.runner(tables[-1], compiled, ctx, metrics)
+        runner.read_early()
+        return {tables[-1].id: runner}
+
+    def runner(self, p: Pipeline, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> PipelineRunner:
+        kernel, kc = compiled.pipelines[p.id]
+        pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, self.backend.describe(), kernel.counters))
+        pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
+        return PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
+                              compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
+                              compiled.finalize_bindings.get(p.id))
 
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
                 limit: int | None) -> PipelineContext:
@@ -143,11 +178,13 @@ class Executor:
                                memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check,
                                host_buffers=compiled.host_buffers)
 
-    def step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> None:
-        """One step, after the query's check; running out of device memory names the step."""
+    def step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics,
+             early: dict[int, PipelineRunner] | None = None) -> None:
+        """One step, after the query's check; running out of device memory names the step.
+        `early`: runners of pipelines whose reading has started (read_early)."""
         ctx.check()
         try:
-            self.run_step(step, compiled, ctx, metrics)
+            self.run_step(step, compiled, ctx, metrics, early or {})
         except self.backend.out_of_memory as e:
             raise QueryError(f"{step_name(step, compiled.plan)} ran out of device memory "
                              f"({_limit_text(self.backend)}): {e}", OUT_OF_MEMORY) from e
@@ -158,15 +195,13 @@ class Executor:
             plan.result_columns != list(range(result.num_columns)) else result
         return result.rename_columns(plan.names)
 
-    def run_step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> None:
+    def run_step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics,
+                 early: dict[int, PipelineRunner]) -> None:
         be, store = self.backend, ctx.store
         device = be.describe()
         started = time.perf_counter()
         if isinstance(step, RunPipeline):
             p = step.pipeline
-            kernel, kc = compiled.pipelines[p.id]
-            pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, device, kernel.counters))
-            pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] in compiled.direct_ranges:
                 lo, hi = compiled.direct_ranges[fills[0]]
@@ -175,9 +210,7 @@ class Executor:
                 if kept is not None:
                     fill.table, fill.build = kept
                 ctx.direct_fills[fills[0]] = fill
-            runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
-                                    compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
-                                    compiled.finalize_bindings.get(p.id))
+            runner = early.get(p.id) or self.runner(p, compiled, ctx, metrics)
             compiled.bindings[p.id] = runner.binding
             runner.run()
             if runner.finalize_binding is not None:

@@ -22,7 +22,7 @@ from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.skipping import skip_predicates
 from penstock.io.device_reader import ArrowDeviceReader
-from penstock.io.prefetch import prefetch
+from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.plan.types import Kind, to_arrow
@@ -80,6 +80,7 @@ class PipelineRunner:
         self.status: Any = None
         self.expected = expected  # (groups, arena bytes) an earlier run of the same plan needed
         self.seen: tuple[int, int] | None = None
+        self.early: ReadAhead[Batch] | None = None  # the source's reading, started ahead of time
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
@@ -90,6 +91,9 @@ class PipelineRunner:
     def source_batches(self) -> Iterator[Batch]:
         source = self.p.source
         if isinstance(source, TableSource):
+            if self.early is not None:
+                yield from self.early
+                return
             cached = self.cached_batch()
             if cached is not None:  # the whole table, already on the device: one batch
                 yield cached
@@ -105,6 +109,17 @@ class PipelineRunner:
                 yield arrow_to_batch(self.be, source.table, source.types)
         elif isinstance(source, UnmatchedBuildSource):
             yield self.ctx.joins[source.join].batch
+
+    def read_early(self) -> None:
+        """Start reading the source table now, while the steps before this pipeline run."""
+        source = self.p.source
+        assert isinstance(source, TableSource)
+        reader = self.ctx.open_table(source.table)
+        self.early = ReadAhead(lambda: self.read_table(reader, source))
+
+    def stop_reading(self) -> None:
+        if self.early is not None:
+            self.early.close()
 
     def cached_batch(self) -> Batch | None:
         """The whole source table as one batch, when the column cache holds what it reads."""

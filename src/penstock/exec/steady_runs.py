@@ -185,7 +185,8 @@ def run_steady(ex: Any, compiled: Any, metrics: QueryMetrics, check: Callable[[]
     metrics.device_run = "one CUDA graph, recorded"
     be.launch_graph(graph)
     table = run.finish(ex, compiled, metrics)
-    if capture is not None and capture.kept_bytes <= MAX_REPLAY_BYTES:
+    assert capture is not None
+    if capture.kept_bytes <= MAX_REPLAY_BYTES:
         sources = [(t, names, [weakref.ref(c) for c in columns]) for t, names, columns in ctx.cached_reads]
         compiled.replay = Replay(graph, run, pipelines, steps, sources, capture.kept)
     return table

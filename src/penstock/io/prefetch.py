@@ -3,53 +3,69 @@
 With a depth of two, three things are in flight at once, as the out-of-core GPU sort
 literature pipelines them: the thread reads batch k+2 from storage into pinned memory and
 copies batch k+1 to the device (on its own CUDA stream) while batch k is in its kernel.
+A query can also start reading its largest table before the pipelines that precede it run
+(`ReadAhead` made early, exec/executor.py), so the drive never waits on the small ones.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 _DONE = object()
 
 
-def prefetch(make: Callable[[], Iterator[T]], depth: int = 2) -> Iterator[T]:
-    """Items of make()'s iterator, produced by a background thread up to `depth` ahead.
-    An exception in the producer is raised in the consumer; stopping early stops it."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+class ReadAhead(Generic[T]):
+    """Items of make()'s iterator, produced by a background thread started now, up to
+    `depth` ahead. An exception in the producer is raised in the consumer. `close` stops
+    the thread (call it also when the items are never consumed)."""
 
-    def produce() -> None:
+    def __init__(self, make: Callable[[], Iterator[T]], depth: int = 2):
+        self.queue: queue.Queue = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+        self.make = make
+        self.worker = threading.Thread(target=self.produce, name="penstock-prefetch", daemon=True)
+        self.worker.start()
+
+    def produce(self) -> None:
         try:
-            for item in make():
-                while not stop.is_set():
+            for item in self.make():
+                while not self.stop.is_set():
                     try:
-                        q.put(item, timeout=0.1)
+                        self.queue.put(item, timeout=0.1)
                         break
                     except queue.Full:
                         continue
-                if stop.is_set():
+                if self.stop.is_set():
                     return
-            q.put(_DONE)
+            self.queue.put(_DONE)
         except BaseException as e:  # handed to the consumer
-            q.put(e)
+            self.queue.put(e)
 
-    worker = threading.Thread(target=produce, name="penstock-prefetch", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while worker.is_alive():
+    def __iter__(self) -> Iterator[T]:
+        try:
+            while True:
+                item = self.queue.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        while self.worker.is_alive():
             try:
-                q.get_nowait()
+                self.queue.get_nowait()
             except queue.Empty:
-                worker.join(timeout=0.05)
+                self.worker.join(timeout=0.05)
+
+
+def prefetch(make: Callable[[], Iterator[T]], depth: int = 2) -> Iterator[T]:
+    """Items of make()'s iterator, produced by a background thread (started on the first
+    item asked for) up to `depth` ahead; stopping early stops it."""
+    yield from ReadAhead(make, depth)
