@@ -162,6 +162,14 @@ class Backend(ABC):
         """Start moving `arrays` to the host; the result's `wait` finishes."""
         return Readback(self, arrays)
 
+    def mark(self, capture: Any = None) -> Any:
+        """A point in the device's work (None where launches are synchronous: host timers
+        already time them); seconds_between two marks is the device time between them."""
+        return None
+
+    def seconds_between(self, start: Any, end: Any) -> float | None:
+        return None
+
     def scalar(self, array: Any, index: int = 0) -> Any:
         """One element of a device array, as a Python number."""
         return self.to_host(array[index:index + 1])[0].item()

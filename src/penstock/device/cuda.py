@@ -177,12 +177,15 @@ class CudaBackend(Backend):
     def launch_graph(self, graph: Any) -> None:
         graph.launch(stream=self.cp.cuda.get_current_stream())
 
-    def mark(self, capture: "GraphCapture | None") -> Any:
-        """An event recorded as a node of the capture's graph, to time the steps between
-        marks once the graph has run (None without a capture, or if the driver refuses)."""
-        if capture is None or not self._marks_work:
-            return None
+    def mark(self, capture: "GraphCapture | None" = None) -> Any:
+        """An event on the current stream, or recorded as a node of the capture's graph (to
+        time the steps between marks once the graph has run; None if the driver refuses)."""
         event = self.cp.cuda.Event()
+        if capture is None:
+            event.record()
+            return event
+        if not self._marks_work:
+            return None
         try:
             from cuda.bindings import runtime as cudart
 

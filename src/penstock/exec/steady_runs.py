@@ -80,7 +80,7 @@ class SteadyRun:
     fills: list[PendingFill]
     deferred: list[Deferred]
     readback: Any
-    marks: list[Any]  # events between device steps (graph nodes), or Nones
+    marks: list[Any]  # events between device steps (graph nodes on the GPU), or Nones
     store: BufferStore
 
     def finish(self, ex: Any, compiled: Any, metrics: QueryMetrics) -> pa.Table:
@@ -160,9 +160,9 @@ def run_steady(ex: Any, compiled: Any, metrics: QueryMetrics, check: Callable[[]
     marks: list[Any] = []
     try:
         for step in device:
-            marks.append(be.mark(capture) if capture is not None else None)
+            marks.append(be.mark(capture))
             ex.step(step, compiled, ctx, metrics)
-        marks.append(be.mark(capture) if capture is not None else None)
+        marks.append(be.mark(capture))
         fills = list(ctx.pending_fills)
         readback = be.readback(statuses(fills) + [a for d in ctx.deferred for a in d.arrays])
         graph = be.end_capture(capture) if capture is not None else None

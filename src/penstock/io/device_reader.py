@@ -184,8 +184,9 @@ class ArrowDeviceReader:
             for p in pieces:
                 if p.part == "ones":
                     target[p.target:p.target + p.size] = 0xFF
-        jobs = [(p.offset + off, min(CHUNK, p.size - off), p.target + off)
-                for p in pieces if p.part != "ones" for off in range(0, p.size, CHUNK)]
+        # in file order: the requests in flight at any moment lie close together on the drive
+        jobs = sorted((p.offset + off, min(CHUNK, p.size - off), p.target + off)
+                      for p in pieces if p.part != "ones" for off in range(0, p.size, CHUNK))
         try:
             read_ranges(be, fd, jobs, target, self.mode == "direct", self.threads)
         except FileError as e:
