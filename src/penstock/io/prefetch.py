@@ -9,12 +9,15 @@ A query can also start reading its largest table before the pipelines that prece
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from typing import Callable, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 _DONE = object()
+# batches a reader may run ahead of its kernels (PENSTOCK_READ_AHEAD overrides it, for tuning)
+DEPTH = int(os.environ.get("PENSTOCK_READ_AHEAD", "2"))
 
 
 class ReadAhead(Generic[T]):
@@ -22,7 +25,7 @@ class ReadAhead(Generic[T]):
     `depth` ahead. An exception in the producer is raised in the consumer. `close` stops
     the thread (call it also when the items are never consumed)."""
 
-    def __init__(self, make: Callable[[], Iterator[T]], depth: int = 2):
+    def __init__(self, make: Callable[[], Iterator[T]], depth: int = DEPTH):
         self.queue: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
         self.make = make
@@ -65,7 +68,7 @@ class ReadAhead(Generic[T]):
                 self.worker.join(timeout=0.05)
 
 
-def prefetch(make: Callable[[], Iterator[T]], depth: int = 2) -> Iterator[T]:
+def prefetch(make: Callable[[], Iterator[T]], depth: int = DEPTH) -> Iterator[T]:
     """Items of make()'s iterator, produced by a background thread (started on the first
     item asked for) up to `depth` ahead; stopping early stops it."""
     yield from ReadAhead(make, depth)
