@@ -199,3 +199,32 @@ def test_threads_replaying_one_plan_get_their_own_answers() -> None:
     for th in threads:
         th.join()
     assert len(answers) == 40 and all(a == want for a in answers)
+
+
+class Kept:
+    """Stands for a Replay in the budget's bookkeeping: only its size matters there."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+
+def test_kept_graphs_stay_within_their_memory_budget() -> None:
+    """Graphs hold device memory: an executor keeps them within an eighth of its memory cap,
+    dropping those kept longest; running out of memory drops them all."""
+    db = penstock.connect(device="cpu", strict=True, gpu_memory_limit=800)
+    ex = db.executor
+    f, d = tables()
+    db.register_arrow("f", f)
+    db.register_arrow("d", d)
+    plans = [db.prepare(sql).compiled for sql in (STAR, TOTAL, TOP)]
+    graphs = [Kept(40), Kept(40), Kept(40)]
+    for plan, graph in zip(plans, graphs):
+        ex.keep_replay(plan, graph)
+    # 100 bytes of budget: the third graph pushed out the first
+    assert [p.replay for p in plans] == [None, graphs[1], graphs[2]]
+    too_big = Kept(101)
+    ex.keep_replay(plans[0], too_big)
+    assert plans[0].replay is None
+    assert ex.drop_replays() is True
+    assert [p.replay for p in plans] == [None, None, None]
+    assert ex.drop_replays() is False

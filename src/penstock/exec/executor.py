@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -34,6 +37,9 @@ from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery,
                                     MaterializeSink, PhysicalPlan, Pipeline, RunPipeline, SortBuffer,
                                     TableSource, host_buffers)
 from penstock.plan.types import Kind
+
+
+REPLAY_BYTES = 1 << 30  # device memory all kept CUDA graphs of one connection may hold
 
 
 @dataclass
@@ -93,6 +99,9 @@ class Executor:
         self.open_table = open_table
         self.memory_limit = memory_limit
         self.column_cache: Any = None  # set when the connection caches columns
+        # plans whose CUDA graphs are kept: id -> (plan, graph, device bytes), oldest first
+        self._replays: OrderedDict[int, tuple[weakref.ref[Any], weakref.ref[Any], int]] = OrderedDict()
+        self._replays_lock = threading.Lock()
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
             check: Callable[[], None] | None = None, memory_limit: int | None = None) -> pa.Table:
@@ -103,6 +112,12 @@ class Executor:
         check = check or (lambda: None)
         try:
             return self.run_once(compiled, metrics, check, limit)
+        except QueryError as e:  # out of memory with graphs kept: drop them and try once more
+            if e.sqlstate != OUT_OF_MEMORY or not self.drop_replays():
+                raise
+            metrics.pipelines.clear()
+            metrics.steps.clear()
+            return self.run_steps(compiled, metrics, check, limit)
         except RunAgain as stale:  # built and sized the ordinary way this time
             compiled.replay = None
             metrics.device_run = ""
@@ -129,6 +144,40 @@ class Executor:
             if table is not None:
                 return table
         return self.run_steps(compiled, metrics, check, limit)
+
+    def keep_replay(self, compiled: CompiledPlan, replay: Any) -> None:
+        """Keep a plan's CUDA graph (exec/steady_runs.py) while the graphs kept fit a budget
+        of device memory (REPLAY_BYTES, at most an eighth of a memory cap); the graphs kept
+        longest are dropped first. Graphs hold their maps, tables and outputs."""
+        budget = REPLAY_BYTES if self.memory_limit is None else min(REPLAY_BYTES, self.memory_limit // 8)
+        if replay.nbytes > budget:
+            return
+        compiled.replay = replay
+        with self._replays_lock:
+            self._replays.pop(id(compiled), None)
+            self._replays[id(compiled)] = (weakref.ref(compiled), weakref.ref(replay), replay.nbytes)
+            total = sum(n for _, r, n in self._replays.values() if r() is not None)
+            while total > budget and self._replays:
+                _, (plan_ref, graph_ref, n) = self._replays.popitem(last=False)
+                plan, graph = plan_ref(), graph_ref()
+                if graph is None:
+                    continue
+                total -= n
+                if plan is not None and plan.replay is graph:
+                    plan.replay = None
+
+    def drop_replays(self) -> bool:
+        """Drop every kept graph (their memory goes back to the pool); whether there were any."""
+        with self._replays_lock:
+            entries = list(self._replays.values())
+            self._replays.clear()
+        dropped = False
+        for plan, kept, _ in entries:
+            p = plan()
+            if p is not None and kept() is not None and p.replay is kept():
+                p.replay = None
+                dropped = True
+        return dropped
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                   limit: int | None) -> pa.Table:

@@ -36,9 +36,6 @@ from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, MaterializeSink,
                                     RunPipeline, TableSource)
 
-MAX_REPLAY_BYTES = 256 << 20  # device memory one kept graph may hold (its maps, tables, outputs)
-
-
 def graphs_enabled() -> bool:
     """PENSTOCK_GRAPHS=0 runs steady plans without capturing graphs (for comparisons)."""
     return os.environ.get("PENSTOCK_GRAPHS", "1") != "0"
@@ -113,6 +110,7 @@ class Replay:
     steps: list[StepMetrics]
     sources: list[tuple[str, list[str], list[weakref.ref[Any]]]]
     kept: list[Any]
+    nbytes: int  # device memory `kept` holds
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def columns(self, ex: Any) -> list[Any] | None:
@@ -186,9 +184,8 @@ def run_steady(ex: Any, compiled: Any, metrics: QueryMetrics, check: Callable[[]
     be.launch_graph(graph)
     table = run.finish(ex, compiled, metrics)
     assert capture is not None
-    if capture.kept_bytes <= MAX_REPLAY_BYTES:
-        sources = [(t, names, [weakref.ref(c) for c in columns]) for t, names, columns in ctx.cached_reads]
-        compiled.replay = Replay(graph, run, pipelines, steps, sources, capture.kept)
+    sources = [(t, names, [weakref.ref(c) for c in columns]) for t, names, columns in ctx.cached_reads]
+    ex.keep_replay(compiled, Replay(graph, run, pipelines, steps, sources, capture.kept, capture.kept_bytes))
     return table
 
 
