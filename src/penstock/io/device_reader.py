@@ -17,7 +17,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -157,21 +157,41 @@ class ArrowDeviceReader:
 
     # -- reading ------------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[Batch, int]]:
-        """Device batches of the referenced columns, and the bytes each cost to read."""
+        """Device batches of the referenced columns, and the bytes each cost to read.
+
+        The next batch's reads are queued before a batch is handed out, so I/O threads that
+        finish their share of one batch go straight on to the next: no thread idles while
+        the slowest read of a batch completes."""
         fd = os.open(self.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if self.mode == "direct" else 0))
+        started: list[tuple[list[pa.RecordBatch], list[_Piece], Any, list[dict[str, Any]], list[Future]]] = []
         try:
             for run in self.groups():
                 pieces, size, layout = self.plan(run)
-                staging = self._read(fd, pieces, size)
-                yield self._batch(run, staging, layout), sum(p.size for p in pieces if p.part != "ones")
+                started.append((run, pieces, *self._start(fd, pieces, size, layout)))
+                if len(started) > 1:
+                    yield self._finish(*started.pop(0))
+            while started:
+                yield self._finish(*started.pop(0))
         finally:
+            for *_, futures in started:  # reads still writing into buffers: let them end first
+                wait_ranges(futures, quiet=True)
             os.close(fd)
 
-    def _read(self, fd: int, pieces: list[_Piece], size: int) -> Any:
-        """The pieces, laid out in one device array of `size` bytes."""
+    def _finish(self, run: list[pa.RecordBatch], pieces: list[_Piece], staging: Any,
+                layout: list[dict[str, Any]], futures: list[Future]) -> tuple[Batch, int]:
+        try:
+            wait_ranges(futures)
+        except FileError as e:
+            raise FileError(f"could not read Arrow file {self.path}: {e.message}", str(self.path)) from e
+        return self._batch(run, staging, layout), sum(p.size for p in pieces if p.part != "ones")
+
+    def _start(self, fd: int, pieces: list[_Piece], size: int,
+               layout: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]], list[Future]]:
+        """Queue the reads of the pieces into one device array of `size` bytes: (the array,
+        its layout, the I/O threads' futures)."""
         be = self.backend
         if self.mode == "kvikio" and be.name == "gpu":
-            return self._read_kvikio(pieces, size)
+            return self._read_kvikio(pieces, size), layout, []
         if be.name == "gpu":
             with self.stream:
                 target = be.xp.empty(size, dtype=np.uint8)
@@ -187,11 +207,7 @@ class ArrowDeviceReader:
         # in file order: the requests in flight at any moment lie close together on the drive
         jobs = sorted((p.offset + off, min(CHUNK, p.size - off), p.target + off)
                       for p in pieces if p.part != "ones" for off in range(0, p.size, CHUNK))
-        try:
-            read_ranges(be, fd, jobs, target, self.mode == "direct", self.threads)
-        except FileError as e:
-            raise FileError(f"could not read Arrow file {self.path}: {e.message}", str(self.path)) from e
-        return target
+        return target, layout, start_ranges(be, fd, jobs, target, self.mode == "direct", self.threads)
 
     def _read_kvikio(self, pieces: list[_Piece], size: int) -> Any:
         import kvikio
@@ -239,12 +255,30 @@ def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
     `target`. The backend's long-lived I/O threads split the ranges; on a GPU each thread
     reads into its own pinned buffer and copies it up on its own stream, so 16 reads and
     copies are in flight at once, as in the host ceiling the benchmark measures."""
+    wait_ranges(start_ranges(backend, fd, jobs, target, direct, threads))
+
+
+def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
+                 threads: int = IO_THREADS) -> list[Future]:
+    """read_ranges without waiting: the futures of the I/O threads' shares (wait_ranges)."""
     if not jobs:
-        return
+        return []
     workers = min(threads, len(jobs))
     pool = _io_pool(backend, threads)
-    list(pool.map(lambda share: _read_share(backend, fd, share, target, direct), [jobs[k::workers]
-                                                                                  for k in range(workers)]))
+    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
+
+
+def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
+    """Wait for every share, even after one failed (none may still write into the target
+    when the caller moves on); then raise the first failure unless `quiet`."""
+    failure: BaseException | None = None
+    for future in futures:
+        try:
+            future.result()
+        except BaseException as e:
+            failure = failure or e
+    if failure is not None and not quiet:
+        raise failure
 
 
 def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
