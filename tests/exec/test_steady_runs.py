@@ -228,3 +228,48 @@ def test_kept_graphs_stay_within_their_memory_budget() -> None:
     assert ex.drop_replays() is True
     assert [p.replay for p in plans] == [None, None, None]
     assert ex.drop_replays() is False
+
+
+def test_running_out_of_memory_with_graphs_kept_drops_them_and_runs_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from penstock.errors import OUT_OF_MEMORY, QueryError
+
+    f, d = tables()
+    db = connect("cpu", f, d)
+    want = duck(f, d, STAR)
+    other = db.prepare(TOTAL).compiled
+    db.executor.keep_replay(other, Kept(10))
+    run_once = Executor.run_once
+    calls = []
+
+    def out_of_memory_once(self: Executor, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise QueryError("pipeline 1 ran out of device memory", OUT_OF_MEMORY)
+        return run_once(self, *args)
+
+    monkeypatch.setattr(Executor, "run_once", out_of_memory_once)
+    assert run(db, STAR)[0] == want  # the kept graph was dropped and the query ran again
+    assert other.replay is None
+    with pytest.raises(QueryError) as err:  # with nothing left to drop, the error stands
+        calls.clear()
+        monkeypatch.setattr(Executor, "run_steps", lambda *a: (_ for _ in ()).throw(AssertionError("no retry")))
+        db.sql(STAR)
+    assert err.value.sqlstate == OUT_OF_MEMORY
+
+
+@pytest.mark.gpu
+def test_dropping_kept_graphs_gives_their_memory_back() -> None:
+    import gc
+
+    f, d = tables()
+    db = connect("gpu", f, d)
+    for _ in range(3):
+        run(db, STAR)
+    compiled = db.prepare(STAR).compiled
+    assert compiled.replay is not None and compiled.replay.nbytes > 0
+    held = compiled.replay.nbytes
+    before = db.backend.bytes_in_use()
+    assert db.executor.drop_replays() is True
+    gc.collect()
+    assert db.backend.bytes_in_use() <= before - held
+    assert run(db, STAR)[0] == duck(f, d, STAR)
