@@ -19,7 +19,7 @@ from typing import Any
 import penstock
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-from penstock.exec import steady_runs
+from penstock.exec import deferred, executor, materialize_state, steady_runs
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 
@@ -46,6 +46,11 @@ def main(data: str, names: list[str]) -> None:
     timed(type(db.backend), "launch_graph", "  graph launch")
     timed(readback, "wait", "  wait for the device + copy out")
     timed(steady_runs.SteadyRun, "finish", "  finish (wait, checks, host steps)")
+    timed(deferred.AggregateFinish, "__call__", "    aggregation's checks and groups")
+    timed(materialize_state.MaterializeState, "collect", "      groups put together")
+    timed(deferred, "buffer_to_arrow", "      as an Arrow table")
+    timed(executor.Executor, "sort", "    sort")
+    timed(executor.Executor, "result", "    result")
     for name in names:
         sql = SSB_QUERIES[name]
         for _ in range(3):
@@ -68,6 +73,7 @@ def main(data: str, names: list[str]) -> None:
             db.sql(sql)
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(22)
+        print(db.explain(sql, analyze=True))
 
 
 if __name__ == "__main__":

@@ -135,10 +135,11 @@ class Replay:
                 compiled.replay = None
                 return None
             check()
+            ex.backend.launch_graph(self.graph)
+            # while the device works: the metrics as the capture left them
             metrics.pipelines.update({k: replace(v) for k, v in self.pipelines.items()})
             metrics.steps.extend(replace(s) for s in self.steps)
             metrics.device_run = "one CUDA graph, replayed"
-            ex.backend.launch_graph(self.graph)
             return self.run.finish(ex, compiled, metrics)
         finally:
             self.lock.release()
