@@ -9,7 +9,7 @@ arrays to read back and the object that checks and uses them once they are on th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -23,29 +23,6 @@ ERR_TABLE_FULL = 4  # kernels/xpu.h
 
 class NotSteady(Exception):
     """This run cannot go without reading back mid-query; it runs the usual way instead."""
-
-
-class Finish(Protocol):
-    pipeline: int
-
-    def __call__(self, host: list[np.ndarray], metrics: QueryMetrics, store: BufferStore) -> tuple[int, int]: ...
-
-
-@dataclass
-class Deferred:
-    arrays: list[Any]  # device arrays, read back with the run's one transfer
-    finish: Finish  # what checks and uses their host copies
-
-
-def launch_code(words: np.ndarray, trusted: bool, pipeline: int, label: str) -> int:
-    """A launch's error code from its status words; a full table under trusted sizes means
-    the data changed since they were learnt (RunAgain), another error is the query's."""
-    code = int(words[0]) & 0xFFFFFFFF
-    if code == ERR_TABLE_FULL and trusted:
-        raise RunAgain(pipelines=[pipeline])
-    if code and code != ERR_TABLE_FULL:
-        raise kernel_error(code, label)
-    return code
 
 
 @dataclass
@@ -65,7 +42,11 @@ class AggregateFinish:
 
     def __call__(self, host: list[np.ndarray], metrics: QueryMetrics, store: BufferStore) -> tuple[int, int]:
         words, counts, err, status, *copies = host
-        launch_code(words, True, self.pipeline, self.label)
+        code = int(words[0]) & 0xFFFFFFFF
+        if code == ERR_TABLE_FULL:  # the trusted sizes fell short: the data changed
+            raise RunAgain(pipelines=[self.pipeline])
+        if code:
+            raise kernel_error(code, self.label)
         metrics.pipelines[self.pipeline].add_counters(words[1:1 + self.counters])
         self.aggregate.seen_counts = counts
         seen = self.aggregate.sizes()
@@ -76,3 +57,9 @@ class AggregateFinish:
             raise RunAgain(pipelines=[self.pipeline])
         store.put_host(self.buffer, buffer_to_arrow(self.state.backend, [out], self.types))
         return seen
+
+
+@dataclass
+class Deferred:
+    arrays: list[Any]  # device arrays, read back with the run's one transfer
+    finish: AggregateFinish  # what checks and uses their host copies

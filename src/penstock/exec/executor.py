@@ -115,19 +115,14 @@ class Executor:
         except QueryError as e:  # out of memory with graphs kept: drop them and try once more
             if e.sqlstate != OUT_OF_MEMORY or not self.drop_replays():
                 raise
-            metrics.pipelines.clear()
-            metrics.steps.clear()
-            return self.run_steps(compiled, metrics, check, limit)
         except RunAgain as stale:  # built and sized the ordinary way this time
             compiled.replay = None
-            metrics.device_run = ""
             for join in stale.joins:
                 compiled.direct_ranges.pop(join, None)
             for pipeline in stale.pipelines:
                 compiled.agg_sizes.pop(pipeline, None)
-            metrics.pipelines.clear()
-            metrics.steps.clear()
-            return self.run_steps(compiled, metrics, check, limit)
+        metrics.restart()
+        return self.run_steps(compiled, metrics, check, limit)
 
     def run_once(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                  limit: int | None) -> pa.Table:
@@ -158,26 +153,17 @@ class Executor:
             self._replays[id(compiled)] = (weakref.ref(compiled), weakref.ref(replay), replay.nbytes)
             total = sum(n for _, r, n in self._replays.values() if r() is not None)
             while total > budget and self._replays:
-                _, (plan_ref, graph_ref, n) = self._replays.popitem(last=False)
-                plan, graph = plan_ref(), graph_ref()
-                if graph is None:
-                    continue
-                total -= n
-                if plan is not None and plan.replay is graph:
-                    plan.replay = None
+                _, (plan, graph, n) = self._replays.popitem(last=False)
+                if graph() is not None:
+                    total -= n
+                    _forget(plan, graph)
 
     def drop_replays(self) -> bool:
         """Drop every kept graph (their memory goes back to the pool); whether there were any."""
         with self._replays_lock:
             entries = list(self._replays.values())
             self._replays.clear()
-        dropped = False
-        for plan, kept, _ in entries:
-            p = plan()
-            if p is not None and kept() is not None and p.replay is kept():
-                p.replay = None
-                dropped = True
-        return dropped
+        return any([_forget(plan, graph) for plan, graph, _ in entries])
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                   limit: int | None) -> pa.Table:
@@ -346,6 +332,15 @@ def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
     if named.num_columns and all(c.num_chunks == 1 for c in named.columns):
         named = named.to_batches()[0]
     return pc.sort_indices(named, sort_keys=sort_keys)
+
+
+def _forget(plan_ref: weakref.ref[Any], graph_ref: weakref.ref[Any]) -> bool:
+    """Drop a kept graph from its plan, if the plan still holds that graph."""
+    plan, graph = plan_ref(), graph_ref()
+    if plan is None or graph is None or plan.replay is not graph:
+        return False
+    plan.replay = None
+    return True
 
 
 def in_table_step(step: Any, ctx: PipelineContext) -> bool:

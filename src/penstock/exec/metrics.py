@@ -48,3 +48,9 @@ class QueryMetrics:
     plan_cache_hit: bool = False
     # how the device work ran when not step by step (exec/steady_runs.py)
     device_run: str = ""
+
+    def restart(self) -> None:
+        """Forget what a run that is being redone another way recorded."""
+        self.pipelines.clear()
+        self.steps.clear()
+        self.device_run = ""

@@ -198,8 +198,8 @@ class PipelineRunner:
         status words, read back together with the error and counters in one transfer."""
         if self.ctx.deferred is not None:
             raise NotSteady(f"pipeline {self.p.id} reads back what its launch wrote")
-        started = time.perf_counter()
         self.start(batch, state, aggregate)
+        started = time.perf_counter()
         # an aggregation's table counts, and pending in-table fills, come back in one transfer
         counts = [aggregate.counts] if aggregate is not None else []
         pending = self.ctx.pending_fills
@@ -214,10 +214,13 @@ class PipelineRunner:
         return code, words[1 + self.n_counters:]
 
     def start(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> None:
-        """Bind the kernel's parameters for `batch` and queue the launch (no waiting)."""
+        """Bind the kernel's parameters for `batch` and queue the launch (no waiting); its
+        time counts as kernel time (a synchronous CPU launch is the kernel's whole run)."""
+        started = time.perf_counter()
         ctx = self.bind_context
         ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
         self.be.launch(self.compiled, batch.length, self.binding(ctx))
+        self.metrics.kernel_seconds += time.perf_counter() - started
 
     def fresh_status(self, sink_words: int) -> Any:
         """One zeroed device array: [error flag | operator counters | the sink's words]."""
@@ -269,9 +272,7 @@ class PipelineRunner:
         self.metrics.cache_hits += len(fill.table.columns)
         self.metrics.cache_bytes += sum(c.nbytes for c in fill.table.columns)
         state.enter_table_rows(fill, self.fresh_status(state.status_words))
-        started = time.perf_counter()
         self.start(fill.table, state, None)
-        self.metrics.kernel_seconds += time.perf_counter() - started
         self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.p.id,  # type: ignore[union-attr]
                                                   self.status, self.metrics, self.n_counters,
                                                   self.p.label or f"pipeline {self.p.id}"))
@@ -337,9 +338,7 @@ class PipelineRunner:
         self.metrics.batches += 1
         agg.prepare(batch.length * self.fanout())
         self.fresh_status(0)
-        started = time.perf_counter()
         self.start(batch, None, agg)
-        self.metrics.kernel_seconds += time.perf_counter() - started
         types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
         state = MaterializeState(self.be, types, self.finalize)
         # the finaliser writes one row per group and copies each text from the arena

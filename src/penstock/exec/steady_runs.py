@@ -194,6 +194,5 @@ def _not_steady(be: Any, capture: Any, compiled: Any, metrics: QueryMetrics, rea
     if capture is not None:
         be.abort_capture(capture)
     compiled.unsteady = reason
-    metrics.pipelines.clear()
-    metrics.steps.clear()
+    metrics.restart()
     return None
