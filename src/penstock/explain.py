@@ -50,7 +50,8 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
         if pm.read_path and pm.bytes_read:
             out.append(f"    read path: {pm.read_path}")
         if pm.cache_hits:
-            out.append(f"    column cache: hit ({pm.cache_hits} columns, {pm.cache_bytes:,} bytes in device memory)")
+            encoded = f"; {pm.cache_dictionaries} text dictionary-encoded" if pm.cache_dictionaries else ""
+            out.append(f"    column cache: hit ({pm.cache_hits} columns, {pm.cache_bytes:,} bytes in device memory{encoded})")
     ops = [source_text(p.source)] + [op_text(op) for op in p.ops] + [sink_text(p.sink)]
     for i, text in enumerate(ops):
         rows = ""

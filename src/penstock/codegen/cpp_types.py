@@ -13,6 +13,7 @@ from penstock.plan.expr import BuildColumn, Call, Case, Cast, ColumnRef, Expr, L
 from penstock.plan.types import DataType, Kind
 
 STRVIEW = "xpu::StrView"
+KEY_TEXT = "xpu::KeyText"  # a text group key: a dictionary record's address, or the text
 SMALLTEXT = "xpu::SmallText"
 
 _SCALAR = {

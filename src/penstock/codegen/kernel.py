@@ -17,6 +17,9 @@ from penstock.device.base import KernelSpec
 # Parts of a column in Arrow layout, as kernel parameters.
 VALUES, VALIDITY, DATA, DICT_OFFSETS, DICT_DATA, STRIDE = (
     "values", "validity", "data", "dict_offsets", "dict_data", "stride")
+# Per dictionary entry of a column the column cache encoded: its text's record and hash
+# (io/dictionary.py); NULL pointers for any other column.
+DICT_RECORDS, DICT_HASHES = "dict_records", "dict_hashes"
 
 
 @dataclass(frozen=True)
@@ -167,12 +170,16 @@ HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_ca
 MIN_BLOCKS = int(os.environ.get("PENSTOCK_MIN_BLOCKS", "4") or 0)
 # Rows each GPU thread takes per tile (xpu.h's default when unset): for tuning experiments.
 ROWS_PER_THREAD = int(os.environ.get("PENSTOCK_ROWS_PER_THREAD", "0") or 0)
+# Tiles ahead that a GPU kernel asks into L2 (xpu.h's default when unset; 0: none).
+PREFETCH_TILES = os.environ.get("PENSTOCK_PREFETCH_TILES", "")
 
 
 def kernel_source(name: str, params: ParamTable, body: str) -> str:
     includes = "\n".join(f'#include "{h}"' for h in HEADERS)
     if ROWS_PER_THREAD:
         includes = f"#define XPU_ROWS_PER_THREAD {ROWS_PER_THREAD}\n{includes}"
+    if PREFETCH_TILES:
+        includes = f"#define XPU_PREFETCH_TILES {int(PREFETCH_TILES)}\n{includes}"
     if MIN_BLOCKS:
         includes = f"#define XPU_MIN_BLOCKS {MIN_BLOCKS}\n{includes}"
     return f"{includes}\n\nXPU_KERNEL void {name}(\n    {params.signature()}) {{\n{body}}}\n"

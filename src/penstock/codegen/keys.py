@@ -3,16 +3,20 @@
 Both sides of a join hash keys with these functions, so equal values of one type meet in
 the same slot. In aggregation tables each key is one 64-bit word: integers, dates,
 timestamps and decimals as int64, floats as normalised bits, text as a pointer to an
-arena record.
+arena record (or, for a group key from a dictionary the column cache made, to the
+dictionary entry's record: an xpu::KeyText).
 """
 
 from __future__ import annotations
 
+from penstock.codegen.cpp_types import KEY_TEXT
 from penstock.codegen.expr_gen import Val
 from penstock.plan.types import DataType, Kind
 
 
 def hash_value(v: Val) -> str:
+    if v.cpp == KEY_TEXT:
+        return f"{v.v}.hash"
     if v.type.kind is Kind.STRING:
         return f"xpu::hash_str({v.v})"
     if v.type.is_float:
@@ -44,6 +48,8 @@ def key_word(v: Val, arena_store: str | None = None) -> str:
 
 def word_equals(word: str, v: Val) -> str:
     """C++ test: table word `word` holds the same value as `v`."""
+    if v.cpp == KEY_TEXT:
+        return f"xpu::key_text_eq({word}, {v.v})"
     if v.type.kind is Kind.STRING:
         return f"xpu::str_eq(xpu::arena_text({word}), {v.v})"
     if v.type.is_float:

@@ -12,10 +12,10 @@ from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.expr_logic import equality
-from penstock.codegen.kernel import (CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
+from penstock.codegen.kernel import (BuildPart, CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
                                      ParamTable, RowCount, RowOffset, SinkPart, kernel_source)
 from penstock.codegen.pipeline_stages import queue_row, staged_body
-from penstock.codegen.row import load_build, load_input
+from penstock.codegen.row import ColumnParams, load_build, load_input, load_key_text
 from penstock.codegen.sink_aggregate import AggregateSinkGen
 from penstock.codegen.sink_materialize import enter_direct, write_row
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr, conjuncts
@@ -51,6 +51,23 @@ class PipelineGen:
         nullable = probe.build_nullable[e.index] if probe.build_nullable else True
         return load_build(g, e, probe.join, f"r{e.probe}", outer, nullable)
 
+    def key_text(self, e: Expr) -> Val | None:
+        """A text group key that is a scanned column or an inner join's build column, as an
+        xpu::KeyText (see hash_table.h); None for any other key."""
+        if e.type.kind is not Kind.STRING:
+            return None
+        if isinstance(e, ColumnRef):
+            nullable = self.p.source.nullable[e.index] if self.p.source.nullable else True
+            return load_key_text(self.g, ColumnParams(self.params, e.type, column=e.index), "i", nullable)
+        if isinstance(e, BuildColumn):
+            probe = self.probe_ops[e.probe]
+            if probe.kind is not JoinKind.INNER:
+                return None
+            nullable = probe.build_nullable[e.index] if probe.build_nullable else True
+            col = ColumnParams(self.params, e.type, BuildPart, join=probe.join, column=e.index)
+            return load_key_text(self.g, col, f"r{e.probe}", nullable)
+        return None
+
     def counter(self, k: int, label: str) -> str:
         """The ANALYZE counter of operator k (len(ops): the sink); index 0 counts rows in."""
         self.counter_names[k + 1] = label
@@ -61,7 +78,7 @@ class PipelineGen:
         sink = self.p.sink
         prologue: list[str] = []
         if isinstance(sink, AggregateSink):
-            self.agg = AggregateSinkGen(self.g, sink, layout_of(sink))
+            self.agg = AggregateSinkGen(self.g, sink, layout_of(sink), self.key_text)
             prologue = self.agg.prologue()
         ops = self.p.ops
         grouped = isinstance(sink, AggregateSink) and bool(sink.groups)

@@ -16,9 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from penstock.codegen.kernel import CodeWriter
-from penstock.plan.expr import BuildColumn, Expr, walk
+from penstock.codegen.row import ColumnParams
+from penstock.plan.expr import BuildColumn, ColumnRef, Expr, walk
 from penstock.plan.physical import FilterOp, Operator, ProbeOp
 from penstock.plan.rel import JoinKind
+from penstock.plan.types import Kind
 
 if TYPE_CHECKING:
     from penstock.codegen.pipeline_gen import PipelineGen
@@ -57,6 +59,15 @@ def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
     g.pop()
     out.close()
     out.line(f"if (!{found}) {reject};")
+
+
+def first_columns(gen: PipelineGen, first: Operator) -> list[str]:
+    """The value arrays of the fixed-width scanned columns the first operator reads for every
+    row: the ones worth asking into L2 a tile ahead (xpu::prefetch_tile)."""
+    exprs = [first.condition] if isinstance(first, FilterOp) else list(first.probe_keys)  # type: ignore[union-attr]
+    refs = {n.index: n for e in exprs for n in walk(e) if isinstance(n, ColumnRef)}
+    return [ColumnParams(gen.params, r.type, column=r.index).value_array() for _, r in sorted(refs.items())
+            if r.type.kind not in (Kind.STRING, Kind.BOOL, Kind.NULL, Kind.DECIMAL)]
 
 
 def queue_row(gen: PipelineGen, queue: str, count: str, cap: str) -> None:
@@ -131,6 +142,7 @@ def staged_body(gen: PipelineGen) -> list[str]:
         tail = [drain("qi", "qn[0]", "stage_c")]
     lines += [f"  XPU_TILES(base, {gen.n}) {{",
               f"    const bool done = XPU_TILES_DONE(base, {gen.n});",
+              *[f"    xpu::prefetch_tile({c}, {gen.row0}, base, {gen.n});" for c in first_columns(gen, first)],
               f"    XPU_TILE_ROWS(t, base, {gen.n}) {{",
               *stage_a,
               "    }",

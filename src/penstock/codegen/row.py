@@ -9,10 +9,10 @@ or dictionary indices.
 
 from __future__ import annotations
 
-from penstock.codegen.cpp_types import STORAGE, STRVIEW, scalar_type
+from penstock.codegen.cpp_types import KEY_TEXT, STORAGE, STRVIEW, scalar_type
 from penstock.codegen.expr_gen import ExprGen, Val
-from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_OFFSETS, STRIDE, VALIDITY, VALUES,
-                                     BuildPart, InputPart, ParamTable, Role)
+from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_HASHES, DICT_OFFSETS, DICT_RECORDS, STRIDE,
+                                     VALIDITY, VALUES, BuildPart, InputPart, ParamTable, Role)
 from penstock.plan.expr import BuildColumn, ColumnRef
 from penstock.plan.types import DataType, Kind
 
@@ -33,6 +33,17 @@ class ColumnParams:
     def validity(self) -> str:
         return self._get(VALIDITY, "const uint8_t*")
 
+    def value_array(self) -> str:
+        """The values parameter of a fixed-width column."""
+        return self._get(VALUES, f"const {STORAGE[self.type.kind]}*")
+
+    def key_text_at(self, row: str) -> str:
+        """A text column's value as a group key (xpu::KeyText)."""
+        parts = [self._get(VALUES, "const int32_t*"), self._get(DATA, "const uint8_t*"),
+                 self._get(DICT_OFFSETS, "const int32_t*"), self._get(DICT_DATA, "const uint8_t*"),
+                 self._get(DICT_RECORDS, "const uint64_t*"), self._get(DICT_HASHES, "const uint64_t*")]
+        return f"xpu::key_text({', '.join(parts)}, {row})"
+
     def value_at(self, row: str) -> str:
         t = self.type
         if t.kind is Kind.STRING:
@@ -41,7 +52,7 @@ class ColumnParams:
             dict_offsets = self._get(DICT_OFFSETS, "const int32_t*")
             dict_data = self._get(DICT_DATA, "const uint8_t*")
             return f"xpu::text_at({values}, {data}, {dict_offsets}, {dict_data}, {row})"
-        values = self._get(VALUES, f"const {STORAGE[t.kind]}*")
+        values = self.value_array()
         if t.kind is Kind.BOOL:
             return f"xpu::get_bit({values}, {row})"
         if t.kind is Kind.DECIMAL:
@@ -62,6 +73,18 @@ def load_build(g: ExprGen, e: BuildColumn, join: int, row: str, outer: bool = Tr
     """A build-side column at the matched row; `outer`: the row may be NULL_ROW."""
     col = ColumnParams(g.params, e.type, BuildPart, join=join, column=e.index)
     return _load(g, col, row, guard_missing=outer, nullable=nullable or outer)
+
+
+def load_key_text(g: ExprGen, col: ColumnParams, row: str, nullable: bool) -> Val:
+    """A text column at `row` as a group key: an xpu::KeyText, which for a column the column
+    cache dictionary-encoded is the entry's record, found without touching the text."""
+    v, n = g.fresh()
+    if not nullable:
+        g.out.line(f"const {KEY_TEXT} {v} = {col.key_text_at(row)};")
+        return Val(v, "false", col.type, KEY_TEXT)
+    g.out.line(f"const bool {n} = xpu::is_null({col.validity()}, {row});")  # a NULL's index may point anywhere
+    g.out.line(f"const {KEY_TEXT} {v} = {n} ? {KEY_TEXT}() : {col.key_text_at(row)};")
+    return Val(v, n, col.type, KEY_TEXT)
 
 
 def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool, nullable: bool) -> Val:

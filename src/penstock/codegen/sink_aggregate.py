@@ -11,12 +11,15 @@ finaliser raises 22003 if a total does not fit its type.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import (DISTINCT_WIDTH, GROUP_ID, AggLayout, MeasureState,
                                          partial_groups, partial_measures)
-from penstock.codegen.cpp_types import text_type
+from penstock.codegen.cpp_types import KEY_TEXT, text_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.kernel import CodeWriter, SinkPart
+from penstock.plan.expr import Expr
 from penstock.plan.physical import AggregateSink
 from penstock.plan.types import Kind
 
@@ -46,8 +49,10 @@ def initial_words(m: MeasureState) -> list[str]:
 
 
 class AggregateSinkGen:
-    def __init__(self, g: ExprGen, sink: AggregateSink, layout: AggLayout):
+    def __init__(self, g: ExprGen, sink: AggregateSink, layout: AggLayout,
+                 key_text: Callable[[Expr], Val | None] = lambda e: None):
         self.g = g
+        self.key_text = key_text  # a text group key read straight from a column, if it is one
         self.sink = sink
         self.layout = layout
         p = g.params
@@ -66,7 +71,8 @@ class AggregateSinkGen:
         arena = p.get(SinkPart("arena"), "uint8_t*", "ptr", "a")
         cursor = p.get(SinkPart("arena_cursor"), "uint64_t*", "ptr", "a")
         room = p.get(SinkPart("arena_capacity"), "uint64_t", "u64", "a")
-        return f"xpu::arena_store({arena}, {cursor}, {room}, {v.v}, {self.g.err})"
+        store = "xpu::key_text_store" if v.cpp == KEY_TEXT else "xpu::arena_store"
+        return f"{store}({arena}, {cursor}, {room}, {v.v}, {self.g.err})"
 
     def init_states(self, s: str) -> list[str]:
         """Statements giving every measure state in slot `s` its starting value."""
@@ -114,7 +120,7 @@ class AggregateSinkGen:
     # -- per row -------------------------------------------------------------------------------
     def row(self) -> None:
         g = self.g
-        keys = [g.compile(e) for e in self.sink.groups]
+        keys = [self.key_text(e) or g.compile(e) for e in self.sink.groups]
         args = [g.compile(m.call.arg) if m.call.arg is not None else None for m in self.layout.measures]
         if not self.layout.grouped:
             for i, (m, v) in enumerate(zip(self.layout.measures, args)):

@@ -154,6 +154,13 @@ class Backend(ABC):
     def zeros(self, count: int, dtype: Any = np.uint8) -> Any:
         return self.xp.zeros(max(count, 0), dtype=dtype)
 
+    def address(self, array: Any) -> int:
+        """Where an array's first element lies in the device's address space (kernels
+        follow such addresses: io/dictionary.py's records)."""
+        if isinstance(array, np.ndarray):
+            return int(array.ctypes.data)
+        return int(array.data.ptr)
+
     def to_host_many(self, arrays: list[Any]) -> list[np.ndarray]:
         """Several device arrays on the host (a backend may move them in one transfer)."""
         return [self.to_host(a) for a in arrays]

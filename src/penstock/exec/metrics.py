@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -22,6 +23,12 @@ class PipelineMetrics:
     read_path: str = ""  # how file bytes reached the device
     cache_hits: int = 0  # columns read from the device-resident column cache
     cache_bytes: int = 0
+    cache_dictionaries: int = 0  # of them, text the cache keeps dictionary-encoded
+
+    def count_cached(self, columns: list[Any]) -> None:
+        self.cache_hits += len(columns)
+        self.cache_bytes += sum(c.nbytes for c in columns)
+        self.cache_dictionaries += sum(c.dict_records is not None for c in columns)
 
     def add_counters(self, values: list[int]) -> None:
         if not self.counters:

@@ -128,8 +128,7 @@ class PipelineRunner:
         if cached is None:
             return None
         columns, rows = cached
-        self.metrics.cache_hits += len(columns)
-        self.metrics.cache_bytes += sum(c.nbytes for c in columns)
+        self.metrics.count_cached(columns)
         return Batch(columns, rows)
 
     def read_table(self, reader: Any, source: TableSource) -> Iterator[Batch]:
@@ -269,8 +268,7 @@ class PipelineRunner:
         read back later, with whatever the query reads back next."""
         assert fill.table is not None and self.p.sink.direct_build is not None  # type: ignore[union-attr]
         self.metrics.batches += 1
-        self.metrics.cache_hits += len(fill.table.columns)
-        self.metrics.cache_bytes += sum(c.nbytes for c in fill.table.columns)
+        self.metrics.count_cached(fill.table.columns)
         state.enter_table_rows(fill, self.fresh_status(state.status_words))
         self.start(fill.table, state, None)
         self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.p.id,  # type: ignore[union-attr]

@@ -6,7 +6,8 @@ concatenated into one device array, so a scan of cached columns is a single batc
 kernel launch over the table. Entries are evicted least recently used first when new ones
 would exceed the cache's byte limit; the columns one `cache()` call asks for are never
 evicted to make room for each other, and a request that cannot fit under the limit at all
-is refused (SQLSTATE 53200) before anything is evicted.
+is refused (SQLSTATE 53200) before anything is evicted. Text columns with few distinct
+values are kept dictionary-encoded (io/dictionary.py).
 
 Entries are keyed by the identity of the table's reader (for an Arrow table, the table) and
 the size, change time and inode of its files. The identity is watched: when the object is
@@ -29,7 +30,8 @@ import pyarrow as pa
 
 from penstock.device.base import Backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
-from penstock.io.device_batch import Column, column_from_arrow
+from penstock.io.device_batch import Column
+from penstock.io.dictionary import cache_column
 from penstock.plan.types import DataType
 
 
@@ -130,7 +132,7 @@ class ColumnCache:
             self._make_room(need - held, keep)
             for n, t in wanted:
                 try:
-                    device = column_from_arrow(arrays[n], t, self.backend)
+                    device = cache_column(arrays[n], t, self.backend)
                 except getattr(self.backend, "out_of_memory", (MemoryError,)) as e:
                     raise QueryError(f"caching column {n} ran out of device memory: {e}", OUT_OF_MEMORY) from e
                 self.entries[(key, n)] = _Entry(device, device.nbytes, rows)

@@ -41,13 +41,19 @@ class Column:
     data: Any = None  # text bytes
     dict_offsets: Any = None  # dictionary-encoded text: the dictionary's offsets and bytes
     dict_data: Any = None
+    # a dictionary the column cache made (unique entries): each entry's text record and hash
+    # (io/dictionary.py), so aggregation keys groups by entry; records live in dict_record_bytes
+    dict_records: Any = None
+    dict_hashes: Any = None
+    dict_record_bytes: Any = None
     decimal_stride: int = 1  # int64 words per decimal: 2 for Arrow decimal128
     _max_text: int | None = field(default=None, repr=False)
 
     @property
     def nbytes(self) -> int:
         return sum(int(a.nbytes) for a in (self.values, self.validity, self.data, self.dict_offsets,
-                                             self.dict_data) if a is not None)
+                                             self.dict_data, self.dict_records, self.dict_hashes,
+                                             self.dict_record_bytes) if a is not None)
 
     def max_text_length(self, backend: Backend) -> int:
         """Longest text value in the column (bounds how much an aggregation may copy)."""

@@ -6,6 +6,7 @@
 // filled, then published; readers that meet a BUSY slot wait for it. Join tables are built
 // in one kernel and probed in later ones, so they need no such care.
 #pragma once
+#include "hash.h"
 #include "text.h"
 #include "xpu.h"
 
@@ -159,6 +160,48 @@ XPU_FN uint64_t arena_store(uint8_t* arena, uint64_t* cursor, uint64_t capacity,
   *(int32_t*)(arena + at) = s.len();
   copy_to(arena + at + 4, s);
   return (uint64_t)(arena + at);
+}
+
+// A text group key. Columns the column cache dictionary-encoded carry, per dictionary
+// entry, an arena-style record of its text and the text's hash_str: such a key is the
+// record's address, so a row's group is found without reading or hashing its text. Other
+// columns give the text itself, stored in the arena when its group is new. Either way the
+// hash is hash_str(text), and keys compare equal by address first, else by text, so both
+// kinds of key meet in one table.
+struct KeyText {
+  StrView text;     // the text, when there is no record
+  uint64_t record;  // address of the text's dictionary record, or 0
+  uint64_t hash;
+};
+XPU_FN KeyText key_text(const int32_t* values, const uint8_t* data, const int32_t* dict_offsets,
+                        const uint8_t* dict_data, const uint64_t* dict_records, const uint64_t* dict_hashes,
+                        int64_t i) {
+  KeyText k;
+  if (dict_records != nullptr) {
+    const int32_t code = values[i];
+    k.text = make_str(nullptr, 0);
+    k.record = dict_records[code];
+    k.hash = dict_hashes[code];
+  } else {
+    k.text = text_at(values, data, dict_offsets, dict_data, i);
+    k.record = 0;
+    k.hash = hash_str(k.text);
+  }
+  return k;
+}
+XPU_FN bool key_text_eq(uint64_t word, const KeyText& k) {
+  if (k.record != 0) return word == k.record || str_eq(arena_text(word), arena_text(k.record));
+  return str_eq(arena_text(word), k.text);
+}
+// The table word of a new group's text key. A record stays where it is, but its size still
+// counts against the arena, which bounds the text the finaliser copies out.
+XPU_FN uint64_t key_text_store(uint8_t* arena, uint64_t* cursor, uint64_t capacity, const KeyText& k,
+                               int32_t* err) {
+  if (k.record == 0) return arena_store(arena, cursor, capacity, k.text, err);
+  uint64_t size = (4 + (uint64_t)arena_text(k.record).len() + 7) & ~(uint64_t)7;
+  uint64_t at = atomic_add(cursor, size);
+  if (at + size > capacity) { raise(err, ERR_TABLE_FULL); return 0; }
+  return k.record;
 }
 
 // Moves the occupied slots of a table into a larger one (keys are distinct already).

@@ -310,6 +310,22 @@ XPU_FN void local_update_if(T* p, T v, Better better) {
 #define XPU_TILE_ROWS(t, base, n)                                               \
   _Pragma("unroll") for (int32_t t##_k = 0; t##_k < XPU_ROWS_PER_THREAD; ++t##_k) \
     if (const int64_t t = base + t##_k * (int64_t)blockDim.x + threadIdx.x; t < (n))
+// A tile this many grid steps ahead is asked into L2 while the block works on this one: with
+// two rows per thread too few loads are in flight to cover HBM latency (Little's law), and a
+// prefetch holds no register while it flies. Measured on an H100 (SSB SF 20, fact kernels of
+// the 13 queries): none 18.1 ms, 1 tile 17.0, 2 tiles 16.8, 4 tiles 17.0; Q1.x 1.22 -> 0.99 ms.
+#ifndef XPU_PREFETCH_TILES
+#define XPU_PREFETCH_TILES 2
+#endif
+template <class T>
+XPU_FN void prefetch_tile(const T* column, int64_t row0, int64_t base, int64_t n) {
+  if (XPU_PREFETCH_TILES == 0) return;
+  const int64_t ahead = base + (int64_t)XPU_PREFETCH_TILES * gridDim.x * XPU_TILE_SIZE;
+  _Pragma("unroll") for (int32_t k = 0; k < XPU_ROWS_PER_THREAD; ++k) {
+    const int64_t t = ahead + k * (int64_t)blockDim.x + threadIdx.x;
+    if (t < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(column + row0 + t));
+  }
+}
 XPU_FN uint32_t queue_claim(uint32_t* count) {
   unsigned mask = __activemask();
   int leader = __ffs(mask) - 1;
@@ -328,6 +344,8 @@ XPU_FN uint32_t queue_claim(uint32_t* count) {
 #define XPU_TILES_DONE(base, n) false
 #define XPU_TILES_TAIL 1
 #define XPU_TILE_ROWS(t, base, n) for (int64_t t = base; t < (n) && t < base + 1024; ++t)
+template <class T>
+XPU_FN void prefetch_tile(const T*, int64_t, int64_t, int64_t) {}
 XPU_FN uint32_t queue_claim(uint32_t* count) { return (*count)++; }
 #endif
 
