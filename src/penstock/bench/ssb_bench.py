@@ -168,7 +168,8 @@ def _run_tier(tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path]
         timings.append(QueryTiming(name, result.num_rows, result.engine, first_s,
                                    first.metrics.compile_seconds if first.metrics else 0.0, runs,
                                    statistics.median(kernels), read))
-        log(f"{name} ({tier}): penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms)")
+        ran = f"; device work: {m.device_run}" if m and m.device_run else ""
+        log(f"{name} ({tier}): penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms{ran})")
     return SsbReport(sf, tier, fmt, db.backend.describe(), repeat, measured, timings, os.cpu_count() or 1,
                      str(data), read_path=read_path)
 
