@@ -25,7 +25,8 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
                      f"  compile: {metrics.compile_seconds * 1000:.1f} ms"
                      f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")
         if metrics.device_run:
-            lines.append(f"device work: {metrics.device_run}")
+            lines.append(f"device work: {metrics.device_run}; waited {metrics.wait_seconds * 1000:.2f} ms "
+                         "for it and its read-back")
     steps = iter(metrics.steps) if metrics is not None else iter(())
     for step in physical.steps:
         if isinstance(step, RunPipeline):

@@ -73,8 +73,10 @@ def test_a_repeated_query_over_cached_tables_runs_steadily(device: str, sql: str
         ways.append(way)
     assert ways == expected_runs(device)
     plan = db.explain(sql, analyze=True)
-    assert f"device work: {expected_runs(device)[-1]}" in plan
+    assert f"device work: {expected_runs(device)[-1]}; waited " in plan
     assert "[rows out 20,000]" in plan  # the fact scan's counters came back with the one read-back
+    waited = db.sql(sql).metrics
+    assert waited is not None and waited.wait_seconds > 0
 
 
 def test_operator_counts_and_times_of_a_steady_run_are_reported(device: str) -> None:

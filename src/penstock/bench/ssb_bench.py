@@ -31,6 +31,7 @@ class QueryTiming:
     times_s: list[float]
     kernel_s: float  # median time in kernels (incl. their launch and completion wait)
     bytes: int  # bytes of the referenced columns the query read
+    wait_s: float = 0.0  # median wait of a steady run for its device work and read-back
     duckdb_times_s: list[float] = field(default_factory=list)
     matches_duckdb: bool | None = None
 
@@ -152,7 +153,7 @@ def _run_tier(tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path]
         started = time.perf_counter()
         first = db.sql(sql)
         first_s = time.perf_counter() - started
-        runs, kernels = [], []
+        runs, kernels, waits = [], [], []
         result = first
         for _ in range(repeat):
             cold()
@@ -161,14 +162,16 @@ def _run_tier(tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path]
             runs.append(time.perf_counter() - started)
             m = result.metrics
             kernels.append(sum(p.kernel_seconds for p in m.pipelines.values()) if m else 0.0)
+            waits.append(m.wait_seconds if m else 0.0)
         m = result.metrics
         read = sum(p.bytes_read + p.cache_bytes for p in m.pipelines.values()) if m else 0
         paths = {p.read_path for p in m.pipelines.values() if p.read_path and p.bytes_read} if m else set()
         read_path = read_path or ", ".join(sorted(paths))
         timings.append(QueryTiming(name, result.num_rows, result.engine, first_s,
                                    first.metrics.compile_seconds if first.metrics else 0.0, runs,
-                                   statistics.median(kernels), read))
-        ran = f"; device work: {m.device_run}" if m and m.device_run else ""
+                                   statistics.median(kernels), read, statistics.median(waits)))
+        ran = (f"; device work: {m.device_run}, median wait {statistics.median(waits) * 1000:.2f} ms of which "
+               f"pipelines {statistics.median(kernels) * 1000:.2f} ms") if m and m.device_run else ""
         log(f"{name} ({tier}): penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms{ran})")
     return SsbReport(sf, tier, fmt, db.backend.describe(), repeat, measured, timings, os.cpu_count() or 1,
                      str(data), read_path=read_path)

@@ -27,6 +27,7 @@ REHASH = """  XPU_PARALLEL_BEGIN
 FILL_DIRECT_MAP = """  XPU_PARALLEL_BEGIN
   XPU_FOR(i, n) {
     direct[keys[i] - lo] = (int32_t)(i + 1);
+    xpu::direct_mark(direct, range, keys[i] - lo);
   }
   XPU_PARALLEL_END
 """
@@ -57,7 +58,8 @@ def rehash() -> Kernel:
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
 def fill_direct_map(key_ctype: str) -> Kernel:
-    """direct[keys[i] - lo] = i + 1 for a unique integer key (keys of type key_ctype; 0: none)."""
+    """direct[keys[i] - lo] = i + 1 for a unique integer key (keys of type key_ctype; 0: none),
+    and the key's bit in the bitmap after the map."""
     return _kernel(f"fill_direct_map_{key_ctype}", [
         ("n", "int64_t", "i64"), ("keys", f"const {key_ctype}*", "ptr"), ("lo", "int64_t", "i64"),
-        ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP)
+        ("range", "int64_t", "i64"), ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP)

@@ -242,13 +242,20 @@ class PipelineGen:
         slots = self.params.get(JoinTablePart(op.join, "slots"), "const uint64_t*", "ptr", "j")
         mask = self.params.get(JoinTablePart(op.join, "mask"), "uint64_t", "u64", "j")
         start = f"xpu::join_probe(({key_null}) ? nullptr : {slots}, {mask}, {K.hash_keys(keys)})"
-        if len(keys) == 1 and direct_key(keys[0]):
-            direct = self.params.get(JoinTablePart(op.join, "direct"), "const int32_t*", "ptr", "j")
-            lo = self.params.get(JoinTablePart(op.join, "direct_min"), "int64_t", "i64", "j")
-            span = self.params.get(JoinTablePart(op.join, "direct_range"), "int64_t", "i64", "j")
-            start = (f"({direct} != nullptr && !({key_null})) ? "
-                     f"xpu::direct_probe({direct}, {lo}, {span}, (int64_t){keys[0].v}) : {start}")
+        direct = self.direct_parts(op, keys)
+        if direct is not None:
+            start = (f"({direct[0]} != nullptr && !({key_null})) ? "
+                     f"xpu::direct_probe({', '.join(direct)}, (int64_t){keys[0].v}) : {start}")
         return start
+
+    def direct_parts(self, op: ProbeOp, keys: list[Val]) -> tuple[str, str, str] | None:
+        """(map, lo, range) parameters of the join's direct map, if its key allows one (the
+        executor passes a NULL map when the join has none)."""
+        if len(keys) != 1 or not direct_key(keys[0]):
+            return None
+        return (self.params.get(JoinTablePart(op.join, "direct"), "const int32_t*", "ptr", "j"),
+                self.params.get(JoinTablePart(op.join, "direct_min"), "int64_t", "i64", "j"),
+                self.params.get(JoinTablePart(op.join, "direct_range"), "int64_t", "i64", "j"))
 
     def probe_next(self, op: ProbeOp, pr: str) -> str:
         """The step of walker `pr` to the next candidate build row."""

@@ -52,6 +52,11 @@ def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
     start = gen.probe_start(op, keys)
     found, pr, r = out.fresh("found"), f"p{probe}", f"r{probe}"
     out.line(f"bool {found} = false;")
+    direct = gen.direct_parts(op, keys) if op.residual is None else None
+    if direct is not None:  # whether the key is there: its bit, not its map entry
+        out.line(f"if ({direct[0]} != nullptr && !({keys[0].n})) "
+                 f"{found} = xpu::direct_test({', '.join(direct)}, (int64_t){keys[0].v});")
+        out.line(f"else")
     out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {gen.probe_next(op, pr)})")
     out.line(f"const int64_t {r} = {pr}.row;")
     g.push()

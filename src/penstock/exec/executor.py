@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,7 +25,7 @@ from penstock.exec.buffers import BufferStore
 from penstock.exec.deferred import NotSteady
 from penstock.exec.errors import RunAgain
 from penstock.exec.in_table_builds import cached_table, settle_now
-from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map_kernels
+from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
@@ -240,7 +239,7 @@ class Executor:
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] in compiled.direct_ranges:
                 lo, hi = compiled.direct_ranges[fills[0]]
-                fill = DirectFill(be.zeros(hi - lo + 1, np.int32), lo, hi - lo + 1)
+                fill = DirectFill(direct_map(be, hi - lo + 1), lo, hi - lo + 1)
                 kept = cached_table(p, ctx) if p.sink.build_in_table else None  # type: ignore[union-attr]
                 if kept is not None:
                     fill.table, fill.build = kept

@@ -98,13 +98,13 @@ class JoinState:
         span = hi - lo + 1
         if span > max(8 * self.rows, 1 << 20) or span > 1 << 28:
             return
-        direct = self.backend.zeros(span, np.int32)  # row + 1 per key, 0: none (kernels/hash_table.h)
+        direct = direct_map(self.backend, span)
         ctype = _INT_CTYPES.get(np.dtype(col.values.dtype))
         if ctype is None:
             return
         if self.rows:  # a fixed kernel: CuPy's fancy-index scatter would import cupyx and compile on first use
             kernel = compile_kernel(self.backend, fill_direct_map(ctype))
-            self.backend.launch(kernel, self.rows, [self.rows, col.values, lo, direct])
+            self.backend.launch(kernel, self.rows, [self.rows, col.values, lo, span, direct])
         self.direct, self.direct_min, self.direct_range = direct, lo, span
 
     def part(self, part: str, as_pointer: bool) -> Any:
@@ -138,6 +138,12 @@ class JoinState:
 
 def _join_of(kernel: Kernel) -> int:
     return next(p.role.join for p in kernel.params if isinstance(p.role, JoinTablePart))
+
+
+def direct_map(backend: Backend, span: int) -> Any:
+    """A zeroed direct map over `span` keys: row + 1 per key (0: none), then a bitmap of the
+    keys present (kernels/hash_table.h)."""
+    return backend.zeros(span + (span + 31) // 32, np.int32)
 
 
 def direct_map_kernels(plan: PhysicalPlan) -> list[Kernel]:

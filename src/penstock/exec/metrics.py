@@ -55,9 +55,11 @@ class QueryMetrics:
     plan_cache_hit: bool = False
     # how the device work ran when not step by step (exec/steady_runs.py)
     device_run: str = ""
+    wait_seconds: float = 0.0  # a steady run's wait for its device work and its one read-back
 
     def restart(self) -> None:
         """Forget what a run that is being redone another way recorded."""
         self.pipelines.clear()
         self.steps.clear()
         self.device_run = ""
+        self.wait_seconds = 0.0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -81,7 +82,9 @@ class SteadyRun:
     store: BufferStore
 
     def finish(self, ex: Any, compiled: Any, metrics: QueryMetrics) -> pa.Table:
+        started = time.perf_counter()
         host = self.readback.wait()
+        metrics.wait_seconds = time.perf_counter() - started
         k = len(self.fills)
         settle([replace(f, metrics=metrics.pipelines[f.pipeline]) for f in self.fills], host[:k])
         at = k

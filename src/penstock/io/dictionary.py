@@ -12,6 +12,7 @@ group by the record's address and that hash, without reading or hashing the text
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -22,13 +23,14 @@ from penstock.device.base import Backend
 from penstock.io.device_batch import Column, column_from_arrow, normalize
 from penstock.plan.types import DataType, Kind
 
+ENCODE = os.environ.get("PENSTOCK_CACHE_DICTIONARY", "1") != "0"  # 0: cache text as it is
 SAMPLE_ROWS = 1 << 16  # rows whose distinct count decides whether to try encoding
 MAX_SHARE = 0.5  # encode when distinct values are at most this share of the rows
 
 
 def cache_column(arr: pa.Array, t: DataType, backend: Backend) -> Column:
     """A column for the column cache: low-cardinality text dictionary-encoded, with records."""
-    encoded = encode(arr) if t.kind is Kind.STRING else None
+    encoded = encode(arr) if t.kind is Kind.STRING and ENCODE else None
     if encoded is None:
         return column_from_arrow(arr, t, backend)
     column = column_from_arrow(encoded, t, backend)

@@ -101,6 +101,9 @@ XPU_FN void fence_release() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) {
   asm volatile("st.release.gpu.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
+XPU_FN void atomic_or(uint32_t* p, uint32_t v) { atomicOr(p, v); }
+// Through the read-only data cache: for data no thread of the kernel writes.
+XPU_FN uint32_t load_readonly(const uint32_t* p) { return __ldg(p); }
 XPU_FN void atomic_or(uint8_t* p, uint8_t v) {
   // 32-bit aligned word containing the byte
   uint32_t* word = (uint32_t*)((uint64_t)p & ~(uint64_t)3);
@@ -137,6 +140,8 @@ XPU_FN void fence_acquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 XPU_FN void fence_release() { __atomic_thread_fence(__ATOMIC_RELEASE); }
 XPU_FN void store_release(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 XPU_FN void atomic_or(uint8_t* p, uint8_t v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+XPU_FN void atomic_or(uint32_t* p, uint32_t v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+XPU_FN uint32_t load_readonly(const uint32_t* p) { return *p; }
 #endif
 
 // Overflow-checked integer steps. Written out rather than __builtin_*_overflow, which
