@@ -23,7 +23,7 @@ import os
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -32,7 +32,7 @@ from penstock.errors import QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.deferred import Deferred, NotSteady
 from penstock.exec.in_table_builds import PendingFill, settle, statuses
-from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
+from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics, copied
 from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, MaterializeSink,
                                     RunPipeline, TableSource)
@@ -86,7 +86,7 @@ class SteadyRun:
         host = self.readback.wait()
         metrics.wait_seconds = time.perf_counter() - started
         k = len(self.fills)
-        settle([replace(f, metrics=metrics.pipelines[f.pipeline]) for f in self.fills], host[:k])
+        settle([_with_metrics(f, metrics.pipelines[f.pipeline]) for f in self.fills], host[:k])
         at = k
         for d in self.deferred:
             compiled.agg_sizes[d.finish.pipeline] = d.finish(host[at:at + len(d.arrays)], metrics, self.store)
@@ -140,8 +140,8 @@ class Replay:
             check()
             ex.backend.launch_graph(self.graph)
             # while the device works: the metrics as the capture left them
-            metrics.pipelines.update({k: replace(v) for k, v in self.pipelines.items()})
-            metrics.steps.extend(replace(s) for s in self.steps)
+            metrics.pipelines.update({k: copied(v) for k, v in self.pipelines.items()})
+            metrics.steps.extend(copied(s) for s in self.steps)
             metrics.device_run = "one CUDA graph, replayed"
             return self.run.finish(ex, compiled, metrics)
         finally:
@@ -182,8 +182,8 @@ def run_steady(ex: Any, compiled: Any, metrics: QueryMetrics, check: Callable[[]
     if graph is None:
         metrics.device_run = "queued, one read-back"
         return run.finish(ex, compiled, metrics)
-    pipelines = {k: replace(v) for k, v in metrics.pipelines.items()}
-    steps = [replace(s) for s in metrics.steps]
+    pipelines = {k: copied(v) for k, v in metrics.pipelines.items()}
+    steps = [copied(s) for s in metrics.steps]
     metrics.device_run = "one CUDA graph, recorded"
     be.launch_graph(graph)
     table = run.finish(ex, compiled, metrics)
@@ -199,3 +199,10 @@ def _not_steady(be: Any, capture: Any, compiled: Any, metrics: QueryMetrics, rea
     compiled.unsteady = reason
     metrics.restart()
     return None
+
+
+def _with_metrics(fill: PendingFill, metrics: PipelineMetrics) -> PendingFill:
+    """The recorded fill, accounting into this run's metrics."""
+    fill = copied(fill)
+    fill.metrics = metrics
+    return fill
