@@ -16,6 +16,55 @@ GATHER_TEXT = """  XPU_PARALLEL_BEGIN
   XPU_PARALLEL_END
 """
 
+# Rows [0, *count) of a sink's text column, written as (start, length) into a byte buffer,
+# in Arrow layout: offsets by a prefix sum of the lengths, then the bytes in row order. One
+# block (results read back whole are small); on the CPU one thread.
+TEXT_TO_ARROW = """#ifdef XPU_GPU
+  if (blockIdx.x != 0) return;
+  __shared__ int32_t warp_sums[32];
+  const int64_t n = count[0] < (uint64_t)capacity ? (int64_t)count[0] : capacity;
+  const int32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  int32_t carry = 0;
+  for (int64_t base = 0; base < n; base += blockDim.x) {
+    const int64_t i = base + threadIdx.x;
+    const int32_t len = i < n ? lengths[i] : 0;
+    int32_t x = len;  // inclusive scan within the warp, then over the warps' sums
+    for (int32_t d = 1; d < 32; d <<= 1) {
+      const int32_t y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      int32_t w = lane < warps ? warp_sums[lane] : 0;
+      for (int32_t d = 1; d < 32; d <<= 1) {
+        const int32_t y = __shfl_up_sync(0xFFFFFFFFu, w, d);
+        if (lane >= d) w += y;
+      }
+      warp_sums[lane] = w;
+    }
+    __syncthreads();
+    if (i < n) offsets[i] = carry + (warp > 0 ? warp_sums[warp - 1] : 0) + x - len;
+    carry += warp_sums[warps - 1];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) offsets[n] = carry;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    if ((int64_t)offsets[i] + lengths[i] > room) continue;  // too long: collect() asks for a rerun
+    for (int32_t k = 0; k < lengths[i]; ++k) dst[offsets[i] + k] = src[starts[i] + k];
+  }
+#else
+  const int64_t n = count[0] < (uint64_t)capacity ? (int64_t)count[0] : capacity;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    offsets[i] = (int32_t)at;
+    if (at + lengths[i] <= room) memcpy(dst + at, src + starts[i], (size_t)lengths[i]);
+    at += lengths[i];
+  }
+  offsets[n] = (int32_t)at;
+#endif
+"""
+
 REHASH = """  XPU_PARALLEL_BEGIN
   XPU_FOR(s, n) {
     const uint64_t* slot = old_table + s * (uint64_t)width;
@@ -47,6 +96,15 @@ def gather_text() -> Kernel:
         ("n", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
         ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"),
         ("offsets", "const int32_t*", "ptr"), ("dst", "uint8_t*", "ptr")], GATHER_TEXT)
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def text_to_arrow() -> Kernel:
+    """A sink's text column (start, length per row) as Arrow offsets and bytes, on the device."""
+    return _kernel("text_to_arrow", [
+        ("count", "const uint64_t*", "ptr"), ("capacity", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
+        ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"), ("offsets", "int32_t*", "ptr"),
+        ("dst", "uint8_t*", "ptr"), ("room", "int64_t", "i64")], TEXT_TO_ARROW)
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time

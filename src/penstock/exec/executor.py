@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
-from penstock.codegen.fixed_kernels import gather_text, rehash
+from penstock.codegen.fixed_kernels import gather_text, rehash, text_to_arrow
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
@@ -78,7 +78,7 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
         elif isinstance(step, BuildHashTable) and step.key_columns:
             out.builds[step.join] = generate_build(step)
             jobs.append(("build", step.join, out.builds[step.join]))
-    jobs += [("fixed", 0, k) for k in (gather_text(), rehash())]
+    jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow())]
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
     with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2, 8)) as pool:
         compiled = list(pool.map(lambda job: compile_kernel(backend, job[2]), jobs))

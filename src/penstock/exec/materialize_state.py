@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from penstock.codegen.fixed_kernels import gather_text
+from penstock.codegen.fixed_kernels import gather_text, text_to_arrow
 from penstock.codegen.kernel import Kernel, SinkPart
 from penstock.device.base import Backend
 from penstock.exec.buffers import pack_bits
@@ -146,6 +146,26 @@ class MaterializeState:
         return Batch([_column(arrays, xp, gather, j, t, count, needed[j], nulls[j])
                       for j, t in enumerate(self.types)], count)
 
+    def readback_parts(self) -> list[tuple[tuple[str, int], Any]]:
+        """The output arrays a collect() on the host needs, each text column first put in
+        Arrow layout on the device (text_to_arrow: offsets and bytes in row order, instead of
+        a start and a length per row into bytes in the order rows claimed them), so the host
+        only wraps what comes back."""
+        parts: list[tuple[tuple[str, int], Any]] = []
+        be = self.backend
+        for key, array in self.arrays.items():
+            part, j = key
+            if part in ("values", "validity"):
+                parts.append((key, array))
+            elif part == "text_bytes":
+                offsets = be.empty(self.capacity + 1, np.int32)
+                data = be.empty(self.text_capacity[j], np.uint8)
+                be.launch(compile_kernel(be, text_to_arrow()), 1, [
+                    self.status[0:1], self.capacity, self.arrays[("text_start", j)], self.arrays[("text_len", j)],
+                    array, offsets, data, self.text_capacity[j]])
+                parts += [(("text_offsets", j), offsets), (("text_data", j), data)]
+        return parts
+
     def _gather(self, starts: Any, lengths: Any, src: Any, offsets: Any, total: int) -> Any:
         """Text bytes in row order (Arrow) from (start, length) per row, on the device."""
         n = len(lengths)
@@ -173,6 +193,9 @@ def _column(arrays: Any, xp: Any, gather: Any, j: int, t: DataType, n: int, text
         return Column(t, n, values=pack_bits(xp, arrays[("values", j)][:n]), validity=validity)
     if t.kind is not Kind.STRING:
         return Column(t, n, values=arrays[("values", j)][:n], validity=validity)
+    if ("text_offsets", j) in arrays:  # put in Arrow layout on the device (readback_parts)
+        return Column(t, n, values=arrays[("text_offsets", j)][:n + 1], validity=validity,
+                      data=arrays[("text_data", j)][:text_bytes])
     lengths = arrays[("text_len", j)][:n]
     if text_bytes >= 2 ** 31:
         raise MemoryError("one batch of a text result column exceeds 2 GiB")

@@ -309,7 +309,7 @@ class PipelineRunner:
             agg.finish(state)
             # a small result only host steps read comes back whole with the status words,
             # and is put together on the host: no second read-back, no device gathers
-            parts = list(state.arrays.items()) if self.result_to_host(sink, state) else []
+            parts = state.readback_parts() if self.result_to_host(sink, state) else []
             err, words, *copies = self.be.to_host_many([agg.err, state.status, *(a for _, a in parts)])
             code = int(err[0])
             if code:
@@ -345,11 +345,12 @@ class PipelineRunner:
         if not self.result_to_host(sink, state):
             raise NotSteady(f"pipeline {self.p.id}'s groups are too many to read back whole")
         agg.finish(state)
+        parts = state.readback_parts()
         finish = AggregateFinish(self.p.id, self.p.label or f"pipeline {self.p.id}", self.n_counters, agg, state,
-                                 list(state.arrays), sink.buffer, types)
+                                 [key for key, _ in parts], sink.buffer, types)
         assert self.ctx.deferred is not None
         self.ctx.deferred.append(Deferred([self.status, agg.counts, agg.err, state.status,
-                                           *state.arrays.values()], finish))
+                                           *(array for _, array in parts)], finish))
 
     def result_to_host(self, sink: AggregateSink, state: MaterializeState) -> bool:
         return (sink.buffer in self.ctx.host_buffers and
