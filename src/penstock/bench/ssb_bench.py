@@ -4,8 +4,10 @@ Tiers say where the referenced columns are when a query starts:
   gpu  -- cached in device memory (db.cache): bound by device memory bandwidth;
   host -- in the page cache: bound by host -> device transfer;
   disk -- on the drive, cache dropped before each run: bound by the drive.
-Each query runs once to compile (reported as first-run time), then `repeat` times. DuckDB
-runs on its own in-memory tables loaded from the same files, with all cores: its best case.
+Each query runs once to compile (reported as first-run time); then all of them run `repeat`
+times in rounds (Q1.1 ... Q4.3, Q1.1 ... Q4.3, ...), so a slow spell of the machine a few
+milliseconds long cannot spoil every repeat of one query. DuckDB runs on its own in-memory
+tables loaded from the same files, with all cores: its best case.
 """
 
 from __future__ import annotations
@@ -145,34 +147,44 @@ def _run_tier(tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path]
     started = time.perf_counter()
     db.sql(WARM_UP)
     log(f"process warm-up ({WARM_UP!r}): {(time.perf_counter() - started) * 1000:.0f} ms, not timed")
+    firsts: dict[str, tuple[Any, float]] = {}
+    for name in names:
+        cold()
+        started = time.perf_counter()
+        first = db.sql(SSB_QUERIES[name])
+        firsts[name] = (first, time.perf_counter() - started)
+    runs: dict[str, list[float]] = {n: [] for n in names}
+    kernels: dict[str, list[float]] = {n: [] for n in names}
+    waits: dict[str, list[float]] = {n: [] for n in names}
+    last: dict[str, Any] = {n: firsts[n][0] for n in names}
+    for k in range(repeat):
+        started_round = time.perf_counter()
+        for name in names:
+            cold()
+            started = time.perf_counter()
+            result = db.sql(SSB_QUERIES[name])
+            runs[name].append(time.perf_counter() - started)
+            m = result.metrics
+            kernels[name].append(sum(p.kernel_seconds for p in m.pipelines.values()) if m else 0.0)
+            waits[name].append(m.wait_seconds if m else 0.0)
+            last[name] = result
+        log(f"round {k + 1} of {repeat} ({tier}): {(time.perf_counter() - started_round) * 1000:.1f} ms")
     timings = []
     read_path = ""
     for name in names:
-        sql = SSB_QUERIES[name]
-        cold()
-        started = time.perf_counter()
-        first = db.sql(sql)
-        first_s = time.perf_counter() - started
-        runs, kernels, waits = [], [], []
-        result = first
-        for _ in range(repeat):
-            cold()
-            started = time.perf_counter()
-            result = db.sql(sql)
-            runs.append(time.perf_counter() - started)
-            m = result.metrics
-            kernels.append(sum(p.kernel_seconds for p in m.pipelines.values()) if m else 0.0)
-            waits.append(m.wait_seconds if m else 0.0)
+        (first, first_s), result = firsts[name], last[name]
         m = result.metrics
         read = sum(p.bytes_read + p.cache_bytes for p in m.pipelines.values()) if m else 0
         paths = {p.read_path for p in m.pipelines.values() if p.read_path and p.bytes_read} if m else set()
         read_path = read_path or ", ".join(sorted(paths))
+        kernel_s, wait_s = statistics.median(kernels[name] or [0.0]), statistics.median(waits[name] or [0.0])
         timings.append(QueryTiming(name, result.num_rows, result.engine, first_s,
-                                   first.metrics.compile_seconds if first.metrics else 0.0, runs,
-                                   statistics.median(kernels), read, statistics.median(waits)))
-        ran = (f"; device work: {m.device_run}, median wait {statistics.median(waits) * 1000:.2f} ms of which "
-               f"pipelines {statistics.median(kernels) * 1000:.2f} ms") if m and m.device_run else ""
-        log(f"{name} ({tier}): penstock {min(runs) * 1000:8.2f} ms (first run {first_s * 1000:.0f} ms{ran})")
+                                   first.metrics.compile_seconds if first.metrics else 0.0, runs[name],
+                                   kernel_s, read, wait_s))
+        ran = (f"; device work: {m.device_run}, median wait {wait_s * 1000:.2f} ms of which "
+               f"pipelines {kernel_s * 1000:.2f} ms") if m and m.device_run else ""
+        best = min(runs[name]) * 1000 if runs[name] else float("nan")
+        log(f"{name} ({tier}): penstock {best:8.2f} ms (first run {first_s * 1000:.0f} ms{ran})")
     return SsbReport(sf, tier, fmt, db.backend.describe(), repeat, measured, timings, os.cpu_count() or 1,
                      str(data), read_path=read_path)
 
