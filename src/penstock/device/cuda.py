@@ -22,6 +22,26 @@ from penstock.errors import PenstockError
 
 BLOCK = 256
 PACKED_READ_BYTES = 4 << 20  # results up to this size come back in one transfer
+# One block per array copies it straight into pinned host memory (which the device reaches
+# through unified addressing): one launch, or one graph node, instead of a copy per array.
+# The descriptors (source, destination, bytes) lie in pinned host memory too.
+PACK_READBACK = r"""
+extern "C" __global__ void pack_readback(const unsigned long long* descriptors) {
+  __shared__ unsigned long long d[3];
+  if (threadIdx.x < 3) d[threadIdx.x] = descriptors[3 * blockIdx.x + threadIdx.x];
+  __syncthreads();
+  const unsigned char* src = (const unsigned char*)d[0];
+  unsigned char* dst = (unsigned char*)d[1];
+  const unsigned long long n = d[2];
+  unsigned long long done = 0;
+  if ((((unsigned long long)src | (unsigned long long)dst) & 7) == 0) {
+    done = n / 8 * 8;
+    for (unsigned long long i = threadIdx.x; i < n / 8; i += blockDim.x)
+      ((unsigned long long*)dst)[i] = ((const unsigned long long*)src)[i];
+  }
+  for (unsigned long long i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+"""
 _SCALARS = {"i64": np.int64, "i32": np.int32, "u64": np.uint64, "f64": np.float64}
 
 
@@ -62,6 +82,7 @@ class CudaBackend(Backend):
         self._capture_streams = threading.local()  # one capture stream per thread
         self._capture_lock = threading.Lock()
         self._marks_work = True
+        self._pack: CudaKernel | None = None
 
     def set_memory_limit(self, limit: int | None) -> None:
         """Cap the device memory penstock allocates (None: no cap beyond the device)."""
@@ -131,6 +152,14 @@ class CudaBackend(Backend):
     def readback(self, arrays: list[Any]) -> Readback:
         return PinnedReadback(self, arrays)
 
+    def pack_kernel(self) -> "CudaKernel":
+        """PACK_READBACK, compiled (and loaded: not while a capture records) on first use."""
+        if self._pack is None:
+            kernel = self.compile(KernelSpec("pack_readback", PACK_READBACK, ("ptr",)))
+            assert isinstance(kernel, CudaKernel)
+            self._pack = kernel
+        return self._pack
+
     # -- graphs -------------------------------------------------------------------------------
     def begin_capture(self) -> "GraphCapture | None":
         """Record this thread's device work from now on into a CUDA graph instead of running
@@ -141,6 +170,7 @@ class CudaBackend(Backend):
         if not self._capture_lock.acquire(blocking=False):
             return None
         try:
+            self.pack_kernel()  # compiled before capturing: loading a module mid-capture is not allowed
             capture = GraphCapture(self)
         except BaseException:
             self._capture_lock.release()
@@ -211,10 +241,11 @@ class CudaBackend(Backend):
 
 
 class PinnedReadback(Readback):
-    """Device arrays copied into one pinned buffer by asynchronous copies queued on the
-    current stream when made (a stream capture records them as nodes of its graph); `wait`
-    synchronises that stream and copies them out, so results never hold on to pinned
-    memory. Once captured, `wait` may be called after each launch of the graph."""
+    """Device arrays copied into one pinned buffer by one kernel (PACK_READBACK; a copy for a
+    single array) queued on the current stream when made (a stream capture records it as a
+    node of its graph); `wait` synchronises that stream and copies them out, so results never
+    hold on to pinned memory. Once captured, `wait` may be called after each launch of the
+    graph."""
 
     def __init__(self, backend: CudaBackend, arrays: list[Any]):
         cp = backend.cp
@@ -227,12 +258,17 @@ class PinnedReadback(Readback):
             self.slots.append(at)
             at += (a.nbytes + 63) // 64 * 64 if isinstance(a, cp.ndarray) else 0
         self.staging = np.frombuffer(cp.cuda.alloc_pinned_memory(max(at, 64)), dtype=np.uint8)
-        stream = cp.cuda.get_current_stream()
-        runtime = cp.cuda.runtime
-        for a, start in zip(self.arrays, self.slots):
-            if isinstance(a, cp.ndarray) and a.nbytes:
-                runtime.memcpyAsync(self.staging.ctypes.data + start, a.data.ptr, a.nbytes,
-                                    runtime.memcpyDeviceToHost, stream.ptr)
+        moves = [(a.data.ptr, self.staging.ctypes.data + start, a.nbytes)
+                 for a, start in zip(self.arrays, self.slots) if isinstance(a, cp.ndarray) and a.nbytes]
+        if len(moves) < 2:
+            runtime = cp.cuda.runtime
+            for src, dst, n in moves:
+                runtime.memcpyAsync(dst, src, n, runtime.memcpyDeviceToHost, cp.cuda.get_current_stream().ptr)
+            return
+        words = 3 * len(moves)  # the pool hands out whole blocks: use the first words
+        self.descriptors = np.frombuffer(cp.cuda.alloc_pinned_memory(8 * words), dtype=np.uint64)[:words]
+        self.descriptors[:] = np.array(moves, dtype=np.uint64).ravel()
+        backend.pack_kernel().function((len(moves),), (BLOCK,), (np.uint64(self.descriptors.ctypes.data),))
 
     def wait(self) -> list[np.ndarray]:
         self.cp.cuda.get_current_stream().synchronize()
