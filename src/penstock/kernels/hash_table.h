@@ -108,7 +108,7 @@ XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash)
 // Build sides whose single integer key is unique and dense get a direct map too: the row
 // of key k is direct[k - lo] - 1 (0: none, so a map starts as zeroed memory), one read
 // instead of a hash-table probe. After the map's `range` words lies a bitmap of the keys
-// present (direct_map_words): whoever enters a row sets its bit, and a probe that only asks
+// present (exec/join_state.direct_map): whoever enters a row sets its bit, and a probe that only asks
 // whether a key is there reads the bit, from an array 32 times smaller than the map, which
 // stays in the SM's cache where the map would not.
 XPU_FN JoinProbe direct_probe(const int32_t* direct, int64_t lo, int64_t range, int64_t key) {
