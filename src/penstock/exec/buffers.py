@@ -102,9 +102,11 @@ def buffer_to_arrow(backend: Backend, batches: list[Batch], types: list[DataType
     names = names or [f"c{i}" for i in columns]
     from penstock.plan.types import to_arrow
 
-    schema = pa.schema([pa.field(n, to_arrow(types[c])) for n, c in zip(names, columns)])
     record_batches = [batch_to_arrow(Batch([b.columns[c] for c in columns], b.length), names, backend)
                       for b in batches if b.length]
+    if len(record_batches) == 1:  # its arrays have the types the schema would say (a small result: often)
+        return pa.Table.from_batches(record_batches)
+    schema = pa.schema([pa.field(n, to_arrow(types[c])) for n, c in zip(names, columns)])
     return pa.Table.from_batches(record_batches, schema=schema)
 
 
