@@ -5,15 +5,9 @@ offsets and bytes, on the CPU and (pytest -m gpu) on the GPU, whose code differs
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from penstock.codegen.fixed_kernels import text_to_arrow
 from penstock.device import get_backend
-
-
-@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def run(device: str, texts: list[bytes], count: int, capacity: int, room: int) -> tuple[list[int], bytes]:

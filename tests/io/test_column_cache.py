@@ -13,7 +13,7 @@ import datetime
 import decimal
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,9 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.device import get_backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
-from penstock.io.column_cache import ColumnCache, cache_of
+from penstock.io.column_cache import ColumnCache
 
 ROWS = 5000
 COLUMN_ROWS = 1000  # the one-column tables of the eviction tests: 8,000 bytes of int64 each
@@ -36,21 +35,9 @@ SUM_V = "SELECT count(*) AS n, sum(v) AS s FROM t WHERE id < 1000"
 SUM_X = "SELECT sum(x) AS s FROM {}"
 
 
-@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request: pytest.FixtureRequest) -> str:
-    """Each test runs on the CPU backend, and on the GPU under `pytest -m gpu`."""
-    return str(request.param)
-
-
-@pytest.fixture(autouse=True)
-def cache(device: str) -> Iterator[ColumnCache]:
-    """The device's shared cache, emptied, with its limit restored afterwards."""
-    shared = cache_of(get_backend(device))
-    limit = shared.limit
-    shared.drop()
-    yield shared
-    shared.drop()
-    shared.limit = limit
+# each test runs on the CPU backend, and on the GPU under `pytest -m gpu` (tests/conftest.py's
+# `device`), with the device's column cache emptied around it (tests/io/conftest.py)
+pytestmark = pytest.mark.usefixtures("cache")
 
 
 def sample(rows: int = ROWS, offset: int = 0) -> pa.Table:

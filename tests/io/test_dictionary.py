@@ -9,7 +9,7 @@ a kernel compiled on the backend checks them. Grouping results are checked again
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -37,17 +37,7 @@ XPU_KERNEL void hashes(const int32_t* offsets, const uint8_t* data, uint64_t* ou
 TEXTS = ["", "a", "AMERICA", "UNITED KI1", "MFGR#2221", "ü€😀", "x" * 300, "\x00\x01\xff", "ab", "ba"]
 
 
-@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(autouse=True)
-def empty_cache(device: str) -> Iterator[None]:
-    shared = cache_of(get_backend(device))
-    shared.drop()
-    yield
-    shared.drop()
+pytestmark = pytest.mark.usefixtures("cache")  # tests/io/conftest.py
 
 
 def arrow_parts(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -44,12 +44,17 @@ class PipelineGen:
     # RowContext
     def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
         if isinstance(e, ColumnRef):
-            source_nullable = self.p.source.nullable
-            return load_input(g, e, "i", source_nullable[e.index] if source_nullable else True)
+            return load_input(g, e, "i", self.nullable(e))
         probe = self.probe_ops[e.probe]
-        outer = probe.kind is not JoinKind.INNER
-        nullable = probe.build_nullable[e.index] if probe.build_nullable else True
-        return load_build(g, e, probe.join, f"r{e.probe}", outer, nullable)
+        return load_build(g, e, probe.join, f"r{e.probe}", probe.kind is not JoinKind.INNER, self.nullable(e))
+
+    def nullable(self, e: ColumnRef | BuildColumn) -> bool:
+        """Whether the scanned or build-side column may hold NULLs (True when unknown)."""
+        if isinstance(e, ColumnRef):
+            known = self.p.source.nullable
+        else:
+            known = self.probe_ops[e.probe].build_nullable
+        return known[e.index] if known else True
 
     def key_text(self, e: Expr) -> Val | None:
         """A text group key that is a scanned column or an inner join's build column, as an
@@ -57,15 +62,11 @@ class PipelineGen:
         if e.type.kind is not Kind.STRING:
             return None
         if isinstance(e, ColumnRef):
-            nullable = self.p.source.nullable[e.index] if self.p.source.nullable else True
-            return load_key_text(self.g, ColumnParams(self.params, e.type, column=e.index), "i", nullable)
-        if isinstance(e, BuildColumn):
-            probe = self.probe_ops[e.probe]
-            if probe.kind is not JoinKind.INNER:
-                return None
-            nullable = probe.build_nullable[e.index] if probe.build_nullable else True
-            col = ColumnParams(self.params, e.type, BuildPart, join=probe.join, column=e.index)
-            return load_key_text(self.g, col, f"r{e.probe}", nullable)
+            col = ColumnParams(self.params, e.type, column=e.index)
+            return load_key_text(self.g, col, "i", self.nullable(e))
+        if isinstance(e, BuildColumn) and self.probe_ops[e.probe].kind is JoinKind.INNER:
+            col = ColumnParams(self.params, e.type, BuildPart, join=self.probe_ops[e.probe].join, column=e.index)
+            return load_key_text(self.g, col, f"r{e.probe}", self.nullable(e))
         return None
 
     def counter(self, k: int, label: str) -> str:

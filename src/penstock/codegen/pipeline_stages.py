@@ -56,7 +56,7 @@ def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
     if direct is not None:  # whether the key is there: its bit, not its map entry
         out.line(f"if ({direct[0]} != nullptr && !({keys[0].n})) "
                  f"{found} = xpu::direct_test({', '.join(direct)}, (int64_t){keys[0].v});")
-        out.line(f"else")
+        out.line("else")
     out.open(f"for (auto {pr} = {start}; !{found} && {pr}.valid(); {gen.probe_next(op, pr)})")
     out.line(f"const int64_t {r} = {pr}.row;")
     g.push()

@@ -14,11 +14,9 @@ from typing import Any
 import numpy as np
 
 from penstock.exec.buffers import BufferStore, buffer_to_arrow
-from penstock.exec.errors import RunAgain, kernel_error
+from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, kernel_error
 from penstock.exec.metrics import QueryMetrics
 from penstock.plan.types import DataType
-
-ERR_TABLE_FULL = 4  # kernels/xpu.h
 
 
 class NotSteady(Exception):

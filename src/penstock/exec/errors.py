@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from penstock.errors import QueryError
 
+ERR_TABLE_FULL = 4  # a hash table ran out of room: grow it (or, with trusted sizes, run again)
 KERNEL_ERRORS = {
     1: ("22003", "value out of range: overflow"),
     2: ("22012", "division by zero"),

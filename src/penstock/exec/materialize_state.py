@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from penstock.codegen.fixed_kernels import gather_text, text_to_arrow
-from penstock.codegen.kernel import Kernel, SinkPart
+from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
 from penstock.exec.buffers import pack_bits
 from penstock.exec.kernels import compile_kernel
@@ -125,8 +125,8 @@ class MaterializeState:
     def collect(self, words: Any = None, host: dict[tuple[str, int], np.ndarray] | None = None) -> Batch | None:
         """The launch's rows as a batch, or None when it ran out of room (run it again).
         `words`: the status words already read back to the host, if the caller has them;
-        `host`: host copies of every output array (see `arrays`), read back with them: the
-        batch is then built on the host, in numpy arrays, with no further device work."""
+        `host`: host copies of the output arrays readback_parts named, read back with them:
+        the batch is then built on the host, in numpy arrays, with no further device work."""
         words = self.backend.to_host(self.status) if words is None else words
         n = len(self.types)
         count = int(words[0])
@@ -142,7 +142,8 @@ class MaterializeState:
         for j, k in enumerate(needed):
             if count and self.types[j].kind is Kind.STRING:
                 self.text_per_row[j] = max(k / count, 1.0)
-        arrays, xp, gather = (self.arrays, self.backend.xp, self._gather) if host is None else (host, np, _gather_host)
+        # host copies come from readback_parts: text already in Arrow layout, nothing to gather
+        arrays, xp, gather = (self.arrays, self.backend.xp, self._gather) if host is None else (host, np, None)
         return Batch([_column(arrays, xp, gather, j, t, count, needed[j], nulls[j])
                       for j, t in enumerate(self.types)], count)
 
@@ -176,16 +177,10 @@ class MaterializeState:
         return data
 
 
-def _gather_host(starts: np.ndarray, lengths: np.ndarray, src: np.ndarray, offsets: np.ndarray,
-                 total: int) -> np.ndarray:
-    """_gather in numpy, for results read back whole."""
-    shift = starts.astype(np.int64) - offsets[:-1].astype(np.int64)
-    return src[np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)]
-
-
 def _column(arrays: Any, xp: Any, gather: Any, j: int, t: DataType, n: int, text_bytes: int, nulls: int) -> Column:
     """Output column j of n rows from the sink's arrays (device arrays with the backend's
-    xp, or host copies with numpy); `gather` moves text bytes into row order."""
+    xp, or host copies from readback_parts with numpy); `gather` moves text bytes into row
+    order (device arrays only)."""
     if t.kind is Kind.NULL:
         return Column(t, n, validity=xp.zeros((n + 7) // 8, np.uint8))
     validity = pack_bits(xp, arrays[("validity", j)][:n]) if nulls else None
@@ -196,6 +191,7 @@ def _column(arrays: Any, xp: Any, gather: Any, j: int, t: DataType, n: int, text
     if ("text_offsets", j) in arrays:  # put in Arrow layout on the device (readback_parts)
         return Column(t, n, values=arrays[("text_offsets", j)][:n + 1], validity=validity,
                       data=arrays[("text_data", j)][:text_bytes])
+    assert gather is not None
     lengths = arrays[("text_len", j)][:n]
     if text_bytes >= 2 ** 31:
         raise MemoryError("one batch of a text result column exceeds 2 GiB")

@@ -15,8 +15,8 @@ from penstock.device.base import Backend, CompiledKernel
 from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat
-from penstock.exec.deferred import ERR_TABLE_FULL, AggregateFinish, Deferred, NotSteady
-from penstock.exec.errors import RunAgain, kernel_error
+from penstock.exec.deferred import AggregateFinish, Deferred, NotSteady
+from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, kernel_error
 from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
@@ -25,7 +25,7 @@ from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.device_batch import Batch, batch_from_arrow
-from penstock.plan.types import Kind, to_arrow
+from penstock.plan.types import DataType, Kind, to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
@@ -301,10 +301,7 @@ class PipelineRunner:
                 self.fail(code)
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
-        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
-        state = MaterializeState(self.be, types, self.finalize)
-        # text results are copies of text in the arena, so its bytes bound each text column
-        state.reserve(groups, [arena_bytes if t.kind is Kind.STRING else 0 for t in types])
+        types, state = self.output_state(sink, groups, arena_bytes)
         while True:
             agg.finish(state)
             # a small result only host steps read comes back whole with the status words,
@@ -337,11 +334,8 @@ class PipelineRunner:
         agg.prepare(batch.length * self.fanout())
         self.fresh_status(0)
         self.start(batch, None, agg)
-        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
-        state = MaterializeState(self.be, types, self.finalize)
-        # the finaliser writes one row per group and copies each text from the arena
-        groups = agg.table.limit if agg.layout.grouped else 1
-        state.reserve(groups, [int(agg.arena.size) if t.kind is Kind.STRING else 0 for t in types])
+        # room for every group the table can hold and all the text its arena can
+        types, state = self.output_state(sink, agg.table.limit if agg.layout.grouped else 1, int(agg.arena.size))
         if not self.result_to_host(sink, state):
             raise NotSteady(f"pipeline {self.p.id}'s groups are too many to read back whole")
         agg.finish(state)
@@ -351,6 +345,16 @@ class PipelineRunner:
         assert self.ctx.deferred is not None
         self.ctx.deferred.append(Deferred([self.status, agg.counts, agg.err, state.status,
                                            *(array for _, array in parts)], finish))
+
+    def output_state(self, sink: AggregateSink, groups: int, text_bytes: int) -> tuple[list[DataType], MaterializeState]:
+        """The aggregation's output types, and where its finaliser writes them: a row per
+        group; text results are copies of text the arena holds (or counts), so its bytes
+        bound each text column."""
+        assert self.finalize is not None
+        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
+        state = MaterializeState(self.be, types, self.finalize)
+        state.reserve(groups, [text_bytes if t.kind is Kind.STRING else 0 for t in types])
+        return types, state
 
     def result_to_host(self, sink: AggregateSink, state: MaterializeState) -> bool:
         return (sink.buffer in self.ctx.host_buffers and

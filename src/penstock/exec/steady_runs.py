@@ -37,6 +37,7 @@ from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, MaterializeSink,
                                     RunPipeline, TableSource)
 
+
 def graphs_enabled() -> bool:
     """PENSTOCK_GRAPHS=0 runs steady plans without capturing graphs (for comparisons)."""
     return os.environ.get("PENSTOCK_GRAPHS", "1") != "0"
