@@ -89,7 +89,9 @@ class PipelineGen:
         if self.agg is not None:
             self.agg.epilogue(tail)
         counters = [f"k{i}" for i in range(len(self.counter_names))]
-        lines = ["  XPU_PARALLEL_BEGIN", "  uint64_t " + ", ".join(f"{c} = 0" for c in counters) + ";"]
+        # a plain body's probe may match any number of rows per thread: 64-bit counts there
+        ctype = "xpu::row_counter" if staged else "uint64_t"
+        lines = ["  XPU_PARALLEL_BEGIN", f"  {ctype} " + ", ".join(f"{c} = 0" for c in counters) + ";"]
         lines += ["  " + p for p in prologue]
         lines += body
         lines += tail.lines
@@ -171,7 +173,7 @@ class PipelineGen:
         g, ok = self.g, self.out.fresh("ok")
         self.out.line(f"bool {ok} = true;")
         if keys:  # a direct-mapped probe found the key itself: nothing to compare
-            self.out.open(f"if (!p{probe}.exact)")
+            self.out.open(f"if (!p{probe}.exact())")
             g.push()
             builds = [g.compile(BuildColumn(op.build_types[c], probe, c)) for c in op.build_key_columns]
             self.out.line(f"{ok} = {' && '.join(equality(g, a, b) for a, b in zip(keys, builds))};")

@@ -155,6 +155,7 @@ def staged_body(gen: PipelineGen) -> list[str]:
               "    if (qn[0] >= XPU_TILE_SIZE || done) {",
               *["      " + f for f in flush],
               "    }",
+              *[f"    xpu::flush_counter(&{gen.cnt}[{i}], k{i});" for i in range(len(gen.counter_names))],
               "  }",
               "#ifdef XPU_TILES_TAIL",
               "  " + sync,

@@ -9,7 +9,7 @@ import numpy as np
 from penstock.codegen.fixed_kernels import fill_direct_map
 from penstock.codegen.kernel import JoinTablePart, Kernel
 from penstock.device.base import Backend
-from penstock.errors import OUT_OF_MEMORY, QueryError
+from penstock.errors import OUT_OF_MEMORY, PROGRAM_LIMIT_EXCEEDED, QueryError
 from penstock.exec.aggregate_state import next_pow2
 from penstock.exec.errors import kernel_error
 from penstock.exec.kernels import compile_kernel
@@ -49,6 +49,9 @@ class JoinState:
             self.direct, self.direct_min, self.direct_range = filled.direct, filled.lo, filled.span
             return
         self.capacity = max(next_pow2(2 * self.rows), 16)
+        if self.capacity > 2 ** 32:  # probes keep a slot's position in 32 bits (hash_table.h)
+            raise QueryError(f"{label} has {self.rows:,} build rows; a hash join holds at most 2^31",
+                             PROGRAM_LIMIT_EXCEEDED)
         need = 16 * self.capacity
         if memory_limit is not None and need > memory_limit:  # checked before allocating it
             raise QueryError(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "

@@ -75,20 +75,23 @@ XPU_FN bool join_insert(uint64_t* table, uint64_t mask, uint64_t hash, int64_t r
 
 // Walks the build rows whose tag matches a probe key's hash; the caller compares keys.
 // The table and its mask are the kernel's parameters and are passed to next() again rather
-// than kept in the walker: nested probes would otherwise hold them all in registers.
+// than kept in the walker: nested probes would otherwise hold them all in registers. For the
+// same reason a walker is four 32-bit words: the tag's low half (a false match only costs a
+// key comparison), a 32-bit position (join tables have at most 2^32 slots), and tag 0 for a
+// direct-mapped probe, whose row has the key.
 struct JoinProbe {
-  uint64_t tag;
-  uint64_t pos;
   int64_t row;
-  bool exact;  // a direct-mapped probe: the row found has the key, no need to compare
+  uint32_t pos;
+  uint32_t tag;
+  XPU_METHOD bool exact() const { return tag == 0; }
   XPU_METHOD void advance(const uint64_t* table, uint64_t mask) {
-    if (exact) { row = -1; return; }  // direct maps hold one row per key
+    if (tag == 0) { row = -1; return; }  // direct maps hold one row per key
     while (true) {
-      const uint64_t* slot = table + 2 * pos;
+      const uint64_t* slot = table + 2 * (uint64_t)pos;
       uint64_t w = slot[0];
-      pos = (pos + 1) & mask;
+      pos = (uint32_t)((pos + 1) & mask);
       if (w == 0) { row = -1; return; }
-      if (w == tag) { row = (int64_t)slot[1]; return; }
+      if ((uint32_t)w == tag) { row = (int64_t)slot[1]; return; }
     }
   }
   XPU_METHOD bool valid() const { return row >= 0; }
@@ -97,10 +100,9 @@ struct JoinProbe {
 
 XPU_FN JoinProbe join_probe(const uint64_t* table, uint64_t mask, uint64_t hash) {
   JoinProbe p;
-  p.tag = slot_tag(hash);
-  p.pos = (hash >> 7) & mask;
+  p.tag = (uint32_t)slot_tag(hash);
+  p.pos = (uint32_t)((hash >> 7) & mask);
   p.row = -1;
-  p.exact = false;
   if (table != nullptr) p.advance(table, mask);
   return p;
 }
@@ -115,7 +117,6 @@ XPU_FN JoinProbe direct_probe(const int32_t* direct, int64_t lo, int64_t range, 
   JoinProbe p;
   p.tag = 0;
   p.pos = 0;
-  p.exact = true;
   int64_t k = key - lo;
   p.row = (k >= 0 && k < range) ? (int64_t)direct[k] - 1 : -1;
   return p;
@@ -145,7 +146,7 @@ XPU_FN void direct_enter(int32_t* direct, int64_t lo, int64_t range, bool null, 
 struct ScanProbe {
   int64_t rows;
   int64_t row;
-  bool exact;
+  XPU_METHOD bool exact() const { return false; }
   XPU_METHOD bool valid() const { return row >= 0 && row < rows; }
   XPU_METHOD void next(const uint64_t*, uint64_t) { ++row; }
 };
@@ -153,7 +154,6 @@ XPU_FN ScanProbe scan_probe(int64_t rows) {
   ScanProbe p;
   p.rows = rows;
   p.row = 0;
-  p.exact = false;
   return p;
 }
 

@@ -292,6 +292,25 @@ XPU_FN void local_update_if(T* p, T v, Better better) {
 #endif
 }
 
+// A thread's count of the rows an operator let through (EXPLAIN ANALYZE). Counts are live
+// through a whole kernel, so on the GPU they take one register each rather than two (Q3.1's
+// fact kernel stopped spilling: 1.45 -> 1.32 ms); staged kernels hand a count to the launch's
+// 64-bit total at each tile step once it passes 2^31 (flush_counter), so it cannot wrap
+// unless one tile step's few queued rows match more than 2^31 build rows between them.
+#ifdef XPU_GPU
+typedef uint32_t row_counter;
+#else
+typedef uint64_t row_counter;
+#endif
+XPU_FN void flush_counter(uint64_t* total, row_counter& k) {
+#ifdef XPU_GPU
+  if (k >= (1u << 31)) {
+    atomic_add(total, (uint64_t)k);
+    k = 0;
+  }
+#endif
+}
+
 // ---- tiles: rows in block-sized tiles, so a block can pause and drain a queue together ----
 // Selective first steps leave most lanes idle in what follows; kernels queue the surviving
 // rows in block-local memory and run the rest of the pipeline over full queues instead.
