@@ -82,7 +82,7 @@ FILL_DIRECT_MAP = """  XPU_PARALLEL_BEGIN
 """
 
 
-def _kernel(name: str, signature: list[tuple[str, str, str]], body: str) -> Kernel:
+def plain_kernel(name: str, signature: list[tuple[str, str, str]], body: str) -> Kernel:
     table = ParamTable()
     for pname, cpp, ctype in signature:
         table.params.append(KernelParam(pname, ctype, cpp, Role()))
@@ -92,7 +92,7 @@ def _kernel(name: str, signature: list[tuple[str, str, str]], body: str) -> Kern
 @functools.cache  # pure: the same Kernel (and its source digest) every time
 def gather_text() -> Kernel:
     """dst[offsets[i] ...] = src[starts[i] ...] for lengths[i] bytes: view layout -> Arrow."""
-    return _kernel("gather_text", [
+    return plain_kernel("gather_text", [
         ("n", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
         ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"),
         ("offsets", "const int32_t*", "ptr"), ("dst", "uint8_t*", "ptr")], GATHER_TEXT)
@@ -101,7 +101,7 @@ def gather_text() -> Kernel:
 @functools.cache  # pure: the same Kernel (and its source digest) every time
 def text_to_arrow() -> Kernel:
     """A sink's text column (start, length per row) as Arrow offsets and bytes, on the device."""
-    return _kernel("text_to_arrow", [
+    return plain_kernel("text_to_arrow", [
         ("count", "const uint64_t*", "ptr"), ("capacity", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
         ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"), ("offsets", "int32_t*", "ptr"),
         ("dst", "uint8_t*", "ptr"), ("room", "int64_t", "i64")], TEXT_TO_ARROW)
@@ -109,7 +109,7 @@ def text_to_arrow() -> Kernel:
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
 def rehash() -> Kernel:
-    return _kernel("rehash", [
+    return plain_kernel("rehash", [
         ("n", "int64_t", "i64"), ("old_table", "const uint64_t*", "ptr"), ("width", "int32_t", "i32"),
         ("new_table", "uint64_t*", "ptr"), ("new_mask", "uint64_t", "u64")], REHASH)
 
@@ -118,6 +118,6 @@ def rehash() -> Kernel:
 def fill_direct_map(key_ctype: str) -> Kernel:
     """direct[keys[i] - lo] = i + 1 for a unique integer key (keys of type key_ctype; 0: none),
     and the key's bit in the bitmap after the map."""
-    return _kernel(f"fill_direct_map_{key_ctype}", [
+    return plain_kernel(f"fill_direct_map_{key_ctype}", [
         ("n", "int64_t", "i64"), ("keys", f"const {key_ctype}*", "ptr"), ("lo", "int64_t", "i64"),
         ("range", "int64_t", "i64"), ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP)

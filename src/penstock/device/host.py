@@ -39,6 +39,7 @@ class HostBackend(Backend):
     name = "cpu"
     engine = "penstock-cpu"
     xp = np
+    small_sort_rows = 256  # as fast as Arrow's sort there, and the same kernel as the GPU's
 
     artifact_suffix = ".so"
 

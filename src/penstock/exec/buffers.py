@@ -25,12 +25,15 @@ class BufferStore:
         self.backend = backend
         self.batches: dict[int, list[Batch]] = {b: [] for b in types}
         self.host: dict[int, pa.Table] = {}
+        self.sorted_by: dict[int, list[tuple[int, bool, bool]]] = {}  # host tables already in an order
 
     def add(self, buffer: int, batch: Batch) -> None:
         self.batches[buffer].append(batch)
 
-    def put_host(self, buffer: int, table: pa.Table) -> None:
+    def put_host(self, buffer: int, table: pa.Table, sorted_by: list[tuple[int, bool, bool]] | None = None) -> None:
         self.host[buffer] = table
+        if sorted_by is not None:
+            self.sorted_by[buffer] = sorted_by
 
     def device_batches(self, buffer: int) -> list[Batch]:
         if buffer in self.host and not self.batches[buffer]:

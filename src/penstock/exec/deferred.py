@@ -37,6 +37,7 @@ class AggregateFinish:
     keys: list[tuple[str, int]]  # which output array each host copy after the first four is
     buffer: int
     types: list[DataType]
+    sorted_by: list[tuple[int, bool, bool]] | None  # the ORDER BY the device applied (exec/small_sorts.py)
 
     def __call__(self, host: list[np.ndarray], metrics: QueryMetrics, store: BufferStore) -> tuple[int, int]:
         words, counts, err, status, *copies = host
@@ -53,7 +54,7 @@ class AggregateFinish:
         out = self.state.collect(status, dict(zip(self.keys, copies)))
         if out is None:  # cannot happen: the output had room for every slot and the whole arena
             raise RunAgain(pipelines=[self.pipeline])
-        store.put_host(self.buffer, buffer_to_arrow(self.state.backend, [out], self.types))
+        store.put_host(self.buffer, buffer_to_arrow(self.state.backend, [out], self.types), self.sorted_by)
         return seen
 
 

@@ -30,6 +30,7 @@ from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
+from penstock.exec.small_sorts import SmallSort, small_sorts
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
@@ -58,6 +59,7 @@ class CompiledPlan:
     finalize_bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)
     texts: dict[str, Any] = field(default_factory=dict)  # text literals already on the device
     host_buffers: set[int] = field(default_factory=set)  # buffers that may stay on the host
+    small_sorts: dict[int, SmallSort] = field(default_factory=dict)  # pipeline -> its result's sort
     replay: Any = None  # exec.steady_runs.Replay: the last steady run's CUDA graph
     unsteady: str | None = None  # why a steady run of the plan had to stop (it is not tried again)
 
@@ -78,6 +80,8 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
         elif isinstance(step, BuildHashTable) and step.key_columns:
             out.builds[step.join] = generate_build(step)
             jobs.append(("build", step.join, out.builds[step.join]))
+    out.small_sorts = small_sorts(plan, out.finalizers, out.host_buffers)
+    jobs += [("fixed", 0, s.kernel) for s in out.small_sorts.values()]
     jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow())]
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
     with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2, 8)) as pool:
@@ -210,7 +214,7 @@ class Executor:
                 limit: int | None) -> PipelineContext:
         return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
                                memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check,
-                               host_buffers=compiled.host_buffers)
+                               host_buffers=compiled.host_buffers, small_sorts=compiled.small_sorts)
 
     def step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics,
              early: dict[int, PipelineRunner] | None = None) -> None:
@@ -286,12 +290,16 @@ class Executor:
     # -- breakers on whole buffers (host side, through Arrow) --------------------------------
     def sort(self, step: SortBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
         table = store.arrow(step.source)
-        order = sort_indices(table, step.keys)
-        if step.limit is not None:
-            order = order.slice(0, step.limit)
-        store.put_host(step.target, table.take(order))
+        where = "host"
+        if store.sorted_by.get(step.source) == step.keys:  # the device sorted it before the read-back
+            out = table if step.limit is None else table.slice(0, step.limit)
+            where = f"{self.backend.describe()}, sorted before the read-back"
+        else:
+            order = sort_indices(table, step.keys)
+            out = table.take(order if step.limit is None else order.slice(0, step.limit))
+        store.put_host(step.target, out)
         metrics.steps.append(StepMetrics("sort" + (f" (top {step.limit})" if step.limit is not None else ""),
-                                         "host", table.num_rows, len(order), time.perf_counter() - started))
+                                         where, table.num_rows, out.num_rows, time.perf_counter() - started))
 
     def limit(self, step: LimitBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
         table = store.arrow(step.source)

@@ -9,7 +9,7 @@ counted, and the caller runs the launch again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,12 +21,28 @@ from penstock.exec.kernels import compile_kernel
 from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.plan.types import DataType, Kind
 
+if TYPE_CHECKING:
+    from penstock.exec.small_sorts import SmallSort
+
 _MIN_TEXT_BYTES = 1024
 
 
 def validity_columns(kernel: Kernel) -> set[int]:
     """Output columns the kernel writes validity for (the others cannot be NULL)."""
     return {column for part, column in kernel.sink_parts if part == "validity"}
+
+
+def output_parts(types: list[DataType], with_validity: set[int]) -> list[tuple[str, int]]:
+    """The sink's per-row arrays, (part, column) in the order reserve() makes them: what a
+    small sort moves (a text column's bytes are not per row)."""
+    parts: list[tuple[str, int]] = []
+    for j, t in enumerate(types):
+        if t.kind is Kind.NULL:
+            continue
+        if j in with_validity:
+            parts.append(("validity", j))
+        parts += [("text_start", j), ("text_len", j)] if t.kind is Kind.STRING else [("values", j)]
+    return parts
 
 
 @dataclass
@@ -82,21 +98,18 @@ class MaterializeState:
         cap = self.capacity
         self.status = status if status is not None else be.zeros(self.status_words, np.uint64)
         self.arrays = {}
-        for j, t in enumerate(self.types):
-            if t.kind is Kind.NULL:
-                continue
-            if j in self.with_validity:
-                self.arrays[("validity", j)] = be.empty(cap, np.uint8)
-            if t.kind is Kind.STRING:
+        for part, j in output_parts(self.types, self.with_validity):
+            t = self.types[j]
+            if part == "validity":
+                self.arrays[(part, j)] = be.empty(cap, np.uint8)
+            elif part == "text_start":
                 want = text_bytes[j] if text_bytes else int(self.text_per_row[j] * cap * 1.25)
                 self.text_capacity[j] = max(want, _MIN_TEXT_BYTES)
-                self.arrays[("text_start", j)] = be.empty(cap, np.int64)
+                self.arrays[(part, j)] = be.empty(cap, np.int64)
                 self.arrays[("text_len", j)] = be.empty(cap, np.int32)
                 self.arrays[("text_bytes", j)] = be.empty(self.text_capacity[j], np.uint8)
-            elif t.kind is Kind.BOOL:
-                self.arrays[("values", j)] = be.empty(cap, np.uint8)
-            else:
-                self.arrays[("values", j)] = be.empty(cap, numpy_dtype(t))
+            elif part == "values":
+                self.arrays[(part, j)] = be.empty(cap, np.uint8 if t.kind is Kind.BOOL else numpy_dtype(t))
 
     def part(self, part: str, column: int) -> Any:
         n = len(self.types)
@@ -147,14 +160,15 @@ class MaterializeState:
         return Batch([_column(arrays, xp, gather, j, t, count, needed[j], nulls[j])
                       for j, t in enumerate(self.types)], count)
 
-    def readback_parts(self) -> list[tuple[tuple[str, int], Any]]:
+    def readback_parts(self, sort: SmallSort | None = None) -> list[tuple[tuple[str, int], Any]]:
         """The output arrays a collect() on the host needs, each text column first put in
         Arrow layout on the device (text_to_arrow: offsets and bytes in row order, instead of
         a start and a length per row into bytes in the order rows claimed them), so the host
-        only wraps what comes back."""
+        only wraps what comes back. With `sort`, the rows are first put in its order."""
         parts: list[tuple[tuple[str, int], Any]] = []
         be = self.backend
-        for key, array in self.arrays.items():
+        arrays = self.sorted_arrays(sort) if sort is not None else self.arrays
+        for key, array in arrays.items():
             part, j = key
             if part in ("values", "validity"):
                 parts.append((key, array))
@@ -162,10 +176,22 @@ class MaterializeState:
                 offsets = be.empty(self.capacity + 1, np.int32)
                 data = be.empty(self.text_capacity[j], np.uint8)
                 be.launch(compile_kernel(be, text_to_arrow()), 1, [
-                    self.status[0:1], self.capacity, self.arrays[("text_start", j)], self.arrays[("text_len", j)],
+                    self.status[0:1], self.capacity, arrays[("text_start", j)], arrays[("text_len", j)],
                     array, offsets, data, self.text_capacity[j]])
                 parts += [(("text_offsets", j), offsets), (("text_data", j), data)]
         return parts
+
+    def sorted_arrays(self, sort: SmallSort) -> dict[tuple[str, int], Any]:
+        """The output arrays with their rows in the sort's order (codegen/sort_gen.py); text
+        bytes stay where they are, the sorted starts point into them."""
+        be = self.backend
+        moved = {key: be.empty(len(a), a.dtype) for key, a in self.arrays.items() if key[0] != "text_bytes"}
+        args: list[Any] = [self.status[0:1], self.capacity]
+        for key in output_parts(self.types, self.with_validity):
+            args += [self.arrays[key], moved[key]]
+        args += [self.arrays[("text_bytes", c)] for c in sort.text_keys]
+        be.launch(compile_kernel(be, sort.kernel), self.capacity, args)
+        return {key: moved.get(key, a) for key, a in self.arrays.items()}
 
     def _gather(self, starts: Any, lengths: Any, src: Any, offsets: Any, total: int) -> Any:
         """Text bytes in row order (Arrow) from (start, length) per row, on the device."""

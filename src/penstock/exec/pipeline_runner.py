@@ -21,6 +21,7 @@ from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, s
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.skipping import skip_predicates
+from penstock.exec.small_sorts import SmallSort
 from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.read_path import choose as choose_read_path
@@ -53,6 +54,7 @@ class PipelineContext:
     # in-table fills launched but not yet read back (exec/in_table_builds.py)
     pending_fills: list[PendingFill] = field(default_factory=list)
     host_buffers: set[int] = field(default_factory=set)  # buffers only host steps read
+    small_sorts: dict[int, SmallSort] = field(default_factory=dict)  # pipeline -> its result's sort
     # a steady run (exec/steady_runs.py) defers every read-back to its end: what to read
     # and check then; None: launches are read back as they go
     deferred: list[Deferred] | None = None
@@ -306,7 +308,8 @@ class PipelineRunner:
             agg.finish(state)
             # a small result only host steps read comes back whole with the status words,
             # and is put together on the host: no second read-back, no device gathers
-            parts = state.readback_parts() if self.result_to_host(sink, state) else []
+            sort = self.small_sort(state)
+            parts = state.readback_parts(sort) if self.result_to_host(sink, state) else []
             err, words, *copies = self.be.to_host_many([agg.err, state.status, *(a for _, a in parts)])
             code = int(err[0])
             if code:
@@ -316,7 +319,7 @@ class PipelineRunner:
                 break
             self.metrics.reruns += 1  # text longer than the arena held: room for all of it now
         if parts:
-            self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], types))
+            self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], types), sort.keys if sort else None)
         elif out.length:
             self.ctx.store.add(sink.buffer, out)
 
@@ -339,9 +342,10 @@ class PipelineRunner:
         if not self.result_to_host(sink, state):
             raise NotSteady(f"pipeline {self.p.id}'s groups are too many to read back whole")
         agg.finish(state)
-        parts = state.readback_parts()
+        sort = self.small_sort(state)
+        parts = state.readback_parts(sort)
         finish = AggregateFinish(self.p.id, self.p.label or f"pipeline {self.p.id}", self.n_counters, agg, state,
-                                 [key for key, _ in parts], sink.buffer, types)
+                                 [key for key, _ in parts], sink.buffer, types, sort.keys if sort else None)
         assert self.ctx.deferred is not None
         self.ctx.deferred.append(Deferred([self.status, agg.counts, agg.err, state.status,
                                            *(array for _, array in parts)], finish))
@@ -355,6 +359,12 @@ class PipelineRunner:
         state = MaterializeState(self.be, types, self.finalize)
         state.reserve(groups, [text_bytes if t.kind is Kind.STRING else 0 for t in types])
         return types, state
+
+    def small_sort(self, state: MaterializeState) -> SmallSort | None:
+        """The sort the device applies to this aggregation's result, if it has one and the
+        result's room is small enough for it (the rank sort costs room^2 comparisons)."""
+        sort = self.ctx.small_sorts.get(self.p.id)
+        return sort if sort is not None and state.capacity <= self.be.small_sort_rows else None
 
     def result_to_host(self, sink: AggregateSink, state: MaterializeState) -> bool:
         return (sink.buffer in self.ctx.host_buffers and
