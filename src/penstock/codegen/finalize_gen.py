@@ -12,7 +12,7 @@ from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.cpp_types import scalar_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, Kernel, Mode, ParamTable, RowCount,
-                                     RowOffset, SinkPart, kernel_source)
+                                     RowOffset, kernel_source)
 from penstock.codegen.sink_aggregate import AggregateSinkGen
 from penstock.codegen.sink_materialize import write_row
 from penstock.errors import Unsupported

@@ -81,7 +81,7 @@ def _compare_key(t: DataType, c: int, ascending: bool, nulls_first: bool, nullab
     if not nullable:
         return [f"if (c == 0) c = {order};"]
     first = "true" if nulls_first else "false"
-    return [f"if (c == 0) {{",
+    return ["if (c == 0) {",
             f"  const bool nj = !s_validity_{c}[j], ni = !s_validity_{c}[i];",
             f"  if (nj != ni) c = nj == {first} ? -1 : 1;",
             f"  else if (!nj) c = {order};",
