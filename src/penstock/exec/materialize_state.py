@@ -190,7 +190,7 @@ class MaterializeState:
         for key in output_parts(self.types, self.with_validity):
             args += [self.arrays[key], moved[key]]
         args += [self.arrays[("text_bytes", c)] for c in sort.text_keys]
-        be.launch(compile_kernel(be, sort.kernel), self.capacity, args)
+        be.launch(compile_kernel(be, sort.kernel), self.capacity * 32, args)  # a warp per row
         return {key: moved.get(key, a) for key, a in self.arrays.items()}
 
     def _gather(self, starts: Any, lengths: Any, src: Any, offsets: Any, total: int) -> Any:

@@ -36,6 +36,20 @@ XPU_FN bool block_leader() { return true; }
 
 XPU_FN uint64_t plus_u64(uint64_t a, uint64_t b) { return a + b; }
 
+// Work on one item shared by the lanes of a warp: each lane takes every LANES-th step and
+// lane_sum adds their counts (every lane gets the total). Items are numbered so that a warp
+// holds the lanes of one item; a CPU thread is one lane.
+#ifdef XPU_GPU
+const int32_t LANES = 32;
+XPU_FN int64_t lane_sum(int64_t v) {
+  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+#else
+const int32_t LANES = 1;
+XPU_FN int64_t lane_sum(int64_t v) { return v; }
+#endif
+
 XPU_FN void reduce_add(uint64_t* target, uint64_t local) {
   uint64_t total = block_reduce(local, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
   if (block_leader() && total) atomic_add(target, total);
