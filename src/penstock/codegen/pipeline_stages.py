@@ -96,6 +96,19 @@ def drain(queue: str, count: str, stage: str) -> str:
             f"{stage}({queue}[k]);")
 
 
+def drain_whole_rounds(queue: str, count: str, stage: str) -> list[str]:
+    """Drain the queue's last entries in whole rounds of the block, so every lane has a row;
+    the first count % block_size() stay queued for the next drain (all of them in the
+    extra last tile step). Then the count is what stayed."""
+    sync = "xpu::block_sync();"
+    return [f"{{ const uint32_t kept = done ? 0 : {count} % (uint32_t)xpu::block_size();",
+            f"  for (int64_t k = kept + xpu::block_rank(); k < (int64_t){count}; k += xpu::block_size()) "
+            f"{stage}({queue}[k]);",
+            f"  {sync}",
+            f"  if (xpu::block_rank() == 0) {count} = kept;",
+            f"  {sync} }}"]
+
+
 def staged_body(gen: PipelineGen) -> list[str]:
     ops = gen.p.ops
     first = ops[0]
@@ -137,13 +150,12 @@ def staged_body(gen: PipelineGen) -> list[str]:
     # queues drain once a tile's worth is there, and all of them in the GPU's extra last tile
     # step (XPU_TILES_DONE); the CPU drains after its OpenMP loop instead (XPU_TILES_TAIL)
     if two:  # drain the first queue into the second, and the second once a tile is there
-        flush = [drain("qi", "qn[0]", "stage_b"), sync, "if (xpu::block_rank() == 0) qn[0] = 0;", sync,
+        flush = [*drain_whole_rounds("qi", "qn[0]", "stage_b"),
                  "if (qn[1] >= XPU_TILE_SIZE || done) {",
-                 "  " + drain("qj", "qn[1]", "stage_c"), "  " + sync,
-                 "  if (xpu::block_rank() == 0) qn[1] = 0;", "  " + sync, "}"]
+                 *["  " + f for f in drain_whole_rounds("qj", "qn[1]", "stage_c")], "}"]
         tail = [drain("qi", "qn[0]", "stage_b"), sync, drain("qj", "qn[1]", "stage_c")]
     else:
-        flush = [drain("qi", "qn[0]", "stage_c"), sync, "if (xpu::block_rank() == 0) qn[0] = 0;", sync]
+        flush = drain_whole_rounds("qi", "qn[0]", "stage_c")
         tail = [drain("qi", "qn[0]", "stage_c")]
     lines += [f"  XPU_TILES(base, {gen.n}) {{",
               f"    const bool done = XPU_TILES_DONE(base, {gen.n});",
