@@ -8,7 +8,9 @@ compacts again after it, and only rows that pass both reach the rest of the pipe
 
 Probes are only *tested* in the queueing stages (has the row a match?) and run again, whole,
 in the last stage, so a row enters each queue at most once and queues carry row numbers
-alone: a queue holding less than a tile before a tile (or a drain) never overflows.
+alone. A drain takes whole rounds of the block (every lane has a row) and leaves fewer than
+a block's worth queued: before a tile the first queue holds under a tile plus a round, the
+second under a tile plus the first's drain, within their capacities (xpu.h).
 """
 
 from __future__ import annotations
