@@ -71,7 +71,9 @@ class Readback:
         self.backend = backend
         self.arrays = arrays
 
-    def wait(self) -> list[np.ndarray]:
+    def wait(self, copy: bool = True) -> list[np.ndarray]:
+        """The arrays on the host. copy=False may return views into a buffer the next use
+        of this read-back overwrites (a replayed graph's): the caller copies what it keeps."""
         return [self.backend.to_host(a) for a in self.arrays]
 
 

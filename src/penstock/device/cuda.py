@@ -271,11 +271,12 @@ class PinnedReadback(Readback):
         self.descriptors[:] = np.array(moves, dtype=np.uint64).ravel()
         backend.pack_kernel().function((len(moves),), (BLOCK,), (np.uint64(self.descriptors.ctypes.data),))
 
-    def wait(self) -> list[np.ndarray]:
+    def wait(self, copy: bool = True) -> list[np.ndarray]:
         self.cp.cuda.get_current_stream().synchronize()
-        return [self.staging[start:start + a.nbytes].view(a.dtype).reshape(a.shape).copy()
-                if isinstance(a, self.cp.ndarray) else np.asarray(a)
-                for a, start in zip(self.arrays, self.slots)]
+        views = [self.staging[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+                 if isinstance(a, self.cp.ndarray) else np.asarray(a)
+                 for a, start in zip(self.arrays, self.slots)]
+        return [v.copy() for v in views] if copy else views
 
 
 class GraphCapture:

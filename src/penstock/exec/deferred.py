@@ -47,7 +47,7 @@ class AggregateFinish:
         if code:
             raise kernel_error(code, self.label)
         metrics.pipelines[self.pipeline].add_counters(words[1:1 + self.counters])
-        self.aggregate.seen_counts = counts
+        self.aggregate.seen_counts = counts.copy()
         seen = self.aggregate.sizes()
         if int(err[0]):
             raise kernel_error(int(err[0]), f"{self.label} (finalize)")

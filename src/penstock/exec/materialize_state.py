@@ -9,7 +9,7 @@ counted, and the caller runs the launch again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -155,9 +155,12 @@ class MaterializeState:
         for j, k in enumerate(needed):
             if count and self.types[j].kind is Kind.STRING:
                 self.text_per_row[j] = max(k / count, 1.0)
-        # host copies come from readback_parts: text already in Arrow layout, nothing to gather
-        arrays, xp, gather = (self.arrays, self.backend.xp, self._gather) if host is None else (host, np, None)
-        return Batch([_column(arrays, xp, gather, j, t, count, needed[j], nulls[j])
+        # host copies come from readback_parts: text already in Arrow layout, nothing to gather;
+        # they may be views into a pinned buffer a replay refills, so the rows kept are copied
+        if host is None:
+            return Batch([_column(self.arrays, self.backend.xp, self._gather, _same, j, t, count, needed[j], nulls[j])
+                          for j, t in enumerate(self.types)], count)
+        return Batch([_column(host, np, None, np.copy, j, t, count, needed[j], nulls[j])
                       for j, t in enumerate(self.types)], count)
 
     def readback_parts(self, sort: SmallSort | None = None) -> list[tuple[tuple[str, int], Any]]:
@@ -203,20 +206,25 @@ class MaterializeState:
         return data
 
 
-def _column(arrays: Any, xp: Any, gather: Any, j: int, t: DataType, n: int, text_bytes: int, nulls: int) -> Column:
+def _same(array: Any) -> Any:
+    return array
+
+
+def _column(arrays: Any, xp: Any, gather: Any, own: Callable[[Any], Any], j: int, t: DataType, n: int,
+            text_bytes: int, nulls: int) -> Column:
     """Output column j of n rows from the sink's arrays (device arrays with the backend's
     xp, or host copies from readback_parts with numpy); `gather` moves text bytes into row
-    order (device arrays only)."""
+    order (device arrays only); `own` makes the column's own copy of a slice it keeps."""
     if t.kind is Kind.NULL:
         return Column(t, n, validity=xp.zeros((n + 7) // 8, np.uint8))
     validity = pack_bits(xp, arrays[("validity", j)][:n]) if nulls else None
     if t.kind is Kind.BOOL:
         return Column(t, n, values=pack_bits(xp, arrays[("values", j)][:n]), validity=validity)
     if t.kind is not Kind.STRING:
-        return Column(t, n, values=arrays[("values", j)][:n], validity=validity)
+        return Column(t, n, values=own(arrays[("values", j)][:n]), validity=validity)
     if ("text_offsets", j) in arrays:  # put in Arrow layout on the device (readback_parts)
-        return Column(t, n, values=arrays[("text_offsets", j)][:n + 1], validity=validity,
-                      data=arrays[("text_data", j)][:text_bytes])
+        return Column(t, n, values=own(arrays[("text_offsets", j)][:n + 1]), validity=validity,
+                      data=own(arrays[("text_data", j)][:text_bytes]))
     assert gather is not None
     lengths = arrays[("text_len", j)][:n]
     if text_bytes >= 2 ** 31:

@@ -27,13 +27,34 @@ class PipelineMetrics:
     batches_skipped: int = 0
     bytes_read: int = 0
     read_seconds: float = 0.0
-    kernel_seconds: float = 0.0
+    kernel_time: float = 0.0  # see kernel_seconds
     compile_seconds: float = 0.0
     reruns: int = 0
     read_path: str = ""  # how file bytes reached the device
     cache_hits: int = 0  # columns read from the device-resident column cache
     cache_bytes: int = 0
     cache_dictionaries: int = 0  # of them, text the cache keeps dictionary-encoded
+    # a replayed graph's events around the pipeline: (backend, start, end), read when asked
+    timed_by: tuple[Any, Any, Any] | None = None
+
+    @property
+    def kernel_seconds(self) -> float:
+        """Time of the pipeline's kernels. A replayed graph's is read from the events around
+        its pipeline when first asked for: a driver call per pipeline that a query nobody
+        inspects does not pay. The events are the graph's, recorded again by its next replay,
+        so read this before the plan runs again (EXPLAIN ANALYZE and the benchmark do)."""
+        if self.timed_by is not None:
+            backend, start, end = self.timed_by
+            self.timed_by = None
+            seconds = backend.seconds_between(start, end)
+            if seconds is not None:
+                self.kernel_time = seconds
+        return self.kernel_time
+
+    @kernel_seconds.setter
+    def kernel_seconds(self, value: float) -> None:
+        self.timed_by = None
+        self.kernel_time = value
 
     def count_cached(self, columns: list[Any]) -> None:
         self.cache_hits += len(columns)

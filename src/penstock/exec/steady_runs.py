@@ -84,7 +84,9 @@ class SteadyRun:
 
     def finish(self, ex: Any, compiled: Any, metrics: QueryMetrics) -> pa.Table:
         started = time.perf_counter()
-        host = self.readback.wait()
+        # views into the pinned buffer the next replay refills: what is kept is copied
+        # (status words become numbers, results copy the rows they hold)
+        host = self.readback.wait(copy=False)
         metrics.wait_seconds = time.perf_counter() - started
         k = len(self.fills)
         settle([_with_metrics(f, metrics.pipelines[f.pipeline]) for f in self.fills], host[:k])
@@ -93,9 +95,8 @@ class SteadyRun:
             compiled.agg_sizes[d.finish.pipeline] = d.finish(host[at:at + len(d.arrays)], metrics, self.store)
             at += len(d.arrays)
         for step, start, end in zip(self.device_steps, self.marks, self.marks[1:]):
-            seconds = ex.backend.seconds_between(start, end) if start is not None else None
-            if seconds is not None and isinstance(step, RunPipeline):
-                metrics.pipelines[step.pipeline.id].kernel_seconds = seconds
+            if isinstance(step, RunPipeline) and start is not None and end is not None:
+                metrics.pipelines[step.pipeline.id].timed_by = (ex.backend, start, end)
         ctx = ex.context(compiled, self.store, lambda: None, None)
         for step in self.host_steps:
             ex.step(step, compiled, ctx, metrics)
