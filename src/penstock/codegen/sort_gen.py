@@ -17,15 +17,13 @@ keys stay on the host.
 
 from __future__ import annotations
 
+from penstock.codegen.cpp_types import STORAGE
 from penstock.codegen.fixed_kernels import plain_kernel
 from penstock.codegen.kernel import Kernel
 from penstock.plan.types import DataType, Kind
 
-_VALUES_CPP = {Kind.INT8: "int8_t", Kind.INT16: "int16_t", Kind.INT32: "int32_t", Kind.INT64: "int64_t",
-               Kind.DATE: "int32_t", Kind.TIMESTAMP: "int64_t", Kind.DECIMAL: "int64_t", Kind.BOOL: "uint8_t",
-               Kind.FLOAT32: "float", Kind.FLOAT64: "double"}
-_PART_CPP = {"validity": "uint8_t", "text_start": "int64_t", "text_len": "int32_t"}
-SORTABLE_KEYS = frozenset(_VALUES_CPP) - {Kind.FLOAT32, Kind.FLOAT64} | {Kind.STRING, Kind.NULL}
+_PART_CPP = {"validity": "uint8_t", "text_start": "int64_t", "text_len": "int32_t"}  # as sink_materialize writes them
+SORTABLE_KEYS = frozenset(STORAGE) - {Kind.FLOAT32, Kind.FLOAT64}
 
 
 def sortable(types: list[DataType], keys: list[tuple[int, bool, bool]]) -> bool:
@@ -34,7 +32,7 @@ def sortable(types: list[DataType], keys: list[tuple[int, bool, bool]]) -> bool:
 
 
 def part_cpp(part: str, t: DataType) -> str:
-    return _VALUES_CPP[t.kind] if part == "values" else _PART_CPP[part]
+    return STORAGE[t.kind] if part == "values" else _PART_CPP[part]
 
 
 def generate_small_sort(types: list[DataType], parts: list[tuple[str, int]],

@@ -355,7 +355,7 @@ class PipelineRunner:
         group; text results are copies of text the arena holds (or counts), so its bytes
         bound each text column."""
         assert self.finalize is not None
-        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
+        types = sink.types
         state = MaterializeState(self.be, types, self.finalize)
         state.reserve(groups, [text_bytes if t.kind is Kind.STRING else 0 for t in types])
         return types, state

@@ -36,7 +36,7 @@ def small_sorts(plan: PhysicalPlan, finalizers: dict[int, Kernel], host_buffers:
             continue
         sink, p = step.pipeline.sink, step.pipeline
         sort = sorts.get(sink.buffer)
-        types = [e.type for e in sink.groups] + [m.type for m in sink.measures]
+        types = sink.types
         if sort is None or sink.buffer not in host_buffers or not sortable(types, sort.keys):
             continue
         parts = output_parts(types, validity_columns(finalizers[p.id]))

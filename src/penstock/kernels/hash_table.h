@@ -165,11 +165,18 @@ XPU_FN StrView arena_text(uint64_t record) {
   const uint8_t* p = (const uint8_t*)record;
   return make_str(p + 4, *(const int32_t*)p);
 }
+// Room in the arena for the record of a text of `len` bytes: its offset, or -1 (and
+// ERR_TABLE_FULL) when the arena is full.
+XPU_FN int64_t arena_claim(uint64_t* cursor, uint64_t capacity, int32_t len, int32_t* err) {
+  const uint64_t size = (4 + (uint64_t)len + 7) & ~(uint64_t)7;
+  const uint64_t at = atomic_add(cursor, size);
+  if (at + size > capacity) { raise(err, ERR_TABLE_FULL); return -1; }
+  return (int64_t)at;
+}
 template <class S>
 XPU_FN uint64_t arena_store(uint8_t* arena, uint64_t* cursor, uint64_t capacity, const S& s, int32_t* err) {
-  uint64_t size = (4 + (uint64_t)s.len() + 7) & ~(uint64_t)7;
-  uint64_t at = atomic_add(cursor, size);
-  if (at + size > capacity) { raise(err, ERR_TABLE_FULL); return 0; }
+  const int64_t at = arena_claim(cursor, capacity, s.len(), err);
+  if (at < 0) return 0;
   *(int32_t*)(arena + at) = s.len();
   copy_to(arena + at + 4, s);
   return (uint64_t)(arena + at);
@@ -211,10 +218,7 @@ XPU_FN bool key_text_eq(uint64_t word, const KeyText& k) {
 XPU_FN uint64_t key_text_store(uint8_t* arena, uint64_t* cursor, uint64_t capacity, const KeyText& k,
                                int32_t* err) {
   if (k.record == 0) return arena_store(arena, cursor, capacity, k.text, err);
-  uint64_t size = (4 + (uint64_t)arena_text(k.record).len() + 7) & ~(uint64_t)7;
-  uint64_t at = atomic_add(cursor, size);
-  if (at + size > capacity) { raise(err, ERR_TABLE_FULL); return 0; }
-  return k.record;
+  return arena_claim(cursor, capacity, arena_text(k.record).len(), err) < 0 ? 0 : k.record;
 }
 
 // Moves the occupied slots of a table into a larger one (keys are distinct already).

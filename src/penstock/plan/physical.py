@@ -111,6 +111,11 @@ class AggregateSink:
     measures: list[AggCall]
     buffer: int
 
+    @property
+    def types(self) -> list[DataType]:
+        """The output's column types: the group keys, then the measures."""
+        return [e.type for e in self.groups] + [m.type for m in self.measures]
+
 
 Sink = MaterializeSink | AggregateSink
 
