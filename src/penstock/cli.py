@@ -194,7 +194,7 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
     print(f"device copy (read + write):      {ceilings.device_copy_gbps(backend):8.1f} GB/s")
     print(f"page cache -> device (threaded): {ceilings.host_to_device_gbps(backend, path):8.1f} GB/s")
     ceilings.drop_page_cache([path])
-    print(f"O_DIRECT read from the drive:    {ceilings.direct_read_gbps(path):8.1f} GB/s")
+    print(f"O_DIRECT read from the drive:    {ceilings.direct_read_gbps(path, backend):8.1f} GB/s")
     return 0
 
 

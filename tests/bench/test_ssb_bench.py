@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from penstock.bench.report import write_reports
+from penstock.bench.report import text_table, write_reports
 from penstock.bench.ssb_bench import run_ssb_bench
 
 
@@ -23,6 +23,10 @@ def test_every_query_repeats_in_rounds_and_matches_duckdb(tmp_path: Path) -> Non
     # the repeats go round all queries, not one query at a time
     assert [line.split(" (")[0] for line in lines if line.startswith("round ")] == \
         ["round 1 of 3", "round 2 of 3", "round 3 of 3"]
+    # the ceiling is measured before and after the timed runs, and reported as their mean
+    before, after = report.ceiling_samples["gpu"]
+    assert before > 0 and after > 0 and report.ceiling == (before + after) / 2
+    assert f"mean of {before:.1f} before and {after:.1f} after the runs" in text_table(report)
     paths = write_reports(report, tmp_path / "out")
     data = json.loads(next(p for p in paths if p.suffix == ".json").read_text())
     assert [q["name"] for q in data["queries"]] == queries

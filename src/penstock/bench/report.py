@@ -11,7 +11,8 @@ from penstock.bench.ssb_bench import SsbReport
 def text_table(r: SsbReport) -> str:
     lines = [f"SSB SF {r.sf:g}, tier {r.tier} ({r.fmt} files), {r.device}; DuckDB: in-memory tables, "
              f"{r.duckdb_threads} threads; best and median of {r.repeat}",
-             f"ceiling ({r.tier}): {r.ceiling:.1f} GB/s" + (f"; read path: {r.read_path}" if r.read_path else "")]
+             f"ceiling ({r.tier}): {r.ceiling:.1f} GB/s{_samples(r)}"
+             + (f"; read path: {r.read_path}" if r.read_path else "")]
     head = (f"{'query':6} {'rows':>5} {'best ms':>9} {'median ms':>9} {'first ms':>9} {'ovh ms':>7} "
             f"{'MB read':>9} {'GB/s':>7} {'%ceil':>6} {'duck ms':>9} {'x duck':>7} {'same':>5}")
     lines += [head, "-" * len(head)]
@@ -29,6 +30,11 @@ def text_table(r: SsbReport) -> str:
     lines.append(f"total: penstock {t['penstock_best_s'] * 1000:.1f} ms, {gbps:.1f} GB/s "
                  f"({100 * gbps / r.ceiling if r.ceiling else 0:.0f}% of the ceiling); {total_speed}")
     return "\n".join(lines)
+
+
+def _samples(r: SsbReport) -> str:
+    got = r.ceiling_samples.get(r.tier, [])
+    return f" (mean of {got[0]:.1f} before and {got[1]:.1f} after the runs)" if len(got) == 2 else ""
 
 
 def write_reports(r: SsbReport, out: Path) -> list[Path]:

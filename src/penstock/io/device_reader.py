@@ -29,6 +29,7 @@ import pyarrow.ipc as ipc
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, numpy_dtype
+from penstock.io.ipc_metadata import record_batches
 from penstock.plan.types import DataType, Kind
 
 ALIGN = 4096
@@ -36,6 +37,7 @@ ALIGN = 4096
 # PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine
 CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "4")) * (1 << 20)) // ALIGN * ALIGN
 IO_THREADS = int(os.environ.get("PENSTOCK_IO_THREADS", "16"))
+META_THREADS = 8  # threads reading record batches' metadata ahead (io/ipc_metadata.py)
 DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
 
@@ -101,12 +103,13 @@ class ArrowDeviceReader:
 
     # -- planning ---------------------------------------------------------------------------
     def groups(self) -> Iterator[list[pa.RecordBatch]]:
-        """Runs of record batches that can share one device batch."""
+        """Runs of record batches that can share one device batch (their metadata is read
+        ahead by the backend's metadata threads: on a cold file each is a read of the drive)."""
         run: list[pa.RecordBatch] = []
         rows = nbytes = 0
         joinable = not any(t.kind is Kind.STRING for t in self.types)
-        for k in range(self.reader.num_record_batches):
-            b = self.reader.get_batch(k)
+        pool = _pool(self.backend, "meta", META_THREADS)
+        for b in record_batches(self.file, self.reader.num_record_batches, pool):
             size = sum(buf.size for i in self.index for buf in b.column(i).buffers() if buf is not None)
             fits = rows + b.num_rows <= DEVICE_BATCH_ROWS and (
                 self.max_bytes is None or nbytes + size <= self.max_bytes)
@@ -200,7 +203,7 @@ class ArrowDeviceReader:
                         target[p.target:p.target + p.size].fill(0xFF)
             self.stream.synchronize()
         else:
-            target = _pinned(be, size)
+            target = staging_buffer(be, size)
             for p in pieces:
                 if p.part == "ones":
                     target[p.target:p.target + p.size] = 0xFF
@@ -264,7 +267,7 @@ def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], ta
     if not jobs:
         return []
     workers = min(threads, len(jobs))
-    pool = _io_pool(backend, threads)
+    pool = _pool(backend, "io", threads)
     return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
 
 
@@ -316,15 +319,17 @@ def _pread_exactly(fd: int, view: memoryview, offset: int, need: int) -> None:
 _local = threading.local()
 
 
-def _io_pool(backend: Backend, threads: int) -> ThreadPoolExecutor:
-    """The backend's I/O threads, started once: each keeps its stream and pinned buffer."""
-    pool = getattr(backend, "io_pool", None)
+def _pool(backend: Backend, kind: str, threads: int) -> ThreadPoolExecutor:
+    """The backend's threads of one kind, started once: "io" threads each keep their stream
+    and pinned buffers; "meta" threads read record batches' metadata."""
+    attr = f"{kind}_pool"
+    pool = getattr(backend, attr, None)
     if pool is None:
         with _pool_lock:
-            pool = getattr(backend, "io_pool", None)
+            pool = getattr(backend, attr, None)
             if pool is None:
-                pool = ThreadPoolExecutor(threads, thread_name_prefix="penstock-io")
-                backend.io_pool = pool  # type: ignore[attr-defined]
+                pool = ThreadPoolExecutor(threads, thread_name_prefix=f"penstock-{kind}")
+                setattr(backend, attr, pool)
     return pool
 
 
@@ -350,12 +355,13 @@ def _thread_buffer(backend: Backend, which: int, size: int) -> tuple[np.ndarray,
         if entry is not None and entry[1] is not None:
             entry[1].synchronize()  # no copy may still read the buffer being replaced
         event = backend.xp.cuda.Event(disable_timing=True) if backend.name == "gpu" else None
-        entry = buffers[which] = (_pinned(backend, max(size, CHUNK + 2 * ALIGN)), event)
+        entry = buffers[which] = (staging_buffer(backend, max(size, CHUNK + 2 * ALIGN)), event)
     return entry
 
 
-def _pinned(backend: Backend, size: int) -> np.ndarray:
-    """Host staging memory: pinned (page-locked) for a GPU, page-aligned either way."""
+def staging_buffer(backend: Backend, size: int) -> np.ndarray:
+    """Host staging memory: pinned (page-locked) for a GPU, page-aligned either way (as
+    O_DIRECT needs)."""
     size = max(size, 1)
     if backend.name == "gpu":
         mem = backend.xp.cuda.alloc_pinned_memory(size + ALIGN)

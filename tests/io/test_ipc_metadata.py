@@ -1,0 +1,61 @@
+"""Record batches read ahead by several threads (io/ipc_metadata.py) are the file's own, in order."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+from penstock.io.arrow_ipc import ArrowTable
+from penstock.io.ipc_metadata import record_batches
+
+SIZES = [5, 0, 17, 1, 300, 2, 64, 9, 1000, 3, 44]
+
+
+def _file(tmp_path: Path) -> Path:
+    path = tmp_path / "t.arrow"
+    schema = pa.schema([("k", pa.int64()), ("s", pa.string())])
+    with ipc.new_file(str(path), schema) as w:
+        start = 0
+        for n in SIZES:
+            w.write_batch(pa.record_batch([pa.array(range(start, start + n), pa.int64()),
+                                           pa.array([str(i) for i in range(start, start + n)])], schema=schema))
+            start += n
+    return path
+
+
+@pytest.mark.parametrize("per_task", [1, 2, 4, 100])
+def test_batches_come_in_file_order_as_views_of_the_same_buffer(tmp_path: Path, per_task: int) -> None:
+    buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
+    reader = ipc.open_file(buffer)
+    expected = [reader.get_batch(k) for k in range(reader.num_record_batches)]
+    with ThreadPoolExecutor(3) as pool:
+        got = list(record_batches(buffer, len(expected), pool, per_task=per_task))
+    assert [b.num_rows for b in got] == SIZES
+    for b, e in zip(got, expected):
+        assert b.equals(e)
+        # zero-copy: the values lie where the file's own reader says they lie
+        assert b.column(0).buffers()[1].address == e.column(0).buffers()[1].address
+
+
+def test_without_a_pool_the_caller_reads_them(tmp_path: Path) -> None:
+    buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
+    assert [b.num_rows for b in record_batches(buffer, len(SIZES), None)] == SIZES
+    assert list(record_batches(buffer, 0, None)) == []
+
+
+def test_stopping_early_leaves_the_pool_usable(tmp_path: Path) -> None:
+    buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
+    with ThreadPoolExecutor(2) as pool:
+        batches = record_batches(buffer, len(SIZES), pool, per_task=1)
+        assert [next(batches).num_rows for _ in range(3)] == SIZES[:3]
+        batches.close()  # the reads queued ahead are cancelled or finish harmlessly
+        assert [b.num_rows for b in record_batches(buffer, len(SIZES), pool)] == SIZES
+
+
+def test_row_count_of_a_table_sums_every_batch(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    assert ArrowTable([_file(tmp_path), _file(tmp_path / "b")]).num_rows() == 2 * sum(SIZES)
