@@ -10,7 +10,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from penstock.io.arrow_ipc import ArrowTable
-from penstock.io.ipc_metadata import record_batches
+from penstock.io.ipc_metadata import _task_size, record_batches
 
 SIZES = [5, 0, 17, 1, 300, 2, 64, 9, 1000, 3, 44]
 
@@ -27,13 +27,13 @@ def _file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("per_task", [1, 2, 4, 100])
-def test_batches_come_in_file_order_as_views_of_the_same_buffer(tmp_path: Path, per_task: int) -> None:
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_batches_come_in_file_order_as_views_of_the_same_buffer(tmp_path: Path, threads: int) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
     reader = ipc.open_file(buffer)
     expected = [reader.get_batch(k) for k in range(reader.num_record_batches)]
-    with ThreadPoolExecutor(3) as pool:
-        got = list(record_batches(buffer, len(expected), pool, per_task=per_task))
+    with ThreadPoolExecutor(threads) as pool:
+        got = list(record_batches(buffer, len(expected), pool))
     assert [b.num_rows for b in got] == SIZES
     for b, e in zip(got, expected):
         assert b.equals(e)
@@ -50,10 +50,24 @@ def test_without_a_pool_the_caller_reads_them(tmp_path: Path) -> None:
 def test_stopping_early_leaves_the_pool_usable(tmp_path: Path) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
     with ThreadPoolExecutor(2) as pool:
-        batches = record_batches(buffer, len(SIZES), pool, per_task=1)
+        batches = record_batches(buffer, len(SIZES), pool)
         assert [next(batches).num_rows for _ in range(3)] == SIZES[:3]
         batches.close()  # the reads queued ahead are cancelled or finish harmlessly
         assert [b.num_rows for b in record_batches(buffer, len(SIZES), pool)] == SIZES
+
+
+def test_many_small_batches_are_read_several_to_a_task_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "many.arrow"
+    schema = pa.schema([("k", pa.int32())])
+    with ipc.new_file(str(path), schema) as w:
+        for k in range(3000):  # tasks grow to 3000 // 512 = 5 record batches
+            w.write_batch(pa.record_batch([pa.array([k] * (k % 3), pa.int32())], schema=schema))
+    buffer = pa.memory_map(str(path)).read_buffer()
+    assert _task_size(0, 3000) == 1 and _task_size(2000, 3000) == 5
+    with ThreadPoolExecutor(4) as pool:
+        got = list(record_batches(buffer, 3000, pool))
+    assert [b.num_rows for b in got] == [k % 3 for k in range(3000)]
+    assert [b.column(0)[0].as_py() for b in got if b.num_rows] == [k for k in range(3000) if k % 3]
 
 
 def test_row_count_of_a_table_sums_every_batch(tmp_path: Path) -> None:

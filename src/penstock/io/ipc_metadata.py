@@ -17,7 +17,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-AHEAD = 64  # record batches whose metadata is being read ahead of the one asked for
+TASKS_AHEAD = 16  # tasks queued ahead of the record batch being used
 
 
 def _read(buffer: pa.Buffer, first: int, stop: int) -> list[pa.RecordBatch]:
@@ -25,11 +25,17 @@ def _read(buffer: pa.Buffer, first: int, stop: int) -> list[pa.RecordBatch]:
     return [reader.get_batch(k) for k in range(first, stop)]
 
 
-def record_batches(buffer: pa.Buffer, count: int, pool: Executor | None,
-                   per_task: int = 4) -> Iterator[pa.RecordBatch]:
-    """The file's `count` record batches in order (zero-copy views into `buffer`), read
-    `per_task` to a task by `pool`'s threads, at most AHEAD beyond the one being used.
-    Without a pool (or with one record batch) they are read in the calling thread."""
+def _task_size(queued: int, count: int) -> int:
+    """Record batches per task: one at first, so the first device batch's arrive together;
+    then more (up to count / 512), so a file of very many small record batches does not open
+    a reader (which parses the whole footer) per batch."""
+    return max(1, min(queued // 16, count // 512))
+
+
+def record_batches(buffer: pa.Buffer, count: int, pool: Executor | None) -> Iterator[pa.RecordBatch]:
+    """The file's `count` record batches in order (zero-copy views into `buffer`), read by
+    `pool`'s threads, TASKS_AHEAD tasks ahead of the one being used. Without a pool (or with
+    one record batch) they are read in the calling thread."""
     if pool is None or count <= 1:
         yield from _read(buffer, 0, count)
         return
@@ -37,9 +43,10 @@ def record_batches(buffer: pa.Buffer, count: int, pool: Executor | None,
     queued = 0
     try:
         while queued < count or pending:
-            while queued < count and len(pending) * per_task < AHEAD:
-                pending.append(pool.submit(_read, buffer, queued, min(count, queued + per_task)))
-                queued += per_task
+            while queued < count and len(pending) < TASKS_AHEAD:
+                stop = min(count, queued + _task_size(queued, count))
+                pending.append(pool.submit(_read, buffer, queued, stop))
+                queued = stop
             yield from pending.popleft().result()
     finally:
         for future in pending:
