@@ -10,7 +10,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from penstock.io.arrow_ipc import ArrowTable
-from penstock.io.ipc_metadata import _task_size, record_batches
+from penstock.io.ipc_metadata import _task_size, map_for_metadata, record_batches
 
 SIZES = [5, 0, 17, 1, 300, 2, 64, 9, 1000, 3, 44]
 
@@ -73,3 +73,16 @@ def test_many_small_batches_are_read_several_to_a_task_in_order(tmp_path: Path) 
 def test_row_count_of_a_table_sums_every_batch(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     assert ArrowTable([_file(tmp_path), _file(tmp_path / "b")]).num_rows() == 2 * sum(SIZES)
+
+
+def test_the_metadata_mapping_reads_the_same_batches_and_refuses_an_empty_file(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    buffer = map_for_metadata(path)
+    assert buffer.size == path.stat().st_size and not buffer.is_mutable
+    expected = ipc.open_file(pa.memory_map(str(path))).read_all()
+    with ThreadPoolExecutor(2) as pool:
+        got = pa.Table.from_batches(list(record_batches(buffer, len(SIZES), pool)))
+    assert got.equals(expected)
+    (tmp_path / "empty.arrow").write_bytes(b"")
+    with pytest.raises(ValueError):
+        map_for_metadata(tmp_path / "empty.arrow")

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from penstock.errors import FileError
-from penstock.io.ipc_metadata import record_batches
+from penstock.io.ipc_metadata import map_for_metadata, record_batches
 from penstock.io.tables import ScanBatch, check_same_schema
 
 _MAGIC = b"ARROW1"
@@ -58,7 +58,7 @@ class ArrowTable:
             for path in self.files:
                 if not _is_file_format(path):
                     return None
-                buffer = pa.memory_map(str(path)).read_buffer()
+                buffer = map_for_metadata(path)
                 count = ipc.open_file(buffer).num_record_batches
                 with ThreadPoolExecutor(8) as pool:  # each batch's row count is a read on a cold file
                     total += sum(b.num_rows for b in record_batches(buffer, count, pool))

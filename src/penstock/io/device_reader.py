@@ -29,7 +29,7 @@ import pyarrow.ipc as ipc
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, numpy_dtype
-from penstock.io.ipc_metadata import record_batches
+from penstock.io.ipc_metadata import map_for_metadata, record_batches
 from penstock.plan.types import DataType, Kind
 
 ALIGN = 4096
@@ -37,7 +37,7 @@ ALIGN = 4096
 # PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine
 CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "4")) * (1 << 20)) // ALIGN * ALIGN
 IO_THREADS = int(os.environ.get("PENSTOCK_IO_THREADS", "16"))
-META_THREADS = 8  # threads reading record batches' metadata ahead (io/ipc_metadata.py)
+META_THREADS = 16  # threads reading record batches' metadata ahead (io/ipc_metadata.py)
 DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
 
@@ -82,9 +82,9 @@ class ArrowDeviceReader:
         self.mode = mode
         self.threads = threads
         try:
-            self.file = pa.memory_map(str(path)).read_buffer()  # metadata only is touched
+            self.file = map_for_metadata(path)  # metadata only is touched
             self.reader = ipc.open_file(self.file)
-        except (OSError, pa.ArrowException) as e:
+        except (OSError, ValueError, pa.ArrowException) as e:  # ValueError: an empty file
             raise FileError(f"could not read Arrow file {path}: {e}", str(path)) from e
         self.index = [self.reader.schema.get_field_index(n) for n in names]
         self.stream = backend.xp.cuda.Stream(non_blocking=True) if backend.name == "gpu" else None
