@@ -1,14 +1,17 @@
-"""Record batches read ahead by several threads (io/ipc_metadata.py) are the file's own, in order."""
+"""Record batches read ahead by several threads on a cold file (io/ipc_metadata.py) are the
+file's own, in order; from the page cache the calling thread reads them alone."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
+from penstock.io import ipc_metadata
 from penstock.io.arrow_ipc import ArrowTable
 from penstock.io.ipc_metadata import _task_size, map_for_metadata, record_batches
 
@@ -27,13 +30,38 @@ def _file(tmp_path: Path) -> Path:
     return path
 
 
+class CountingPool(ThreadPoolExecutor):
+    def __init__(self, threads: int) -> None:
+        super().__init__(threads)
+        self.tasks = 0
+
+    def submit(self, *args: Any, **kwargs: Any) -> Future:
+        self.tasks += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.fixture
+def cold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every metadata read counts as slow, as on a cold file: the threads take over."""
+    monkeypatch.setattr(ipc_metadata, "SLOW_S", -1.0)
+
+
+def test_metadata_from_the_page_cache_is_read_in_the_calling_thread(tmp_path: Path) -> None:
+    buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
+    with CountingPool(4) as pool:
+        assert [b.num_rows for b in record_batches(buffer, len(SIZES), pool)] == SIZES
+    assert pool.tasks == 0  # each read took microseconds: the threads only cost
+
+
+@pytest.mark.usefixtures("cold")
 @pytest.mark.parametrize("threads", [1, 3, 8])
 def test_batches_come_in_file_order_as_views_of_the_same_buffer(tmp_path: Path, threads: int) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
     reader = ipc.open_file(buffer)
     expected = [reader.get_batch(k) for k in range(reader.num_record_batches)]
-    with ThreadPoolExecutor(threads) as pool:
+    with CountingPool(threads) as pool:
         got = list(record_batches(buffer, len(expected), pool))
+    assert pool.tasks == len(SIZES) - 1  # the first read was slow: the threads read the rest
     assert [b.num_rows for b in got] == SIZES
     for b, e in zip(got, expected):
         assert b.equals(e)
@@ -47,6 +75,7 @@ def test_without_a_pool_the_caller_reads_them(tmp_path: Path) -> None:
     assert list(record_batches(buffer, 0, None)) == []
 
 
+@pytest.mark.usefixtures("cold")
 def test_stopping_early_leaves_the_pool_usable(tmp_path: Path) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
     with ThreadPoolExecutor(2) as pool:
@@ -56,6 +85,7 @@ def test_stopping_early_leaves_the_pool_usable(tmp_path: Path) -> None:
         assert [b.num_rows for b in record_batches(buffer, len(SIZES), pool)] == SIZES
 
 
+@pytest.mark.usefixtures("cold")
 def test_many_small_batches_are_read_several_to_a_task_in_order(tmp_path: Path) -> None:
     path = tmp_path / "many.arrow"
     schema = pa.schema([("k", pa.int32())])
@@ -75,6 +105,7 @@ def test_row_count_of_a_table_sums_every_batch(tmp_path: Path) -> None:
     assert ArrowTable([_file(tmp_path), _file(tmp_path / "b")]).num_rows() == 2 * sum(SIZES)
 
 
+@pytest.mark.usefixtures("cold")
 def test_the_metadata_mapping_reads_the_same_batches_and_refuses_an_empty_file(tmp_path: Path) -> None:
     path = _file(tmp_path)
     buffer = map_for_metadata(path)

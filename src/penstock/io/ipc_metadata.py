@@ -1,4 +1,5 @@
-"""An Arrow IPC file's record batches, their metadata read by several threads at once.
+"""An Arrow IPC file's record batches, their metadata read by several threads when the file
+is cold.
 
 A record batch's metadata (its row count and where each buffer lies) sits in the file just
 before its body, so on a cold file every record batch costs one small random read of the
@@ -6,15 +7,20 @@ drive. pyarrow reads them one at a time as `get_batch` is called: on the benchma
 virtual disk that was about 6 ms each with the drive idle, 0.75 s for SF 20's lineorder (115
 record batches), and far more while the reader's own 4 MiB reads keep the drive busy: the
 next device batch could not be planned before the I/O threads ran out of work, and cold reads
-ran at 0.56 - 0.60 of the drive's rate against 0.97 with the metadata cached. So threads that
-each open their own reader over the same memory map read them together, several device
-batches ahead of their use, through a mapping that asks the kernel not to read ahead (a
-metadata fault would otherwise pull up to read_ahead_kb of the body into the page cache).
+ran at 0.56 - 0.72 of the drive's rate against 0.92 - 0.97 with the metadata read ahead by
+threads (or cached). From the page cache a record batch's metadata takes some 15 us, and
+there the threads only cost: the same queries over cached files ran 5 - 15 points of the
+host ceiling slower with them (their work contends for the GIL with the I/O threads). So
+the metadata is read in the calling thread until one read is slow, then by the threads,
+each opening its own reader over the same mapping, several device batches ahead of use.
+The mapping asks the kernel not to read ahead (a metadata fault would otherwise pull up to
+read_ahead_kb of the body into the page cache).
 """
 
 from __future__ import annotations
 
 import mmap
+import time
 from collections import deque
 from concurrent.futures import Executor, Future
 from pathlib import Path
@@ -48,15 +54,29 @@ def _task_size(queued: int, count: int) -> int:
     return max(1, min(queued // 16, count // 512))
 
 
+# a metadata read slower than this went to a drive that is worth reading in parallel (cached:
+# some 15 us; the benchmark machine's virtual disk: 6 ms idle, more under load)
+SLOW_S = 0.002
+
+
 def record_batches(buffer: pa.Buffer, count: int, pool: Executor | None) -> Iterator[pa.RecordBatch]:
-    """The file's `count` record batches in order (zero-copy views into `buffer`), read by
-    `pool`'s threads, TASKS_AHEAD tasks ahead of the one being used. Without a pool (or with
-    one record batch) they are read in the calling thread."""
-    if pool is None or count <= 1:
-        yield from _read(buffer, 0, count)
+    """The file's `count` record batches in order (zero-copy views into `buffer`): read in
+    the calling thread while that is fast, then by `pool`'s threads, TASKS_AHEAD tasks ahead
+    of the one being used."""
+    reader = ipc.open_file(buffer)
+    k = 0
+    while k < count:
+        started = time.perf_counter()
+        batch = reader.get_batch(k)
+        slow = time.perf_counter() - started > SLOW_S
+        k += 1
+        yield batch
+        if slow and pool is not None:
+            break
+    if pool is None:
         return
     pending: deque[Future] = deque()
-    queued = 0
+    queued = k
     try:
         while queued < count or pending:
             while queued < count and len(pending) < TASKS_AHEAD:
