@@ -49,7 +49,7 @@ def cold(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_metadata_from_the_page_cache_is_read_in_the_calling_thread(tmp_path: Path) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
     with CountingPool(4) as pool:
-        assert [b.num_rows for b in record_batches(buffer, len(SIZES), pool)] == SIZES
+        assert [b.num_rows for b in record_batches(ipc.open_file(buffer), buffer, pool)] == SIZES
     assert pool.tasks == 0  # each read took microseconds: the threads only cost
 
 
@@ -60,7 +60,7 @@ def test_batches_come_in_file_order_as_views_of_the_same_buffer(tmp_path: Path, 
     reader = ipc.open_file(buffer)
     expected = [reader.get_batch(k) for k in range(reader.num_record_batches)]
     with CountingPool(threads) as pool:
-        got = list(record_batches(buffer, len(expected), pool))
+        got = list(record_batches(ipc.open_file(buffer), buffer, pool))
     assert pool.tasks == len(SIZES) - 1  # the first read was slow: the threads read the rest
     assert [b.num_rows for b in got] == SIZES
     for b, e in zip(got, expected):
@@ -71,18 +71,22 @@ def test_batches_come_in_file_order_as_views_of_the_same_buffer(tmp_path: Path, 
 
 def test_without_a_pool_the_caller_reads_them(tmp_path: Path) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
-    assert [b.num_rows for b in record_batches(buffer, len(SIZES), None)] == SIZES
-    assert list(record_batches(buffer, 0, None)) == []
+    assert [b.num_rows for b in record_batches(ipc.open_file(buffer), buffer, None)] == SIZES
+    empty = tmp_path / "none.arrow"
+    with ipc.new_file(str(empty), pa.schema([("k", pa.int64())])):
+        pass
+    nothing = pa.memory_map(str(empty)).read_buffer()
+    assert list(record_batches(ipc.open_file(nothing), nothing, None)) == []
 
 
 @pytest.mark.usefixtures("cold")
 def test_stopping_early_leaves_the_pool_usable(tmp_path: Path) -> None:
     buffer = pa.memory_map(str(_file(tmp_path))).read_buffer()
     with ThreadPoolExecutor(2) as pool:
-        batches = record_batches(buffer, len(SIZES), pool)
+        batches = record_batches(ipc.open_file(buffer), buffer, pool)
         assert [next(batches).num_rows for _ in range(3)] == SIZES[:3]
         batches.close()  # the reads queued ahead are cancelled or finish harmlessly
-        assert [b.num_rows for b in record_batches(buffer, len(SIZES), pool)] == SIZES
+        assert [b.num_rows for b in record_batches(ipc.open_file(buffer), buffer, pool)] == SIZES
 
 
 @pytest.mark.usefixtures("cold")
@@ -95,7 +99,7 @@ def test_many_small_batches_are_read_several_to_a_task_in_order(tmp_path: Path) 
     buffer = pa.memory_map(str(path)).read_buffer()
     assert _task_size(0, 3000) == 1 and _task_size(2000, 3000) == 5
     with ThreadPoolExecutor(4) as pool:
-        got = list(record_batches(buffer, 3000, pool))
+        got = list(record_batches(ipc.open_file(buffer), buffer, pool))
     assert [b.num_rows for b in got] == [k % 3 for k in range(3000)]
     assert [b.column(0)[0].as_py() for b in got if b.num_rows] == [k for k in range(3000) if k % 3]
 
@@ -112,7 +116,7 @@ def test_the_metadata_mapping_reads_the_same_batches_and_refuses_an_empty_file(t
     assert buffer.size == path.stat().st_size and not buffer.is_mutable
     expected = ipc.open_file(pa.memory_map(str(path))).read_all()
     with ThreadPoolExecutor(2) as pool:
-        got = pa.Table.from_batches(list(record_batches(buffer, len(SIZES), pool)))
+        got = pa.Table.from_batches(list(record_batches(ipc.open_file(buffer), buffer, pool)))
     assert got.equals(expected)
     (tmp_path / "empty.arrow").write_bytes(b"")
     with pytest.raises(ValueError):

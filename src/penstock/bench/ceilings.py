@@ -11,7 +11,6 @@ On the CPU backend "device" is host memory and the host ceiling is the threaded 
 
 from __future__ import annotations
 
-import mmap
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -106,7 +105,7 @@ def host_to_device_gbps(backend: Any, path: Path, threads: int = 8) -> float:
     return size / elapsed / 1e9
 
 
-def direct_read_gbps(path: Path, backend: Any = None, threads: int = 8, chunk: int = CHUNK) -> float:
+def direct_read_gbps(path: Path, backend: Any, threads: int = 8, chunk: int = CHUNK) -> float:
     """O_DIRECT sequential reads (no page cache) with `threads` requests in flight, into the
     kind of buffer the backend's reader uses: on the benchmark machine's virtual disk, reads
     into pageable memory ran up to a fifth slower than into pinned memory, so a ceiling
@@ -115,8 +114,7 @@ def direct_read_gbps(path: Path, backend: Any = None, threads: int = 8, chunk: i
     if size == 0:
         return 0.0
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
-    buffers = [staging_buffer(backend, chunk) if backend is not None else mmap.mmap(-1, chunk)
-               for _ in range(threads)]  # page-aligned either way
+    buffers = [staging_buffer(backend, chunk) for _ in range(threads)]  # page-aligned
     try:
         def work(args: tuple[int, list[tuple[int, int]]]) -> None:
             k, parts = args

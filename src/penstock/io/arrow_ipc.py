@@ -59,9 +59,8 @@ class ArrowTable:
                 if not _is_file_format(path):
                     return None
                 buffer = map_for_metadata(path)
-                count = ipc.open_file(buffer).num_record_batches
                 with ThreadPoolExecutor(8) as pool:  # each batch's row count is a read on a cold file
-                    total += sum(b.num_rows for b in record_batches(buffer, count, pool))
+                    total += sum(b.num_rows for b in record_batches(ipc.open_file(buffer), buffer, pool))
             self._rows = total
         return self._rows
 

@@ -109,7 +109,7 @@ class ArrowDeviceReader:
         rows = nbytes = 0
         joinable = not any(t.kind is Kind.STRING for t in self.types)
         pool = _pool(self.backend, "meta", META_THREADS)
-        for b in record_batches(self.file, self.reader.num_record_batches, pool):
+        for b in record_batches(self.reader, self.file, pool):
             size = sum(buf.size for i in self.index for buf in b.column(i).buffers() if buf is not None)
             fits = rows + b.num_rows <= DEVICE_BATCH_ROWS and (
                 self.max_bytes is None or nbytes + size <= self.max_bytes)

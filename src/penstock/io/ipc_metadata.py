@@ -59,11 +59,12 @@ def _task_size(queued: int, count: int) -> int:
 SLOW_S = 0.002
 
 
-def record_batches(buffer: pa.Buffer, count: int, pool: Executor | None) -> Iterator[pa.RecordBatch]:
-    """The file's `count` record batches in order (zero-copy views into `buffer`): read in
-    the calling thread while that is fast, then by `pool`'s threads, TASKS_AHEAD tasks ahead
-    of the one being used."""
-    reader = ipc.open_file(buffer)
+def record_batches(reader: ipc.RecordBatchFileReader, buffer: pa.Buffer,
+                   pool: Executor | None) -> Iterator[pa.RecordBatch]:
+    """The record batches of the file `reader` reads from `buffer`, in order (zero-copy
+    views into it): read by `reader` in the calling thread while that is fast, then by
+    `pool`'s threads, TASKS_AHEAD tasks ahead of the one being used."""
+    count = reader.num_record_batches
     k = 0
     while k < count:
         started = time.perf_counter()
