@@ -102,6 +102,35 @@ def test_answers_do_not_depend_on_batch_boundaries(tmp_path: Path, device: str, 
     assert f"batches: {-(-5003 // 97)}" in plan or fmt == "csv"  # CSV batches are sized by bytes
 
 
+def test_a_batch_larger_than_one_launch_runs_as_row_ranges(tmp_path: Path, device: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch over pipeline_runner.LAUNCH_ROWS (2^31 rows; 2500 here, over two CPU tiles) runs
+    as launches over row ranges (staged kernels queue row offsets within a launch): same
+    answers as DuckDB."""
+    from penstock.exec import pipeline_runner
+
+    monkeypatch.setattr(pipeline_runner, "LAUNCH_ROWS", 2500)
+    be = get_backend(device)
+    launched: list[int] = []
+    launch = type(be).launch
+
+    def record(self: Any, kernel: Any, rows: int, args: Any) -> None:
+        if kernel.spec.name == "pipeline":
+            launched.append(rows)
+        launch(self, kernel, rows, args)
+
+    monkeypatch.setattr(type(be), "launch", record)
+    fact = events(5003)
+    db = penstock.connect(device=device)
+    db.register("e", write(fact, tmp_path / "e.arrow", "arrow", 10_000))
+    db.register_arrow("d", dims())
+    for sql in QUERIES:
+        want = duckdb_rows({"e": fact, "d": dims()}, sql)
+        launched.clear()
+        assert [tuple(r.values()) for r in db.sql(sql).to_arrow().to_pylist()] == want, sql
+        assert max(launched) <= 2500 and launched.count(2500) >= 2, (sql, launched)
+
+
 @pytest.mark.parametrize("fmt", ["arrow", "parquet"])
 def test_table_larger_than_the_memory_cap_streams_through(tmp_path: Path, device: str, fmt: str) -> None:
     """48 MiB of referenced columns under a 16 MiB cap: many batches, the right answer."""

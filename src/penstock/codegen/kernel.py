@@ -159,7 +159,7 @@ class ParamTable:
         return tuple(p.ctype for p in self.params)
 
 
-HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
+HEADERS = ("xpu.h", "tiles.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
            "hash_table.h", "reduce.h")
 
 
@@ -168,9 +168,9 @@ HEADERS = ("xpu.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_ca
 # against 28.5 ms for the compiler's choice (up to 104 registers, 2 blocks) and 31 ms for 3.
 # PENSTOCK_MIN_BLOCKS=0 leaves it to the compiler.
 MIN_BLOCKS = int(os.environ.get("PENSTOCK_MIN_BLOCKS", "4") or 0)
-# Rows each GPU thread takes per tile (xpu.h's default when unset): for tuning experiments.
+# Rows each GPU thread takes per tile (tiles.h's default when unset): for tuning experiments.
 ROWS_PER_THREAD = int(os.environ.get("PENSTOCK_ROWS_PER_THREAD", "0") or 0)
-# Tiles ahead that a GPU kernel asks into L2 (xpu.h's default when unset; 0: none).
+# Tiles ahead that a GPU kernel asks into L2 (tiles.h's default when unset; 0: none).
 PREFETCH_TILES = os.environ.get("PENSTOCK_PREFETCH_TILES", "")
 
 

@@ -14,7 +14,7 @@ from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.expr_logic import equality
 from penstock.codegen.kernel import (BuildPart, CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
                                      ParamTable, RowCount, RowOffset, SinkPart, kernel_source)
-from penstock.codegen.pipeline_stages import queue_row, staged_body
+from penstock.codegen.pipeline_stages import pass_row, staged_body
 from penstock.codegen.row import ColumnParams, load_build, load_input, load_key_text
 from penstock.codegen.sink_aggregate import AggregateSinkGen
 from penstock.codegen.sink_materialize import enter_direct, write_row
@@ -40,11 +40,14 @@ class PipelineGen:
         self.agg: AggregateSinkGen | None = None
         self.reject = ["continue"]  # what drops the current row combination, by nesting level
         self.stage_boundary = False
+        # stage A's columns held in xpu::TileValues, by column index (pipeline_stages.py)
+        self.tile_values: dict[int, str] = {}
 
     # RowContext
     def load(self, g: ExprGen, e: ColumnRef | BuildColumn) -> Val:
         if isinstance(e, ColumnRef):
-            return load_input(g, e, "i", self.nullable(e))
+            held = self.tile_values.get(e.index)
+            return load_input(g, e, "i", self.nullable(e), f"{held}.at(i, t_k)" if held else None)
         probe = self.probe_ops[e.probe]
         return load_build(g, e, probe.join, f"r{e.probe}", probe.kind is not JoinKind.INNER, self.nullable(e))
 
@@ -119,7 +122,7 @@ class PipelineGen:
 
     def queue(self) -> None:
         """Stage A's end for a row that passed the first operator."""
-        queue_row(self, "qi", "&qn[0]", "XPU_QUEUE_CAP")
+        pass_row(self)
 
     # -- operators ----------------------------------------------------------------------------
     def operators(self, k: int, probe: int) -> None:

@@ -10,13 +10,19 @@ Probes are only *tested* in the queueing stages (has the row a match?) and run a
 in the last stage, so a row enters each queue at most once and queues carry row numbers
 alone. A drain takes whole rounds of the block (every lane has a row) and leaves fewer than
 a block's worth queued: before a tile the first queue holds under a tile plus a round, the
-second under a tile plus the first's drain, within their capacities (xpu.h).
+second under a tile plus the first's drain, within their capacities (tiles.h). Queues hold
+row offsets within the launch (xpu::queued_row).
+
+Stage A reads the first operator's fixed-width scanned columns through xpu::TileValues (on the
+GPU: loaded a tile step ahead into registers) and marks the rows that pass (xpu::tile_pass),
+queueing them once per tile step (xpu::queue_passed, one atomic per warp).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from penstock.codegen.cpp_types import STORAGE
 from penstock.codegen.kernel import CodeWriter
 from penstock.codegen.row import ColumnParams
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr, walk
@@ -68,18 +74,25 @@ def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
     out.line(f"if (!{found}) {reject};")
 
 
-def first_columns(gen: PipelineGen, first: Operator) -> list[str]:
-    """The value arrays of the fixed-width scanned columns the first operator reads for every
-    row: the ones worth asking into L2 a tile ahead (xpu::prefetch_tile)."""
+def first_columns(first: Operator) -> list[ColumnRef]:
+    """The fixed-width scanned columns the first operator reads for every row: the ones worth
+    asking into L2 two tiles ahead (xpu::prefetch_tile) and loading one ahead (TileValues)."""
     exprs = [first.condition] if isinstance(first, FilterOp) else list(first.probe_keys)  # type: ignore[union-attr]
     refs = {n.index: n for e in exprs for n in walk(e) if isinstance(n, ColumnRef)}
-    return [ColumnParams(gen.params, r.type, column=r.index).value_array() for _, r in sorted(refs.items())
+    return [r for _, r in sorted(refs.items())
             if r.type.kind not in (Kind.STRING, Kind.BOOL, Kind.NULL, Kind.DECIMAL)]
 
 
 def queue_row(gen: PipelineGen, queue: str, count: str, cap: str) -> None:
+    """Queue the current row from anywhere in a drained stage (one claim per warp)."""
     gen.out.line(f"{{ const uint32_t at = xpu::queue_claim({count}); "
-                 f"if (at < {cap}) {queue}[at] = i; else xpu::raise({gen.err}, xpu::ERR_INTERNAL); }}")
+                 f"if (at < {cap}) {queue}[at] = (xpu::queued_row)(i - {gen.row0}); "
+                 f"else xpu::raise({gen.err}, xpu::ERR_INTERNAL); }}")
+
+
+def pass_row(gen: PipelineGen) -> None:
+    """Stage A's end for a row that passed the first operator (queued by xpu::queue_passed)."""
+    gen.out.line(f"xpu::tile_pass(passed, t_k, qi, &qn[0], XPU_QUEUE_CAP, t, {gen.err});")
 
 
 def lambda_lines(gen: PipelineGen, name: str, emit: object) -> list[str]:
@@ -93,19 +106,19 @@ def lambda_lines(gen: PipelineGen, name: str, emit: object) -> list[str]:
     return [f"  auto {name} = [&](const int64_t i) {{", *gen.out.lines, "  };"]
 
 
-def drain(queue: str, count: str, stage: str) -> str:
+def drain(queue: str, count: str, stage: str, row0: str) -> str:
     return (f"for (int64_t k = xpu::block_rank(); k < (int64_t){count}; k += xpu::block_size()) "
-            f"{stage}({queue}[k]);")
+            f"{stage}({row0} + (int64_t){queue}[k]);")
 
 
-def drain_whole_rounds(queue: str, count: str, stage: str) -> list[str]:
+def drain_whole_rounds(queue: str, count: str, stage: str, row0: str) -> list[str]:
     """Drain the queue's last entries in whole rounds of the block, so every lane has a row;
     the first count % block_size() stay queued for the next drain (all of them in the
     extra last tile step). Then the count is what stayed."""
     sync = "xpu::block_sync();"
     return [f"{{ const uint32_t kept = done ? 0 : {count} % (uint32_t)xpu::block_size();",
             f"  for (int64_t k = kept + xpu::block_rank(); k < (int64_t){count}; k += xpu::block_size()) "
-            f"{stage}({queue}[k]);",
+            f"{stage}({row0} + (int64_t){queue}[k]);",
             f"  {sync}",
             f"  if (xpu::block_rank() == 0) {count} = kept;",
             f"  {sync} }}"]
@@ -130,41 +143,51 @@ def staged_body(gen: PipelineGen) -> list[str]:
             test(gen, ops[1], second_probe, "return")
             queue_row(gen, "qj", "&qn[1]", "XPU_QUEUE2_CAP")
         middle = lambda_lines(gen, "stage_b", emit_middle)
-    # stage A: scan the tile, apply (or test) the first operator, queue what passes
+    # stage A: scan the tile, apply (or test) the first operator, mark what passes
+    columns = first_columns(first)
+    values = [ColumnParams(gen.params, c.type, column=c.index).value_array() for c in columns]
+    gen.tile_values = {c.index: f"tv{k}" for k, c in enumerate(columns)}
     gen.out = gen.g.out = CodeWriter(indent=3)
     gen.g.push()
     gen.row_start()
     if probe_first:
         test(gen, first, 0, "continue")
-        queue_row(gen, "qi", "&qn[0]", "XPU_QUEUE_CAP")
+        pass_row(gen)
     else:
         gen.stage_boundary = True
         gen.operators(0, probe=0)
         gen.stage_boundary = False
     gen.g.pop()
+    gen.tile_values = {}
     stage_a = gen.out.lines
     sync = "xpu::block_sync();"
-    lines = ["  XPU_BLOCK_LOCAL(int64_t, qi, XPU_QUEUE_CAP);",
+    lines = ["  XPU_BLOCK_LOCAL(xpu::queued_row, qi, XPU_QUEUE_CAP);",
              "  XPU_BLOCK_LOCAL(uint32_t, qn, 2);"]
     if two:
-        lines.append("  XPU_BLOCK_LOCAL(int64_t, qj, XPU_QUEUE2_CAP);")
+        lines.append("  XPU_BLOCK_LOCAL(xpu::queued_row, qj, XPU_QUEUE2_CAP);")
     lines += ["  if (xpu::block_rank() == 0) { qn[0] = 0; qn[1] = 0; }", "  " + sync, *last, *middle]
+    lines += [f"  xpu::TileValues<{STORAGE[c.type.kind]}> tv{k}({v}, {gen.row0}, {gen.n});"
+              for k, (c, v) in enumerate(zip(columns, values))]
     # queues drain once a tile's worth is there, and all of them in the GPU's extra last tile
     # step (XPU_TILES_DONE); the CPU drains after its OpenMP loop instead (XPU_TILES_TAIL)
+    r0 = gen.row0
     if two:  # drain the first queue into the second, and the second once a tile is there
-        flush = [*drain_whole_rounds("qi", "qn[0]", "stage_b"),
+        flush = [*drain_whole_rounds("qi", "qn[0]", "stage_b", r0),
                  "if (qn[1] >= XPU_TILE_SIZE || done) {",
-                 *["  " + f for f in drain_whole_rounds("qj", "qn[1]", "stage_c")], "}"]
-        tail = [drain("qi", "qn[0]", "stage_b"), sync, drain("qj", "qn[1]", "stage_c")]
+                 *["  " + f for f in drain_whole_rounds("qj", "qn[1]", "stage_c", r0)], "}"]
+        tail = [drain("qi", "qn[0]", "stage_b", r0), sync, drain("qj", "qn[1]", "stage_c", r0)]
     else:
-        flush = drain_whole_rounds("qi", "qn[0]", "stage_c")
-        tail = [drain("qi", "qn[0]", "stage_c")]
+        flush = drain_whole_rounds("qi", "qn[0]", "stage_c", r0)
+        tail = [drain("qi", "qn[0]", "stage_c", r0)]
     lines += [f"  XPU_TILES(base, {gen.n}) {{",
               f"    const bool done = XPU_TILES_DONE(base, {gen.n});",
-              *[f"    xpu::prefetch_tile({c}, {gen.row0}, base, {gen.n});" for c in first_columns(gen, first)],
+              *[f"    xpu::prefetch_tile({v}, {r0}, base, {gen.n});" for v in values],
+              *[f"    tv{k}.advance({v}, {r0}, base, {gen.n});" for k, v in enumerate(values)],
+              "    uint32_t passed = 0;",
               f"    XPU_TILE_ROWS(t, base, {gen.n}) {{",
               *stage_a,
               "    }",
+              f"    xpu::queue_passed(passed, base, qi, &qn[0], XPU_QUEUE_CAP, {gen.err});",
               "    " + sync,
               "    if (qn[0] >= XPU_TILE_SIZE || done) {",
               *["      " + f for f in flush],

@@ -63,9 +63,11 @@ class ColumnParams:
         return f"{values}[{row}]"
 
 
-def load_input(g: ExprGen, e: ColumnRef, row: str, nullable: bool = True) -> Val:
+def load_input(g: ExprGen, e: ColumnRef, row: str, nullable: bool = True, value: str | None = None) -> Val:
+    """A scanned column at `row`; `value`: where its value already is (a fixed-width column
+    that a staged kernel's first step loaded ahead), instead of reading the column."""
     col = ColumnParams(g.params, e.type, column=e.index)
-    return _load(g, col, row, guard_missing=False, nullable=nullable)
+    return _load(g, col, row, guard_missing=False, nullable=nullable, value=value)
 
 
 def load_build(g: ExprGen, e: BuildColumn, join: int, row: str, outer: bool = True,
@@ -87,24 +89,26 @@ def load_key_text(g: ExprGen, col: ColumnParams, row: str, nullable: bool) -> Va
     return Val(v, n, col.type, KEY_TEXT)
 
 
-def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool, nullable: bool) -> Val:
+def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool, nullable: bool,
+          value: str | None = None) -> Val:
     t = col.type
+    at = value or col.value_at(row)
     cpp = STRVIEW if t.kind is Kind.STRING else scalar_type(t)
     v, n = g.fresh()
     if t.kind is Kind.NULL:
         g.out.line(f"bool {v} = false;")
         return Val(v, "true", t, cpp)
     if not nullable and not guard_missing:  # a NOT NULL column: no validity to read
-        g.out.line(f"const {cpp} {v} = {col.value_at(row)};")
+        g.out.line(f"const {cpp} {v} = {at};")
         return Val(v, "false", t, cpp)
     null = f"xpu::is_null({col.validity()}, {row})"
     if guard_missing:  # an outer join's unmatched row has no build row to read
         g.out.line(f"bool {n} = {row} < 0 || {null};")
-        g.out.line(f"{cpp} {v} = {n} ? {cpp}() : ({cpp}){col.value_at(row)};")
+        g.out.line(f"{cpp} {v} = {n} ? {cpp}() : ({cpp}){at};")
     elif t.kind is Kind.STRING:  # a NULL slot's dictionary index may point anywhere
         g.out.line(f"bool {n} = {null};")
-        g.out.line(f"{cpp} {v} = {n} ? {cpp}() : {col.value_at(row)};")
+        g.out.line(f"{cpp} {v} = {n} ? {cpp}() : {at};")
     else:
         g.out.line(f"bool {n} = {null};")
-        g.out.line(f"{cpp} {v} = {col.value_at(row)};")
+        g.out.line(f"{cpp} {v} = {at};")
     return Val(v, n, t, cpp)

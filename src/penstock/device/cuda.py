@@ -110,11 +110,8 @@ class CudaBackend(Backend):
         """Blocks to launch: enough for the rows, at most one full wave of resident blocks
         (the kernels loop over rows, and fewer blocks mean fewer end-of-kernel merges)."""
         if kernel.blocks_per_sm is None:
-            try:
-                kernel.blocks_per_sm = max(1, self.cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    kernel.function.ptr, BLOCK, 0))
-            except Exception:
-                kernel.blocks_per_sm = 4
+            kernel.blocks_per_sm = max(1, self.cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                kernel.function.kernel.ptr, BLOCK, 0))
         return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * kernel.blocks_per_sm))
 
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:

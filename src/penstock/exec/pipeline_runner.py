@@ -31,6 +31,10 @@ from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
 
+# Rows of one kernel launch: a batch larger than this (a cached table of billions of rows) runs
+# as several launches over row ranges. Staged kernels queue row offsets within a launch in 32
+# bits (kernels/tiles.h).
+LAUNCH_ROWS = 1 << 31
 HOST_RESULT_BYTES = 1 << 20  # aggregation results up to this size are put together on the host
 
 
@@ -219,8 +223,10 @@ class PipelineRunner:
         time counts as kernel time (a synchronous CPU launch is the kernel's whole run)."""
         started = time.perf_counter()
         ctx = self.bind_context
-        ctx.rows, ctx.batch, ctx.sink, ctx.aggregate = batch.length, batch, state, aggregate
-        self.be.launch(self.compiled, batch.length, self.binding(ctx))
+        ctx.batch, ctx.sink, ctx.aggregate = batch, state, aggregate
+        for row0 in range(0, max(batch.length, 1), LAUNCH_ROWS):
+            ctx.row0, ctx.rows = row0, min(LAUNCH_ROWS, batch.length - row0)
+            self.be.launch(self.compiled, ctx.rows, self.binding(ctx))
         self.metrics.kernel_seconds += time.perf_counter() - started
 
     def fresh_status(self, sink_words: int) -> Any:

@@ -311,68 +311,6 @@ XPU_FN void flush_counter(uint64_t* total, row_counter& k) {
 #endif
 }
 
-// ---- tiles: rows in block-sized tiles, so a block can pause and drain a queue together ----
-// Selective first steps leave most lanes idle in what follows; kernels queue the surviving
-// rows in block-local memory and run the rest of the pipeline over full queues instead.
-// On the GPU each thread takes several rows of a tile (unrolled), so that several rows'
-// loads and probes are in flight per thread: a tile's first step waits on memory once,
-// not once per row.
-#ifdef XPU_GPU
-#ifndef XPU_ROWS_PER_THREAD
-#define XPU_ROWS_PER_THREAD 2
-#endif
-#define XPU_TILE_SIZE ((int64_t)XPU_ROWS_PER_THREAD * blockDim.x)
-#define XPU_QUEUE_CAP (2 * XPU_ROWS_PER_THREAD * 256)   // two tiles (256 threads: the CUDA block size)
-#define XPU_QUEUE2_CAP (3 * XPU_ROWS_PER_THREAD * 256)  // a second queue: under a tile, plus a drained first queue
-// One step more than the block has tiles: in the last (XPU_TILES_DONE) no row is scanned and
-// the queues drain, so each stage is called (and inlined) once; a drain after the loop would
-// inline the whole pipeline a second time and double NVRTC's compile time.
-#define XPU_TILES(base, n)                                                          \
-  for (int64_t base = (int64_t)blockIdx.x * XPU_TILE_SIZE;                           \
-       base - (int64_t)gridDim.x * XPU_TILE_SIZE < (n); base += (int64_t)gridDim.x * XPU_TILE_SIZE)
-#define XPU_TILES_DONE(base, n) ((base) >= (n))
-#define XPU_TILE_ROWS(t, base, n)                                               \
-  _Pragma("unroll") for (int32_t t##_k = 0; t##_k < XPU_ROWS_PER_THREAD; ++t##_k) \
-    if (const int64_t t = base + t##_k * (int64_t)blockDim.x + threadIdx.x; t < (n))
-// A tile this many grid steps ahead is asked into L2 while the block works on this one: with
-// two rows per thread too few loads are in flight to cover HBM latency (Little's law), and a
-// prefetch holds no register while it flies. Measured on an H100 (SSB SF 20, fact kernels of
-// the 13 queries): none 18.1 ms, 1 tile 17.0, 2 tiles 16.8, 4 tiles 17.0; Q1.x 1.22 -> 0.99 ms.
-#ifndef XPU_PREFETCH_TILES
-#define XPU_PREFETCH_TILES 2
-#endif
-template <class T>
-XPU_FN void prefetch_tile(const T* column, int64_t row0, int64_t base, int64_t n) {
-  if (XPU_PREFETCH_TILES == 0) return;
-  const int64_t ahead = base + (int64_t)XPU_PREFETCH_TILES * gridDim.x * XPU_TILE_SIZE;
-  _Pragma("unroll") for (int32_t k = 0; k < XPU_ROWS_PER_THREAD; ++k) {
-    const int64_t t = ahead + k * (int64_t)blockDim.x + threadIdx.x;
-    if (t < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(column + row0 + t));
-  }
-}
-XPU_FN uint32_t queue_claim(uint32_t* count) {
-  unsigned mask = __activemask();
-  int leader = __ffs(mask) - 1;
-  int lane = threadIdx.x & 31;
-  uint32_t base = 0;
-  if (lane == leader) base = atomicAdd(count, (uint32_t)__popc(mask));
-  base = __shfl_sync(mask, base, leader);
-  return base + __popc(mask & ((1u << lane) - 1));
-}
-#else
-#define XPU_TILE_SIZE ((int64_t)1024)
-#define XPU_QUEUE_CAP 2048
-#define XPU_QUEUE2_CAP 3072
-// an OpenMP loop cannot take an extra step per thread: queues drain after it (XPU_TILES_TAIL)
-#define XPU_TILES(base, n) _Pragma("omp for schedule(static)") for (int64_t base = 0; base < (n); base += 1024)
-#define XPU_TILES_DONE(base, n) false
-#define XPU_TILES_TAIL 1
-#define XPU_TILE_ROWS(t, base, n) for (int64_t t = base; t < (n) && t < base + 1024; ++t)
-template <class T>
-XPU_FN void prefetch_tile(const T*, int64_t, int64_t, int64_t) {}
-XPU_FN uint32_t queue_claim(uint32_t* count) { return (*count)++; }
-#endif
-
 // A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
 XPU_FN int64_t claim_row(uint64_t* cursor) {
 #ifdef XPU_GPU
