@@ -7,7 +7,7 @@ on its own (a filter or an inner probe over the scanned row's columns), a second
 compacts again after it, and only rows that pass both reach the rest of the pipeline.
 
 Probes are only *tested* in the queueing stages (has the row a match?) and run again, whole,
-in the last stage, so a row enters each queue at most once and queues carry row numbers
+in the last stage, so a row enters each queue at most once and queues carry row offsets
 alone. A drain takes whole rounds of the block (every lane has a row) and leaves fewer than
 a block's worth queued: before a tile the first queue holds under a tile plus a round, the
 second under a tile plus the first's drain, within their capacities (tiles.h). Queues hold
