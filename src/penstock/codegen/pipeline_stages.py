@@ -106,8 +106,10 @@ def lambda_lines(gen: PipelineGen, name: str, emit: object) -> list[str]:
     return [f"  auto {name} = [&](const int64_t i) {{", *gen.out.lines, "  };"]
 
 
-def drain(queue: str, count: str, stage: str, row0: str) -> str:
-    return (f"for (int64_t k = xpu::block_rank(); k < (int64_t){count}; k += xpu::block_size()) "
+def drain(queue: str, count: str, stage: str, row0: str, first: str = "") -> str:
+    """Run `stage` on the queue's entries (from index `first` on), spread over the block."""
+    start = f"{first} + xpu::block_rank()" if first else "xpu::block_rank()"
+    return (f"for (int64_t k = {start}; k < (int64_t){count}; k += xpu::block_size()) "
             f"{stage}({row0} + (int64_t){queue}[k]);")
 
 
@@ -117,8 +119,7 @@ def drain_whole_rounds(queue: str, count: str, stage: str, row0: str) -> list[st
     extra last tile step). Then the count is what stayed."""
     sync = "xpu::block_sync();"
     return [f"{{ const uint32_t kept = done ? 0 : {count} % (uint32_t)xpu::block_size();",
-            f"  for (int64_t k = kept + xpu::block_rank(); k < (int64_t){count}; k += xpu::block_size()) "
-            f"{stage}({row0} + (int64_t){queue}[k]);",
+            "  " + drain(queue, count, stage, row0, first="kept"),
             f"  {sync}",
             f"  if (xpu::block_rank() == 0) {count} = kept;",
             f"  {sync} }}"]

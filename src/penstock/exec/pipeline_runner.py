@@ -26,7 +26,7 @@ from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.device_batch import Batch, batch_from_arrow
-from penstock.plan.types import DataType, Kind, to_arrow
+from penstock.plan.types import Kind, to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
@@ -309,7 +309,7 @@ class PipelineRunner:
                 self.fail(code)
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
-        types, state = self.output_state(sink, groups, arena_bytes)
+        state = self.output_state(sink, groups, arena_bytes)
         while True:
             agg.finish(state)
             # a small result only host steps read comes back whole with the status words,
@@ -325,7 +325,7 @@ class PipelineRunner:
                 break
             self.metrics.reruns += 1  # text longer than the arena held: room for all of it now
         if parts:
-            self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], types), sort.keys if sort else None)
+            self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], sink.types), sort.keys if sort else None)
         elif out.length:
             self.ctx.store.add(sink.buffer, out)
 
@@ -344,27 +344,26 @@ class PipelineRunner:
         self.fresh_status(0)
         self.start(batch, None, agg)
         # room for every group the table can hold and all the text its arena can
-        types, state = self.output_state(sink, agg.table.limit if agg.layout.grouped else 1, int(agg.arena.size))
+        state = self.output_state(sink, agg.table.limit if agg.layout.grouped else 1, int(agg.arena.size))
         if not self.result_to_host(sink, state):
             raise NotSteady(f"pipeline {self.p.id}'s groups are too many to read back whole")
         agg.finish(state)
         sort = self.small_sort(state)
         parts = state.readback_parts(sort)
         finish = AggregateFinish(self.p.id, self.p.label or f"pipeline {self.p.id}", self.n_counters, agg, state,
-                                 [key for key, _ in parts], sink.buffer, types, sort.keys if sort else None)
+                                 [key for key, _ in parts], sink.buffer, sink.types, sort.keys if sort else None)
         assert self.ctx.deferred is not None
         self.ctx.deferred.append(Deferred([self.status, agg.counts, agg.err, state.status,
                                            *(array for _, array in parts)], finish))
 
-    def output_state(self, sink: AggregateSink, groups: int, text_bytes: int) -> tuple[list[DataType], MaterializeState]:
-        """The aggregation's output types, and where its finaliser writes them: a row per
-        group; text results are copies of text the arena holds (or counts), so its bytes
-        bound each text column."""
+    def output_state(self, sink: AggregateSink, groups: int, text_bytes: int) -> MaterializeState:
+        """Where the aggregation's finaliser writes its output (sink.types): a row per group;
+        text results are copies of text the arena holds (or counts), so its bytes bound each
+        text column."""
         assert self.finalize is not None
-        types = sink.types
-        state = MaterializeState(self.be, types, self.finalize)
-        state.reserve(groups, [text_bytes if t.kind is Kind.STRING else 0 for t in types])
-        return types, state
+        state = MaterializeState(self.be, sink.types, self.finalize)
+        state.reserve(groups, [text_bytes if t.kind is Kind.STRING else 0 for t in sink.types])
+        return state
 
     def small_sort(self, state: MaterializeState) -> SmallSort | None:
         """The sort the device applies to this aggregation's result, if it has one and the

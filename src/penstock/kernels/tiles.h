@@ -109,15 +109,7 @@ XPU_FN void queue_passed(uint32_t passed, int64_t base, queued_row* queue, uint3
   }
 }
 // A slot in a queue for one row, from any branch of the pipeline: one atomic per warp.
-XPU_FN uint32_t queue_claim(uint32_t* count) {
-  unsigned mask = __activemask();
-  int leader = __ffs(mask) - 1;
-  int lane = threadIdx.x & 31;
-  uint32_t base = 0;
-  if (lane == leader) base = atomicAdd(count, (uint32_t)__popc(mask));
-  base = __shfl_sync(mask, base, leader);
-  return base + __popc(mask & ((1u << lane) - 1));
-}
+XPU_FN uint32_t queue_claim(uint32_t* count) { return warp_claim(count); }
 #else
 #define XPU_TILE_SIZE ((int64_t)1024)
 #define XPU_QUEUE_CAP 2048

@@ -311,16 +311,25 @@ XPU_FN void flush_counter(uint64_t* total, row_counter& k) {
 #endif
 }
 
-// A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
-XPU_FN int64_t claim_row(uint64_t* cursor) {
 #ifdef XPU_GPU
+// The next value of a counter for each active lane of a warp, in lane order: one atomic for
+// the warp. T: uint32_t or uint64_t.
+template <class T>
+XPU_FN T warp_claim(T* count) {
   unsigned mask = __activemask();
   int leader = __ffs(mask) - 1;
   int lane = threadIdx.x & 31;
-  uint64_t base = 0;
-  if (lane == leader) base = atomic_add(cursor, (uint64_t)__popc(mask));
+  T base = 0;
+  if (lane == leader) base = atomicAdd(count, (T)__popc(mask));
   base = __shfl_sync(mask, base, leader);
-  return (int64_t)(base + __popc(mask & ((1u << lane) - 1)));
+  return base + __popc(mask & ((1u << lane) - 1));
+}
+#endif
+
+// A slot in an output buffer for one row: GPU threads of a warp claim theirs with one atomic.
+XPU_FN int64_t claim_row(uint64_t* cursor) {
+#ifdef XPU_GPU
+  return (int64_t)warp_claim(cursor);
 #else
   return (int64_t)atomic_add(cursor, (uint64_t)1);
 #endif
