@@ -49,3 +49,19 @@ def test_text_beyond_the_room_is_not_written(device: str) -> None:
     offsets, data = run(device, texts, 3, 3, room=6)
     assert offsets == [0, 4, 10, 11]  # collect() sees the total and asks for a rerun
     assert data[:4] == b"abcd" and data[4:6] == b"\0\0"
+
+
+def test_pipeline_without_operators_keeps_row_order() -> None:
+    """A pipeline that neither filters nor probes writes input row i to output row i (a
+    sorted buffer stays sorted); one that filters claims positions."""
+    from penstock.codegen.pipeline_gen import generate_pipeline
+    from penstock.plan.expr import Call, ColumnRef, Literal
+    from penstock.plan.physical import BufferSource, FilterOp, MaterializeSink, Pipeline
+    from penstock.plan.types import BOOL, INT64
+
+    col = ColumnRef(INT64, 0)
+    plain = Pipeline(0, BufferSource(0, [INT64], [False]), sink=MaterializeSink([col], 1))
+    assert "= i; xpu::claim_row(" in generate_pipeline(plain).source
+    filtered = Pipeline(0, BufferSource(0, [INT64], [False]),
+                        ops=[FilterOp(Call(BOOL, "gt", (col, Literal(INT64, 0))))], sink=MaterializeSink([col], 1))
+    assert "= xpu::claim_row(" in generate_pipeline(filtered).source

@@ -21,7 +21,7 @@ DATE = DataType(Kind.DATE)
 
 def test_sortable_key_types() -> None:
     assert sortable([INT, TEXT, DATE, DataType(Kind.BOOL)], [(0, True, False), (1, False, True), (3, True, True)])
-    assert not sortable([INT, DataType(Kind.FLOAT64)], [(0, True, False), (1, True, False)])
+    assert sortable([INT, DataType(Kind.FLOAT64)], [(0, True, False), (1, True, False)])  # NaN above numbers
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -152,10 +152,17 @@ class PipelineGen:
             if sink.build_in_table and direct is not None:
                 self.in_table_or_write(sink.exprs, direct)
             else:
-                write_row(self.g, [self.g.compile(e) for e in sink.exprs], direct)
+                write_row(self.g, [self.g.compile(e) for e in sink.exprs], direct, self.in_order())
         else:
             assert self.agg is not None
             self.agg.row()
+
+    def in_order(self) -> str | None:
+        """The output position of the current row when the pipeline keeps every input row
+        (no filter, no probe): its input row, so a sorted buffer stays sorted. None: claim."""
+        if self.p.ops or isinstance(self.p.source, UnmatchedBuildSource):
+            return None
+        return "i"
 
     def in_table_or_write(self, exprs: list[Expr], direct: int) -> None:
         """When the executor keeps the build side in its cached table, the row's own position

@@ -1,6 +1,8 @@
 """Writing result rows: the materialize sink, also used by aggregate finalisation.
 
-A row claims an output position with one atomic (a warp shares one on the GPU). Fixed-width
+A row claims an output position with one atomic (a warp shares one on the GPU), so rows
+come out in no particular order; a pipeline that neither filters nor probes writes input
+row i to output row i instead, which keeps the order of a sorted buffer it reads. Fixed-width
 values and validity are written as they are (booleans and validity as bytes, packed into
 Arrow bitmaps afterwards). Text goes to a byte buffer at a position claimed from a cursor,
 with (start, length) per row; the executor gathers that into Arrow offsets + data. When a
@@ -16,14 +18,19 @@ from penstock.codegen.kernel import SinkPart
 from penstock.plan.types import Kind
 
 
-def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None) -> None:
+def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None, at: str | None = None) -> None:
     """Write one output row; with `direct_key`, also enter the row's position under that
-    column's value in the direct map the executor may pass (see plan/direct_builds.py)."""
+    column's value in the direct map the executor may pass (see plan/direct_builds.py).
+    `at`: the row's output position (its input row, for a pipeline that keeps every row in
+    order); otherwise the row claims the next free one."""
     p = g.params
     count = p.get(SinkPart("count"), "uint64_t*", "ptr", "s")
     capacity = p.get(SinkPart("capacity"), "int64_t", "i64", "s")
     o = g.out.fresh("o")
-    g.out.line(f"const int64_t {o} = xpu::claim_row({count});")
+    if at is None:
+        g.out.line(f"const int64_t {o} = xpu::claim_row({count});")
+    else:
+        g.out.line(f"const int64_t {o} = {at}; xpu::claim_row({count});")
     for j, v in enumerate(vals):
         if v.type.kind is Kind.NULL:
             continue

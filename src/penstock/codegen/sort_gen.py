@@ -11,8 +11,8 @@ The sort is a rank sort: a warp takes row i, its lanes count the rows j that go 
 sum is where row i's values go in fresh arrays. That is n^2 comparisons over n rows, in
 n / 8 blocks: for the few hundred rows it serves, a pass of tens of microseconds (one
 thread per row, 2 text keys and 799 rows took 1 ms: a text comparison is a loop of
-dependent byte loads). Text keys compare as bytes, like the host sort (C collation); float
-keys stay on the host.
+dependent byte loads). Text keys compare as bytes, like the host sort (C collation); floats
+as PostgreSQL orders them (NaN above every number), like the host sort.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from penstock.codegen.kernel import Kernel
 from penstock.plan.types import DataType, Kind
 
 _PART_CPP = {"validity": "uint8_t", "text_start": "int64_t", "text_len": "int32_t"}  # as sink_materialize writes them
-SORTABLE_KEYS = frozenset(STORAGE) - {Kind.FLOAT32, Kind.FLOAT64}
+SORTABLE_KEYS = frozenset(STORAGE)
 
 
 def sortable(types: list[DataType], keys: list[tuple[int, bool, bool]]) -> bool:
@@ -77,6 +77,8 @@ def _compare_key(t: DataType, c: int, ascending: bool, nulls_first: bool, nullab
         j_val = f"xpu::make_str(bytes_{c} + s_text_start_{c}[j], s_text_len_{c}[j])"
         i_val = f"xpu::make_str(bytes_{c} + s_text_start_{c}[i], s_text_len_{c}[i])"
         order = f"xpu::str_cmp({j_val}, {i_val})"
+    elif t.is_float:
+        order = f"xpu::fcmp((double)s_values_{c}[j], (double)s_values_{c}[i])"
     else:
         a, b = f"s_values_{c}[j]", f"s_values_{c}[i]"
         order = f"({a} < {b} ? -1 : ({b} < {a} ? 1 : 0))"

@@ -291,11 +291,12 @@ class Executor:
     def sort(self, step: SortBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
         table = store.arrow(step.source)
         where = "host"
-        if store.sorted_by.get(step.source) == step.keys:  # the device sorted it before the read-back
+        keys = step.total_order(table.num_columns)
+        if store.sorted_by.get(step.source) == keys:  # the device sorted it before the read-back
             out = table if step.limit is None else table.slice(0, step.limit)
             where = f"{self.backend.describe()}, sorted before the read-back"
         else:
-            order = sort_indices(table, step.keys)
+            order = sort_indices(table, keys)
             out = table.take(order if step.limit is None else order.slice(0, step.limit))
         store.put_host(step.target, out)
         metrics.steps.append(StepMetrics("sort" + (f" (top {step.limit})" if step.limit is not None else ""),
@@ -329,13 +330,23 @@ class Executor:
 def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
     """Row order for ORDER BY with per-key direction and NULLS FIRST/LAST (stable).
 
-    Text compares by bytes (C collation); NaN sorts above every number, as in PostgreSQL.
-    Returns an Arrow array: `take` with it is much cheaper than with a numpy array, and a
-    one-chunk table sorts faster as a record batch (small results are one chunk).
+    Text compares by bytes (C collation). NaN sorts above every number, as in PostgreSQL:
+    Arrow places NaN next to the NULLs instead, so a float key is preceded by a key that
+    is true for NaN (NULL for NULL), sorted the same way. Returns an Arrow array: `take`
+    with it is much cheaper than with a numpy array, and a one-chunk table sorts faster as
+    a record batch (small results are one chunk).
     """
-    named = table.rename_columns([f"k{i}" for i in range(table.num_columns)])
-    sort_keys = [(f"k{c}", "ascending" if asc else "descending", "at_start" if first else "at_end")
-                 for c, asc, first in keys]
+    columns: list[Any] = []
+    sort_keys: list[tuple[str, str, str]] = []
+    for c, asc, first in keys:
+        column = table.column(c)
+        order, nulls = "ascending" if asc else "descending", "at_start" if first else "at_end"
+        if pa.types.is_floating(column.type):
+            sort_keys.append((f"k{len(columns)}", order, nulls))
+            columns.append(pc.is_nan(column))
+        sort_keys.append((f"k{len(columns)}", order, nulls))
+        columns.append(column)
+    named = pa.table(columns, names=[f"k{i}" for i in range(len(columns))]) if columns else table
     if named.num_columns and all(c.num_chunks == 1 for c in named.columns):
         named = named.to_batches()[0]
     return pc.sort_indices(named, sort_keys=sort_keys)

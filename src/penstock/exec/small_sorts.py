@@ -37,9 +37,12 @@ def small_sorts(plan: PhysicalPlan, finalizers: dict[int, Kernel], host_buffers:
         sink, p = step.pipeline.sink, step.pipeline
         sort = sorts.get(sink.buffer)
         types = sink.types
-        if sort is None or sink.buffer not in host_buffers or not sortable(types, sort.keys):
+        if sort is None or sink.buffer not in host_buffers:
+            continue
+        keys = sort.total_order(len(types))
+        if not sortable(types, keys):
             continue
         parts = output_parts(types, validity_columns(finalizers[p.id]))
-        kernel = generate_small_sort(types, parts, sort.keys)
-        out[p.id] = SmallSort(kernel, sort.keys, sorted({c for c, _, _ in sort.keys if types[c].kind is Kind.STRING}))
+        kernel = generate_small_sort(types, parts, keys)
+        out[p.id] = SmallSort(kernel, keys, sorted({c for c, _, _ in keys if types[c].kind is Kind.STRING}))
     return out

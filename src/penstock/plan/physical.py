@@ -153,6 +153,13 @@ class SortBuffer:
     keys: list[tuple[int, bool, bool]]  # (column, ascending, nulls_first)
     limit: int | None = None  # keep only the first rows (top-k)
 
+    def total_order(self, width: int) -> list[tuple[int, bool, bool]]:
+        """The ORDER BY keys, then every other column ascending, NULLs last: rows that tie
+        on the keys come out in one order every time, whatever order the sort received them
+        in (an aggregation's groups arrive in the order threads happened to insert them)."""
+        used = {c for c, _, _ in self.keys}
+        return list(self.keys) + [(c, True, False) for c in range(width) if c not in used]
+
 
 @dataclass
 class LimitBuffer:

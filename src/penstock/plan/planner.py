@@ -220,22 +220,24 @@ class PhysicalPlanner:
             s = self._sort(rel.input, limit=rel.offset + rel.count)
         else:
             s = self.stream(rel.input)
-        source = self.buffer_of(s)
-        if source is None:
+        columns = self.columns_of(s)
+        if columns is not None:  # the stream only picks a buffer's columns: limit the buffer
+            source = s.pipeline.source.buffer  # type: ignore[union-attr]
+        else:
             enough = rel.offset + rel.count if rel.count is not None else None
             source = self.materialize(s, "limit input", limit=enough)
+            columns = list(range(len(s.env)))
         target = self.new_buffer(self.buffer_types[source], self.buffer_nullable[source])
         self.steps.append(LimitBuffer(source, target, rel.offset, rel.count))
         out = self.read_buffer(target, "after limit")
-        return Stream(out.pipeline, out.env[:len(s.env)])
+        return Stream(out.pipeline, [out.env[c] for c in columns])
 
     @staticmethod
-    def buffer_of(s: Stream) -> int | None:
-        """The buffer a stream merely reads, column for column, if it is one."""
+    def columns_of(s: Stream) -> list[int] | None:
+        """The buffer columns a stream merely reads (in any order), if that is all it does."""
         source = s.pipeline.source
-        if isinstance(source, BufferSource) and not s.pipeline.ops and all(
-                isinstance(e, ColumnRef) and e.index == i for i, e in enumerate(s.env)):
-            return source.buffer
+        if isinstance(source, BufferSource) and not s.pipeline.ops and all(isinstance(e, ColumnRef) for e in s.env):
+            return [e.index for e in s.env]  # type: ignore[attr-defined]
         return None
 
     def _unionall(self, rel: R.UnionAll) -> Stream:
