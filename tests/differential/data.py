@@ -227,6 +227,38 @@ def join_tables(rng: random.Random) -> tuple[pa.Table, pa.Table]:
     return jl, jr
 
 
+DEC_ROWS = 3000
+
+
+def _wide_decimal(rng: random.Random, digits: int, scale: int) -> Decimal:
+    """A value of up to `digits` digits, often more than 18 of them."""
+    width = rng.choice([1, 3, 12, 19, 20, 25, digits])
+    units = rng.randrange(-10 ** width + 1, 10 ** width)
+    return Decimal(units).scaleb(-scale)
+
+
+def dec_table(rng: random.Random, n: int = DEC_ROWS) -> pa.Table:
+    """Decimals of up to 38 digits (128-bit in kernels): `d38` decimal(38,8) and `d38z`
+    decimal(38,0) bounded so sums of every row fit 38 digits, `d20` decimal(20,2) with few
+    distinct values (group and join keys), `d9` decimal(9,3), `big` bigint near 2^62 (its
+    sum is numeric in PostgreSQL), `dmax` decimal(38,8) holding the type's extremes
+    (compare them, never sum them)."""
+    extremes = [Decimal("99999999999999999999999999999.99999999"), Decimal("-99999999999999999999999999999.99999999"),
+                Decimal("0.00000001"), Decimal("-0.00000001"), Decimal(0)]
+    keys20 = [Decimal(rng.randrange(-10 ** 19, 10 ** 19)).scaleb(-2) for _ in range(40)] + [Decimal("0.01")]
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "k": pa.array([i % 10 for i in range(n)], pa.int32()),
+        "d38": pa.array(_column(rng, n, 0.1, lambda: _wide_decimal(rng, 34, 8)), pa.decimal128(38, 8)),
+        "d38z": pa.array(_column(rng, n, 0.1, lambda: _wide_decimal(rng, 34, 0)), pa.decimal128(38, 0)),
+        "d20": pa.array(_column(rng, n, 0.1, _pick(rng, keys20)), pa.decimal128(20, 2)),
+        "d9": pa.array(_column(rng, n, 0.1, lambda: _decimal(rng, 999_999_999, 3)), pa.decimal128(9, 3)),
+        "big": pa.array(_column(rng, n, 0.05, lambda: rng.choice([2 ** 62, 2 ** 62 - 1, -(2 ** 62), 7, -3])),
+                        pa.int64()),
+        "dmax": pa.array(_column(rng, n, 0.1, _pick(rng, extremes)), pa.decimal128(38, 8)),
+    })
+
+
 def tiny_table() -> pa.Table:
     return pa.table({
         "id": pa.array([1, 2, 3, 4, 5], pa.int32()),
@@ -261,7 +293,7 @@ def generate(directory: Path, seed: int = SEED) -> dict[str, TableFiles]:
     directory.mkdir(parents=True, exist_ok=True)
     tables = build_tables(seed)
     out: dict[str, TableFiles] = {}
-    for name in ["wide", "dim_a", "dim_b", "dim_date", "jl", "jr", "empty"]:
+    for name in ["wide", "dim_a", "dim_b", "dim_date", "jl", "jr", "empty", "dec"]:
         path = directory / f"{name}.parquet"
         pq.write_table(tables[name], path, row_group_size=ROW_GROUP)
         out[name] = TableFiles(name, path, "parquet", tables[name].schema)
@@ -300,4 +332,5 @@ def build_tables(seed: int = SEED) -> dict[str, pa.Table]:
         "jr": jr,
         "tiny": tiny,
         "empty": tiny.slice(0, 0),
+        "dec": dec_table(rng),
     }

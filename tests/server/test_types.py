@@ -17,7 +17,8 @@ from server.conftest import Running, sample_table
 VALUES: list[tuple[str, Any]] = [
     ("int2", Int2(-123)), ("int4", Int4(2_000_000_000)), ("int8", Int8(-9_000_000_000_000)),
     ("float4", Float4(1.5)), ("float8", 2.0 ** -30), ("float8", 1e300), ("numeric", decimal.Decimal("-12345.678")),
-    ("numeric", decimal.Decimal("0.0001")), ("text", "it's a \"test\" \\ ünïcode ✓"), ("text", ""),
+    ("numeric", decimal.Decimal("0.0001")), ("numeric", decimal.Decimal("-1015477657029910149294.51471900")),
+    ("numeric", decimal.Decimal("12345678901234567890123456789012345678")), ("text", "it's a \"test\" \\ ünïcode ✓"), ("text", ""),
     ("bool", True), ("bool", False), ("date", datetime.date(1999, 12, 31)), ("date", datetime.date(2024, 2, 29)),
     ("timestamp", datetime.datetime(2024, 1, 31, 23, 59, 58, 123456)), ("bytea", b"\x00\x01\xff'"),
 ]
@@ -103,3 +104,17 @@ def test_named_statements_are_reused_and_deallocated(pg_server: Running) -> None
             assert conn.execute("select id from sample where id = %s", (i,)).fetchone() == (i,)
         conn.execute("DEALLOCATE ALL")
         assert conn.execute("select id from sample where id = %s", (2,)).fetchone() == (2,)
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_wide_numeric_results(pg_server: Running, binary: bool) -> None:
+    """38-digit decimals and sums of bigints (numeric, as PostgreSQL types sum(bigint)) come
+    back whole in both formats."""
+    big = decimal.Decimal("-98765432109876543210987654321.12345678")
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        cur = conn.cursor(binary=binary)
+        cur.execute("select cast('-98765432109876543210987654321.12345678' as decimal(38,8)) * 1 as a, "
+                    "sum(x) as s from (values (9223372036854775807), (9223372036854775807)) t(x)")
+        row = cur.fetchone()
+        assert row == (big, decimal.Decimal(2 * 9223372036854775807))
+        assert [d.type_code for d in cur.description] == [1700, 1700]

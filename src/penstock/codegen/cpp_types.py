@@ -35,10 +35,15 @@ INT_LIMITS = {
 }
 
 
+INT128 = "xpu::int128_t"
+
+
 def scalar_type(t: DataType) -> str:
     """C++ type of a non-text value."""
     if t.kind is Kind.STRING:
         return STRVIEW
+    if t.is_wide_decimal:
+        return INT128
     try:
         return _SCALAR[t.kind]
     except KeyError:

@@ -4,6 +4,7 @@ out-of-range values raise 22003, malformed text raises 22P02."""
 
 from __future__ import annotations
 
+from penstock.codegen import expr_decimal
 from penstock.codegen.cpp_types import INT_LIMITS, SMALLTEXT, per_second, scalar_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.errors import Unsupported
@@ -31,6 +32,8 @@ def convert(g: ExprGen, a: Val, dst: DataType) -> str:
     """C++ expression for non-text `a` as type `dst`."""
     src, err = a.type, g.err
     cpp = scalar_type(dst)
+    if expr_decimal.is_wide(src, dst):
+        return expr_decimal.convert(g, a, dst)
     if dst.kind is Kind.BOOL:
         if src.is_integer or src.kind is Kind.BOOL:
             return f"({a.v} != 0)"
@@ -79,6 +82,8 @@ def to_text(g: ExprGen, a: Val) -> str:
     src = a.type
     if src.is_integer:
         return f"xpu::int_text((int64_t){a.v})"
+    if src.is_wide_decimal:
+        return f"xpu::decimal128_text({a.v}, {src.scale})"
     if src.kind is Kind.DECIMAL:
         return f"xpu::decimal_text({a.v}, {src.scale})"
     if src.kind is Kind.BOOL:
@@ -99,7 +104,7 @@ def from_text(g: ExprGen, a: Val, dst: DataType) -> str:
     if dst.is_float:
         return f"({cpp})xpu::parse_double({a.v}, {err})"
     if dst.kind is Kind.DECIMAL:
-        return f"xpu::check_precision(xpu::parse_decimal({a.v}, {dst.scale}, {err}), {dst.precision}, {err})"
+        return expr_decimal.fit(g, f"xpu::parse_decimal128({a.v}, {dst.scale}, {err})", dst)
     if dst.kind is Kind.DATE:
         return f"(int32_t)xpu::parse_date({a.v}, {err})"
     if dst.kind is Kind.TIMESTAMP:

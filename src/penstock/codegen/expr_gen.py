@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from penstock.codegen.cpp_types import STRVIEW, scalar_type, text_type
+from penstock.codegen.cpp_types import INT128, STRVIEW, scalar_type, text_type
 from penstock.codegen.kernel import CodeWriter, Constant, ConstantText, ParamTable, RuntimeValue
 from penstock.errors import Unsupported
 from penstock.plan.expr import (BuildColumn, Call, Case, Cast, ColumnRef, Expr, InList, Like,
@@ -129,8 +129,10 @@ class ExprGen:
         lo, hi = value & (2**64 - 1), value >> 64
         lo_p = self.params.get(Constant(lo - 2**64 if lo >= 2**63 else lo, "i64"), "int64_t", "i64", "lit")
         hi_p = self.params.get(Constant(hi, "i64"), "int64_t", "i64", "lit")
-        return Val(f"((((xpu::int128_t){hi_p}) << 64) | (xpu::int128_t)(uint64_t){lo_p})", "false", t,
-                   "xpu::int128_t")
+        value = f"((((xpu::int128_t){hi_p}) << 64) | (xpu::int128_t)(uint64_t){lo_p})"
+        if not t.is_wide_decimal:  # a value beyond 64 bits typed narrow: the cast raises 22003
+            return Val(f"xpu::narrow_checked({value}, {self.err})", "false", t, "int64_t")
+        return Val(value, "false", t, INT128)
 
     def runtime_value(self, p: Param) -> Val:
         null = self.params.get(RuntimeValue(p.slot, "null"), "int32_t", "i32", "rt")
@@ -138,6 +140,11 @@ class ExprGen:
             ptr = self.params.get(RuntimeValue(p.slot, "ptr"), "const uint8_t*", "ptr", "rt")
             n = self.params.get(RuntimeValue(p.slot, "len"), "int64_t", "i64", "rt")
             return Val(f"xpu::make_str({ptr}, {n})", f"({null} != 0)", p.type, STRVIEW)
+        if p.type.is_wide_decimal:  # two 64-bit halves
+            lo = self.params.get(RuntimeValue(p.slot, "value_lo"), "int64_t", "i64", "rt")
+            hi = self.params.get(RuntimeValue(p.slot, "value_hi"), "int64_t", "i64", "rt")
+            return Val(f"((((xpu::int128_t){hi}) << 64) | (xpu::int128_t)(uint64_t){lo})", f"({null} != 0)",
+                       p.type, INT128)
         ctype, declared = _literal_ctype(p.type)
         name = self.params.get(RuntimeValue(p.slot, "value"), declared, ctype, "rt")
         cpp = scalar_type(p.type)
@@ -169,6 +176,8 @@ class ExprGen:
         return Val(v, n, result, cpp)
 
     def as_double(self, a: Val) -> str:
+        if a.type.is_wide_decimal:
+            return f"xpu::decimal128_to_double({a.v}, {a.type.scale})"
         if a.type.kind is Kind.DECIMAL:
             return f"xpu::decimal_to_double({a.v}, {a.type.scale})"
         return f"(double){a.v}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from penstock.codegen import expr_decimal
 from penstock.codegen.cpp_types import STRVIEW, common_text_type, scalar_type, text_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.errors import Unsupported
@@ -57,6 +58,8 @@ def comparison(g: ExprGen, a: Val, b: Val) -> str:
     if a.type.is_float or b.type.is_float:
         return f"xpu::fcmp({g.as_double(a)}, {g.as_double(b)})"
     x, y = a.v, b.v
+    if expr_decimal.is_wide(a.type, b.type):
+        return expr_decimal.comparison(a, b)
     if ka is Kind.DECIMAL or kb is Kind.DECIMAL:  # exact in 128 bits, whatever the scales
         sa = a.type.scale if ka is Kind.DECIMAL else 0
         sb = b.type.scale if kb is Kind.DECIMAL else 0
@@ -75,11 +78,13 @@ def equality(g: ExprGen, a: Val, b: Val) -> str:
 
 
 def unwiden(e: Expr) -> Expr:
-    """A decimal cast that only adds digits changes no comparison: compare the original,
-    which fits in 64 bits even when the widened type (DataFusion likes decimal(30,15)) would not."""
-    if (isinstance(e, Cast) and e.type.kind is Kind.DECIMAL and e.arg.type.kind is Kind.DECIMAL
-            and e.type.scale >= e.arg.type.scale
-            and e.type.precision - e.type.scale >= e.arg.type.precision - e.arg.type.scale):
+    """A cast to a decimal that keeps every fraction digit changes no comparison: compare
+    the original exactly instead. It may fit in 64 bits where the cast's type (DataFusion
+    likes decimal(30,15)) would not, and where the cast drops integer digits (DataFusion
+    compares a decimal(38,8) with a float as decimal(38,15)) it would raise 22003 on a
+    value PostgreSQL compares without complaint."""
+    if (isinstance(e, Cast) and e.type.kind is Kind.DECIMAL
+            and (e.arg.type.is_integer or (e.arg.type.kind is Kind.DECIMAL and e.type.scale >= e.arg.type.scale))):
         return e.arg
     return e
 
@@ -106,8 +111,10 @@ def result_cpp(g: ExprGen, e: Expr, t: DataType) -> str:
 def assign(g: ExprGen, target: str, target_cpp: str, val: Val, result: DataType) -> str:
     """C++ expression converting `val` to the declared type of a CASE/COALESCE result."""
     if result.kind is not Kind.STRING:
-        if val.type.kind is Kind.DECIMAL and result.kind is Kind.DECIMAL and val.type.scale != result.scale:
-            return f"xpu::rescale({val.v}, {result.scale - val.type.scale}, {g.err})"
+        if val.type != result and Kind.DECIMAL in (val.type.kind, result.kind) and val.type.kind is not Kind.NULL:
+            from penstock.codegen.expr_cast import convert
+
+            return convert(g, val, result)  # rescaled, and range-checked where it narrows
         return f"({target_cpp})({val.v})"
     if val.cpp == target_cpp:
         return val.v

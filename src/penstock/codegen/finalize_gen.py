@@ -7,6 +7,7 @@ still yields one row); mode 1 writes each occupied slot's keys and finished meas
 
 from __future__ import annotations
 
+from penstock.codegen import expr_decimal
 from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.cpp_types import scalar_type
@@ -18,7 +19,7 @@ from penstock.codegen.sink_materialize import write_row
 from penstock.errors import Unsupported
 from penstock.plan.expr import BuildColumn, ColumnRef
 from penstock.plan.physical import AggregateSink
-from penstock.plan.types import Kind
+from penstock.plan.types import DataType, Kind
 
 
 class _NoColumns:
@@ -55,8 +56,7 @@ def key_value(g: ExprGen, layout: AggLayout, j: int) -> Val:
     t = layout.keys[j]
     cpp = "xpu::StrView" if t.kind is Kind.STRING else scalar_type(t)
     null = f"((slot[{layout.null_word}] >> {j}) & 1) != 0"
-    word = f"slot[{2 + j}]"
-    value = f"({null}) ? {cpp}() : {K.word_value(word, t, cpp)}"
+    value = f"({null}) ? {cpp}() : {K.key_value('slot', layout.key_word(j), t, cpp)}"
     return g.define(t, value, null, cpp)
 
 
@@ -65,28 +65,34 @@ def measure_value(g: ExprGen, m: MeasureState) -> Val:
     cpp = "xpu::StrView" if t.kind is Kind.STRING else scalar_type(t)
     if m.kind == "count":
         return g.define(t, f"({cpp})slot[{w}]")
-    count = f"slot[{w + 2}]" if m.kind == "sum_int" else f"slot[{w + 1}]"
+    count = f"slot[{w + m.count_word}]"
     null = f"({count} == 0)"
     arg = m.call.arg.type  # type: ignore[union-attr]
-    total = f"xpu::narrow_checked(xpu::read_i128(&slot[{w}]), {g.err})"  # 128-bit integer sums
-    if m.call.fn == "avg":
-        if arg.is_float:
-            value = f"xpu::bits_to_double(slot[{w}]) / (double){count}"
-        elif t.kind is Kind.DECIMAL:
-            scale_in = arg.scale if arg.kind is Kind.DECIMAL else 0
-            value = f"xpu::decimal_div({total}, {scale_in}, (int64_t){count}, 0, {t.scale}, {g.err})"
-        else:
-            scaled = (f"xpu::decimal_to_double({total}, {arg.scale})" if arg.kind is Kind.DECIMAL
-                      else f"(double)xpu::read_i128(&slot[{w}])")
-            value = f"{scaled} / (double){count}"
-        return g.define(t, f"{null} ? {cpp}() : ({cpp})({value})", null, cpp)
+    if m.kind in ("sum_int", "sum_wide"):
+        # exact totals: 128 bits (read_wide raises 22003 when a 192-bit total passes them)
+        total = f"xpu::read_i128(&slot[{w}])" if m.kind == "sum_int" else f"xpu::read_wide(&slot[{w}], {g.err})"
+        value = sum_value(g, m, total, count, arg, t)
+        return g.define(t, f"{null} ? {cpp}() : {value}", null, cpp)
+    if m.call.fn == "avg":  # of floats
+        return g.define(t, f"{null} ? {cpp}() : ({cpp})(xpu::bits_to_double(slot[{w}]) / (double){count})", null, cpp)
     if m.kind == "sum_float":
         return g.define(t, f"{null} ? {cpp}() : ({cpp})xpu::bits_to_double(slot[{w}])", null, cpp)
-    if m.kind == "sum_int":
-        if t.kind is Kind.DECIMAL and arg.kind is Kind.DECIMAL and t.scale != arg.scale:
-            value = f"xpu::rescale({total}, {t.scale - arg.scale}, {g.err})"
-        else:
-            value = f"({cpp}){total}"
-        return g.define(t, f"{null} ? {cpp}() : {value}", null, cpp)
-    value = K.word_value(f"slot[{w}]", t, cpp)
+    value = K.key_value("slot", w, t, cpp)  # an extreme: stored as a key would be
     return g.define(t, f"{null} ? {cpp}() : {value}", null, cpp)
+
+
+def sum_value(g: ExprGen, m: MeasureState, total: str, count: str, arg: DataType, t: DataType) -> str:
+    """The finished sum or avg of an exact 128-bit total, as the measure's type `t`."""
+    scale_in = arg.scale if arg.kind is Kind.DECIMAL else 0
+    if m.call.fn == "avg":
+        if t.kind is Kind.DECIMAL:
+            quotient = f"xpu::decimal_div128({total}, {scale_in}, (xpu::int128_t){count}, 0, {t.scale}, {g.err})"
+            return expr_decimal.fit(g, quotient, t)
+        scaled = f"xpu::decimal128_to_double({total}, {scale_in})" if arg.kind is Kind.DECIMAL else f"(double){total}"
+        return f"({scalar_type(t)})({scaled} / (double){count})"
+    if t.is_float:
+        return f"({scalar_type(t)})xpu::decimal128_to_double({total}, {scale_in})"
+    scale_out = t.scale if t.kind is Kind.DECIMAL else 0
+    if scale_out != scale_in:
+        total = f"xpu::rescale128({total}, {scale_out - scale_in}, {g.err})"
+    return expr_decimal.fit(g, total, t)

@@ -159,7 +159,7 @@ class ParamTable:
         return tuple(p.ctype for p in self.params)
 
 
-HEADERS = ("xpu.h", "tiles.h", "arith.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
+HEADERS = ("xpu.h", "tiles.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
            "hash_table.h", "reduce.h")
 
 

@@ -1,10 +1,11 @@
 """Hashing and storing key values: join keys, group keys, DISTINCT values.
 
 Both sides of a join hash keys with these functions, so equal values of one type meet in
-the same slot. In aggregation tables each key is one 64-bit word: integers, dates,
-timestamps and decimals as int64, floats as normalised bits, text as a pointer to an
-arena record (or, for a group key from a dictionary the column cache made, to the
-dictionary entry's record: an xpu::KeyText).
+the same slot (a decimal hashes alike whether it is held in 64 or 128 bits). In
+aggregation tables a key is one 64-bit word: integers, dates, timestamps and decimals of up
+to 18 digits as int64, floats as normalised bits, text as a pointer to an arena record (or,
+for a group key from a dictionary the column cache made, to the dictionary entry's record:
+an xpu::KeyText); a wider decimal takes two words, low then high.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def hash_value(v: Val) -> str:
         return f"xpu::hash_str({v.v})"
     if v.type.is_float:
         return f"xpu::hash_double((double){v.v})"
+    if v.type.is_wide_decimal:
+        return f"xpu::hash_i128({v.v})"
     return f"xpu::hash_int((int64_t){v.v})"
 
 
@@ -36,6 +39,20 @@ def hash_keys(vals: list[Val], null_aware: bool = False) -> str:
     return h
 
 
+def words(t: DataType) -> int:
+    """Table words a key of type `t` takes."""
+    return 2 if t.is_wide_decimal else 1
+
+
+def store_key(slot: str, at: int, v: Val, arena_store: str | None = None) -> str:
+    """Statements putting key `v` (0 when NULL) into words slot[at...] (text: `arena_store`
+    is the call storing it)."""
+    if v.type.is_wide_decimal:
+        wide = f"({v.n} ? (xpu::int128_t)0 : (xpu::int128_t){v.v})"
+        return f"{slot}[{at}] = (uint64_t){wide}; {slot}[{at + 1}] = (uint64_t)({wide} >> 64);"
+    return f"{slot}[{at}] = {v.n} ? 0ull : {key_word(v, arena_store)};"
+
+
 def key_word(v: Val, arena_store: str | None = None) -> str:
     """The value as a 64-bit table word (text: `arena_store` is the call storing it)."""
     if v.type.kind is Kind.STRING:
@@ -43,26 +60,33 @@ def key_word(v: Val, arena_store: str | None = None) -> str:
         return arena_store
     if v.type.is_float:
         return f"xpu::double_key((double){v.v})"
+    assert not v.type.is_wide_decimal, "a 128-bit key takes two words (store_key)"
     return f"(uint64_t)(int64_t){v.v}"
 
 
-def word_equals(word: str, v: Val) -> str:
-    """C++ test: table word `word` holds the same value as `v`."""
+def key_equals(slot: str, at: int, v: Val) -> str:
+    """C++ test: words slot[at...] hold the same value as `v`."""
+    word = f"{slot}[{at}]"
     if v.cpp == KEY_TEXT:
         return f"xpu::key_text_eq({word}, {v.v})"
     if v.type.kind is Kind.STRING:
         return f"xpu::str_eq(xpu::arena_text({word}), {v.v})"
     if v.type.is_float:
         return f"({word} == xpu::double_key((double){v.v}))"
+    if v.type.is_wide_decimal:
+        return f"(xpu::read_i128(&{word}) == (xpu::int128_t){v.v})"
     return f"({word} == (uint64_t)(int64_t){v.v})"
 
 
-def word_value(word: str, t: DataType, cpp: str) -> str:
-    """C++ expression reading a value of type `t` back out of a table word."""
+def key_value(slot: str, at: int, t: DataType, cpp: str) -> str:
+    """C++ expression reading a value of type `t` back out of words slot[at...]."""
+    word = f"{slot}[{at}]"
     if t.kind is Kind.STRING:
         return f"xpu::arena_text({word})"
     if t.is_float:
         return f"({cpp})xpu::bits_to_double({word})"
     if t.kind is Kind.BOOL:
         return f"({word} != 0)"
+    if t.is_wide_decimal:
+        return f"xpu::read_i128(&{word})"
     return f"({cpp})(int64_t){word}"

@@ -311,7 +311,10 @@ class PipelineGen:
 
 
 def direct_key(v: Val) -> bool:
-    """Keys a direct map can serve: integers and what is stored as one (dates, decimals)."""
+    """Keys a direct map can serve: integers and what is stored as one (dates, decimals of
+    up to 18 digits)."""
+    if v.type.is_wide_decimal:
+        return False
     return v.type.is_integer or v.type.kind in (Kind.DATE, Kind.DECIMAL, Kind.TIMESTAMP)
 
 

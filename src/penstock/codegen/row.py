@@ -2,9 +2,10 @@
 
 A source column is read at the pipeline's row variable; a build-side column is read at the
 row its probe matched, which is NULL_ROW for an outer join's unmatched row. Columns keep
-Arrow's layout: validity bitmap, bit-packed booleans, decimal128 read as its low 64-bit
-word (decimal_stride 2) or penstock's own int64 decimals (stride 1), text as offsets+data
-or dictionary indices.
+Arrow's layout: validity bitmap, bit-packed booleans, decimals of up to 18 digits read
+as the low 64-bit word of a decimal128 (decimal_stride 2) or penstock's own int64 values
+(stride 1), wider decimals as both words of a decimal128, text as offsets+data or
+dictionary indices.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class ColumnParams:
         values = self.value_array()
         if t.kind is Kind.BOOL:
             return f"xpu::get_bit({values}, {row})"
+        if t.is_wide_decimal:
+            return f"xpu::load_i128({values}, {row})"
         if t.kind is Kind.DECIMAL:
             stride = self._get(STRIDE, "int32_t", "i32")
             return f"{values}[{row} * {stride}]"

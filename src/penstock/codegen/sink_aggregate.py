@@ -5,8 +5,8 @@ groups (by group id) are updated in block-local memory (shared memory of a GPU b
 CPU thread's own array) and merged into the table once per block at the end, so rows of
 few, hot groups do not all fight over the same global words; later groups are updated in
 the table directly. Without GROUP BY each thread folds rows into local variables that are
-merged once at the end. Integer sums are 128-bit, so they are exact in any order; the
-finaliser raises 22003 if a total does not fit its type.
+merged once at the end. Integer sums are 128-bit (192-bit over 128-bit decimals), so they
+are exact in any order; the finaliser raises 22003 if a total does not fit its type.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from penstock.codegen import keys as K
-from penstock.codegen.agg_layout import (DISTINCT_WIDTH, GROUP_ID, AggLayout, MeasureState,
+from penstock.codegen.agg_layout import (DISTINCT_VALUE, GROUP_ID, AggLayout, MeasureState,
                                          partial_groups, partial_measures)
 from penstock.codegen.cpp_types import KEY_TEXT, text_type
 from penstock.codegen.expr_gen import ExprGen, Val
@@ -35,6 +35,8 @@ def better(m: MeasureState, float_: bool) -> str:
     op = "<" if is_min(m) else ">"
     if float_:
         return f"[](double a, double b) {{ return xpu::fcmp(a, b) {op} 0; }}"
+    if m.kind == "minmax_wide":
+        return f"[](xpu::int128_t a, xpu::int128_t b) {{ return a {op} b; }}"
     return f"[](int64_t a, int64_t b) {{ return a {op} b; }}"
 
 
@@ -42,6 +44,10 @@ def initial_words(m: MeasureState) -> list[str]:
     """Starting values of a measure's state words (the identity of its merge)."""
     if m.kind == "minmax_int":
         return ["(uint64_t)INT64_MAX" if is_min(m) else "(uint64_t)INT64_MIN", "0"]
+    if m.kind == "minmax_wide":  # the largest or smallest 128-bit value, low word first
+        return ["~0ull", "(uint64_t)INT64_MAX", "0", "0"] if is_min(m) else ["0ull", "(uint64_t)INT64_MIN", "0", "0"]
+    if m.kind == "sum_wide":
+        return ["0", "0", "0", "0"]
     if m.kind == "minmax_float":
         return ["xpu::double_key(xpu::infinity() - xpu::infinity())" if is_min(m)
                 else "xpu::double_key(-xpu::infinity())", "0"]
@@ -93,6 +99,11 @@ class AggregateSinkGen:
                 lines.append(f"uint64_t {a} = 0; uint64_t {c} = 0;")
             elif m.kind == "sum_int":
                 lines.append(f"xpu::int128_t {a} = 0; uint64_t {c} = 0;")
+            elif m.kind == "sum_wide":
+                lines.append(f"uint64_t {a}[3] = {{0, 0, 0}}; uint64_t {c} = 0;")
+            elif m.kind == "minmax_wide":
+                init = "xpu::i128_max()" if is_min(m) else "xpu::i128_min()"
+                lines.append(f"xpu::int128_t {a} = {init}; uint64_t {c} = 0;")
             elif m.kind == "sum_float":
                 lines.append(f"double {a} = 0.0; uint64_t {c} = 0;")
             elif m.kind == "minmax_int":
@@ -144,11 +155,10 @@ class AggregateSinkGen:
         g.out.line(f"const uint64_t {nm} = {bits};")
         equal = " && ".join(
             [f"s[{L.null_word}] == {nm}"]
-            + [f"((({nm} >> {j}) & 1) || {K.word_equals(f's[{2 + j}]', k)})" for j, k in enumerate(keys)])
+            + [f"((({nm} >> {j}) & 1) || {K.key_equals('s', L.key_word(j), k)})" for j, k in enumerate(keys)])
         init = [f"s[{GROUP_ID}] = id;"]
         for j, k in enumerate(keys):
-            word = K.key_word(k, self.arena_store(k) if k.type.kind is Kind.STRING else None)
-            init.append(f"s[{2 + j}] = {k.n} ? 0ull : {word};")
+            init.append(K.store_key("s", L.key_word(j), k, self.arena_store(k) if k.type.kind is Kind.STRING else None))
         init.append(f"s[{L.null_word}] = {nm};")
         init += self.init_states("s")
         g.out.line(f"bool {ins};")
@@ -169,12 +179,12 @@ class AggregateSinkGen:
         dcount = g.params.get(SinkPart("distinct_count", k), "uint64_t*", "ptr", "d")
         dlimit = g.params.get(SinkPart("distinct_limit", k), "uint64_t", "u64", "d")
         new = g.out.fresh("new")
-        word = K.key_word(v, self.arena_store(v) if v.type.kind is Kind.STRING else None)
+        store = K.store_key("s", DISTINCT_VALUE, v, self.arena_store(v) if v.type.kind is Kind.STRING else None)
         g.out.line(f"bool {new} = false;")
-        g.out.line(f"if (xpu::find_or_insert({dset}, {dmask}, {DISTINCT_WIDTH}, "
+        g.out.line(f"if (xpu::find_or_insert({dset}, {dmask}, {self.layout.distinct_width(k)}, "
                    f"xpu::hash_combine(xpu::hash_int((int64_t){gid}), {K.hash_value(v)}), {dcount}, {dlimit}, {new},")
-        g.out.line(f"    [&](const uint64_t* s) -> bool {{ return s[1] == {gid} && {K.word_equals('s[2]', v)}; }},")
-        g.out.line(f"    [&](uint64_t* s, uint64_t) {{ s[1] = {gid}; s[2] = {word}; }}) < 0) "
+        g.out.line(f"    [&](const uint64_t* s) -> bool {{ return s[1] == {gid} && {K.key_equals('s', DISTINCT_VALUE, v)}; }},")
+        g.out.line(f"    [&](uint64_t* s, uint64_t) {{ s[1] = {gid}; {store} }}) < 0) "
                    f"xpu::raise({g.err}, xpu::ERR_TABLE_FULL);")
         return new
 
@@ -228,6 +238,11 @@ class AggregateSinkGen:
             g.out.line(f"xpu::atomic_add({s}, {count});")
         elif m.kind == "sum_int":
             g.out.line(f"xpu::atomic_add_i128({s}, (int64_t){value}); xpu::atomic_add({s} + 2, {count});")
+        elif m.kind == "sum_wide":
+            g.out.line(f"xpu::atomic_add_wide({s}, (xpu::int128_t){value}); xpu::atomic_add({s} + 3, {count});")
+        elif m.kind == "minmax_wide":
+            g.out.line(f"xpu::atomic_update_if_128({s}, (xpu::int128_t){value}, {better(m, False)}); "
+                       f"xpu::atomic_add({s} + 2, {count});")
         elif m.kind == "sum_float":
             g.out.line(f"xpu::atomic_add((double*)({s}), (double){value}); xpu::atomic_add({s} + 1, {count});")
         elif m.kind == "minmax_int":
@@ -263,6 +278,10 @@ class AggregateSinkGen:
             g.out.line(f"++{a};")
         elif m.kind == "sum_int":
             g.out.line(f"{a} += (int64_t){v.v}; ++{c};")
+        elif m.kind == "sum_wide":
+            g.out.line(f"xpu::local_add_wide({a}, (xpu::int128_t){v.v}); ++{c};")
+        elif m.kind == "minmax_wide":
+            g.out.line(f"if ((xpu::int128_t){v.v} {op} {a}) {a} = (xpu::int128_t){v.v}; ++{c};")
         elif m.kind == "sum_float":
             g.out.line(f"{a} += (double){v.v}; ++{c};")
         elif m.kind == "minmax_int":
@@ -324,6 +343,10 @@ class AggregateSinkGen:
                 g.out.line(f"xpu::reduce_add({w}, {a});")
             elif m.kind == "sum_int":
                 g.out.line(f"xpu::merge_sum_i128({w}, {a}, {c});")
+            elif m.kind == "sum_wide":
+                g.out.line(f"xpu::merge_sum_wide({w}, {a}, {c});")
+            elif m.kind == "minmax_wide":
+                g.out.line(f"xpu::merge_extreme_wide<{extreme}>({w}, {a}, {c});")
             elif m.kind == "sum_float":
                 g.out.line(f"xpu::merge_sum_float({w}, {a}, {c});")
             elif m.kind == "minmax_int":

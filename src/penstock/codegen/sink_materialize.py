@@ -38,6 +38,16 @@ def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None, at: st
             _write_text(g, j, v, o, capacity)
             continue
         values = p.get(SinkPart("values", j), f"{STORAGE[v.type.kind]}*", "ptr", "s")
+        if v.type.is_wide_decimal:  # two 64-bit words, as Arrow's decimal128
+            store = f"xpu::store_i128({values}, {o}, {v.n} ? (xpu::int128_t)0 : (xpu::int128_t){v.v});"
+            if not v.nullable:
+                g.out.line(f"if ({o} < {capacity}) {store}")
+                continue
+            valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+            nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
+            g.out.line(f"if ({o} < {capacity}) {{ {store} {valid}[{o}] = !{v.n}; "
+                       f"if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1); }}")
+            continue
         stored = f"({v.v} ? 1 : 0)" if v.type.kind is Kind.BOOL else v.v
         if not v.nullable:  # no validity to write: the column has no NULLs
             g.out.line(f"if ({o} < {capacity}) {values}[{o}] = ({STORAGE[v.type.kind]}){stored};")
@@ -58,6 +68,7 @@ def enter_direct(g: ExprGen, key: Val, row: str, guard: str = "true") -> None:
     lo = p.get(SinkPart("direct_min"), "int64_t", "i64", "s")
     span = p.get(SinkPart("direct_range"), "int64_t", "i64", "s")
     failed = p.get(SinkPart("direct_failed"), "uint64_t*", "ptr", "s")
+    assert not key.type.is_wide_decimal, "direct maps hold 64-bit keys"
     g.out.line(f"if ({direct} != nullptr && {guard}) "
                f"xpu::direct_enter({direct}, {lo}, {span}, {key.n}, (int64_t){key.v}, {row}, {failed});")
 

@@ -63,10 +63,16 @@ def generate_small_sort(types: list[DataType], parts: list[tuple[str, int]],
               "    }",
               "    rank = xpu::lane_sum(rank);",
               "    if (w % xpu::LANES != 0) continue;",
-              *[f"    d_{part}_{j}[rank] = s_{part}_{j}[i];" for part, j in parts],
+              *[_move(part, j, types[j]) for part, j in parts],
               "  }",
               "  XPU_PARALLEL_END"]
     return plain_kernel("small_sort", signature, "\n".join(lines) + "\n")
+
+
+def _move(part: str, j: int, t: DataType) -> str:
+    if part == "values" and t.is_wide_decimal:  # two words per value
+        return f"    xpu::store_i128(d_{part}_{j}, rank, xpu::load_i128(s_{part}_{j}, i));"
+    return f"    d_{part}_{j}[rank] = s_{part}_{j}[i];"
 
 
 def _compare_key(t: DataType, c: int, ascending: bool, nulls_first: bool, nullable: bool) -> list[str]:
@@ -79,6 +85,9 @@ def _compare_key(t: DataType, c: int, ascending: bool, nulls_first: bool, nullab
         order = f"xpu::str_cmp({j_val}, {i_val})"
     elif t.is_float:
         order = f"xpu::fcmp((double)s_values_{c}[j], (double)s_values_{c}[i])"
+    elif t.is_wide_decimal:
+        a, b = f"xpu::load_i128(s_values_{c}, j)", f"xpu::load_i128(s_values_{c}, i)"
+        order = f"({a} < {b} ? -1 : ({b} < {a} ? 1 : 0))"
     else:
         a, b = f"s_values_{c}[j]", f"s_values_{c}[i]"
         order = f"({a} < {b} ? -1 : ({b} < {a} ? 1 : 0))"

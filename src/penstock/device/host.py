@@ -8,6 +8,7 @@ files are used in place.
 from __future__ import annotations
 
 import ctypes
+import platform
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from penstock.errors import PenstockError
 
 CXX_FLAGS = ["-std=c++17", "-O2", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno",
              "-Wno-unknown-pragmas"]
+if platform.machine().lower() in ("x86_64", "amd64"):
+    CXX_FLAGS.append("-mcx16")  # 16-byte compare-and-swap inline (min/max of 38-digit decimals)
 _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
            "u64": ctypes.c_uint64, "f64": ctypes.c_double}
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from penstock.codegen.agg_layout import DISTINCT_WIDTH, AggLayout
+from penstock.codegen.agg_layout import AggLayout
 from penstock.codegen.fixed_kernels import rehash
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
@@ -104,7 +104,7 @@ class AggregateState:
         self.arena_cursor = self.counts[1:2]
         if layout.grouped:
             self.table.grow(max(expected_groups, MIN_SLOTS // 2), label, memory_limit)
-        self.distinct = [HashTable(backend, DISTINCT_WIDTH, MIN_SLOTS, self.counts[2 + k:3 + k])
+        self.distinct = [HashTable(backend, layout.distinct_width(k), MIN_SLOTS, self.counts[2 + k:3 + k])
                          for k in range(layout.distinct_sets)]
         self.arenas: list[Any] = []  # earlier arena chunks: the tables still point into them
         arena_size = max(MIN_ARENA, next_pow2(expected_arena + 1)) if layout.needs_arena else 8

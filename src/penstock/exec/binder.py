@@ -111,6 +111,10 @@ def _value(role: Any, ctype: str, ctx: BindContext) -> Any:
             if role.part == "len":
                 return len(data)
             return ctx.backend.to_device(np.frombuffer(data or b"\0", dtype=np.uint8).copy())
+        if role.part in ("value_lo", "value_hi"):  # a 128-bit value's halves, as signed words
+            whole = 0 if value is None else int(value)
+            half = (whole & (2**64 - 1)) if role.part == "value_lo" else (whole >> 64) & (2**64 - 1)
+            return half - 2**64 if half >= 2**63 else half
         return 0 if value is None else (float(value) if ctype == "f64" else int(value))
     if isinstance(role, SinkPart):
         if role.part in AGGREGATE_PARTS:

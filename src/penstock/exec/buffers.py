@@ -1,7 +1,8 @@
 """Intermediate results: lists of device batches, and the operations on whole buffers.
 
 Buffers are written by penstock's own kernels, so their columns are always plain: int64
-decimals, no dictionaries. Bitmaps are packed little-endian, as Arrow's.
+decimals up to 18 digits, Arrow's decimal128 ((n, 2) int64 arrays) beyond, no
+dictionaries. Bitmaps are packed little-endian, as Arrow's.
 """
 
 from __future__ import annotations
@@ -124,8 +125,8 @@ def arrow_to_batch(backend: Backend, table: pa.Table, types: list[DataType]) -> 
         arrays = [normalize(table.column(i).chunk(0)) for i in range(table.num_columns)]
     rb = pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
     batch = batch_from_arrow(rb, types, backend)
-    for c in batch.columns:  # decimals written by Arrow are 128-bit
-        if c.type.kind is Kind.DECIMAL and c.decimal_stride == 2:
+    for c in batch.columns:  # decimals written by Arrow are 128-bit: the narrow keep one word
+        if c.type.kind is Kind.DECIMAL and not c.type.is_wide_decimal and c.decimal_stride == 2:
             c.values = xp_copy(backend, c.values.reshape(-1, 2)[:, 0])
             c.decimal_stride = 1
     return batch

@@ -36,7 +36,7 @@ from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
                                     MaterializeSink, PhysicalPlan, Pipeline, RunPipeline, SortBuffer,
                                     TableSource, host_buffers)
-from penstock.plan.types import Kind
+from penstock.plan.types import Kind, to_scaled
 
 
 REPLAY_BYTES = 1 << 30  # device memory all kept CUDA graphs of one connection may hold
@@ -319,7 +319,7 @@ class Executor:
             return None, True
         value = table.column(0)[0]
         if step.type.kind is Kind.DECIMAL:
-            return int(value.as_py().scaleb(step.type.scale)), False
+            return to_scaled(value.as_py(), step.type.scale), False
         if step.type.kind is Kind.DATE:
             return value.cast(pa.int32()).as_py(), False
         if step.type.kind is Kind.TIMESTAMP:

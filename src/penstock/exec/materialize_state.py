@@ -108,6 +108,8 @@ class MaterializeState:
                 self.arrays[(part, j)] = be.empty(cap, np.int64)
                 self.arrays[("text_len", j)] = be.empty(cap, np.int32)
                 self.arrays[("text_bytes", j)] = be.empty(self.text_capacity[j], np.uint8)
+            elif part == "values" and t.is_wide_decimal:  # Arrow's decimal128: two words a row
+                self.arrays[(part, j)] = be.empty(2 * cap, np.int64).reshape(cap, 2)
             elif part == "values":
                 self.arrays[(part, j)] = be.empty(cap, np.uint8 if t.kind is Kind.BOOL else numpy_dtype(t))
 
@@ -188,7 +190,7 @@ class MaterializeState:
         """The output arrays with their rows in the sort's order (codegen/sort_gen.py); text
         bytes stay where they are, the sorted starts point into them."""
         be = self.backend
-        moved = {key: be.empty(len(a), a.dtype) for key, a in self.arrays.items() if key[0] != "text_bytes"}
+        moved = {key: be.xp.empty_like(a) for key, a in self.arrays.items() if key[0] != "text_bytes"}
         args: list[Any] = [self.status[0:1], self.capacity]
         for key in output_parts(self.types, self.with_validity):
             args += [self.arrays[key], moved[key]]
@@ -221,7 +223,8 @@ def _column(arrays: Any, xp: Any, gather: Any, own: Callable[[Any], Any], j: int
     if t.kind is Kind.BOOL:
         return Column(t, n, values=pack_bits(xp, arrays[("values", j)][:n]), validity=validity)
     if t.kind is not Kind.STRING:
-        return Column(t, n, values=own(arrays[("values", j)][:n]), validity=validity)
+        return Column(t, n, values=own(arrays[("values", j)][:n]), validity=validity,
+                      decimal_stride=2 if t.is_wide_decimal else 1)
     if ("text_offsets", j) in arrays:  # put in Arrow layout on the device (readback_parts)
         return Column(t, n, values=own(arrays[("text_offsets", j)][:n + 1]), validity=validity,
                       data=own(arrays[("text_data", j)][:text_bytes]))

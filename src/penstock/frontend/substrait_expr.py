@@ -68,9 +68,14 @@ class ExprTranslator:
             raise Unsupported(f"function {name}")
         if fn in ("add", "sub") and any(a.type.kind is Kind.INTERVAL for a in args):
             return self._interval_arithmetic(fn, args, declared)
-        if fn == "round" and len(args) > 1 and not isinstance(args[1], Literal):
-            raise Unsupported("round with a non-constant precision")
+        if fn == "round" and len(args) > 1:
+            digits = constant_integer(args[1])
+            if digits is False:
+                raise Unsupported("round with a non-constant precision")
+            args[1] = Literal(T.INT32, digits)
         result = declared or F.result_type(fn, [a.type for a in args])
+        if declared is not None and _retyped(fn, declared, args):
+            result = F.result_type(fn, [a.type for a in args])
         return Call(result, fn, tuple(args))
 
     def _like(self, args: list[Expr], case_insensitive: bool) -> Expr:
@@ -132,9 +137,7 @@ class ExprTranslator:
                 cond = Call(T.BOOL, "eq", (operand, cond))
             whens.append((cond, self.translate(c.then)))
         otherwise = self.translate(getattr(e, "else")) if e.HasField("else") else None
-        result = next((v.type for _, v in whens if v.type.kind is not Kind.NULL),
-                      otherwise.type if otherwise is not None else T.NULL)
-        return Case(result, tuple(whens), otherwise)
+        return Case(_case_type(whens, otherwise), tuple(whens), otherwise)
 
     def _switch_expression(self, e: Expression.SwitchExpression) -> Expr:
         match = self.translate(e.match)
@@ -143,9 +146,7 @@ class ExprTranslator:
             value, t = literal_value(getattr(c, "if"))
             whens.append((Call(T.BOOL, "eq", (match, Literal(t, value))), self.translate(c.then)))
         otherwise = self.translate(getattr(e, "else")) if e.HasField("else") else None
-        result = next((v.type for _, v in whens if v.type.kind is not Kind.NULL),
-                      otherwise.type if otherwise is not None else T.NULL)
-        return Case(result, tuple(whens), otherwise)
+        return Case(_case_type(whens, otherwise), tuple(whens), otherwise)
 
     def _singular_or_list(self, e: Expression.SingularOrList) -> Expr:
         value = self.translate(e.value)
@@ -167,6 +168,24 @@ class ExprTranslator:
         if kind != "scalar":
             raise Unsupported(f"{kind} subquery that DataFusion did not turn into a join")
         return self.subquery(e.scalar.input)
+
+
+def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
+    """Whether DataFusion typed this call over arguments whose types penstock widened (a
+    sum(bigint) is numeric here, bigint there): its declared integer result would not hold
+    the value, so penstock's own rule types it."""
+    widened = fn in F.ARITHMETIC or fn in ("neg", "abs", "floor", "ceil", "round", "coalesce", "nullif")
+    return widened and declared.is_integer and any(a.type.kind is Kind.DECIMAL for a in args)
+
+
+def _case_type(whens: list[tuple[Expr, Expr]], otherwise: Expr | None) -> DataType:
+    """A CASE's type: its first non-NULL branch's, or the decimal that holds every branch
+    where a numeric sum meets integers."""
+    values = [v for _, v in whens] + ([otherwise] if otherwise is not None else [])
+    wider = T.integer_or_decimal_supertype([v.type for v in values])
+    if wider is not None:
+        return wider
+    return next((v.type for v in values if v.type.kind is not Kind.NULL), T.NULL)
 
 
 def constant_interval(e: Expr) -> Interval | None | bool:
@@ -220,16 +239,16 @@ def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
     if not (src.is_numeric and (target.kind is Kind.DECIMAL or target.is_float)):
         return None
     if src.kind is Kind.DECIMAL:
-        exact = decimal.Decimal(lit.value).scaleb(-src.scale)
+        exact = T.from_scaled(int(lit.value), src.scale)  # type: ignore[call-overload]
     elif src.is_float:
         if lit.value != lit.value or lit.value in (float("inf"), float("-inf")):
             return None
-        exact = decimal.Decimal(lit.value)
+        exact = decimal.Decimal(lit.value)  # the float's exact binary value
     else:
-        exact = decimal.Decimal(int(lit.value))
+        exact = T.from_scaled(int(lit.value), 0)  # type: ignore[call-overload]
     if target.is_float:
         return Literal(target, float(exact))
-    scaled = exact.scaleb(target.scale).quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_UP)
-    if abs(scaled) >= decimal.Decimal(10) ** target.precision:
+    scaled = T.to_scaled(exact, target.scale)
+    if abs(scaled) >= 10 ** target.precision:
         return None
     return Literal(target, int(scaled))

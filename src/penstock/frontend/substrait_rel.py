@@ -184,7 +184,7 @@ class RelTranslator:
                 fn, arg = "count", Literal(T.INT64, 1)
             arg = Case(arg.type, ((cond, arg),), None)
         declared = from_substrait_type(f.output_type) if f.HasField("output_type") else None
-        return AggCall(fn, arg, declared or F.aggregate_type(fn, arg.type if arg else None), distinct)
+        return AggCall(fn, arg, F.aggregate_result_type(fn, arg.type if arg else None, declared), distinct)
 
     def _sort(self, r: algebra_pb2.SortRel) -> Rel:
         child = self.translate(r.input)
@@ -301,8 +301,7 @@ def _constant_int(r: algebra_pb2.FetchRel, name: str) -> int | None:
 def _values_array(values: list[object], t: T.DataType) -> pa.Array:
     arrow_type = T.to_arrow(t)
     if t.kind is T.Kind.DECIMAL:
-        from decimal import Decimal
-        values = [None if v is None else Decimal(v).scaleb(-t.scale) for v in values]  # type: ignore[arg-type]
+        values = [None if v is None else T.from_scaled(v, t.scale) for v in values]  # type: ignore[arg-type]
     return pa.array(values, type=arrow_type)
 
 

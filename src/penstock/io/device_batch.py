@@ -46,7 +46,9 @@ class Column:
     dict_records: Any = None
     dict_hashes: Any = None
     dict_record_bytes: Any = None
-    decimal_stride: int = 1  # int64 words per decimal: 2 for Arrow decimal128
+    # int64 words per decimal: 2 for Arrow decimal128 (a decimal of more than 18 digits
+    # always: its values are an (n, 2) array), 1 for penstock's own 64-bit decimals
+    decimal_stride: int = 1
     _max_text: int | None = field(default=None, repr=False)
 
     @property
@@ -95,6 +97,10 @@ def normalize(arr: pa.Array) -> pa.Array:
         arr = arr.cast({pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64()}[t])
     elif pa.types.is_decimal(t) and t.bit_width == 32:
         arr = arr.cast(pa.decimal128(t.precision, t.scale))
+    elif pa.types.is_decimal(t) and t.bit_width == 256 and t.precision <= 38:
+        arr = arr.cast(pa.decimal128(t.precision, t.scale))
+    elif pa.types.is_decimal(t) and t.bit_width == 64 and t.precision > 18:
+        arr = arr.cast(pa.decimal128(t.precision, t.scale))
     if arr.offset:
         arr = pa.concat_arrays([arr])
     return arr
@@ -137,8 +143,10 @@ def column_from_arrow(arr: pa.Array, t: DataType, backend: Backend) -> Column:
         if width not in (64, 128):
             raise Unsupported(f"{arr.type} columns")
         stride = width // 64
-        return Column(t, n, values=move(_view(bufs[1], np.int64, n * stride)), validity=validity,
-                      decimal_stride=stride)
+        values = _view(bufs[1], np.int64, n * stride)
+        if t.is_wide_decimal:  # a row of two words, as kernels and output buffers hold them
+            values = values.reshape(n, 2)
+        return Column(t, n, values=move(values), validity=validity, decimal_stride=stride)
     return Column(t, n, values=move(_view(bufs[1], numpy_dtype(t), n)), validity=validity)
 
 
@@ -165,6 +173,9 @@ def column_to_arrow(col: Column, backend: Backend, host: Callable[[Any], np.ndar
             return pa.DictionaryArray.from_arrays(indices, d).dictionary_decode()
         return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(host(col.values)),
                                                       pa.py_buffer(host(col.data))], null_count)
+    if t.is_wide_decimal:  # already Arrow's decimal128 layout
+        values = np.ascontiguousarray(host(col.values)).reshape(-1)[:2 * n]
+        return pa.Array.from_buffers(T.to_arrow(t), n, [validity, pa.py_buffer(values)], null_count)
     if t.kind is Kind.DECIMAL:
         words = host(col.values).reshape(-1, col.decimal_stride)[:, 0] if col.decimal_stride > 1 else host(col.values)
         wide = np.empty(2 * n, dtype=np.int64)

@@ -245,8 +245,10 @@ class ArrowDeviceReader:
                 columns.append(Column(t, rows, values=view("values", np.uint8, (rows + 7) // 8), validity=validity))
             elif t.kind is Kind.DECIMAL:
                 stride = arrow_type.bit_width // 64
-                columns.append(Column(t, rows, values=view("values", np.int64, rows * stride), validity=validity,
-                                      decimal_stride=stride))
+                values = view("values", np.int64, rows * stride)
+                if t.is_wide_decimal:
+                    values = values.reshape(rows, 2)
+                columns.append(Column(t, rows, values=values, validity=validity, decimal_stride=stride))
             else:
                 columns.append(Column(t, rows, values=view("values", numpy_dtype(t), rows), validity=validity))
         return Batch(columns, rows)

@@ -16,7 +16,7 @@ import decimal
 from dataclasses import dataclass
 from typing import Any
 
-from penstock.plan.types import DataType, Kind
+from penstock.plan.types import DataType, Kind, to_scaled
 
 _EPOCH = datetime.date(1970, 1, 1)
 _UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
@@ -36,7 +36,7 @@ def physical(value: Any, t: DataType) -> Any:
     if t.kind is Kind.DATE and isinstance(value, datetime.date):
         return (value - _EPOCH).days
     if t.kind is Kind.DECIMAL and isinstance(value, decimal.Decimal):
-        return int(value.scaleb(t.scale))
+        return to_scaled(value, t.scale)
     if t.kind is Kind.TIMESTAMP and isinstance(value, datetime.datetime):
         # pandas.Timestamp (nanosecond statistics) keeps what datetime cannot in .nanosecond
         delta = value.replace(tzinfo=None) - datetime.datetime(1970, 1, 1)

@@ -19,6 +19,12 @@ XPU_FN uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
 }
 XPU_FN uint64_t hash_combine(uint64_t h, uint64_t v) { return mix64(h ^ (v + HASH_SEED + (h << 6) + (h >> 2))); }
 XPU_FN uint64_t hash_int(int64_t v) { return mix64((uint64_t)v + HASH_SEED); }
+// A 128-bit value that fits 64 bits hashes as that integer, so a decimal hashes alike
+// whichever width holds it.
+XPU_FN uint64_t hash_i128(int128_t v) {
+  if (v >= (int128_t)INT64_MIN && v <= (int128_t)INT64_MAX) return hash_int((int64_t)v);
+  return hash_combine(hash_int((int64_t)(uint64_t)v), (uint64_t)(v >> 64));
+}
 XPU_FN uint64_t double_key(double v) {
   if (v == 0.0) v = 0.0;
   if (v != v) return 0x7FF8000000000000ull;

@@ -6,6 +6,7 @@
 // them unconditionally after the row loop.
 #pragma once
 #include "arith.h"
+#include "decimal.h"
 #include "hash.h"
 #include "xpu.h"
 
@@ -80,6 +81,53 @@ XPU_FN void merge_sum_i128(uint64_t* state, int128_t sum, uint64_t count) {
   uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
   if (block_leader() && n) {
     atomic_add_i128(state, (uint64_t)sum, (int64_t)(sum >> 64));
+    atomic_add(state + 2, n);
+  }
+}
+
+// A 192-bit sum of 128-bit values (state = {lo, hi, ext, count}): the block's threads add
+// theirs in block-local words, then one thread adds the block's total to the state.
+XPU_FN void merge_sum_wide(uint64_t* state, const uint64_t* mine, uint64_t count) {
+  uint64_t lo = mine[0], hi = mine[1], ext = mine[2];
+#ifdef XPU_GPU
+  __shared__ uint64_t block_total[3];
+  if (threadIdx.x == 0) block_total[0] = block_total[1] = block_total[2] = 0;
+  __syncthreads();
+  if (lo | hi | ext) atomic_add_192(block_total, lo, hi, ext);
+  __syncthreads();
+  lo = block_total[0]; hi = block_total[1]; ext = block_total[2];
+#endif
+  uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (block_leader() && n) {
+    atomic_add_192(state, lo, hi, ext);
+    atomic_add(state + 3, n);
+  }
+}
+
+// state = {extreme value as two words (16-byte aligned), count, padding}
+template <bool MIN>
+XPU_FN void merge_extreme_wide(uint64_t* state, int128_t v, uint64_t count) {
+#ifdef XPU_GPU
+  __shared__ uint64_t lo_part[32], hi_part[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  const int128_t identity = MIN ? i128_max() : i128_min();
+  for (int round = 0; round < 2; ++round) {
+    for (int d = 16; d > 0; d >>= 1) {
+      uint64_t lo = __shfl_down_sync(0xffffffffu, (uint64_t)v, d);
+      uint64_t hi = __shfl_down_sync(0xffffffffu, (uint64_t)(v >> 64), d);
+      int128_t other = (int128_t)(((uint128_t)hi << 64) | lo);
+      if (MIN ? other < v : other > v) v = other;
+    }
+    if (round == 1) break;
+    if (lane == 0) { lo_part[warp] = (uint64_t)v; hi_part[warp] = (uint64_t)(v >> 64); }
+    __syncthreads();
+    v = (warp == 0 && lane < warps) ? (int128_t)(((uint128_t)hi_part[lane] << 64) | lo_part[lane]) : identity;
+  }
+  __syncthreads();
+#endif
+  uint64_t n = block_reduce(count, (uint64_t)0, [](uint64_t a, uint64_t b) { return a + b; });
+  if (block_leader() && n) {
+    atomic_update_if_128(state, v, [](int128_t a, int128_t b) { return MIN ? a < b : a > b; });
     atomic_add(state + 2, n);
   }
 }

@@ -125,7 +125,7 @@ struct Either {
 };
 // Text a kernel formats itself (numbers, dates): short enough for a fixed buffer.
 struct SmallText {
-  uint8_t buf[40];
+  uint8_t buf[48];  // the longest: '-0.' and 38 digits of a decimal(38,38)
   int32_t n;
   XPU_METHOD int32_t len() const { return n; }
   XPU_METHOD uint8_t at(int32_t i) const { return buf[i]; }

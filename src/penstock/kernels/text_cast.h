@@ -3,12 +3,13 @@
 #pragma once
 #include "arith.h"
 #include "dates.h"
+#include "decimal.h"
 #include "text.h"
 
 namespace xpu {
 
 // ---- formatting ----
-XPU_FN void put_char(SmallText& t, uint8_t c) { if (t.n < 40) t.buf[t.n++] = c; }
+XPU_FN void put_char(SmallText& t, uint8_t c) { if (t.n < (int32_t)sizeof(t.buf)) t.buf[t.n++] = c; }
 XPU_FN void put_uint(SmallText& t, uint64_t v, int32_t min_digits) {
   uint8_t digits[24];
   int32_t k = 0;
@@ -32,6 +33,21 @@ XPU_FN SmallText decimal_text(int64_t v, int32_t scale) {
   uint64_t p = (uint64_t)pow10_i64(scale);
   put_uint(t, m / p, 1);
   if (scale > 0) { put_char(t, '.'); put_uint(t, m % p, scale); }
+  return t;
+}
+XPU_FN void put_u128(SmallText& t, uint128_t v, int32_t min_digits) {
+  uint8_t digits[40];
+  int32_t k = 0;
+  do { digits[k++] = (uint8_t)('0' + (uint32_t)(v % 10)); v /= 10; } while (v);
+  while (k < min_digits) digits[k++] = '0';
+  while (k) put_char(t, digits[--k]);
+}
+XPU_FN SmallText decimal128_text(int128_t v, int32_t scale) {
+  SmallText t = empty_text();
+  if (v < 0) put_char(t, '-');
+  uint128_t m = magnitude128(v), p = pow10_u128(scale);
+  put_u128(t, m / p, 1);
+  if (scale > 0) { put_char(t, '.'); put_u128(t, m % p, scale); }
   return t;
 }
 XPU_FN SmallText bool_text(bool b) {
@@ -102,36 +118,57 @@ XPU_FN int64_t parse_int(const S& s, int32_t* err) {
   return neg ? (int64_t)((uint64_t)0 - v) : (int64_t)v;
 }
 
-// Decimal text to a value scaled by 10^scale, rounding half away from zero.
+// Decimal text (digits, a point, an exponent: '1.5', '-.5', '2e30') to a 128-bit value
+// scaled by 10^scale, rounded half away from zero; more than 38 digits is 22003. Digits
+// past the 76th significant one count only as zeros.
 template <class S>
-XPU_FN int64_t parse_decimal(const S& s, int32_t scale, int32_t* err) {
+XPU_FN int128_t parse_decimal128(const S& s, int32_t scale, int32_t* err) {
   Cursor<S> c{s, 0};
   c.skip_blanks();
   bool neg = c.peek() == '-';
   if (c.peek() == '-' || c.peek() == '+') ++c.i;
-  int128_t v = 0;
-  int32_t frac_digits = 0, digits = 0;
-  bool seen_point = false, round_up = false;
+  U256 m = u256(0);
+  int32_t shift = scale, digits = 0, kept = 0;
+  bool seen_point = false;
   while (c.digit() || (c.peek() == '.' && !seen_point)) {
     if (c.peek() == '.') { seen_point = true; ++c.i; continue; }
-    int32_t d = c.peek() - '0';
     ++digits;
-    if (seen_point && frac_digits >= scale) {
-      if (frac_digits == scale) round_up = d >= 5;
-      ++frac_digits;
-    } else {
-      v = v * 10 + d;
-      if (seen_point) ++frac_digits;
-      if (v > (int128_t)INT64_MAX) { raise(err, ERR_OVERFLOW); return 0; }
+    if (kept < 76) {
+      if (kept || c.peek() != '0') ++kept;
+      u256_mul_small(m, 10);
+      U256 d = u256((uint128_t)(c.peek() - '0'));
+      uint64_t carry = 0;
+      for (int k = 0; k < 4; ++k) {
+        uint128_t sum = (uint128_t)m.w[k] + d.w[k] + carry;
+        m.w[k] = (uint64_t)sum;
+        carry = (uint64_t)(sum >> 64);
+      }
+      if (seen_point) --shift;
+    } else if (!seen_point) {
+      ++shift;  // an integer digit too many to keep: a zero
     }
     ++c.i;
   }
+  if (c.peek() == 'e' || c.peek() == 'E') {
+    ++c.i;
+    bool eneg = c.peek() == '-';
+    if (c.peek() == '-' || c.peek() == '+') ++c.i;
+    if (!c.digit()) { raise(err, ERR_INVALID_TEXT); return 0; }
+    int32_t e = 0;
+    while (c.digit()) { if (e < 100000) e = e * 10 + (c.peek() - '0'); ++c.i; }
+    shift += eneg ? -e : e;
+  }
   c.skip_blanks();
   if (!digits || !c.done()) { raise(err, ERR_INVALID_TEXT); return 0; }
-  for (int32_t k = frac_digits < scale ? frac_digits : scale; k < scale; ++k) v *= 10;
-  if (round_up) v += 1;
-  int64_t r = narrow_checked(v, err);
-  return neg ? -r : r;
+  if (shift >= 0) {
+    if (!u256_fits128(m) || u256_low(m) != 0) {
+      if (shift > 2 * MAX_DECIMAL_DIGITS || !u256_mul_pow10(m, shift)) { raise(err, ERR_OVERFLOW); return 0; }
+    }
+  } else {
+    m = u256_drop_digits(m, -shift > 200 ? 200 : -shift);
+  }
+  if (!u256_fits128(m) || u256_low(m) >= pow10_u128(MAX_DECIMAL_DIGITS)) { raise(err, ERR_OVERFLOW); return 0; }
+  return with_sign(u256_low(m), neg);
 }
 
 template <class S>

@@ -255,6 +255,63 @@ XPU_FN void atomic_add_i128(uint64_t* lohi, int64_t v) { atomic_add_i128(lohi, (
 XPU_FN int128_t read_i128(const uint64_t* lohi) {
   return (int128_t)(((unsigned __int128)lohi[1] << 64) | lohi[0]);
 }
+// A 192-bit total {lo, hi, ext} as 128 bits, or 22003 when it passed them.
+XPU_FN int128_t read_wide(const uint64_t* w, int32_t* err) {
+  if (w[2] != ((int64_t)w[1] < 0 ? ~(uint64_t)0 : 0)) { raise(err, ERR_OVERFLOW); return 0; }
+  return read_i128(w);
+}
+
+// Sums of 128-bit values, exact in any order: {lo, hi, ext} words of a 192-bit total
+// (ext counts what passed 128 bits), each addition carried word by word. The total fits
+// 128 bits when ext is the sign extension of hi.
+XPU_FN void atomic_add_192(uint64_t* w, uint64_t lo, uint64_t hi, uint64_t ext) {
+  uint64_t old = atomic_add(&w[0], lo);
+  uint64_t carry = (old + lo < old) ? 1 : 0;
+  uint64_t mid = hi + carry;
+  ext += (mid < hi) ? 1 : 0;  // hi + carry itself wrapped
+  if (mid) {
+    old = atomic_add(&w[1], mid);
+    ext += (old + mid < old) ? 1 : 0;
+  }
+  if (ext) atomic_add(&w[2], ext);
+}
+XPU_FN void atomic_add_wide(uint64_t* w, int128_t v) {
+  atomic_add_192(w, (uint64_t)v, (uint64_t)(v >> 64), v < 0 ? ~(uint64_t)0 : 0);
+}
+// The same into a thread's own words.
+XPU_FN void local_add_wide(uint64_t* w, int128_t v) {
+  uint64_t lo = (uint64_t)v, hi = (uint64_t)(v >> 64), ext = v < 0 ? ~(uint64_t)0 : 0;
+  uint64_t old = w[0];
+  w[0] += lo;
+  uint64_t mid = hi + (w[0] < old ? 1 : 0);
+  ext += mid < hi ? 1 : 0;
+  old = w[1];
+  w[1] += mid;
+  w[2] += ext + (w[1] < old ? 1 : 0);
+}
+
+
+// 128-bit compare-and-swap on a 16-byte aligned word pair (sm_90's 16-byte atomicCAS; on
+// the CPU cmpxchg16b through g++ -mcx16). Returns the value seen.
+XPU_FN int128_t atomic_cas128(uint64_t* p, int128_t expected, int128_t desired) {
+#ifdef XPU_GPU
+  return (int128_t)atomicCAS((unsigned __int128*)p, (unsigned __int128)expected, (unsigned __int128)desired);
+#else
+  return (int128_t)__sync_val_compare_and_swap((unsigned __int128*)p, (unsigned __int128)expected,
+                                               (unsigned __int128)desired);
+#endif
+}
+// Compare-and-swap v into the 128-bit value at p while better(v, current) holds. The current
+// value is read by a compare-and-swap too: two plain loads could tear.
+template <class Better>
+XPU_FN void atomic_update_if_128(uint64_t* p, int128_t v, Better better) {
+  int128_t old = atomic_cas128(p, 0, 0);
+  while (better(v, old)) {
+    int128_t seen = atomic_cas128(p, old, v);
+    if (seen == old) return;
+    old = seen;
+  }
+}
 
 // ---- block-local state: shared memory of a GPU block, or one CPU thread's own ----
 #ifdef XPU_GPU

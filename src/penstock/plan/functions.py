@@ -74,7 +74,8 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     if fn in ("round", "sqrt"):
         return args[0] if args[0].kind is Kind.DECIMAL and fn == "round" else T.FLOAT64
     if fn in ("coalesce", "nullif"):
-        return next((a for a in args if a.kind is not Kind.NULL), T.NULL)
+        wider = T.integer_or_decimal_supertype(args) if fn == "coalesce" else None
+        return wider or next((a for a in args if a.kind is not Kind.NULL), T.NULL)
     if fn.startswith("date_part."):
         return T.FLOAT64 if fn.endswith("epoch") else T.INT32
     if fn.startswith("date_trunc."):
@@ -131,6 +132,8 @@ def aggregate_type(fn: str, arg: DataType | None) -> DataType:
     if fn in ("bool_and", "bool_or"):
         return T.BOOL
     if fn == "sum":
+        if arg.kind is Kind.INT64:  # PostgreSQL: numeric, which never overflows there
+            return T.decimal(T.MAX_DECIMAL_PRECISION, 0)
         if arg.is_integer:
             return T.INT64
         if arg.kind is Kind.DECIMAL:
@@ -139,7 +142,29 @@ def aggregate_type(fn: str, arg: DataType | None) -> DataType:
             return T.FLOAT64
     if fn == "avg":
         if arg.kind is Kind.DECIMAL:
-            return T.decimal(arg.precision + 4, arg.scale + 4)
+            return avg_decimal_type(arg)
         if arg.is_numeric:
             return T.FLOAT64
     raise Unsupported(f"aggregate {fn}({arg})")
+
+
+def avg_decimal_type(arg: DataType) -> DataType:
+    """avg(decimal(p, s)): DataFusion's decimal(p + 4, s + 4), except that the four extra
+    fraction digits give way where 38 digits would not hold the integer part (DataFusion's
+    decimal(38, 12) for avg(decimal(38, 8)) cannot hold a mean of 10^27)."""
+    whole = arg.precision - arg.scale
+    scale = min(arg.scale + 4, max(T.MAX_DECIMAL_PRECISION - whole, arg.scale))
+    return T.decimal(whole + scale, scale)
+
+
+def aggregate_result_type(fn: str, arg: DataType | None, declared: DataType | None) -> DataType:
+    """An aggregate's type: DataFusion's where it agrees with PostgreSQL's values, penstock's
+    where it does not (sum(bigint) is numeric; avg of a 38-digit decimal keeps its integer
+    digits) or where the argument's type changed under DataFusion's feet (an aggregate of a
+    sum(bigint))."""
+    ours = aggregate_type(fn, arg) if fn in ("sum", "avg", "min", "max") and arg is not None else None
+    if declared is None or ours is None:
+        return declared or aggregate_type(fn, arg)
+    if ours != declared and (ours.kind is Kind.DECIMAL or declared.kind is Kind.DECIMAL):
+        return ours
+    return declared

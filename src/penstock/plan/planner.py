@@ -15,7 +15,7 @@ from typing import Callable
 
 from penstock.errors import Unsupported
 from penstock.plan import rel as R
-from penstock.plan.expr import (BuildColumn, ColumnRef, Expr, Literal, Param, ScalarSubquery,
+from penstock.plan.expr import (BuildColumn, Cast, ColumnRef, Expr, Literal, Param, ScalarSubquery,
                                 conjuncts, substitute_columns, transform, walk)
 from penstock.plan.direct_builds import mark_direct_builds
 from penstock.plan.nullability import nullable
@@ -245,7 +245,8 @@ class PhysicalPlanner:
         buffer = self.new_buffer(types, [False] * len(types))
         for branch in rel.branches:
             s = self.stream(branch)
-            self.materialize(s, "union branch", buffer=buffer)
+            exprs = [e if e.type == t else Cast(t, e) for e, t in zip(s.env, types)]
+            self.materialize(s, "union branch", exprs, buffer=buffer)
         return self.read_buffer(buffer, "after union")
 
     def _join(self, rel: R.Join) -> Stream:

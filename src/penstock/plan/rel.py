@@ -12,6 +12,7 @@ from enum import Enum
 
 import pyarrow as pa
 
+from penstock.plan import types as T
 from penstock.plan.expr import Expr
 from penstock.plan.types import DataType
 
@@ -194,7 +195,14 @@ class UnionAll(Rel):
 
     @property
     def fields(self) -> list[Field]:
-        return self.branches[0].fields
+        """The first branch's fields, except where another branch's values need a decimal
+        that holds them all (a sum(bigint), numeric in penstock, beside a bigint)."""
+        first = self.branches[0].fields
+        out = []
+        for j, f in enumerate(first):
+            wider = T.integer_or_decimal_supertype([b.fields[j].type for b in self.branches])
+            out.append(Field(f.name, wider) if wider is not None and wider != f.type else f)
+        return out
 
     def inputs(self) -> list[Rel]:
         return list(self.branches)

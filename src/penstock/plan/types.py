@@ -2,12 +2,14 @@
 
 Values keep Arrow's physical layout everywhere (see DESIGN.md), so a DataType is mostly a
 name for an Arrow layout plus the SQL facts the code generator needs: decimal scale,
-timestamp unit. Decimals are computed as scaled 64-bit integers whatever their declared
-precision; a result that does not fit raises SQLSTATE 22003 instead of wrapping.
+timestamp unit. Decimals are scaled integers: 64-bit up to precision 18 (the fast path),
+128-bit (Arrow decimal128, two 64-bit words) up to 38; a result that does not fit its
+precision raises SQLSTATE 22003 instead of wrapping, and a value is never narrowed.
 """
 
 from __future__ import annotations
 
+import decimal as pydecimal
 from dataclasses import dataclass
 from enum import Enum
 
@@ -36,6 +38,7 @@ INTEGER_KINDS = (Kind.INT8, Kind.INT16, Kind.INT32, Kind.INT64)
 FLOAT_KINDS = (Kind.FLOAT32, Kind.FLOAT64)
 TIMESTAMP_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 MAX_DECIMAL_PRECISION = 38
+MAX_NARROW_PRECISION = 18  # decimals up to this many digits are 64-bit integers in kernels
 
 
 @dataclass(frozen=True)
@@ -69,13 +72,18 @@ class DataType:
         return self.kind is Kind.STRING
 
     @property
+    def is_wide_decimal(self) -> bool:
+        """A decimal of more than 18 digits: 128-bit values in kernels and columns."""
+        return self.kind is Kind.DECIMAL and self.precision > MAX_NARROW_PRECISION
+
+    @property
     def is_temporal(self) -> bool:
         return self.kind in (Kind.DATE, Kind.TIMESTAMP)
 
     @property
     def byte_width(self) -> int:
         """Bytes per value in a values buffer penstock writes (strings: per offset)."""
-        return _WIDTH[self.kind]
+        return 16 if self.is_wide_decimal else _WIDTH[self.kind]
 
 
 _WIDTH = {
@@ -123,6 +131,8 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
             raise Unsupported(f"dictionary-encoded {t.value_type} column {where}".strip())
         return value
     if pa.types.is_decimal(t):
+        if t.precision > MAX_DECIMAL_PRECISION:
+            raise Unsupported(f"{t} column {where}: more than {MAX_DECIMAL_PRECISION} digits".strip())
         return decimal(t.precision, t.scale)
     if pa.types.is_timestamp(t):
         if t.tz is not None:
@@ -158,3 +168,32 @@ def widest_integer(a: DataType, b: DataType) -> DataType:
 def integer_digits(t: DataType) -> int:
     """Decimal digits an integer type needs, as DataFusion counts them for decimal coercion."""
     return {Kind.INT8: 3, Kind.INT16: 5, Kind.INT32: 10, Kind.INT64: 20}[t.kind]
+
+
+def integer_or_decimal_supertype(types: list[DataType]) -> DataType | None:
+    """The type that holds every value of `types` when a decimal meets integers (penstock
+    types sum(bigint) as numeric where DataFusion says bigint): the decimal with the most
+    integer digits and the largest scale. None when no decimal meets an integer or another
+    decimal type."""
+    kinds = {t.kind for t in types if t.kind is not Kind.NULL}
+    if Kind.DECIMAL not in kinds or not kinds <= {Kind.DECIMAL, *INTEGER_KINDS}:
+        return None
+    scale = max(t.scale for t in types if t.kind is Kind.DECIMAL)
+    digits = max((t.precision - t.scale) if t.kind is Kind.DECIMAL else integer_digits(t)
+                 for t in types if t.kind is not Kind.NULL)
+    return decimal(min(digits + scale, MAX_DECIMAL_PRECISION), scale)
+
+
+# Python's default decimal context keeps 28 digits: exact work on 38-digit values needs more.
+_EXACT = pydecimal.Context(prec=100, rounding=pydecimal.ROUND_HALF_UP)
+
+
+def to_scaled(value: pydecimal.Decimal | int | float, scale: int) -> int:
+    """A number as the integer a decimal of `scale` stores (rounded half away from zero)."""
+    d = value if isinstance(value, pydecimal.Decimal) else pydecimal.Decimal(value)
+    return int(_EXACT.to_integral_value(_EXACT.scaleb(d, scale)))
+
+
+def from_scaled(value: int, scale: int) -> pydecimal.Decimal:
+    """The exact Decimal a scaled integer of `scale` stands for."""
+    return _EXACT.scaleb(pydecimal.Decimal(value), -scale)

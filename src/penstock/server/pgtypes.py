@@ -290,11 +290,12 @@ def numeric_from_binary(data: bytes) -> decimal.Decimal:
     if sign == 0xC000:
         return decimal.Decimal("NaN")
     groups = struct.unpack(f"!{ndigits}h", data[8:8 + 2 * ndigits])
-    value = decimal.Decimal(0)
-    for k, g in enumerate(groups):
-        value += decimal.Decimal(g).scaleb(4 * (weight - k))
-    value = value.quantize(decimal.Decimal(1).scaleb(-dscale)) if dscale else value.quantize(decimal.Decimal(1))
-    return -value if sign == 0x4000 else value
+    with decimal.localcontext(prec=1000):  # the default context keeps 28 digits
+        value = decimal.Decimal(0)
+        for k, g in enumerate(groups):
+            value += decimal.Decimal(g).scaleb(4 * (weight - k))
+        value = value.quantize(decimal.Decimal(1).scaleb(-dscale)) if dscale else value.quantize(decimal.Decimal(1))
+        return -value if sign == 0x4000 else value
 
 
 # -- parameters ----------------------------------------------------------------------------------
