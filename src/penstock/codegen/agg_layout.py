@@ -35,7 +35,7 @@ ALIGNED_KINDS = ("minmax_wide",)  # states at an even word (16-byte compare-and-
 # where the probes' direct-map bitmaps want to stay: on an H100 (SSB SF 20, fact kernels of
 # the 13 queries) 16 KiB took 14.1 ms, 8 KiB 13.3 ms, none 13.5 ms (Q2.3 1.14 -> 0.84 ms).
 PARTIAL_BYTES = int(os.environ.get("PENSTOCK_PARTIAL_BYTES", 8 << 10))  # 0: no pre-aggregation
-PARTIAL_KINDS = ("count", "sum_int", "sum_float", "minmax_int", "minmax_float")
+PARTIAL_KINDS = ("count", "sum_int", "sum_wide", "sum_float", "minmax_int", "minmax_float")
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,10 @@ def arithmetic(g: ExprGen, fn: str, a: Val, b: Val, t: DataType) -> str:
         value = f"xpu::{op}({x}, {y}, {err})"
     elif fn == "mul":
         drop = sa + sb - s
-        value = f"xpu::decimal_mul128({x}, {y}, {max(drop, 0)}, {err})"
+        if drop <= 0 and not is_wide(a.type, b.type):  # two 64-bit factors: the product fits 127 bits
+            value = f"({x} * {y})"
+        else:
+            value = f"xpu::decimal_mul128({x}, {y}, {drop}, {err})"
         if drop < 0:
             value = f"xpu::rescale128({value}, {-drop}, {err})"
     elif fn == "div":

@@ -222,6 +222,8 @@ class AggregateSinkGen:
             out.line(f"xpu::local_add({q}, (uint64_t)1);")
         elif m.kind == "sum_int":
             out.line(f"xpu::local_add_i128({q}, (int64_t){value}); xpu::local_add({q} + 2, (uint64_t)1);")
+        elif m.kind == "sum_wide":
+            out.line(f"xpu::local_add_wide_shared({q}, (xpu::int128_t){value}); xpu::local_add({q} + 3, (uint64_t)1);")
         elif m.kind == "sum_float":
             out.line(f"xpu::local_add((double*)({q}), (double){value}); xpu::local_add({q} + 1, (uint64_t)1);")
         elif m.kind == "minmax_int":
@@ -321,6 +323,9 @@ class AggregateSinkGen:
             elif m.kind == "sum_int":
                 out.line(f"if (q[{off + 2}]) {{ xpu::atomic_add_i128({s}, q[{off}], (int64_t)q[{off + 1}]); "
                          f"xpu::atomic_add({s} + 2, q[{off + 2}]); }}")
+            elif m.kind == "sum_wide":
+                out.line(f"if (q[{off + 3}]) {{ xpu::atomic_add_192({s}, q[{off}], q[{off + 1}], q[{off + 2}]); "
+                         f"xpu::atomic_add({s} + 3, q[{off + 3}]); }}")
             elif m.kind == "sum_float":
                 out.line(f"if (q[{off + 1}]) {{ xpu::atomic_add((double*)({s}), xpu::bits_to_double(q[{off}])); "
                          f"xpu::atomic_add({s} + 1, q[{off + 1}]); }}")

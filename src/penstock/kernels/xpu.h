@@ -339,6 +339,14 @@ XPU_FN void local_add_i128(uint64_t* lohi, int64_t v) {
   lohi[1] += (uint64_t)((v < 0 ? -1 : 0) + (lohi[0] < old ? 1 : 0));
 #endif
 }
+// A block-local 192-bit sum {lo, hi, ext} of 128-bit values.
+XPU_FN void local_add_wide_shared(uint64_t* w, int128_t v) {
+#ifdef XPU_GPU
+  atomic_add_wide(w, v);
+#else
+  local_add_wide(w, v);
+#endif
+}
 template <class T, class Better>
 XPU_FN void local_update_if(T* p, T v, Better better) {
 #ifdef XPU_GPU
