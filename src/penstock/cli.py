@@ -3,6 +3,7 @@
     penstock sql -t lineorder=data/ssb/lineorder.parquet "SELECT count(*) FROM lineorder"
     penstock explain --analyze -t t=data.parquet "SELECT ..."
     penstock gen ssb --sf 1 --out data/ssb --format parquet
+    penstock gen tpch --sf 1 --out data/tpch --format parquet   (dbgen's data, via tpchgen-cli)
     penstock demo
     penstock serve --data DIR --auth trust          (PostgreSQL protocol, port 5433)
 """
@@ -67,11 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(run=cmd_explain)
 
     g = sub.add_parser("gen", help="generate benchmark data")
-    g.add_argument("benchmark", choices=["ssb"])
-    g.add_argument("--sf", type=float, default=1.0, help="scale factor (1 = 6 M lineorder rows)")
+    g.add_argument("benchmark", choices=["ssb", "tpch"])
+    g.add_argument("--sf", type=float, default=1.0,
+                   help="scale factor (1 = 6 M lineorder rows for ssb, 6 M lineitem rows for tpch)")
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
-    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--seed", type=int, default=1, help="ssb only (tpch is dbgen's fixed data)")
     g.set_defaults(run=cmd_gen)
 
     b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
@@ -155,12 +157,26 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
+    if args.benchmark == "tpch":
+        return cmd_gen_tpch(args)
     from penstock.datagen import generate_ssb
 
     started = time.perf_counter()
     written = generate_ssb(args.out, args.sf, fmt=args.format, seed=args.seed, progress=True)
     files = sum(len(v) for v in written.values())
     print(f"wrote SSB SF {args.sf:g} ({files} files, {args.format}) to {args.out} "
+          f"in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def cmd_gen_tpch(args: argparse.Namespace) -> int:
+    """The eight TPC-H tables; bad --sf, --out or a missing tpchgen-cli are one ERROR line."""
+    from penstock.datagen import generate_tpch
+
+    started = time.perf_counter()
+    written = generate_tpch(args.out, args.sf, fmt=args.format, progress=True)
+    files = sum(len(v) for v in written.values())
+    print(f"wrote TPC-H SF {args.sf:g} ({files} files, {args.format}) to {args.out} "
           f"in {time.perf_counter() - started:.1f} s")
     return 0
 
