@@ -1,7 +1,8 @@
 """ORDER BY on the device before the read-back (exec/small_sorts.py, codegen/sort_gen.py):
 every key type the rank sort handles, both directions, NULLs first and last, ties and
-top-k, each against DuckDB; EXPLAIN says where the sort ran; float keys and results with
-more room than Backend.small_sort_rows stay on the host and give the same answers."""
+top-k, each against DuckDB; EXPLAIN says where the sort ran; float keys (NaN above every
+number, as PostgreSQL orders it) sort on the device too; results with more room than
+Backend.small_sort_rows stay on the host and give the same answers."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def table() -> pa.Table:
         "d": pa.array([datetime.date(2020, 1 + i % 5, 1) for i in range(ROWS)]),
         "m": pa.array([decimal.Decimal(i % 9) / 4 for i in range(ROWS)], pa.decimal128(10, 2)),
         "x": pa.array([float(i % 5) / 3 for i in range(ROWS)]),
+        "y": pa.array([None if i % 17 == 0 else float("nan") if i % 10 == 4 else -0.0 if i % 10 == 5 else
+                       float(i % 9) - 4.5 for i in range(ROWS)]),
         "v": pa.array([(i * 37) % 101 for i in range(ROWS)], pa.int64()),
     })
 
@@ -38,7 +41,12 @@ SORTED_ON_DEVICE = [
     "SELECT b, d, sum(m) AS total FROM t GROUP BY b, d ORDER BY b DESC NULLS FIRST, d, total",
     "SELECT d, max(m) AS top, min(t) AS first FROM t GROUP BY d ORDER BY top DESC, first, d",
 ]
-ON_HOST = "SELECT g, max(x) AS a FROM t GROUP BY g ORDER BY a DESC, g NULLS LAST"  # a float key
+FLOAT_KEY = "SELECT g, max(x) AS a FROM t GROUP BY g ORDER BY a DESC, g NULLS LAST"
+FLOAT_KEYS_WITH_NAN = [
+    "SELECT g, max(x) AS a FROM t GROUP BY g ORDER BY a DESC, g NULLS LAST",
+    "SELECT g, min(y) AS a FROM t GROUP BY g ORDER BY a NULLS FIRST, g NULLS LAST",
+    "SELECT g, max(y) AS a FROM t GROUP BY g ORDER BY a DESC NULLS LAST, g NULLS FIRST",
+]
 
 
 def connect(device: str, data: pa.Table) -> Any:
@@ -69,26 +77,34 @@ def test_sorted_before_the_read_back_as_duckdb_orders(device: str, sql: str) -> 
     assert "sorted before the read-back" in sort_line(db, sql)
 
 
-@pytest.mark.parametrize("sql", SORTED_ON_DEVICE[:3] + [ON_HOST])
-def test_host_sort_gives_the_same_rows(device: str, sql: str) -> None:
+@pytest.mark.parametrize("sql", SORTED_ON_DEVICE[:3] + [FLOAT_KEY])
+def test_host_sort_gives_the_same_rows(device: str, sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
     data = table()
     db = connect(device, data)
-    db.backend.small_sort_rows = 0  # every sort on the host
+    monkeypatch.setattr(db.backend, "small_sort_rows", 0)  # every sort on the host (the backend is shared)
     assert rows(db, sql) == expected(data, sql)
     assert "[host;" in sort_line(db, sql)
 
 
-def test_float_keys_stay_on_the_host(device: str) -> None:
+@pytest.mark.parametrize("sql", FLOAT_KEYS_WITH_NAN)
+def test_float_keys_sort_on_the_device(device: str, sql: str) -> None:
     data = table()
     db = connect(device, data)
-    assert rows(db, ON_HOST) == expected(data, ON_HOST)
-    assert "[host;" in sort_line(db, ON_HOST)
+    assert same_rows(rows(db, sql), expected(data, sql))
+    assert "sorted before the read-back" in sort_line(db, sql)
 
 
-def test_a_result_with_more_room_than_the_limit_sorts_on_the_host(device: str) -> None:
+def same_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> bool:
+    """Equal row by row, NaN equal to NaN."""
+    def norm(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple("NaN" if isinstance(v, float) and v != v else v for v in row)
+    return [norm(r) for r in got] == [norm(r) for r in want]
+
+
+def test_a_result_with_more_room_than_the_limit_sorts_on_the_host(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     data = pa.table({"k": pa.array(range(600), pa.int64()), "v": pa.array([i % 17 for i in range(600)], pa.int64())})
     db = connect(device, data)
-    db.backend.small_sort_rows = 256
+    monkeypatch.setattr(db.backend, "small_sort_rows", 256)
     sql = "SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY s DESC, k"
     assert rows(db, sql) == expected(data, sql)
     assert "[host;" in sort_line(db, sql)
