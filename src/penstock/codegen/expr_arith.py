@@ -85,7 +85,9 @@ def compile_abs(g: ExprGen, e: Call) -> Val:
 
 
 def compile_round(g: ExprGen, e: Call) -> Val:
-    """round(x) and round(x, d): half away from zero, like DataFusion and DuckDB."""
+    """round(x) and round(x, d). Decimals round half away from zero, as PostgreSQL's numeric
+    does; round(float) is PostgreSQL's rint (half to even: round(2.5::float8) is 2).
+    round(float, d), which PostgreSQL lacks, rounds half away from zero as DataFusion does."""
     a = g.compile(e.args[0])
     digits = 0
     if len(e.args) > 1:
@@ -95,7 +97,7 @@ def compile_round(g: ExprGen, e: Call) -> Val:
         digits = int(lit.value)
     t = e.type
     if a.type.is_float:
-        value = f"round({a.v})" if digits == 0 else f"xpu::round_digits({a.v}, {digits})"
+        value = f"rint({a.v})" if digits == 0 else f"xpu::round_digits({a.v}, {digits})"
         return g.strict(t, [a], f"({scalar_type(t)})({value})")
     if a.type.kind is Kind.DECIMAL and t.kind is Kind.DECIMAL:
         s, st = a.type.scale, t.scale

@@ -57,6 +57,7 @@ class ExprTranslator:
         name = self.functions.get(f.function_reference, f"#{f.function_reference}")
         args = [self.translate(a.value) for a in f.arguments]
         declared = from_substrait_type(f.output_type) if f.HasField("output_type") else None
+        declared = _microseconds(declared, args) if declared is not None else None
         if name in ("like", "ilike"):
             return self._like(args, case_insensitive=(name == "ilike"))
         if name in ("date_part", "datepart", "extract"):
@@ -156,6 +157,7 @@ class ExprTranslator:
     def _cast(self, e: Expression.Cast) -> Expr:
         target = from_substrait_type(e.type)
         arg = self.translate(e.input)
+        target = _microseconds(target, [arg])
         if isinstance(arg, Literal) and arg.value is None:
             return Literal(target, None)
         if arg.type == target:  # e.g. Utf8 -> Utf8View: the same thing to penstock
@@ -227,6 +229,15 @@ def constant_integer(e: Expr) -> int | None | bool:
             return None
         return a + b if e.fn == "add" else a - b if e.fn == "sub" else a * b
     return False
+
+
+def _microseconds(declared: DataType, args: list[Expr]) -> DataType:
+    """DataFusion types computed timestamps (casts, date_trunc of a date, date + interval)
+    in nanoseconds, which end in 1677 and 2262; PostgreSQL's timestamps are microseconds
+    from 4713 BC, so a timestamp computed from anything but nanoseconds is microseconds."""
+    if declared != T.timestamp("ns") or any(a.type == declared for a in args):
+        return declared
+    return T.timestamp("us")
 
 
 def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:

@@ -79,7 +79,7 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     if fn.startswith("date_part."):
         return T.FLOAT64 if fn.endswith("epoch") else T.INT32
     if fn.startswith("date_trunc."):
-        return args[0] if args[0].kind is Kind.TIMESTAMP else T.timestamp("ns")
+        return args[0] if args[0].kind is Kind.TIMESTAMP else T.timestamp("us")  # of a date: any date fits
     if fn in ARITHMETIC:
         return arithmetic_type(fn, args[0], args[1])
     raise Unsupported(f"function {fn}")
