@@ -6,7 +6,10 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p /tmp/site "$OUT"
 tar -xJf .device-site/site.tar.xz -C /tmp/site
-export PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests PYTHONUNBUFFERED=1
+if [ -f .device-site/tpchgen-cli.xz ]; then  # penstock gen tpch's generator (pip's scripts are not in the site)
+  mkdir -p /tmp/site/bin && xz -dc .device-site/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
+fi
+export PATH=/tmp/site/bin:$PATH PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests PYTHONUNBUFFERED=1
 export PENSTOCK_CACHE_DIR=/tmp/penstock-cache
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

@@ -8,10 +8,14 @@ either order, but the sequence of key values may not differ.
 
 Each query also runs five times in one connection and must give the same table every time
 (the engine once scrambled ORDER BY ... LIMIT over grouped results between runs).
+
+PENSTOCK_TPCH_SF and PENSTOCK_TPCH_REPEATS change the scale factor and the repeats, e.g.
+`PENSTOCK_TPCH_SF=10 pytest -m gpu tests/differential/test_tpch.py` on a GPU machine.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,8 +24,8 @@ import pytest
 
 from differential.oracle import compare_tables
 
-TPCH_SF = 0.1  # 600 k lineitem rows: every query returns rows, Q2/Q18/Q20/Q21 several
-REPEATS = 5
+TPCH_SF = float(os.environ.get("PENSTOCK_TPCH_SF", "0.1"))  # 0.1: 600 k lineitem rows, every query returns rows
+REPEATS = int(os.environ.get("PENSTOCK_TPCH_REPEATS", "5"))
 
 
 def _queries() -> dict[str, str]:
@@ -60,7 +64,7 @@ def tpch_duck(tpch_dir: Path) -> Iterator[Any]:
     import duckdb
 
     con = duckdb.connect()
-    con.execute("SET threads = 2")
+    con.execute(f"SET threads = {min(os.cpu_count() or 2, 16)}")
     for t in _tables():
         con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{tpch_dir / (t + '.parquet')}')")
     yield con

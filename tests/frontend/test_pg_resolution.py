@@ -64,3 +64,30 @@ def test_computed_timestamps_are_microseconds(device: str) -> None:
     db.register_arrow("t", table())
     schema = db.sql("SELECT CAST(dt AS TIMESTAMP) AS a, date_trunc('day', dt) AS b FROM t").to_arrow().schema
     assert [f.type for f in schema] == [pa.timestamp("us"), pa.timestamp("us")]
+
+
+def nanosecond_table() -> pa.Table:
+    base = 1_600_000_000_000_000_000  # 2020-09-13 12:26:40 in nanoseconds
+    return pa.table({
+        "id": pa.array(range(6), pa.int64()),
+        "ns": pa.array([base + 500, base + 99_500, base - 86_400 * 10**9, base, None, base + 10**9], pa.timestamp("ns")),
+        "dt": pa.array([datetime.date(2020, 9, 13), datetime.date(2020, 9, 12), datetime.date(2020, 9, 12),
+                        None, datetime.date(2020, 1, 1), datetime.date(2020, 9, 13)], pa.date32()),
+    })
+
+
+MIXED_UNITS = [  # a nanosecond column meets timestamps penstock computes in microseconds
+    "SELECT id FROM t WHERE ns > CAST('2020-09-13 12:26:40.000099' AS TIMESTAMP) ORDER BY id",
+    "SELECT id, ns > CAST(dt AS TIMESTAMP) AS later FROM t ORDER BY id",
+    "SELECT a.id, b.id AS other FROM t a JOIN t b ON a.ns = CAST(b.dt AS TIMESTAMP) ORDER BY 1, 2",
+    "SELECT id FROM t WHERE ns BETWEEN CAST(dt AS TIMESTAMP) AND date_trunc('day', ns) + INTERVAL '1 day' ORDER BY id",
+]
+
+
+@pytest.mark.parametrize("sql", MIXED_UNITS)
+def test_mixed_timestamp_units(device: str, sql: str) -> None:
+    data = nanosecond_table()
+    db = penstock.connect(device=device, strict=True)
+    db.register_arrow("t", data)
+    got = [tuple(r.values()) for r in db.sql(sql).to_arrow().to_pylist()]
+    assert got == expected(data, sql)

@@ -157,6 +157,8 @@ def compare_engines(eng: Engines, query: Query) -> Outcome:
     actual, perr = attempt(eng.penstock, sql)
     if isinstance(perr, penstock.Unsupported):
         return Outcome("skip", "unsupported: " + unsupported_reason(perr))
+    if getattr(perr, "sqlstate", "") == "0A000":  # refused on every engine (INTERSECT ALL, EXCEPT ALL)
+        return Outcome("skip", "not supported: " + unsupported_reason(perr))
     expected, derr = attempt(eng.duckdb, dsql)
     detail = f"penstock: {error_text(perr) if perr else _summary(actual)}\n" \
              f"duckdb:   {error_text(derr) if derr else _summary(expected)}"

@@ -64,6 +64,8 @@ def tlp_check(eng: "Engines", q: Select, p: Node) -> "Outcome | None":
         t, err = attempt(eng.penstock, render(part, "pg"))
         if isinstance(err, penstock.Unsupported):
             return Outcome("skip", "unsupported: " + unsupported_reason(err), oracle="tlp")
+        if getattr(err, "sqlstate", "") == "0A000":
+            return Outcome("skip", "not supported: " + unsupported_reason(err), oracle="tlp")
         if err is not None:
             risky = any(n.risky for n in query_nodes(q)) or any(n.risky for n in p.walk())
             if isinstance(err, penstock.QueryError) and risky:

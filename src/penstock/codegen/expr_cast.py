@@ -64,7 +64,7 @@ def convert(g: ExprGen, a: Val, dst: DataType) -> str:
             return f"xpu::double_to_decimal((double){a.v}, {dst.scale}, {dst.precision}, {err})"
     if dst.kind is Kind.TIMESTAMP:
         if src.kind is Kind.DATE:
-            return f"((int64_t){a.v} * {_PER_DAY * per_second(dst)}LL)"
+            return f"xpu::mul_checked<int64_t>((int64_t){a.v}, {_PER_DAY * per_second(dst)}LL, {err})"
         if src.kind is Kind.TIMESTAMP:
             return rescale_timestamp(a.v, per_second(src), per_second(dst), err)
     if dst.kind is Kind.DATE and src.kind is Kind.TIMESTAMP:

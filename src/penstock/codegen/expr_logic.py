@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from penstock.codegen import expr_decimal
-from penstock.codegen.cpp_types import STRVIEW, common_text_type, scalar_type, text_type
+from penstock.codegen.cpp_types import STRVIEW, common_text_type, per_second, scalar_type, text_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Case, Cast, Expr, InList
@@ -64,9 +64,19 @@ def comparison(g: ExprGen, a: Val, b: Val) -> str:
         sa = a.type.scale if ka is Kind.DECIMAL else 0
         sb = b.type.scale if kb is Kind.DECIMAL else 0
         return f"xpu::decimal_cmp((xpu::int128_t){x}, {sa}, (xpu::int128_t){y}, {sb})"
-    elif ka is not kb and {ka, kb} & {Kind.DATE, Kind.TIMESTAMP}:
+    if {ka, kb} <= {Kind.DATE, Kind.TIMESTAMP} and a.type != b.type:  # exact, whatever the units
+        (x, sa), (y, sb) = _seconds(a), _seconds(b)
+        return f"xpu::decimal_cmp({x}, {sa}, {y}, {sb})"
+    if ka is not kb and {ka, kb} & {Kind.DATE, Kind.TIMESTAMP}:
         raise Unsupported(f"comparison of {a.type} with {b.type}")
     return f"(({x}) < ({y}) ? -1 : (({x}) > ({y}) ? 1 : 0))"
+
+
+def _seconds(v: Val) -> tuple[str, int]:
+    """A date or timestamp as a 128-bit decimal number of seconds: (value, scale)."""
+    if v.type.kind is Kind.DATE:
+        return f"((xpu::int128_t){v.v} * 86400)", 0
+    return f"(xpu::int128_t){v.v}", len(str(per_second(v.type))) - 1
 
 
 def equality(g: ExprGen, a: Val, b: Val) -> str:
@@ -111,7 +121,8 @@ def result_cpp(g: ExprGen, e: Expr, t: DataType) -> str:
 def assign(g: ExprGen, target: str, target_cpp: str, val: Val, result: DataType) -> str:
     """C++ expression converting `val` to the declared type of a CASE/COALESCE result."""
     if result.kind is not Kind.STRING:
-        if val.type != result and Kind.DECIMAL in (val.type.kind, result.kind) and val.type.kind is not Kind.NULL:
+        rescaled = Kind.DECIMAL in (val.type.kind, result.kind) or result.kind is Kind.TIMESTAMP
+        if val.type != result and rescaled and val.type.kind is not Kind.NULL:
             from penstock.codegen.expr_cast import convert
 
             return convert(g, val, result)  # rescaled, and range-checked where it narrows

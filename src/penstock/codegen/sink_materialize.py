@@ -90,6 +90,7 @@ def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
         valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
         nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
         g.out.line(f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1);")
-    g.out.line(f"if ({at} + {n} <= (uint64_t){room}) xpu::copy_to({data} + {at}, {v.v});")
+    # a NULL's value may still hold text (NULLIF(s, 'x') keeps s): nothing of it is copied
+    g.out.line(f"if (!{v.n} && {at} + {n} <= (uint64_t){room}) xpu::copy_to({data} + {at}, {v.v});")
     g.out.close()
     g.out.close()

@@ -112,11 +112,18 @@ def _parse_timestamp(text: str, per_second: int) -> tuple[bool, Any]:
 def _at_column(value: Any, at: DataType, column: DataType) -> Any:
     """A constant in the physical values of comparison type `at`, in those of the column
     (an exact Fraction when the column's scale is coarser and the value falls between)."""
-    factor = _per_unit(at) // _per_unit(column)
-    if factor == 1:
+    if _per_unit(at) == _per_unit(column):
         return value
-    q = Fraction(value, factor)
+    q = Fraction(value * _per_unit(column), _per_unit(at))
     return int(q) if q.denominator == 1 else q
+
+
+def _comparison_type(column: DataType, constant: DataType) -> DataType:
+    """The type a comparison's constant is read in: the column side's, except that a
+    timestamp constant keeps its own unit (timestamps of two units compare exactly)."""
+    if column.kind is Kind.TIMESTAMP and constant.kind is Kind.TIMESTAMP:
+        return constant
+    return column
 
 
 def skip_predicates(filters: list[Expr]) -> list[ColumnPredicate]:
@@ -126,9 +133,10 @@ def skip_predicates(filters: list[Expr]) -> list[ColumnPredicate]:
             a, b = e.args
             for col_side, lit_side, op in ((a, b, e.fn), (b, a, _FLIP[e.fn])):
                 column = _column(col_side)
-                ok, value = _constant(lit_side, col_side.type)
+                at = _comparison_type(col_side.type, lit_side.type)
+                ok, value = _constant(lit_side, at)
                 if column is not None and ok:
-                    out.append(ColumnPredicate(column.index, op, (_at_column(value, col_side.type, column.type),)))
+                    out.append(ColumnPredicate(column.index, op, (_at_column(value, at, column.type),)))
                     break
         elif isinstance(e, Call) and e.fn in ("is_null", "is_not_null") and len(e.args) == 1:
             column = _column(e.args[0])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -17,7 +18,7 @@ from datafusion import SessionConfig, SessionContext
 from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
-from penstock.errors import Unsupported
+from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError, Unsupported
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait_rel import RelTranslator
 from penstock.plan import types as T
@@ -46,6 +47,10 @@ class Frontend:
         # DataFusion folds constant expressions with wrapping arithmetic (2147483647::int + 1
         # becomes -2147483648); without this rule the kernels evaluate them, with checks.
         self.ctx.remove_optimizer_rule("simplify_expressions")
+        # avg(DISTINCT bigint) is coerced to avg(DISTINCT CAST(x AS double)), and this rule
+        # would make the cast a grouping key: distinct big integers that round to one double
+        # merge. penstock's aggregates keep DISTINCT sets of their own (exact values).
+        self.ctx.remove_optimizer_rule("single_distinct_aggregation_to_group_by")
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
 
@@ -101,6 +106,7 @@ class Frontend:
             schema = df.schema()
         except Exception as e:  # DataFusion raises plain Exception subclasses
             raise translate_error(sql, e) from None
+        refuse_multiset_set_operations(sql, df.logical_plan())
         names = list(schema.names)
         try:
             ir = self.translate(logical)
@@ -132,6 +138,27 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
     """The schema with dictionary-encoded columns as their value type."""
     return pa.schema([pa.field(f.name, f.type.value_type, f.nullable) if pa.types.is_dictionary(f.type) else f
                       for f in schema])
+
+
+def refuse_multiset_set_operations(sql: str, logical: Any) -> None:
+    """INTERSECT ALL and EXCEPT ALL: DataFusion plans them as a semi (anti) join, which
+    keeps every matching left row (drops every matched one) where SQL keeps min(m, n)
+    (max(m - n, 0)) copies of a row. No engine here computes them right, so they raise
+    instead of giving a wrong answer. Before optimisation a semi or anti join without a
+    Distinct below it comes only from these two (subqueries are still Filters then)."""
+    def visit(node: Any) -> None:
+        line = node.display()
+        if line.startswith(("LeftSemi Join", "LeftAnti Join")):
+            left = node.inputs()[0]
+            if not left.display().startswith("Distinct"):
+                word = "INTERSECT ALL" if line.startswith("LeftSemi") else "EXCEPT ALL"
+                at = re.search(word.replace(" ", r"\s+"), sql, re.I)
+                raise QueryError(f"{word} is not supported (use {word.split()[0]}, which removes duplicates)",
+                                 FEATURE_NOT_SUPPORTED, at.start() + 1 if at else None)
+        for child in node.inputs():
+            visit(child)
+
+    visit(logical)
 
 
 def null_aware_flags(logical: Any) -> list[bool]:

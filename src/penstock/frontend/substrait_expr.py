@@ -184,10 +184,19 @@ def _case_type(whens: list[tuple[Expr, Expr]], otherwise: Expr | None) -> DataTy
     """A CASE's type: its first non-NULL branch's, or the decimal that holds every branch
     where a numeric sum meets integers."""
     values = [v for _, v in whens] + ([otherwise] if otherwise is not None else [])
-    wider = T.integer_or_decimal_supertype([v.type for v in values])
+    wider = T.integer_or_decimal_supertype([v.type for v in values]) or finest_timestamp([v.type for v in values])
     if wider is not None:
         return wider
     return next((v.type for v in values if v.type.kind is not Kind.NULL), T.NULL)
+
+
+def finest_timestamp(types: list[DataType]) -> DataType | None:
+    """The finest unit among timestamps of several units (microseconds computed by
+    _microseconds meeting a nanosecond column), None unless they differ."""
+    units = {t.unit for t in types if t.kind is Kind.TIMESTAMP}
+    if len(units) < 2:
+        return None
+    return T.timestamp(max(units, key=lambda u: T.TIMESTAMP_UNITS[u]))
 
 
 def constant_interval(e: Expr) -> Interval | None | bool:
@@ -235,9 +244,13 @@ def _microseconds(declared: DataType, args: list[Expr]) -> DataType:
     """DataFusion types computed timestamps (casts, date_trunc of a date, date + interval)
     in nanoseconds, which end in 1677 and 2262; PostgreSQL's timestamps are microseconds
     from 4713 BC, so a timestamp computed from anything but nanoseconds is microseconds."""
-    if declared != T.timestamp("ns") or any(a.type == declared for a in args):
+    if declared != T.timestamp("ns") or any(a.type == declared and not _is_null(a) for a in args):
         return declared
     return T.timestamp("us")
+
+
+def _is_null(e: Expr) -> bool:
+    return isinstance(e, Literal) and e.value is None
 
 
 def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:

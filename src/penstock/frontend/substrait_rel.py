@@ -13,7 +13,7 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.substrait_expr import ExprTranslator
+from penstock.frontend.substrait_expr import ExprTranslator, finest_timestamp
 from penstock.frontend.substrait_types import from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -21,6 +21,7 @@ from penstock.plan.expr import (Call, Case, Cast, ColumnRef, Expr, Literal, Scal
                                 conjuncts, referenced_columns, transform)
 from penstock.plan.rel import (AggCall, Aggregate, Field, Filter, Join, JoinKind, Limit, Project,
                                Rel, Scan, Sort, SortKey, UnionAll, Values)
+from penstock.plan.types import Kind
 
 JoinType = algebra_pb2.JoinRel.JoinType
 _JOIN_KINDS = {
@@ -184,6 +185,9 @@ class RelTranslator:
                 fn, arg = "count", Literal(T.INT64, 1)
             arg = Case(arg.type, ((cond, arg),), None)
         declared = from_substrait_type(f.output_type) if f.HasField("output_type") else None
+        if fn == "avg" and isinstance(arg, Cast) and arg.type.is_float and (
+                arg.arg.type.is_integer or arg.arg.type.kind is Kind.DECIMAL):
+            arg = arg.arg  # DataFusion's coercion: PostgreSQL averages the exact values (128-bit sums)
         return AggCall(fn, arg, F.aggregate_result_type(fn, arg.type if arg else None, declared), distinct)
 
     def _sort(self, r: algebra_pb2.SortRel) -> Rel:
@@ -256,6 +260,7 @@ def split_join_condition(cond: Expr | None, n_left: int) -> tuple[list[Expr], li
     right_keys: list[Expr] = []
     rest: list[Expr] = []
     for term in conjuncts(cond) if cond is not None else []:
+        term = same_timestamp_units(term)
         if isinstance(term, Call) and term.fn == "eq" and term.args[0].type == term.args[1].type:
             a, b = term.args
             ra, rb = referenced_columns(a), referenced_columns(b)
@@ -269,6 +274,19 @@ def split_join_condition(cond: Expr | None, n_left: int) -> tuple[list[Expr], li
                 continue
         rest.append(term)
     return left_keys, right_keys, and_all(rest)
+
+
+def same_timestamp_units(term: Expr) -> Expr:
+    """`a = b` between timestamps of two units (a computed timestamp is microseconds where
+    DataFusion said nanoseconds) with the coarser side cast to the finer unit, so that the
+    equality can be a hash key."""
+    if not (isinstance(term, Call) and term.fn == "eq"):
+        return term
+    a, b = term.args
+    finer = finest_timestamp([a.type, b.type])
+    if finer is None:
+        return term
+    return Call(term.type, "eq", tuple(x if x.type == finer else Cast(finer, x) for x in (a, b)))
 
 
 def _shift(e: Expr, delta: int) -> Expr:
