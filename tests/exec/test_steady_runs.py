@@ -79,6 +79,23 @@ def test_a_repeated_query_over_cached_tables_runs_steadily(device: str, sql: str
     assert waited is not None and waited.wait_seconds > 0
 
 
+def test_text_literals_reach_the_device_in_every_run(device: str) -> None:
+    """A literal's bytes are uploaded once, the first time a kernel binds it. When that was
+    inside a graph's capture, the copy read a temporary host array when the graph ran, and
+    ' ' arrived as a NUL byte."""
+    f, d = tables()
+    db = connect(device, f, d)
+    sql = ("SELECT rpad(d.label, 4, ' ') AS a, count(*) AS n FROM d JOIN f ON f.k = d.k "
+           "WHERE d.label || ' ' <> 'L1 ' GROUP BY 1 ORDER BY 1")
+    want = duck(f, d, sql)
+    ways = []
+    for _ in range(4):
+        got, way = run(db, sql)
+        assert got == want
+        ways.append(way)
+    assert ways[-1] == expected_runs(device)[-1]
+
+
 def test_operator_counts_and_times_of_a_steady_run_are_reported(device: str) -> None:
     f, d = tables()
     db = connect(device, f, d)

@@ -17,10 +17,10 @@ M = 2**63 - 1
 
 
 def _tables() -> dict[str, pa.Table]:
-    texts = ["abc", "x-y", None, "é", "hello world", "q", "日本語", ""]
+    texts = ["abc", "x-y", None, "é", "hello world", "q", "日本語", "", "HÉLLO", "  "]
     return {
         # several batches: each batch's output is written by its own launch
-        "s": pa.Table.from_batches(pa.table({"s": texts * 40, "i": list(range(320))}).to_batches(max_chunksize=64)),
+        "s": pa.Table.from_batches(pa.table({"s": texts * 32, "i": list(range(320))}).to_batches(max_chunksize=64)),
         "big": pa.table({"x": pa.array([M, M - 1, -M - 1, 5, M, None, 2**62], pa.int64()),
                          "g": [1, 1, 1, 1, 2, 2, 2]}),
         "ts": pa.table({"ts": pa.array([datetime.datetime(1600, 3, 1, 1, 2, 3), None,
@@ -41,6 +41,12 @@ CASES = [
     ("SELECT COALESCE(ts, CAST(NULL AS TIMESTAMP)) AS c0 FROM ts GROUP BY 1 ORDER BY 1", None),
     # date_trunc of dates before 1677 wrapped in nanoseconds
     ("SELECT CAST(CAST(date_trunc('day', ts) AS DATE) AS TIMESTAMP) AS c0 FROM ts ORDER BY 1", None),
+    # ILIKE folded ASCII letters only: 'HÉLLO' NOT ILIKE '%é%' was true
+    ("SELECT i, s ILIKE '%é%' AS a, s NOT ILIKE '%É%' AS b, s ILIKE 'h_llo' AS c FROM s ORDER BY i", None),
+    # rpad/lpad of the empty text gave NUL bytes instead of the fill on the GPU
+    ("SELECT i, rpad(s, 1, ' ') AS a, lpad(s, 3, 'xy') AS b, rpad(s, 2) AS c FROM s ORDER BY i",
+     "SELECT i, rpad(s, 1, ' ') AS a, lpad(s, 3, 'xy') AS b, rpad(s, 2, ' ') AS c FROM s ORDER BY i"),
+    ("SELECT s IS NULL AS g, count(DISTINCT rpad(s, 1, ' ')) AS c FROM s GROUP BY 1 ORDER BY 1", None),
     # decimal text keeps the value's own scale in a one-branch CASE
     ("SELECT CAST((CASE WHEN d > 2 THEN d END) AS TEXT) AS c0 FROM dec ORDER BY 1", None),
 ]

@@ -132,7 +132,18 @@ class CudaBackend(Backend):
 
     # -- memory -------------------------------------------------------------------------------
     def to_device(self, host: np.ndarray) -> Any:
-        return self.cp.asarray(host)
+        capture = getattr(self._capture_streams, "active", None)
+        if capture is not None:  # the copy becomes a node of the graph: see GraphCapture.upload
+            return capture.upload(host)
+        # A synchronous copy: cupy's asynchronous upload through its pinned staging pool gave
+        # a text literal's single byte as NUL on the H100 (a query's first run, kernels just
+        # compiled). These uploads are small and rare (literals, dictionaries, join status).
+        host = np.ascontiguousarray(host)
+        device = self.cp.empty(host.shape, host.dtype)
+        if host.nbytes:
+            self.cp.cuda.runtime.memcpy(device.data.ptr, host.ctypes.data, host.nbytes,
+                                        self.cp.cuda.runtime.memcpyHostToDevice)
+        return device
 
     def to_host(self, array: Any) -> np.ndarray:
         if isinstance(array, np.ndarray):
@@ -178,6 +189,7 @@ class CudaBackend(Backend):
         except BaseException:
             self._close_capture(capture)
             raise
+        self._capture_streams.active = capture
         return capture
 
     def end_capture(self, capture: "GraphCapture") -> Any:
@@ -197,6 +209,7 @@ class CudaBackend(Backend):
             self._close_capture(capture)
 
     def _close_capture(self, capture: "GraphCapture") -> None:
+        self._capture_streams.active = None
         try:
             capture.close()
         finally:
@@ -288,7 +301,9 @@ class GraphCapture:
         if getattr(streams, "stream", None) is None:
             streams.stream = cp.cuda.Stream(non_blocking=True)
         self.stream = streams.stream
+        self.backend = backend
         self.kept: list[Any] = []
+        self.pinned: list[Any] = []  # host sources of the graph's copies (upload)
         self._pool_malloc = backend.pool.malloc
         self._contexts = contextlib.ExitStack()
         self._contexts.enter_context(cp.cuda.using_allocator(self._malloc))
@@ -298,6 +313,19 @@ class GraphCapture:
         memory = self._pool_malloc(size)
         self.kept.append(memory)
         return memory
+
+    def upload(self, host: np.ndarray) -> Any:
+        """Host data copied to the device by the graph: the copy node reads its source each
+        time the graph runs, so the source is a pinned copy that lives as long as the graph
+        (a temporary host array, freed and reused, once made a text literal read as NUL)."""
+        cp = self.backend.cp
+        pinned = cp.cuda.alloc_pinned_memory(max(host.nbytes, 1))
+        staged = np.frombuffer(pinned, host.dtype, host.size).reshape(host.shape)
+        staged[...] = host
+        self.pinned.append(pinned)
+        device = cp.empty(host.shape, host.dtype)
+        device.set(staged, stream=self.stream)
+        return device
 
     @property
     def kept_bytes(self) -> int:

@@ -191,7 +191,8 @@ def run_steady(ex: Any, compiled: Any, metrics: QueryMetrics, check: Callable[[]
     table = run.finish(ex, compiled, metrics)
     assert capture is not None
     sources = [(t, names, [weakref.ref(c) for c in columns]) for t, names, columns in ctx.cached_reads]
-    ex.keep_replay(compiled, Replay(graph, run, pipelines, steps, sources, capture.kept, capture.kept_bytes))
+    kept = capture.kept + capture.pinned  # device allocations and the pinned sources of copies
+    ex.keep_replay(compiled, Replay(graph, run, pipelines, steps, sources, kept, capture.kept_bytes))
     return table
 
 

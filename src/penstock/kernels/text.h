@@ -223,7 +223,10 @@ XPU_FN auto trim(const S& s, bool left, bool right) -> decltype(slice(s, 0, 0)) 
 }
 
 // ---- LIKE: % any run, _ one character, `escape` makes the next pattern byte literal ----
-XPU_FN uint8_t fold(uint8_t c, bool ci) { return ci && c >= 'A' && c <= 'Z' ? c + 32 : c; }
+// ILIKE compares lower-cased bytes, with lower()'s mapping (two-byte letters included, as
+// PostgreSQL and DuckDB fold 'É' to 'é'); the mapping keeps every byte where it is.
+template <class S>
+XPU_FN uint8_t fold(const S& s, int32_t i, bool ci) { return ci ? case_mapped_byte(s, i, false) : s.at(i); }
 template <class S>
 XPU_FN int32_t utf8_step(const S& s, int32_t i) {
   ++i;
@@ -236,7 +239,7 @@ XPU_FN bool like(const S& s, const P& p, int32_t escape, bool ci) {
   const int32_t n = s.len(), m = p.len();
   while (i < n) {
     if (j < m && (int32_t)p.at(j) == escape && j + 1 < m) {
-      if (fold(s.at(i), ci) == fold(p.at(j + 1), ci)) { ++i; j += 2; continue; }
+      if (fold(s, i, ci) == fold(p, j + 1, ci)) { ++i; j += 2; continue; }
     } else if (j < m && p.at(j) == '%') {
       star_j = j++;
       star_i = i;
@@ -245,7 +248,7 @@ XPU_FN bool like(const S& s, const P& p, int32_t escape, bool ci) {
       i = utf8_step(s, i);
       ++j;
       continue;
-    } else if (j < m && fold(s.at(i), ci) == fold(p.at(j), ci)) {
+    } else if (j < m && fold(s, i, ci) == fold(p, j, ci)) {
       ++i;
       ++j;
       continue;
