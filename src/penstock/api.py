@@ -21,6 +21,7 @@ from penstock.device import get_backend
 from penstock.errors import PenstockError, QueryError, Unsupported
 from penstock.exec.executor import CompiledPlan, Executor, compile_plan
 from penstock.exec.metrics import QueryMetrics
+from penstock.frontend.clock import reads_clock
 from penstock.frontend.session import Frontend, PlannedQuery
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
@@ -153,8 +154,9 @@ class Connection:
     # -- queries ------------------------------------------------------------------------------
     def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> _Prepared:
         key = (sql, repr(params), self.frontend.version)
+        clock = reads_clock(sql)  # now() is one value per statement: such plans are not kept
         with self._lock:
-            found = self._plans.get(key)
+            found = None if clock else self._plans.get(key)
             if found is not None:
                 return found
             planned = self.frontend.plan(sql, params)
@@ -171,6 +173,8 @@ class Connection:
                         raise
                     prepared.reason = f"internal error while compiling kernels: {e}"
                     prepared.physical = prepared.compiled = None
+            if clock:
+                return prepared
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = prepared
@@ -217,7 +221,8 @@ class Connection:
             raise
         except Exception as e:
             raise translate_error(prepared.planned.sql, e) from None
-        return Result(plain_types(table), "datafusion", reason, None, time.perf_counter() - started)
+        table = _rename(plain_types(table), prepared.planned.names)
+        return Result(table, "datafusion", reason, None, time.perf_counter() - started)
 
     def explain(self, sql: str, analyze: bool = False,
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:

@@ -23,16 +23,20 @@ def text_value(v: Any) -> str:
         return "t" if v else "f"  # psql's spelling
     if isinstance(v, float):
         return repr(v)
-    if isinstance(v, datetime.datetime):
-        return v.isoformat(sep=" ")
+    if isinstance(v, datetime.datetime):  # PostgreSQL's spelling: no trailing zeros in the fraction
+        text = v.isoformat(sep=" ")
+        return text.rstrip("0") if v.microsecond else text
+    if isinstance(v, datetime.time) and v.microsecond:
+        return v.isoformat().rstrip("0")
     return str(v)
 
 
 def format_table(table: pa.Table, max_rows: int | None = None) -> str:
     """psql-style aligned output: header, rule, rows, (n rows)."""
     names = table.column_names
-    rows = table.slice(0, max_rows).to_pylist() if max_rows is not None else table.to_pylist()
-    cells = [[_clip(text_value(r[n])) for n in names] for r in rows]
+    part = table.slice(0, max_rows) if max_rows is not None else table
+    # by position: two output columns may share a name (SELECT x, x)
+    cells = [[_clip(text_value(v)) for v in row] for row in zip(*(c.to_pylist() for c in part.columns))]
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
                for f in table.schema]
     widths = [max([len(n)] + [len(row[i]) for row in cells]) for i, n in enumerate(names)]
@@ -41,7 +45,7 @@ def format_table(table: pa.Table, max_rows: int | None = None) -> str:
     for row in cells:
         lines.append(" | ".join(c.rjust(w) if num else c.ljust(w)
                                 for c, w, num in zip(row, widths, numeric)).rstrip())
-    shown = len(rows)
+    shown = len(cells)
     more = f", {table.num_rows - shown} more not shown" if shown < table.num_rows else ""
     lines.append(f"({table.num_rows} row{'s' if table.num_rows != 1 else ''}{more})")
     return "\n".join(lines)

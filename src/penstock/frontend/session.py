@@ -19,6 +19,8 @@ from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError, Unsupported
+from penstock.frontend.clock import pin_clock
+from penstock.frontend.output_names import name_select_list
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait_rel import RelTranslator
 from penstock.plan import types as T
@@ -98,16 +100,38 @@ class Frontend:
         self.version += 1
 
     # -- planning ---------------------------------------------------------------------------
-    def plan(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> PlannedQuery:
-        try:
-            values = _param_values(params)
-            df = self.ctx.sql(sql, param_values=values) if values else self.ctx.sql(sql)
-            logical = df.optimized_logical_plan()
-            schema = df.schema()
-        except Exception as e:  # DataFusion raises plain Exception subclasses
-            raise translate_error(sql, e) from None
+    def plan(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
+             at: datetime.datetime | None = None) -> PlannedQuery:
+        """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
+        values = _param_values(params)
+        instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        text = pin_clock(sql, instant) or sql
+        named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
+        if named is not None:
+            named.sql = pin_clock(named.sql, instant) or named.sql
+        tries = [named.sql] if named is not None else []
+        tries += [text] if text not in tries else []
+        failure: Exception | None = None
+        for attempt in tries:
+            try:
+                df = self.ctx.sql(attempt, param_values=values) if values else self.ctx.sql(attempt)
+                logical = df.optimized_logical_plan()
+                schema = df.schema()
+                break
+            except Exception as e:  # DataFusion raises plain Exception subclasses
+                failure = e
+        else:  # the error as the statement the user wrote gives it (positions in their text)
+            try:
+                original = self.ctx.sql(sql, param_values=values) if values else self.ctx.sql(sql)
+                original.optimized_logical_plan()
+            except Exception as e:
+                raise translate_error(sql, e) from None
+            assert failure is not None
+            raise translate_error(text, failure) from None
         refuse_multiset_set_operations(sql, df.logical_plan())
         names = list(schema.names)
+        if named is not None and attempt == named.sql:
+            names = named.names(names)
         try:
             ir = self.translate(logical)
             reason = None

@@ -37,7 +37,7 @@ from penstock.server.pg_catalog_functions import CATALOG_SETTINGS, CONSTANT_FUNC
 from penstock.server.pg_catalog_tables import COLUMNS
 from penstock.server.rewrite_empty import empty_answer
 from penstock.server.rewrite_subquery import scalar_subqueries
-from penstock.server.rewrite_tokens import (
+from penstock.frontend.sql_tokens import (
     Token,
     arguments,
     closing,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from penstock.server.rewrite_empty import empty_branch
-from penstock.server.rewrite_tokens import Token, closing, following, is_at, preceding, tokens
+from penstock.frontend.sql_tokens import Token, closing, following, is_at, preceding, tokens
 
 _AGGREGATES = {"count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every"}
 _NOT_SCALAR = {"in", "exists", "any", "all", "some", "from", "join", "lateral", "array", "union", "intersect",

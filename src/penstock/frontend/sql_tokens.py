@@ -1,5 +1,6 @@
-"""SQL text as tokens for the rewrites: strings, quoted identifiers, comments and dollar
-quotes are single tokens, so a rule never touches what is inside them."""
+"""SQL text as tokens for the frontend's and the server's rewrites: strings, quoted
+identifiers, comments and dollar quotes are single tokens, so a rule never touches what is
+inside them."""
 
 from __future__ import annotations
 
