@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args) or 0)
+    except OSError as e:  # a file or directory the command was given: one line, no traceback
+        where = f' "{e.filename}"' if e.filename else ""
+        print(f"ERROR:  could not use{where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except QueryError as e:
         where = f" at position {e.position}" if e.position else ""
         print(f"ERROR:  {e.message}{where} (SQLSTATE {e.sqlstate})", file=sys.stderr)
@@ -41,11 +46,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug: one line, the traceback only when asked for
+        if os.environ.get("PENSTOCK_TRACEBACK"):
+            raise
+        print(f"ERROR:  internal error: {type(e).__name__}: {e} (PENSTOCK_TRACEBACK=1 shows where)",
+              file=sys.stderr)
+        return 1
+
+
+def positive(text: str) -> float:
+    """An argparse type: a number above zero (scale factors)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Every option's help shows its default (argparse's ArgumentDefaultsHelpFormatter skips
+    options without a help text of their own)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _show_defaults(child)
+        elif action.option_strings and action.default not in (None, False, [], argparse.SUPPRESS) \
+                and "%(default)" not in (action.help or ""):
+            action.help = f"{action.help or ''} (default: %(default)s)".strip()
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="penstock", description="SQL over Arrow, Parquet and CSV files "
                                 "with kernels generated per query, on a GPU or CPU cores.")
+    p.add_argument("--version", action="version", version=f"penstock {_version()}")
     sub = p.add_subparsers(dest="command")
 
     def query_args(q: argparse.ArgumentParser) -> None:
@@ -69,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("gen", help="generate benchmark data")
     g.add_argument("benchmark", choices=["ssb", "tpch"])
-    g.add_argument("--sf", type=float, default=1.0,
+    g.add_argument("--sf", type=positive, default=1.0,
                    help="scale factor (1 = 6 M lineorder rows for ssb, 6 M lineitem rows for tpch)")
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
@@ -79,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
     bsub = b.add_subparsers(dest="bench")
     bs = bsub.add_parser("ssb", help="the 13 SSB queries on penstock and DuckDB")
-    bs.add_argument("--sf", type=float, default=1.0)
+    bs.add_argument("--sf", type=positive, default=1.0)
     bs.add_argument("--tier", default="gpu",
                     help="where the data is when a query starts: gpu (device memory), host (page cache), "
                          "disk (the drive, read with O_DIRECT); several comma-separated")
@@ -101,12 +136,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)
 
     d = sub.add_parser("demo", help="generate SSB data if needed and run the 13 SSB queries")
-    d.add_argument("--sf", type=float, default=1.0)
+    d.add_argument("--sf", type=positive, default=1.0)
     d.add_argument("--data", default=None, help="data directory (default data/ssb-sf<SF>)")
     d.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     d.set_defaults(run=cmd_demo)
+    _show_defaults(p)
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("penstock")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown"
 
 
 def connect_with_tables(args: argparse.Namespace):  # type: ignore[no-untyped-def]

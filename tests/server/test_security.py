@@ -49,10 +49,21 @@ def test_scram_login_with_libpq(scram_server: Running) -> None:
 
 @pytest.mark.parametrize("user,password", [("alice", "wrong"), ("mallory", "s3cret pass"), ("bob", "")])
 def test_wrong_password_or_unknown_user_is_refused_alike(scram_server: Running, user: str, password: str) -> None:
-    with pytest.raises(psycopg.OperationalError, match=f'password authentication failed for user "{user}"'):
+    with pytest.raises(psycopg.OperationalError, match=f'password authentication failed for user "{user}"') as info:
         psycopg.connect(dsn(scram_server, user, password or "x"))
+    assert "internal error" not in str(info.value) and "AuthFailed" not in str(info.value)
     with psycopg.connect(dsn(scram_server, "bob", "other")) as conn:  # others still get in
         assert conn.execute("select 2").fetchone() == (2,)
+
+
+def test_a_failed_login_is_one_line_in_the_log(scram_server: Running, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="penstock"):
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(dsn(scram_server, "alice", "wrong"))
+    records = [r for r in caplog.records if "alice" in r.getMessage()]
+    assert len(records) == 1 and records[0].levelname == "INFO"
+    assert 'password authentication failed for user "alice"' in records[0].getMessage()
+    assert "Traceback" not in caplog.text and "internal error" not in caplog.text
 
 
 def test_psql_with_password(scram_server: Running) -> None:

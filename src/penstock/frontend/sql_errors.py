@@ -60,11 +60,16 @@ def translate_error(sql: str, error: Exception) -> QueryError:
         position = position_of_line_col(sql, int(m.group(1)), int(m.group(2))) if m else None
         found = re.search(r"found: (\S+) at Line", text)
         if found and position is not None:  # the parser may point past the token it names
-            at = sql.lower().rfind(found.group(1).lower(), 0, position)
-            position = at + 1 if at >= 0 else position
-        if position is None and "EOF" in text:
-            position = len(sql.rstrip()) + 1
-        return QueryError(f"syntax error: {message}", SYNTAX_ERROR, position)
+            position = _token_before(sql, found.group(1), position) or position
+        if found is None or "found: EOF" in text:
+            if position is None or "EOF" in text:
+                position = len(sql.rstrip()) + 1
+            return QueryError("syntax error at end of input", SYNTAX_ERROR, position)
+        return QueryError(f'syntax error at or near "{found.group(1)}"', SYNTAX_ERROR, position)
+    bound = re.search(r"(LIMIT|OFFSET) must be >= ?0", text)
+    if bound:  # PostgreSQL's words and SQLSTATEs (2201W, 2201X); it gives no position either
+        word = bound.group(1)
+        return QueryError(f"{word} must not be negative", "2201W" if word == "LIMIT" else "2201X")
     for pattern, state, group in _PATTERNS:
         m = pattern.search(text)
         if m:
@@ -79,9 +84,19 @@ def translate_error(sql: str, error: Exception) -> QueryError:
     return QueryError(message, INTERNAL_ERROR)
 
 
+def _token_before(sql: str, token: str, position: int) -> int | None:
+    """1-based start of the last whole-word occurrence of `token` starting at or before
+    `position` (so that SELEC is not found inside an earlier SELECT)."""
+    starts = [m.start() + 1 for m in re.finditer(rf"(?<![\w\"]){re.escape(token)}(?![\w\"])", sql, re.I)
+              if m.start() + 1 <= position]
+    return starts[-1] if starts else None
+
+
 def _clean(text: str) -> str:
-    """The useful part of a DataFusion error message."""
+    """The useful part of a DataFusion error message (never its request to file a bug)."""
     text = text.strip()
+    text = re.sub(r"\s*This issue was likely caused by a bug in DataFusion's code.*$", "", text, flags=re.S)
+    text = re.sub(r"Optimizer rule '[^']+' failed\s*caused by\s*", "", text)
     for prefix in ("DataFusion error: ", "Error during planning: ", "Schema error: ", "SQL error: ",
                    "Optimizer rule 'simplify_expressions' failed\ncaused by\n", "Arrow error: "):
         text = text.replace(prefix, "")

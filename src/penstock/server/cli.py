@@ -84,13 +84,23 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
-        password = getpass.getpass(f"password for {args.name}: ")
-        if getpass.getpass("again: ") != password:
+        try:
+            password = getpass.getpass(f"password for {args.name}: ")
+            again = getpass.getpass("again: ")
+        except EOFError:  # no terminal and nothing on standard input
+            print("penstock user add: no password given (type it at a terminal, or pipe it with "
+                  "--password-stdin)", file=sys.stderr)
+            return 1
+        if again != password:
             print("passwords do not match", file=sys.stderr)
             return 1
     if not password:
         print("an empty password is not allowed", file=sys.stderr)
         return 1
-    save_user(args.users, args.name, password)
+    try:
+        save_user(args.users, args.name, password)
+    except ValueError as e:  # a name the users file cannot hold
+        print(f"penstock user add: {e}", file=sys.stderr)
+        return 1
     print(f"user {args.name} saved in {args.users}", file=sys.stderr)
     return 0

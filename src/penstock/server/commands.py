@@ -16,7 +16,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError
+from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
 from penstock.server import pg_catalog
 from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
@@ -61,6 +61,15 @@ class SessionState:
     check: Callable[[], None] = lambda: None  # set per statement by the session
 
 
+# PostgreSQL's statements: the ones penstock does not run are "not supported"; any other
+# first word is a syntax error, as PostgreSQL reports it
+STATEMENT_WORDS = frozenset("""
+    ABORT ALTER ANALYZE BEGIN CALL CHECKPOINT CLOSE CLUSTER COMMENT COMMIT COPY CREATE DEALLOCATE
+    DECLARE DELETE DISCARD DO DROP END EXECUTE EXPLAIN FETCH GRANT IMPORT INSERT LISTEN LOAD LOCK
+    MERGE MOVE NOTIFY PREPARE REASSIGN REFRESH REINDEX RELEASE RESET REVOKE ROLLBACK SAVEPOINT
+    SECURITY SELECT SET SHOW START TABLE TRUNCATE UNLISTEN UPDATE VACUUM VALUES WITH""".split())
+
+
 def run_statement(state: SessionState, sql: str) -> Outcome:
     w = words(sql)
     head = w[0] if w else ""
@@ -70,6 +79,11 @@ def run_statement(state: SessionState, sql: str) -> Outcome:
     if head in QUERY_WORDS or strip_comments(sql).lstrip().startswith("("):
         return run_query(state, sql)
     handler = _HANDLERS.get(head)
+    if handler is None and head and head not in STATEMENT_WORDS:  # a typo: SELEC d_year FROM date
+        at = re.search(rf"(?<![\w\"]){re.escape(head)}(?![\w\"])", strip_comments(sql), re.I)
+        start = sql.find(at.group(0)) if at else -1
+        raise QueryError(f'syntax error at or near "{at.group(0) if at else head}"', SYNTAX_ERROR,
+                         start + 1 if start >= 0 else None)
     if handler is None:
         raise QueryError(f"{head or 'this statement'} is not supported: penstock serves read-only tables over "
                          "files (CREATE EXTERNAL TABLE ... LOCATION, CREATE TABLE ... AS SELECT, DROP TABLE)",

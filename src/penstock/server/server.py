@@ -147,9 +147,11 @@ class Server:
     def refuse(self, stream: BinaryIO, e: BaseException) -> None:
         from penstock.server.session import error_fields
 
-        fields = error_fields(e, "FATAL")
-        if isinstance(e, AuthFailed):
-            fields["C"] = INVALID_PASSWORD
+        if isinstance(e, AuthFailed):  # PostgreSQL's message, and one line in the log
+            log.info("connection refused: %s", e)
+            fields = {"S": "FATAL", "V": "FATAL", "C": INVALID_PASSWORD, "M": str(e)}
+        else:
+            fields = error_fields(e, "FATAL")
         try:
             out = Out(stream)
             out.notice_or_error(b"E", fields)

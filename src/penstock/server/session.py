@@ -20,7 +20,7 @@ from penstock.server.commands import Outcome, SessionState, run_statement
 from penstock.server.extended import Extended
 from penstock.server.results import copy_lines, describe, encoded_rows
 from penstock.server.settings import REPORTED, Settings
-from penstock.server.statements import split_statements
+from penstock.server.statements import split_statements_at
 from penstock.server.wire import ClientGone, Out, ProtocolViolation, read_message
 
 if TYPE_CHECKING:
@@ -78,22 +78,23 @@ class Session:
     def simple_query(self, body: bytes) -> None:
         try:
             sql = body.rstrip(b"\0").decode()
-            statements = split_statements(sql)
+            statements = split_statements_at(sql)
         except (QueryError, UnicodeDecodeError) as e:
             self.error(e)
             self.ready()
             return
         if not statements:
             self.out.empty_query()
-        for stmt in statements:
-            outcome = self.run(stmt)
+        for offset, stmt in statements:
+            outcome = self.run(stmt, offset)
             if outcome is None:
                 break
             self.send_outcome(outcome, [0], describe_rows=True)
         self.ready()
 
-    def run(self, sql: str) -> Outcome | None:
-        """Run one statement; on error, send it, mark a transaction block failed, return None."""
+    def run(self, sql: str, offset: int = 0) -> Outcome | None:
+        """Run one statement (at `offset` in the query string); on error, send it, mark a
+        transaction block failed, return None."""
         self.begin_statement()
         self.running = sql
         try:
@@ -101,6 +102,8 @@ class Session:
         except (ClientGone, ProtocolViolation):
             raise
         except Exception as e:
+            if isinstance(e, QueryError) and e.position:
+                e.position += offset
             self.error(e)
             return None
         finally:

@@ -61,6 +61,12 @@ def skip_quoted(sql: str, i: int) -> int:
 def split_statements(sql: str) -> list[str]:
     """The statements of a simple query, without their semicolons; whitespace- and
     comment-only pieces are dropped."""
+    return [text for _, text in split_statements_at(sql)]
+
+
+def split_statements_at(sql: str) -> list[tuple[int, str]]:
+    """split_statements with each statement's offset in `sql` (error positions count from
+    the start of the whole query string, as PostgreSQL's do)."""
     out, start, i = [], 0, 0
     while i < len(sql):
         j = skip_quoted(sql, i)
@@ -68,11 +74,11 @@ def split_statements(sql: str) -> list[str]:
             i = j
             continue
         if sql[i] == ";":
-            out.append(sql[start:i])
+            out.append((start, sql[start:i]))
             start = i + 1
         i += 1
-    out.append(sql[start:])
-    return [s.strip() for s in out if strip_comments(s).strip()]
+    out.append((start, sql[start:]))
+    return [(at + len(s) - len(s.lstrip()), s.strip()) for at, s in out if strip_comments(s).strip()]
 
 
 def map_unquoted(sql: str, fn: Callable[[str], str]) -> str:
