@@ -22,7 +22,7 @@ from penstock.errors import PenstockError, QueryError, Unsupported
 from penstock.exec.executor import CompiledPlan, Executor, compile_plan
 from penstock.exec.metrics import QueryMetrics
 from penstock.frontend.clock import reads_clock
-from penstock.frontend.session import Frontend, PlannedQuery
+from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
@@ -76,8 +76,9 @@ class Connection:
                  cache_limit: int | None = None, io: str = "auto"):
         self.backend = get_backend(device, gpu_memory_limit)
         self.cache_limit = cache_limit
-        self._cache_on_register: dict[str, Sequence[str] | None] = (
-            dict(cache) if isinstance(cache, dict) else {t: None for t in cache or ()})
+        self._cache_on_register: dict[str, Sequence[str] | None] = {
+            fold_identifier(t): c for t, c in (cache.items() if isinstance(cache, dict) else
+                                               ((t, None) for t in cache or ()))}
         self.strict = strict
         self.memory_limit = gpu_memory_limit
         self.frontend = Frontend()
@@ -92,7 +93,11 @@ class Connection:
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,
                  schema: pa.Schema | None = None) -> None:
         """A file, a directory or a glob of Parquet, Arrow IPC/Feather or CSV files, as table `name`;
-        `schema` declares a CSV file's column types instead of inferring them."""
+        `schema` declares a CSV file's column types instead of inferring them.
+
+        `name` is an SQL identifier, folded as PostgreSQL folds it: "Sales" is table sales
+        (FROM Sales, FROM sales), and '"Sales"' (quoted) keeps its case (FROM "Sales")."""
+        name = fold_identifier(name)
         reader = open_table(path, format, schema)
         location = os.fspath(path)
         extension = None
@@ -111,12 +116,15 @@ class Connection:
             self.cache(name, self._cache_on_register[name])
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
+        """An Arrow table as table `name` (an identifier, folded as in register)."""
+        name = fold_identifier(name)
         with self._lock:
             self.frontend.register_table(name, table)
             self.tables[name] = MemoryTable(table)
             self._plans.clear()
 
     def unregister(self, name: str) -> None:
+        name = fold_identifier(name)
         with self._lock:
             self.frontend.deregister(name)
             reader = self.tables.pop(name, None)
@@ -130,6 +138,7 @@ class Connection:
         Scans of cached columns read no storage and run as one batch. Returns the bytes the
         columns take; least recently used columns are evicted when the cache's limit
         (cache_limit, by default half the GPU's memory or memory cap) would be exceeded."""
+        table = fold_identifier(table)
         if table not in self.tables:
             raise QueryError(f'relation "{table}" does not exist', "42P01")
         reader = self.tables[table]
@@ -146,7 +155,7 @@ class Connection:
     def uncache(self, table: str | None = None) -> None:
         cache = self.executor.column_cache
         if cache is not None:
-            cache.drop(table_key(self.tables[table]) if table is not None else None)
+            cache.drop(table_key(self.tables[fold_identifier(table)]) if table is not None else None)
 
     def _table(self, name: str) -> TableReader:
         return self.tables[name]

@@ -28,7 +28,7 @@ def test_error_stops_the_rest_and_session_carries_on(pg_server: Running) -> None
     assert rows(got) == [["1"]]
     [err] = errors(got)
     assert err["C"] == "42P01" and err["S"] == "ERROR"
-    assert err["P"] == "15"  # 1-based offset of "nosuch" in its statement
+    assert err["P"] == "25"  # 1-based offset of "nosuch" in the query string, as PostgreSQL counts
     assert rows(c.query("select 4")) == [["4"]]
     c.close()
 

@@ -65,11 +65,11 @@ class Frontend:
         # (Substrait has no dictionary type) and CSV (so both engines read the same types).
         given = plain if (fmt == "csv" or not plain.equals(schema)) else None
         if fmt == "parquet":
-            self.ctx.register_parquet(name, location, file_extension=extension or ".parquet", schema=given)
+            self.ctx.register_parquet(quoted(name), location, file_extension=extension or ".parquet", schema=given)
         elif fmt == "arrow":
-            self.ctx.register_arrow(name, location, schema=given, file_extension=extension or ".arrow")
+            self.ctx.register_arrow(quoted(name), location, schema=given, file_extension=extension or ".arrow")
         elif fmt == "csv":
-            self.ctx.register_csv(name, location, schema=given, file_extension=extension or ".csv")
+            self.ctx.register_csv(quoted(name), location, schema=given, file_extension=extension or ".csv")
         else:
             raise ValueError(fmt)
         self._remember(name, plain)
@@ -80,12 +80,12 @@ class Frontend:
         if not plain.equals(table.schema):
             table = table.cast(plain)  # DataFusion's copy only: penstock reads the original
         batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
-        self.ctx.register_record_batches(name, [batches])
+        self.ctx.register_record_batches(quoted(name), [batches])
         self._remember(name, plain)
 
     def deregister(self, name: str) -> None:
         if name in self.fields:
-            self.ctx.deregister_table(name)
+            self.ctx.deregister_table(quoted(name))
             del self.fields[name]
             self.version += 1
 
@@ -156,6 +156,19 @@ class Frontend:
         if name not in self.fields:
             raise Unsupported(f"table {name} is not one penstock registered")
         return self.fields[name]
+
+
+def fold_identifier(name: str) -> str:
+    """A table name as PostgreSQL folds an identifier: unquoted to lower case, a quoted one
+    ("Sales") as written, without its quotes."""
+    if len(name) >= 2 and name.startswith('"') and name.endswith('"'):
+        return name[1:-1].replace('""', '"')
+    return name.lower()
+
+
+def quoted(name: str) -> str:
+    """The identifier DataFusion parses back to exactly `name`."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:

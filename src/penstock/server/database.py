@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import penstock
+from penstock.frontend.session import quoted
 from penstock.api import Connection, Result, plain_types
 from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
 from penstock.server import pg_catalog
@@ -105,14 +106,15 @@ class Database:
     def _register(self, entry: TableEntry) -> None:
         schema = pa.schema([(n, arrow_type(t)) for n, t in entry.columns]) if entry.columns else None
         for conn in self.connections():
-            conn.register(entry.name, entry.location, entry.format, schema if entry.format == "csv" else None)
+            # the catalog's names are exact (already folded when the table was created)
+            conn.register(quoted(entry.name), entry.location, entry.format, schema if entry.format == "csv" else None)
         if entry.columns and entry.format != "csv":
             check_declared(entry, self.conn.tables[entry.name].schema)
 
     def _unregister(self, name: str) -> None:
         for conn in self.connections():
             if name in conn.tables:
-                conn.unregister(name)
+                conn.unregister(quoted(name))
 
     def table_names(self) -> list[str]:
         return sorted(self.conn.tables)
