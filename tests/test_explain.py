@@ -148,3 +148,18 @@ def test_explain_of_a_fallback_query_names_the_reason(sample_db: Any) -> None:
     analyzed = sample_db.explain(sql, analyze=True)
     assert "engine: datafusion (fallback: " in analyzed
     assert re.search(r"rows: 6 ", analyzed)
+
+
+def test_explain_analyze_figures_are_the_true_ones(device: str) -> None:
+    """The header's compile time is what preparing this statement cost (not the 0 of the
+    cached run after it), and an aggregation's rows out are its groups."""
+    db = penstock.connect(device=device, strict=True)
+    db.register_arrow("t", pa.table({"g": [i % 2 for i in range(1000)], "v": list(range(1000))}))
+    text = db.explain("SELECT g, sum(v) AS s FROM t GROUP BY g", analyze=True)
+    header = text.splitlines()[1]
+    compile_ms = float(re.search(r"compile: ([\d.]+) ms", header).group(1))  # type: ignore[union-attr]
+    assert "cache miss" in header and compile_ms > 0
+    assert "[rows in 1,000 out 2 groups]" in text
+    again = db.explain("SELECT g, sum(v) AS s FROM t GROUP BY g", analyze=True)
+    assert "cache hit" in again.splitlines()[1] and "compile: 0.0 ms" in again.splitlines()[1]
+    assert "out 1 group]" in db.explain("SELECT count(*) AS n FROM t", analyze=True)

@@ -237,8 +237,17 @@ class Connection:
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:
         from penstock.explain import explain_text
 
+        cached = (sql, repr(params), self.frontend.version) in self._plans
+        started = time.perf_counter()
         prepared = self.prepare(sql, params)
+        prepare_seconds = time.perf_counter() - started
         result = self.sql(sql, params) if analyze else None
+        if result is not None and result.metrics is not None and not cached and prepared.compiled is not None:
+            # the statement was planned and compiled above, not by the run: say what that cost
+            metrics = result.metrics
+            metrics.plan_cache_hit = False
+            metrics.compile_seconds = prepared.compiled.compile_seconds
+            metrics.plan_seconds = max(prepare_seconds - metrics.compile_seconds, 0.0)
         return explain_text(self.backend.describe(), self.backend.engine, prepared.planned,
                             prepared.physical, prepared.compiled, prepared.reason, result)
 

@@ -59,6 +59,8 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
         if counters is not None:
             if i == 0:
                 rows = f"  [rows out {counters[0]:,}]"
+            elif i == len(ops) - 1 and isinstance(p.sink, AggregateSink) and pm.groups is not None:
+                rows = f"  [rows in {counters[i - 1]:,} out {pm.groups:,} group{'' if pm.groups == 1 else 's'}]"
             elif i < len(counters):
                 rows = f"  [rows in {counters[i - 1]:,} out {counters[i]:,}]"
         out.append(f"  {'->' if i else '  '} {text}{rows}")

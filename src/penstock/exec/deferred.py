@@ -49,6 +49,7 @@ class AggregateFinish:
         metrics.pipelines[self.pipeline].add_counters(words[1:1 + self.counters])
         self.aggregate.seen_counts = counts.copy()
         seen = self.aggregate.sizes()
+        metrics.pipelines[self.pipeline].groups = seen[0]
         if int(err[0]):
             raise kernel_error(int(err[0]), f"{self.label} (finalize)")
         out = self.state.collect(status, dict(zip(self.keys, copies)))

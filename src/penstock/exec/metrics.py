@@ -34,6 +34,7 @@ class PipelineMetrics:
     cache_hits: int = 0  # columns read from the device-resident column cache
     cache_bytes: int = 0
     cache_dictionaries: int = 0  # of them, text the cache keeps dictionary-encoded
+    groups: int | None = None  # rows an aggregation put out (its groups), once finished
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked
     timed_by: tuple[Any, Any, Any] | None = None
 

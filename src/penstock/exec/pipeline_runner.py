@@ -309,6 +309,7 @@ class PipelineRunner:
                 self.fail(code)
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
+        self.metrics.groups = groups
         state = self.output_state(sink, groups, arena_bytes)
         while True:
             agg.finish(state)

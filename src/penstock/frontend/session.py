@@ -20,6 +20,7 @@ from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError, Unsupported
 from penstock.frontend.clock import pin_clock
+from penstock.frontend.literals import numeric_literals
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait_rel import RelTranslator
@@ -105,10 +106,10 @@ class Frontend:
         """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
         values = _param_values(params)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        text = pin_clock(sql, instant) or sql
+        text = numeric_literals(pin_clock(sql, instant) or sql)
         named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
         if named is not None:
-            named.sql = pin_clock(named.sql, instant) or named.sql
+            named.sql = numeric_literals(pin_clock(named.sql, instant) or named.sql)
         tries = [named.sql] if named is not None else []
         tries += [text] if text not in tries else []
         failure: Exception | None = None

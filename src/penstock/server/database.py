@@ -26,7 +26,7 @@ from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, Pen
 from penstock.server import pg_catalog
 from penstock.server.admission import Admission, Grant
 from penstock.server.catalog import Catalog, TableEntry, arrow_type
-from penstock.server.literals import numeric_literals
+from penstock.server.literals import bytea_literals
 from penstock.server.rewrite import rewrite
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
 
@@ -230,7 +230,7 @@ class Database:
 def planner_sql(sql: str) -> str:
     """The statement as DataFusion should read it: PostgreSQL-only syntax rewritten, numeric
     constants typed as PostgreSQL types them."""
-    return numeric_literals(rewrite(sql))
+    return bytea_literals(rewrite(sql))
 
 
 def check_declared(entry: TableEntry, schema: pa.Schema) -> None:
