@@ -28,9 +28,11 @@ def one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
 
 
 @pytest.mark.parametrize("argv, words", [
-    (("gen", "ssb", "--sf", "0", "--out", "x"), ("--sf", "positive")),
-    (("gen", "ssb", "--sf", "-1", "--out", "x"), ("--sf", "positive")),
+    (("gen", "ssb", "--sf", "0", "--out", "x"), ("scale factor", "0")),
+    (("gen", "ssb", "--sf", "-1", "--out", "x"), ("scale factor", "-1")),
+    (("gen", "ssb", "--sf", "inf", "--out", "x"), ("scale factor", "inf")),
     (("gen", "ssb", "--sf", "abc", "--out", "x"), ("--sf", "abc")),
+    (("demo", "--sf", "0"), ("--sf", "positive")),
     (("sql", "-f", "nofile.sql"), ("nofile.sql", "No such file")),
     (("sql", "-o", "nodir/x.csv", "SELECT 1 AS a"), ("nodir/x.csv", "No such file")),
     (("sql", "SELEC 1"), ("syntax error",)),

@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("gen", help="generate benchmark data")
     g.add_argument("benchmark", choices=["ssb", "tpch"])
-    g.add_argument("--sf", type=positive, default=1.0,
+    g.add_argument("--sf", type=float, default=1.0,
                    help="scale factor (1 = 6 M lineorder rows for ssb, 6 M lineitem rows for tpch)")
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])

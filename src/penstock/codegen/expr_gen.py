@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from penstock.codegen.cpp_types import INT128, STRVIEW, scalar_type, text_type
-from penstock.codegen.kernel import CodeWriter, Constant, ConstantText, ParamTable, RuntimeValue
+from penstock.codegen.kernel import BatchStart, CodeWriter, Constant, ConstantText, ParamTable, RuntimeValue
 from penstock.errors import Unsupported
 from penstock.plan.expr import (BuildColumn, Call, Case, Cast, ColumnRef, Expr, InList, Like,
-                                Literal, Param)
+                                Literal, Param, RowOrdinal)
 from penstock.plan.types import DataType, Kind
 
 
@@ -83,6 +83,9 @@ class ExprGen:
             return self.literal(e.value, e.type)
         if isinstance(e, Param):
             return self.runtime_value(e)
+        if isinstance(e, RowOrdinal):  # `i` is the row's index in its batch
+            base = self.params.get(BatchStart(), "int64_t", "i64", "base")
+            return Val(f"({base} + i)", "false", e.type, "int64_t")
         if isinstance(e, Call):
             handler = self.handlers.get(e.fn.split(".", 1)[0] if "." in e.fn else e.fn)
             if handler is None:

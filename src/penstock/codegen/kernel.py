@@ -38,6 +38,11 @@ class RowOffset(Role):
 
 
 @dataclass(frozen=True)
+class BatchStart(Role):
+    """Rows of the table before the batch this launch processes (i64): RowOrdinal's base."""
+
+
+@dataclass(frozen=True)
 class ErrorFlag(Role):
     """int32 cell the kernel sets to its first error code."""
 

@@ -21,6 +21,7 @@ Why the design:
 
 from __future__ import annotations
 
+import math
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from penstock.datagen.ssb_lineorder import LineorderGenerator
+from penstock.errors import PenstockError
 from penstock.datagen.ssb_tables import (
     CHUNK_ROWS,
     SCHEMAS,
@@ -99,9 +101,11 @@ def generate_ssb(
     terminal.
     """
     _extension(fmt)  # validate before creating anything
+    if not (isinstance(sf, (int, float)) and math.isfinite(sf) and sf > 0):
+        raise PenstockError(f"scale factor must be a number greater than 0, got {sf!r}")
+    sizes = SsbSizes.for_scale(sf)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    sizes = SsbSizes.for_scale(sf)
     lineorder = LineorderGenerator(sizes, seed)
     # Small tables first, so a run shows progress at once and fails early on a bad path.
     plans = [

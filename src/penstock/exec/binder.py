@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from penstock.codegen.kernel import (BuildPart, Constant, ConstantText, Counters, ErrorFlag,
+from penstock.codegen.kernel import (BatchStart, BuildPart, Constant, ConstantText, Counters, ErrorFlag,
                                      InputPart, JoinTablePart, Kernel, Mode, RowCount, RowOffset,
                                      RuntimeValue, SinkPart)
 from penstock.io.device_batch import Batch, Column
@@ -20,6 +20,7 @@ AGGREGATE_PARTS = {"table", "mask", "groups", "limit", "arena", "arena_cursor", 
 class BindContext:
     rows: int = 0
     row0: int = 0
+    batch_start: int = 0  # rows of the table before the batch (RowOrdinal)
     err: Any = None
     counters: Any = None
     mode: int = 0
@@ -53,6 +54,8 @@ def compile_binding(kernel: Kernel) -> Callable[[BindContext], list[Any]]:
             getters.append(lambda c: c.rows)
         elif isinstance(role, RowOffset):
             getters.append(lambda c: c.row0)
+        elif isinstance(role, BatchStart):
+            getters.append(lambda c: c.batch_start)
         elif isinstance(role, ErrorFlag):
             getters.append(lambda c: c.err)
         elif isinstance(role, Counters):
@@ -80,6 +83,8 @@ def _value(role: Any, ctype: str, ctx: BindContext) -> Any:
         return ctx.rows
     if isinstance(role, RowOffset):
         return ctx.row0
+    if isinstance(role, BatchStart):
+        return ctx.batch_start
     if isinstance(role, ErrorFlag):
         return ctx.err
     if isinstance(role, Counters):

@@ -229,6 +229,8 @@ class Executor:
 
     def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
         result = store.arrow(plan.result_buffer)
+        if plan.order_column is not None and result.num_rows > 1:  # a plain scan's rows in file order
+            result = result.take(pc.sort_indices(result.column(plan.order_column)))
         result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
             plan.result_columns != list(range(result.num_columns)) else result
         return result.rename_columns(plan.names)

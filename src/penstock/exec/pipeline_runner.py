@@ -246,6 +246,7 @@ class PipelineRunner:
             self.enter_table_rows(state, fill)
             return
         written = 0
+        self.bind_context.batch_start = 0
         for batch in self.batches():
             self.metrics.batches += 1
             if fill is not None:
@@ -268,6 +269,7 @@ class PipelineRunner:
             if out.length:
                 self.ctx.store.add(sink.buffer, out)
             written += out.length
+            self.bind_context.batch_start += batch.length
             if sink.limit is not None and written >= sink.limit:
                 break
 

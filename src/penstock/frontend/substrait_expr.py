@@ -7,6 +7,8 @@ raises Unsupported with a reason a user can read.
 
 from __future__ import annotations
 
+import re
+
 from typing import Callable
 
 from substrait import algebra_pb2
@@ -253,6 +255,9 @@ def _is_null(e: Expr) -> bool:
     return isinstance(e, Literal) and e.value is None
 
 
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
     """CAST of a numeric literal to a decimal or float, computed exactly now (DataFusion's
     own constant folding is off). None when it is not such a cast or would not fit: then
@@ -260,9 +265,14 @@ def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
     import decimal
 
     src = lit.type
-    if not (src.is_numeric and (target.kind is Kind.DECIMAL or target.is_float)):
+    if not ((src.is_numeric or src.kind is Kind.STRING) and (target.kind is Kind.DECIMAL or target.is_float)):
         return None
-    if src.kind is Kind.DECIMAL:
+    if src.kind is Kind.STRING:  # CAST('1.50' AS DECIMAL(3,2)): how numeric constants are written
+        text = str(lit.value).strip()
+        if not _NUMBER.fullmatch(text):
+            return None  # the kernel raises 22P02 for it, or reads a special value
+        exact = decimal.Decimal(text)
+    elif src.kind is Kind.DECIMAL:
         exact = T.from_scaled(int(lit.value), src.scale)  # type: ignore[call-overload]
     elif src.is_float:
         if lit.value != lit.value or lit.value in (float("inf"), float("-inf")):

@@ -168,6 +168,15 @@ class BuildColumn(Expr):
 
 
 @dataclass(frozen=True)
+class RowOrdinal(Expr):
+    """The row's position in its table's scan (int64, never NULL): what the result of a
+    plain scan is sorted by, so that it comes back in file order (the planner adds it)."""
+
+    def __str__(self) -> str:
+        return "row_ordinal"
+
+
+@dataclass(frozen=True)
 class Param(Expr):
     """A value known only when the query runs (a scalar subquery's result)."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from penstock.plan.expr import (BuildColumn, Call, Case, Cast, ColumnRef, Expr, InList, Like, Literal,
-                                Param)
+                                Param, RowOrdinal)
 
 # functions that are NULL exactly when an argument is
 _STRICT = {"eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "neg", "abs", "not", "upper",
@@ -29,6 +29,8 @@ def nullable(e: Expr, column: Callable[[Expr], bool]) -> bool:
         return e.value is None
     if isinstance(e, Param):
         return True
+    if isinstance(e, RowOrdinal):
+        return False
     if isinstance(e, Call):
         if e.fn in _NEVER:
             return False

@@ -191,6 +191,9 @@ class PhysicalPlan:
     buffer_types: dict[int, list[DataType]]
     subquery_slots: int = 0
     buffer_nullable: dict[int, list[bool]] = field(default_factory=dict)
+    # a column of the result buffer to sort the result by before it is returned (a plain
+    # scan's RowOrdinal: rows come back in file order, as PostgreSQL's sequential scan gives)
+    order_column: int | None = None
 
     @property
     def pipelines(self) -> list[Pipeline]:

@@ -15,7 +15,7 @@ from typing import Callable
 
 from penstock.errors import Unsupported
 from penstock.plan import rel as R
-from penstock.plan.expr import (BuildColumn, Cast, ColumnRef, Expr, Literal, Param, ScalarSubquery,
+from penstock.plan.expr import (BuildColumn, Cast, ColumnRef, Expr, Literal, Param, RowOrdinal, ScalarSubquery,
                                 conjuncts, substitute_columns, transform, walk)
 from penstock.plan.direct_builds import mark_direct_builds
 from penstock.plan.nullability import nullable
@@ -25,7 +25,7 @@ from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable,
                                     ProbeOp, RunPipeline, SortBuffer, Step, TableSource,
                                     UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
-from penstock.plan.types import DataType
+from penstock.plan.types import INT64, DataType
 
 
 @dataclass
@@ -52,14 +52,19 @@ class PhysicalPlanner:
             if isinstance(step, RunPipeline):
                 order_probes(step.pipeline)
         types = [e.type for e in s.env]
+        order: int | None = None
         if (isinstance(s.pipeline.source, BufferSource) and not s.pipeline.ops
                 and all(isinstance(e, ColumnRef) for e in s.env)):
             buffer, columns = s.pipeline.source.buffer, [e.index for e in s.env]  # type: ignore[attr-defined]
         else:
-            buffer, columns = self.materialize(s, "result"), list(range(len(s.env)))
+            exprs = list(s.env)
+            if isinstance(s.pipeline.source, TableSource):  # rows in the order of the table's scan
+                order = len(exprs)
+                exprs.append(RowOrdinal(INT64))
+            buffer, columns = self.materialize(s, "result", exprs), list(range(len(s.env)))
         mark_direct_builds(self.steps, result_buffer=buffer)
         return PhysicalPlan(self.steps, buffer, columns, names, types, self.buffer_types,
-                            self._slots, self.buffer_nullable)
+                            self._slots, self.buffer_nullable, order)
 
     # -- helpers ----------------------------------------------------------------------------
     def new_buffer(self, types: list[DataType], nullable: list[bool] | None = None) -> int:
