@@ -37,6 +37,8 @@ def one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
     (("sql", "-o", "nodir/x.csv", "SELECT 1 AS a"), ("nodir/x.csv", "No such file")),
     (("sql", "SELEC 1"), ("syntax error",)),
     (("user", "add", "bad:name", "--users", "users.txt", "--password-stdin"), ("bad:name",)),
+    (("sql", "-t", "t=x.csv?quote=|", "SELECT 1"), ("unknown option", "quote")),
+    (("sql", "-t", "t=x.csv?header=maybe", "SELECT 1"), ("header", "maybe")),
 ])
 def test_a_mistake_is_one_line_and_a_nonzero_exit(tmp_path: Path, argv: tuple[str, ...],
                                                   words: tuple[str, ...]) -> None:
@@ -69,3 +71,13 @@ def test_help_shows_defaults(argv: tuple[str, ...], default: str) -> None:
     proc = penstock(*argv, "--help")
     assert proc.returncode == 0
     assert default in " ".join(proc.stdout.split())
+
+
+def test_table_options_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "data.txt").write_text("1;x\n2;y\nbad;z\n")
+    proc = penstock("sql", "--strict", "--device", "cpu", "-t",
+                    "t=data.txt?format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true",
+                    "SELECT sum(a) AS s, count(*) AS n FROM t", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[2].split() == ["3", "|", "2"]
+    assert "skipped 1 bad row of table t" in proc.stderr

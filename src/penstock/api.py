@@ -91,14 +91,20 @@ class Connection:
 
     # -- catalog ------------------------------------------------------------------------------
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,
-                 schema: pa.Schema | None = None) -> None:
+                 schema: pa.Schema | None = None, delimiter: str = ",", header: bool = True,
+                 skip_bad_rows: bool = False) -> None:
         """A file, a directory or a glob of Parquet, Arrow IPC/Feather or CSV files, as table `name`;
-        `schema` declares a CSV file's column types instead of inferring them.
+        `schema` declares a CSV file's column types instead of inferring them. For CSV:
+        `delimiter`, `header` (without one, columns are column1, column2, ... unless
+        declared) and `skip_bad_rows` (rows that do not parse or convert are left out and
+        counted in `skipped_rows(name)`, instead of raising 22P02/22P04).
 
         `name` is an SQL identifier, folded as PostgreSQL folds it: "Sales" is table sales
         (FROM Sales, FROM sales), and '"Sales"' (quoted) keeps its case (FROM "Sales")."""
         name = fold_identifier(name)
-        reader = open_table(path, format, schema)
+        from penstock.io.csv import CsvOptions
+
+        reader = open_table(path, format, schema, CsvOptions(delimiter, header, skip_bad_rows))
         location = os.fspath(path)
         extension = None
         if os.path.isdir(location):
@@ -109,11 +115,16 @@ class Connection:
             if getattr(reader, "stream_format", False):
                 self.frontend.register_table(name, reader.read_all())  # type: ignore[attr-defined]
             else:
-                self.frontend.register_files(name, reader.format, location, reader.schema, extension)
+                self.frontend.register_files(name, reader.format, location, reader.schema, extension,
+                                             getattr(reader, "options", None))
             self.tables[name] = reader
             self._plans.clear()
         if name in self._cache_on_register:
             self.cache(name, self._cache_on_register[name])
+
+    def skipped_rows(self, name: str) -> int:
+        """Rows of a CSV table registered with skip_bad_rows that its last scan left out."""
+        return sum(getattr(self.tables[fold_identifier(name)], "skipped", {}).values())
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
         """An Arrow table as table `name` (an identifier, folded as in register)."""

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from penstock.errors import PenstockError, QueryError, Unsupported
 from penstock.output import FORMATS, format_table, write_result
@@ -84,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
 
     def query_args(q: argparse.ArgumentParser) -> None:
-        q.add_argument("-t", "--table", action="append", default=[], metavar="NAME=PATH",
-                       help="register a file, directory or glob as a table (repeatable)")
+        q.add_argument("-t", "--table", action="append", default=[], metavar="NAME=PATH[?OPTIONS]",
+                       help="register a file, directory or glob as a table (repeatable); OPTIONS for CSV: "
+                       "format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true")
         q.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
         q.add_argument("--strict", action="store_true", help="fail instead of falling back to DataFusion")
         q.add_argument("-f", "--file", help="read the SQL from a file ('-' for standard input)")
@@ -161,9 +162,46 @@ def connect_with_tables(args: argparse.Namespace):  # type: ignore[no-untyped-de
     for spec in args.table:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
-            raise PenstockError(f"-t expects NAME=PATH, got {spec!r}")
-        db.register(name, path)
+            raise PenstockError(f"-t expects NAME=PATH[?OPTIONS], got {spec!r}")
+        path, _, query = path.partition("?")
+        db.register(name, path, **table_options(query, spec))
     return db
+
+
+TABLE_OPTIONS = ("format", "delimiter", "header", "columns", "skip_bad_rows")
+
+
+def table_options(query: str, spec: str) -> dict[str, Any]:
+    """-t t=data.txt?format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true"""
+    out: dict[str, Any] = {}
+    for item in filter(None, query.split("&")):
+        key, sep, value = item.partition("=")
+        if not sep or key not in TABLE_OPTIONS:
+            raise PenstockError(f"-t {spec!r}: unknown option {item!r} (options: {', '.join(TABLE_OPTIONS)})")
+        if key in ("header", "skip_bad_rows"):
+            if value.lower() not in ("true", "false", "on", "off", "1", "0"):
+                raise PenstockError(f"-t {spec!r}: {key} is true or false, not {value!r}")
+            out[key] = value.lower() in ("true", "on", "1")
+        elif key == "columns":
+            out["schema"] = declared_columns(value, spec)
+        else:
+            out[key] = "\t" if value == "\\t" else value
+    return out
+
+
+def declared_columns(text: str, spec: str) -> Any:
+    import pyarrow as pa
+
+    from penstock.server.catalog import arrow_type
+
+    fields = []
+    for item in filter(None, (c.strip() for c in text.split(","))):
+        name, _, sql_type = item.partition(" ")
+        try:
+            fields.append(pa.field(name, arrow_type(sql_type.strip())))
+        except Exception as e:  # an unknown type name
+            raise PenstockError(f"-t {spec!r}: column {name}: {e}") from None
+    return pa.schema(fields)
 
 
 def query_text(args: argparse.Namespace) -> str:
@@ -177,6 +215,11 @@ def query_text(args: argparse.Namespace) -> str:
 def cmd_sql(args: argparse.Namespace) -> int:
     db = connect_with_tables(args)
     result = db.sql(query_text(args))
+    for name in db.tables:
+        skipped = db.skipped_rows(name)
+        if skipped:
+            print(f"NOTICE:  skipped {skipped:,} bad row{'s' if skipped != 1 else ''} of table {name} "
+                  "(skip_bad_rows)", file=sys.stderr)
     if result.fallback_reason:
         print(f"NOTICE:  ran on DataFusion's CPU engine, not penstock's kernels: {result.fallback_reason}",
               file=sys.stderr)

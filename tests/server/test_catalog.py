@@ -158,3 +158,22 @@ def test_table_types_as_declared(data: Path) -> None:
         stop_server(s)
 
 
+
+
+def test_csv_options_survive_a_restart_and_bad_ones_are_refused(data: Path) -> None:
+    (data / "semi.txt").write_text("1;x\n2;y\nbad;z\n")
+    s = start_server(data)
+    try:
+        run(s, "CREATE EXTERNAL TABLE semi (a int, b text) STORED AS CSV LOCATION 'semi.txt' "
+               "OPTIONS (delimiter ';', header 'false', skip_bad_rows 'true')")
+        with pytest.raises(psycopg.errors.SyntaxError, match="not recognized"):
+            run(s, "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION 'semi.txt' OPTIONS (quote '|')")
+        with pytest.raises(psycopg.errors.SyntaxError, match="CSV tables only"):
+            run(s, "CREATE EXTERNAL TABLE y STORED AS ARROW LOCATION 'sample.arrow' OPTIONS (delimiter ';')")
+    finally:
+        stop_server(s)
+    s = start_server(data)
+    try:
+        assert run(s, "select a, b from semi order by a") == [(1, "x"), (2, "y")]
+    finally:
+        stop_server(s)

@@ -59,7 +59,8 @@ class Frontend:
 
     # -- catalog ----------------------------------------------------------------------------
     def register_files(self, name: str, fmt: str, location: str, schema: pa.Schema,
-                       extension: str | None = None) -> None:
+                       extension: str | None = None, csv: Any = None) -> None:
+        """Table `name` (exact: already folded) over files; `csv`: io.csv.CsvOptions."""
         self.deregister(name)
         plain = plain_schema(schema)
         # DataFusion is given the file's schema only where it must be: dictionary columns
@@ -70,7 +71,9 @@ class Frontend:
         elif fmt == "arrow":
             self.ctx.register_arrow(quoted(name), location, schema=given, file_extension=extension or ".arrow")
         elif fmt == "csv":
-            self.ctx.register_csv(quoted(name), location, schema=given, file_extension=extension or ".csv")
+            self.ctx.register_csv(quoted(name), location, schema=given, file_extension=extension or ".csv",
+                                  has_header=csv.header if csv is not None else True,
+                                  delimiter=csv.delimiter if csv is not None else ",")
         else:
             raise ValueError(fmt)
         self._remember(name, plain)

@@ -14,6 +14,9 @@ from penstock.errors import (DATATYPE_MISMATCH, DATETIME_FIELD_OVERFLOW, DIVISIO
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
 
 _LINE_COL = re.compile(r"Line: (\d+), Column: (\d+)")
+_PG_TYPE_NAMES = {"String": "text", "Utf8": "text", "Utf8View": "text", "LargeUtf8": "text", "Boolean": "boolean",
+                  "Date32": "date", "Int16": "smallint", "Int32": "integer", "Int64": "bigint",
+                  "Float32": "real", "Float64": "double precision", "Timestamp": "timestamp", "Binary": "bytea"}
 _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     # (pattern, sqlstate, name group for the position or "")
     (re.compile(r"table '(?:[\w]+\.)*([^'.]+)' not found", re.I), UNDEFINED_TABLE, "name"),
@@ -66,6 +69,11 @@ def translate_error(sql: str, error: Exception) -> QueryError:
                 position = len(sql.rstrip()) + 1
             return QueryError("syntax error at end of input", SYNTAX_ERROR, position)
         return QueryError(f'syntax error at or near "{found.group(1)}"', SYNTAX_ERROR, position)
+    signature = re.search(r"Function '(\w+)' failed to match any signature.*?received (\w+)", text, re.S)
+    if signature:  # sum(text): PostgreSQL's words, at the function's name
+        fn, arrow = signature.group(1), signature.group(2)
+        return QueryError(f"function {fn}({_PG_TYPE_NAMES.get(arrow, arrow.lower())}) does not exist",
+                          UNDEFINED_FUNCTION, find_name(sql, fn))
     bound = re.search(r"(LIMIT|OFFSET) must be >= ?0", text)
     if bound:  # PostgreSQL's words and SQLSTATEs (2201W, 2201X); it gives no position either
         word = bound.group(1)

@@ -11,7 +11,7 @@ import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Any, Iterator, Protocol
 
 import pyarrow as pa
 
@@ -71,8 +71,9 @@ def guess_format(files: list[Path], location: str) -> str:
 
 
 def open_table(location: str | os.PathLike[str], format: str | None = None,
-               schema: pa.Schema | None = None) -> TableReader:
-    """The table at `location`; `schema` declares a CSV file's column types (else inferred)."""
+               schema: pa.Schema | None = None, csv: Any = None) -> TableReader:
+    """The table at `location`; `schema` declares a CSV file's column types (else inferred),
+    `csv` its io.csv.CsvOptions (delimiter, header, skip_bad_rows)."""
     location = os.fspath(location)
     files = list_files(location)
     fmt = (format or guess_format(files, location)).lower()
@@ -89,7 +90,7 @@ def open_table(location: str | os.PathLike[str], format: str | None = None,
     if fmt == "csv":
         from penstock.io.csv import CsvTable
 
-        return CsvTable(files, schema)
+        return CsvTable(files, schema, csv)
     raise QueryError(f"unknown format {format!r}: use 'parquet', 'arrow' or 'csv'", "22023")
 
 

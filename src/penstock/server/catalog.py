@@ -36,6 +36,7 @@ class TableEntry:
     columns: list[tuple[str, str]] | None = None  # declared (name, SQL type), if any
     created_by: str = "external"  # external | ctas (penstock owns the files)
     comment: str | None = None
+    options: dict[str, str] = field(default_factory=dict)  # CSV: delimiter, header, skip_bad_rows
 
 
 @dataclass
@@ -63,7 +64,7 @@ class Catalog:
             for t in data.get("tables", []):
                 columns = [tuple(c) for c in t["columns"]] if t.get("columns") is not None else None
                 entry = TableEntry(t["name"], t["format"], t["location"], columns,  # type: ignore[arg-type]
-                                   t.get("created_by", "external"), t.get("comment"))
+                                   t.get("created_by", "external"), t.get("comment"), t.get("options") or {})
                 catalog.tables[entry.name] = entry
         return catalog
 

@@ -107,7 +107,8 @@ class Database:
         schema = pa.schema([(n, arrow_type(t)) for n, t in entry.columns]) if entry.columns else None
         for conn in self.connections():
             # the catalog's names are exact (already folded when the table was created)
-            conn.register(quoted(entry.name), entry.location, entry.format, schema if entry.format == "csv" else None)
+            conn.register(quoted(entry.name), entry.location, entry.format, schema if entry.format == "csv" else None,
+                          **register_options(entry.options))
         if entry.columns and entry.format != "csv":
             check_declared(entry, self.conn.tables[entry.name].schema)
 
@@ -125,7 +126,8 @@ class Database:
                 if cmd.if_not_exists:
                     return [f'relation "{cmd.name}" already exists, skipping']
                 raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
-            entry = TableEntry(cmd.name, cmd.format, self.catalog.resolve(cmd.location), cmd.columns)
+            entry = TableEntry(cmd.name, cmd.format, self.catalog.resolve(cmd.location), cmd.columns,
+                               options=csv_options(cmd.format, cmd.options))
             try:
                 self._register(entry)
                 self.catalog.add(entry)
@@ -263,3 +265,29 @@ def describe_engine(result: Result) -> str:
     return f"{result.engine}{why}"
 
 
+CSV_OPTIONS = ("delimiter", "header", "skip_bad_rows")
+
+
+def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
+    """CREATE EXTERNAL TABLE ... OPTIONS (delimiter ';', header 'false', skip_bad_rows 'true'),
+    checked: CSV tables only, known keys, a one-character delimiter, boolean flags."""
+    for key, value in options.items():
+        if key not in CSV_OPTIONS:
+            raise QueryError(f'option "{key}" not recognized (CSV tables take {", ".join(CSV_OPTIONS)})', "42601")
+        if fmt != "csv":
+            raise QueryError(f'option "{key}" applies to CSV tables only', "42601")
+        if key == "delimiter" and len(value) != 1:
+            raise QueryError(f"delimiter must be one character, not {value!r}", "22023")
+        if key != "delimiter" and value.lower() not in ("true", "false", "on", "off", "1", "0"):
+            raise QueryError(f'{key} requires a Boolean value, not "{value}"', "22023")
+    return dict(options)
+
+
+def register_options(options: dict[str, str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    if "delimiter" in options:
+        out["delimiter"] = options["delimiter"]
+    for key in ("header", "skip_bad_rows"):
+        if key in options:
+            out[key] = options[key].lower() in ("true", "on", "1")
+    return out
