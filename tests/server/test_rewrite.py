@@ -102,10 +102,3 @@ def test_aggregates_over_empty_catalogs_still_give_a_row() -> None:
     assert rewrite(sql) == sql
 
 
-def test_numeric_constants_are_typed_as_postgresql_types_them() -> None:
-    """A decimal point makes numeric; an integer past bigint is numeric too (not a double)."""
-    from penstock.server.literals import numeric_literals
-
-    assert numeric_literals("SELECT 1.50, 9223372036854775807, 9223372036854775808, x1234567890123456789012") == (
-        "SELECT CAST('1.50' AS DECIMAL(3,2)), 9223372036854775807, "
-        "CAST('9223372036854775808' AS DECIMAL(19,0)), x1234567890123456789012")

@@ -17,7 +17,7 @@ from penstock.errors import QueryError
 from penstock.server.commands import Outcome, QUERY_WORDS
 from penstock.server.params import count_placeholders, substitute
 from penstock.server.pgtypes import decode_param
-from penstock.server.results import describe, encoded_rows
+from penstock.server.results import data_row_blocks, describe
 from penstock.server.statements import split_statements, words
 from penstock.server.wire import Body, ClientGone, ProtocolViolation
 
@@ -161,8 +161,8 @@ class Extended:
         total = outcome.table.num_rows
         stop = total if max_rows <= 0 else min(portal.sent + max_rows, total)
         if stop < total:
-            for row in encoded_rows(outcome.table, portal.formats, portal.sent, stop):
-                self.session.out.data_row(row)
+            for block in data_row_blocks(outcome.table, portal.formats, portal.sent, stop):
+                self.session.out.raw(block)
             portal.sent = stop
             self.session.out.add(b"s")  # PortalSuspended
             return

@@ -167,18 +167,22 @@ def _array_text(values: list[Any] | None, element: Callable[[Any], str]) -> str 
 
 def text_column(arr: pa.Array) -> list[bytes | None]:
     """Every value of a column in PostgreSQL's text output format (None for NULL)."""
+    return [None if s is None else s.encode() for s in text_array(arr).to_pylist()]
+
+
+def text_array(arr: pa.Array) -> pa.Array:
+    """The column in PostgreSQL's text output format, as an Arrow string array (NULLs kept):
+    computed by Arrow where its text is PostgreSQL's, else value by value."""
     t = arr.type
     if pa.types.is_dictionary(t):
         arr, t = arr.dictionary_decode(), t.value_type
     if pa.types.is_boolean(t):
-        strings = pc.if_else(arr, "t", "f")
-    elif pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t):
-        strings = pc.cast(arr, pa.string())
-    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        strings = arr.cast(pa.string())
-    else:
-        return [None if v is None else s.encode() for v, s in zip(arr.to_pylist(), _python_text(arr))]
-    return [None if s is None else s.encode() for s in strings.to_pylist()]
+        return pc.if_else(arr, "t", "f")
+    if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t):
+        return pc.cast(arr, pa.string())
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return arr.cast(pa.string())
+    return pa.array([None if v is None else s for v, s in zip(arr.to_pylist(), _python_text(arr))], pa.string())
 
 
 def _python_text(arr: pa.Array) -> list[str]:

@@ -8,8 +8,10 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from penstock.server.data_rows import column_values, data_rows
 from penstock.server.pgtypes import PgType, binary_column, pg_type, text_column, type_modifier
 
+STEP = 65536  # rows per block of DataRow messages
 _FUNCTION = re.compile(r"^(?:[\w]+\.)*([A-Za-z_]\w*)\(")
 _CAST = re.compile(r"^CAST\((.*) AS [^)]*\)$", re.S)
 _LITERAL = re.compile(r"^(?:U?Int\d+|Float\d+|Utf8(?:View)?|LargeUtf8|Boolean|Decimal128|Date\d+|"
@@ -63,15 +65,31 @@ def encoded_rows(table: pa.Table, formats: list[int], start: int = 0,
     """Rows start..stop of the table, each value encoded in its column's format."""
     stop = table.num_rows if stop is None else min(stop, table.num_rows)
     fmts = result_formats(formats, table.num_columns)
-    step = 65536
     types: list[PgType] = [pg_type(f) for f in table.schema]
-    for lo in range(start, stop, step):
-        hi = min(lo + step, stop)
+    for lo in range(start, stop, STEP):
+        hi = min(lo + STEP, stop)
         columns = []
         for c, column in enumerate(table.columns):
-            chunk = column.slice(lo, hi - lo).combine_chunks() if column.num_chunks != 1 else column.chunk(0).slice(lo, hi - lo)
+            chunk = _chunk(column, lo, hi)
             columns.append(binary_column(chunk, types[c]) if fmts[c] == 1 else text_column(chunk))
         yield from (list(row) for row in zip(*columns)) if columns else ([] for _ in range(hi - lo))
+
+
+def data_row_blocks(table: pa.Table, formats: list[int], start: int = 0,
+                    stop: int | None = None) -> Iterator[bytes]:
+    """DataRow messages for rows start..stop, a block of rows per bytes object."""
+    stop = table.num_rows if stop is None else min(stop, table.num_rows)
+    fmts = result_formats(formats, table.num_columns)
+    types: list[PgType] = [pg_type(f) for f in table.schema]
+    for lo in range(start, stop, STEP):
+        hi = min(lo + STEP, stop)
+        values = [column_values(_chunk(column, lo, hi), types[c], fmts[c] == 1)
+                  for c, column in enumerate(table.columns)]
+        yield data_rows(values, hi - lo)
+
+
+def _chunk(column: pa.ChunkedArray, lo: int, hi: int) -> pa.Array:
+    return column.slice(lo, hi - lo).combine_chunks() if column.num_chunks != 1 else column.chunk(0).slice(lo, hi - lo)
 
 
 def copy_lines(table: pa.Table, csv: bool, header: bool, delimiter: str | None,

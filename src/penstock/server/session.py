@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from penstock.errors import PenstockError, QueryError
 from penstock.server.commands import Outcome, SessionState, run_statement
 from penstock.server.extended import Extended
-from penstock.server.results import copy_lines, describe, encoded_rows
+from penstock.server.results import copy_lines, data_row_blocks, describe
 from penstock.server.settings import REPORTED, Settings
 from penstock.server.statements import split_statements_at
 from penstock.server.wire import ClientGone, Out, ProtocolViolation, read_message
@@ -127,8 +127,8 @@ class Session:
         elif table is not None:
             if describe_rows:
                 self.out.row_description(describe(table.schema, formats))
-            for row in encoded_rows(table, formats, start, stop):
-                self.out.data_row(row)
+            for block in data_row_blocks(table, formats, start, stop):
+                self.out.raw(block)
         self.out.command_complete(outcome.tag)
 
     # -- cancellation, timeouts, vanished clients -------------------------------------------------

@@ -155,6 +155,13 @@ class Out:
         if self.size > (1 << 20):  # a large result is sent as it is produced
             self.flush()
 
+    def raw(self, messages: bytes) -> None:
+        """Messages already framed (server/data_rows.py), sent as they come when large."""
+        self.parts.append(messages)
+        self.size += len(messages)
+        if self.size > (1 << 20):
+            self.flush()
+
     def flush(self) -> None:
         if self.parts:
             self.stream.write(b"".join(self.parts))
