@@ -47,6 +47,10 @@ CASES = [
     ("SELECT i, rpad(s, 1, ' ') AS a, lpad(s, 3, 'xy') AS b, rpad(s, 2) AS c FROM s ORDER BY i",
      "SELECT i, rpad(s, 1, ' ') AS a, lpad(s, 3, 'xy') AS b, rpad(s, 2, ' ') AS c FROM s ORDER BY i"),
     ("SELECT s IS NULL AS g, count(DISTINCT rpad(s, 1, ' ')) AS c FROM s GROUP BY 1 ORDER BY 1", None),
+    # count(DISTINCT <constant>) was counted as count(*): every row instead of 1 per group
+    ("SELECT i % 3 AS g, count(DISTINCT CAST('-5525594019.5' AS DECIMAL(38,8))) AS a, count(DISTINCT 5) AS b, "
+     "count(5) AS c FROM s GROUP BY 1 ORDER BY 1", None),
+    ("SELECT count(DISTINCT 'x') AS a FROM s WHERE i < 0", None),
     # decimal text keeps the value's own scale in a one-branch CASE
     ("SELECT CAST((CASE WHEN d > 2 THEN d END) AS TEXT) AS c0 FROM dec ORDER BY 1", None),
 ]

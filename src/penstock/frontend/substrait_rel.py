@@ -173,7 +173,9 @@ class RelTranslator:
         args = [tr.translate(a.value) for a in f.arguments]
         distinct = f.invocation == algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
         arg: Expr | None
-        if fn == "count" and (not args or (isinstance(args[0], Literal) and args[0].value is not None)):
+        if fn == "count" and (not args or (not distinct and isinstance(args[0], Literal)
+                                           and args[0].value is not None)):
+            # count(5) counts rows; count(DISTINCT 5) is 1 where there are rows (a DISTINCT set)
             fn, arg, distinct = "count_star", None, False
         elif len(args) != 1:
             raise Unsupported(f"aggregate {name} with {len(args)} arguments")
