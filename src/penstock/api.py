@@ -124,7 +124,8 @@ class Connection:
 
     def skipped_rows(self, name: str) -> int:
         """Rows of a CSV table registered with skip_bad_rows that its last scan left out."""
-        return sum(getattr(self.tables[fold_identifier(name)], "skipped", {}).values())
+        reader = self.tables.get(name) or self.tables[fold_identifier(name)]  # an exact name, or as SQL
+        return sum(getattr(reader, "skipped", {}).values())
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
         """An Arrow table as table `name` (an identifier, folded as in register)."""
