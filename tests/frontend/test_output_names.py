@@ -27,6 +27,7 @@ STATEMENTS = [
     "SELECT x FROM t UNION ALL SELECT x + 1 FROM t",
     "SELECT DISTINCT x, x * 2 FROM t",
     "SELECT current_date, length(y), (x), (SELECT 1) FROM t",
+    "SELECT (SELECT 1 AS a), (SELECT max(x) FROM t), (SELECT y FROM t LIMIT 1) FROM t",
     "SELECT * FROM t",
 ]
 

@@ -167,6 +167,8 @@ def _identifier(t: Token) -> str:
 def figure_name(toks: list[Token], sig: list[int]) -> str:
     """PostgreSQL's name of an unaliased expression (FigureColname), from its tokens."""
     while len(sig) >= 2 and toks[sig[0]].text == "(" and closing(toks, sig[0]) == sig[-1]:
+        if toks[sig[1]].low == "select":  # (SELECT 1 AS a) is named a
+            return _subquery_name(toks[sig[0] + 1:sig[-1]])
         sig = sig[1:-1]
     if not sig:
         return "?column?"
@@ -201,9 +203,19 @@ def figure_name(toks: list[Token], sig: list[int]) -> str:
     if toks[sig[k]].kind in ("word", "ident") and k + 1 < len(sig) and toks[sig[k + 1]].text == "(" \
             and closing(toks, sig[k + 1]) == sig[-1]:
         return _identifier(toks[sig[k]])
-    if first.text == "(" and len(sig) > 1 and toks[sig[1]].low == "select":
-        return "?column?"
     return "?column?"
+
+
+def _subquery_name(toks: list[Token]) -> str:
+    items = _select_items(toks)
+    if not items:
+        return "?column?"
+    start, end = items[0]
+    sig = [k for k in range(start, end) if toks[k].kind not in ("ws", "comment")]
+    if not sig:
+        return "?column?"
+    alias_at = _alias_index(toks, sig)
+    return _identifier(toks[alias_at]) if alias_at is not None else figure_name(toks, sig)
 
 
 def _top_level_cast(toks: list[Token], sig: list[int]) -> tuple[list[int], int] | None:
