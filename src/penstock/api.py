@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from penstock.device import get_backend
-from penstock.errors import PenstockError, QueryError, Unsupported
+from penstock.errors import FEATURE_NOT_SUPPORTED, PenstockError, QueryError, Unsupported
 from penstock.exec.executor import CompiledPlan, Executor, compile_plan
 from penstock.exec.metrics import QueryMetrics
 from penstock.frontend.clock import reads_clock
@@ -225,6 +225,9 @@ class Connection:
         reason = prepared.reason or "unknown"
         if self.strict:
             raise Unsupported(reason)
+        if prepared.planned.hazard:  # another engine's answer would not be PostgreSQL's: say so instead
+            raise QueryError(f"penstock cannot run this query itself ({reason}), and {prepared.planned.hazard}",
+                             FEATURE_NOT_SUPPORTED)
         try:
             if check is None:
                 table = prepared.planned.dataframe.to_arrow_table()

@@ -20,6 +20,7 @@ from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError, Unsupported
 from penstock.frontend.clock import pin_clock
+from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.literals import numeric_literals
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.sql_errors import translate_error
@@ -37,6 +38,7 @@ class PlannedQuery:
     ir: Rel | None  # penstock's IR, or None when it could not be translated
     unsupported: str | None  # why not
     logical_plan: str
+    hazard: str | None = None  # why DataFusion's answer would not be PostgreSQL's (fallback_check.py)
 
 
 class Frontend:
@@ -143,7 +145,17 @@ class Frontend:
             ir, reason = None, str(e)
         except Exception as e:  # a plan shape the translator does not know: say so, loudly
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
-        return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent())
+        hazard = self.fallback_hazard(logical) if ir is None else None
+        return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent(), hazard)
+
+    def fallback_hazard(self, logical: Any) -> str | None:
+        """Why DataFusion, running this plan, would not give PostgreSQL's answer."""
+        try:
+            plan = plan_pb2.Plan()
+            plan.ParseFromString(df_substrait.Producer.to_substrait_plan(logical, self.ctx).encode())
+        except Exception:  # no Substrait form: nothing to look at
+            return None
+        return fallback_hazard(plan)
 
     def translate(self, logical: Any) -> Rel:
         try:
