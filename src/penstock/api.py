@@ -173,8 +173,12 @@ class Connection:
         return self.tables[name]
 
     # -- queries ------------------------------------------------------------------------------
+    def _plan_key(self, sql: str, params: Sequence[Any] | dict[str, Any] | None) -> tuple[Any, ...]:
+        """The plan cache's key: the text, the parameters and the catalog's version."""
+        return (sql, repr(params), self.frontend.version)
+
     def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> _Prepared:
-        key = (sql, repr(params), self.frontend.version)
+        key = self._plan_key(sql, params)
         clock = reads_clock(sql)  # now() is one value per statement: such plans are not kept
         with self._lock:
             found = None if clock else self._plans.get(key)
@@ -208,7 +212,7 @@ class Connection:
         `memory_limit` caps this query's device memory below the connection's cap."""
         started = time.perf_counter()
         metrics = QueryMetrics()
-        cached = (sql, repr(params), self.frontend.version) in self._plans
+        cached = self._plan_key(sql, params) in self._plans
         prepared = self.prepare(sql, params)
         metrics.plan_cache_hit = cached
         metrics.plan_seconds = time.perf_counter() - started
@@ -252,7 +256,7 @@ class Connection:
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:
         from penstock.explain import explain_text
 
-        cached = (sql, repr(params), self.frontend.version) in self._plans
+        cached = self._plan_key(sql, params) in self._plans
         started = time.perf_counter()
         prepared = self.prepare(sql, params)
         prepare_seconds = time.perf_counter() - started

@@ -173,15 +173,18 @@ TABLE_OPTIONS = ("format", "delimiter", "header", "columns", "skip_bad_rows")
 
 def table_options(query: str, spec: str) -> dict[str, Any]:
     """-t t=data.txt?format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true"""
+    from penstock.io.csv import flag
+
     out: dict[str, Any] = {}
     for item in filter(None, query.split("&")):
         key, sep, value = item.partition("=")
         if not sep or key not in TABLE_OPTIONS:
             raise PenstockError(f"-t {spec!r}: unknown option {item!r} (options: {', '.join(TABLE_OPTIONS)})")
         if key in ("header", "skip_bad_rows"):
-            if value.lower() not in ("true", "false", "on", "off", "1", "0"):
-                raise PenstockError(f"-t {spec!r}: {key} is true or false, not {value!r}")
-            out[key] = value.lower() in ("true", "on", "1")
+            try:
+                out[key] = flag(value)
+            except ValueError as e:
+                raise PenstockError(f"-t {spec!r}: {key}: {e}") from None
         elif key == "columns":
             out["schema"] = declared_columns(value, spec)
         else:

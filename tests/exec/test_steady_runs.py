@@ -54,6 +54,16 @@ def run(db: Any, sql: str) -> tuple[list[tuple[Any, ...]], str]:
     return [tuple(r.values()) for r in result.to_arrow().to_pylist()], result.metrics.device_run
 
 
+def four_runs(db: Any, sql: str, want: list[tuple[Any, ...]]) -> list[str]:
+    """Run the query four times, each answer equal to `want`; how each run went."""
+    ways = []
+    for _ in range(4):
+        got, way = run(db, sql)
+        assert got == want
+        ways.append(way)
+    return ways
+
+
 def expected_runs(device: str) -> list[str]:
     """How the device work of a query's first four runs goes on each backend."""
     if device == "gpu":
@@ -65,12 +75,7 @@ def expected_runs(device: str) -> list[str]:
 def test_a_repeated_query_over_cached_tables_runs_steadily(device: str, sql: str) -> None:
     f, d = tables()
     db = connect(device, f, d)
-    want = duck(f, d, sql)
-    ways = []
-    for _ in range(4):
-        got, way = run(db, sql)
-        assert got == want
-        ways.append(way)
+    ways = four_runs(db, sql, duck(f, d, sql))
     assert ways == expected_runs(device)
     plan = db.explain(sql, analyze=True)
     assert f"device work: {expected_runs(device)[-1]}; waited " in plan
@@ -87,12 +92,7 @@ def test_text_literals_reach_the_device_in_every_run(device: str) -> None:
     db = connect(device, f, d)
     sql = ("SELECT rpad(d.label, 4, ' ') AS a, count(*) AS n FROM d JOIN f ON f.k = d.k "
            "WHERE d.label || ' ' <> 'L1 ' GROUP BY 1 ORDER BY 1")
-    want = duck(f, d, sql)
-    ways = []
-    for _ in range(4):
-        got, way = run(db, sql)
-        assert got == want
-        ways.append(way)
+    ways = four_runs(db, sql, duck(f, d, sql))
     assert ways[-1] == expected_runs(device)[-1]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import penstock
 from penstock.frontend.clock import pin_clock
-from server.pg_cluster import PgCluster, start_cluster
+from server.pg_cluster import connected_cluster
 
 STATEMENTS = [
     "SELECT x, x FROM t",
@@ -35,14 +35,10 @@ STATEMENTS = [
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[psycopg.Connection[Any]]:
-    cluster: PgCluster = start_cluster()
-    try:
-        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-            conn.execute("CREATE TABLE t (x int, y text)")
-            conn.execute("INSERT INTO t VALUES (1, 'a'), (2, NULL), (NULL, 'c')")
-            yield conn
-    finally:
-        cluster.stop()
+    with connected_cluster() as conn:
+        conn.execute("CREATE TABLE t (x int, y text)")
+        conn.execute("INSERT INTO t VALUES (1, 'a'), (2, NULL), (NULL, 'c')")
+        yield conn
 
 
 def table() -> pa.Table:

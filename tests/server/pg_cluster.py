@@ -11,6 +11,7 @@ handed to that user.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -19,6 +20,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterator
 
 PG_ROOT = Path("/usr/lib/postgresql")
 
@@ -123,3 +125,17 @@ def start_cluster() -> PgCluster:
         cluster.stop()
         raise
     return cluster
+
+
+@contextlib.contextmanager
+def connected_cluster() -> Iterator[Any]:
+    """A throwaway cluster and an autocommit psycopg connection to it, for a module's
+    tests that use PostgreSQL as the oracle; stopped and removed afterwards."""
+    import psycopg
+
+    cluster = start_cluster()
+    try:
+        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+            yield conn
+    finally:
+        cluster.stop()

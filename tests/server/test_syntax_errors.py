@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from server.conftest import Running
-from server.pg_cluster import PgCluster, start_cluster
+from server.pg_cluster import connected_cluster
 
 STATEMENTS = [
     "SELEC d_year FROM sample",
@@ -27,12 +27,8 @@ STATEMENTS = [
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[psycopg.Connection[Any]]:
-    cluster: PgCluster = start_cluster()
-    try:
-        with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-            yield conn
-    finally:
-        cluster.stop()
+    with connected_cluster() as conn:
+        yield conn
 
 
 def failure(conn: psycopg.Connection[Any], sql: str) -> tuple[str | None, str | None, str | None]:

@@ -138,34 +138,30 @@ class Frontend:
         names = list(schema.names)
         if named is not None and attempt == named.sql:
             names = named.names(names)
+        substrait: plan_pb2.Plan | None = None
         try:
-            ir = self.translate(logical)
+            substrait = self.substrait(logical)
+            ir = self.translate(logical, substrait)
             reason = None
         except Unsupported as e:
             ir, reason = None, str(e)
         except Exception as e:  # a plan shape the translator does not know: say so, loudly
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
-        hazard = self.fallback_hazard(logical) if ir is None else None
+        # a plan DataFusion will run: what would it answer unlike PostgreSQL?
+        hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
         return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent(), hazard)
 
-    def fallback_hazard(self, logical: Any) -> str | None:
-        """Why DataFusion, running this plan, would not give PostgreSQL's answer."""
-        try:
-            plan = plan_pb2.Plan()
-            plan.ParseFromString(df_substrait.Producer.to_substrait_plan(logical, self.ctx).encode())
-        except Exception:  # no Substrait form: nothing to look at
-            return None
-        return fallback_hazard(plan)
-
-    def translate(self, logical: Any) -> Rel:
+    def substrait(self, logical: Any) -> plan_pb2.Plan:
         try:
             plan_bytes = df_substrait.Producer.to_substrait_plan(logical, self.ctx).encode()
         except Exception as e:
             raise Unsupported(f"DataFusion could not express the plan in Substrait: {e}") from None
         plan = plan_pb2.Plan()
         plan.ParseFromString(plan_bytes)
-        flags = null_aware_flags(logical)
-        translator = RelTranslator(plan, self.table_fields, flags)
+        return plan
+
+    def translate(self, logical: Any, plan: plan_pb2.Plan) -> Rel:
+        translator = RelTranslator(plan, self.table_fields, null_aware_flags(logical))
         return translator.translate_root(plan)
 
     def table_fields(self, name: str) -> list[Field]:

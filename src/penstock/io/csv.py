@@ -32,6 +32,14 @@ class CsvOptions:
     skip_bad_rows: bool = False
 
 
+def flag(text: str) -> bool:
+    """A CSV option's boolean (header, skip_bad_rows) as PostgreSQL's options spell them."""
+    low = text.lower()
+    if low not in ("true", "false", "on", "off", "1", "0"):
+        raise ValueError(f"{text!r} is not a Boolean value (true or false)")
+    return low in ("true", "on", "1")
+
+
 class CsvTable:
     format = "csv"
 
@@ -42,6 +50,7 @@ class CsvTable:
             raise FileError(f"CSV delimiter must be one character, not {self.options.delimiter!r}",
                             str(files[0]), "22023")
         self.skipped: dict[str, int] = {}  # file -> rows left out (skip_bad_rows)
+        self._quotes_checked: dict[str, tuple[int, int]] = {}  # file -> (size, mtime) its quotes were checked at
         found = self._inferred(files[0], declared.names if declared is not None else None)
         if declared is not None:  # a header must name the declared columns, in order
             if self.options.header and found.names != declared.names:
@@ -83,7 +92,7 @@ class CsvTable:
         try:
             return pcsv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
         except (OSError, pa.ArrowException) as e:
-            raise self._error(path, e, 0) from e
+            raise self._error(path, e) from e
 
     def _inferred(self, path: Path, names: list[str] | None) -> pa.Schema:
         schema = self._reader(path, None, names).schema
@@ -100,45 +109,38 @@ class CsvTable:
     def scan(self, columns: list[str]) -> Iterator[ScanBatch]:
         picked_columns = columns or [self.schema.names[0]]
         for path in self.files:
-            size = path.stat().st_size
-            check_quotes(path)
+            stat = path.stat()
+            size = stat.st_size
+            if self._quotes_checked.get(str(path)) != (size, stat.st_mtime_ns):  # a file read once per change
+                check_quotes(path)
+                self._quotes_checked[str(path)] = (size, stat.st_mtime_ns)
             self.skipped.pop(str(path), None)
             if self.options.skip_bad_rows:
                 batches = self._lenient_batches(path, picked_columns)
             else:
-                batches = self._strict_batches(path, picked_columns)
+                batches = self._read(path, self._reader(path, self.schema, self.schema.names, picked_columns))
             first = True
             for batch in batches:
                 picked = batch.select(columns) if columns else pa.record_batch([], names=[])
                 yield ScanBatch(picked, batch.num_rows, size if first else 0, str(path))
                 first = False
 
-    def _strict_batches(self, path: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
-        reader = self._reader(path, self.schema, self.schema.names, columns)
-        rows = 0
+    def _read(self, path: Path, reader: pcsv.CSVStreamingReader) -> Iterator[pa.RecordBatch]:
+        """The reader's batches; a malformed file raises FileError naming line and column."""
         while True:
             try:
-                batch = reader.read_next_batch()
+                yield reader.read_next_batch()
             except StopIteration:
                 return
             except (OSError, pa.ArrowException) as e:
-                raise self._error(path, e, rows) from e
-            rows += batch.num_rows
-            yield batch
+                raise self._error(path, e) from e
 
     def _lenient_batches(self, path: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
         """Every column read as text, then converted; rows with a value that does not
         convert are left out and counted."""
         text = pa.schema([pa.field(n, pa.string()) for n in self.schema.names])
-        reader = self._reader(path, text, self.schema.names, columns)
         wanted = [self.schema.field(n) for n in columns]
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                return
-            except (OSError, pa.ArrowException) as e:
-                raise self._error(path, e, 0) from e
+        for batch in self._read(path, self._reader(path, text, self.schema.names, columns)):
             keep = pa.array([True] * batch.num_rows)
             converted = []
             for f in wanted:
@@ -151,12 +153,12 @@ class CsvTable:
             out = pa.record_batch(converted, schema=pa.schema(wanted))
             yield out.filter(keep) if dropped else out
 
-    def _error(self, path: Path, e: Exception, rows_before: int) -> FileError:
+    def _error(self, path: Path, e: Exception) -> FileError:
         text = str(e)
         if "Expected" in text and "columns, got" in text:
             return parse_error(path, text, self.options.header)
         if "conversion error" in text or "invalid UTF8" in text or "invalid UTF-8" in text:
-            return bad_value(path, text, self.schema, self.options, rows_before)
+            return bad_value(path, text, self.schema, self.options)
         return FileError(f"could not read CSV file {path}: {text}", str(path))
 
 

@@ -68,7 +68,7 @@ def parse_error(path: Path, text: str, header: bool) -> FileError:
                      str(path), "22P04")
 
 
-def bad_value(path: Path, text: str, schema: pa.Schema, options: Any, rows_before: int) -> FileError:
+def bad_value(path: Path, text: str, schema: pa.Schema, options: Any) -> FileError:
     """A value its column's type cannot hold, or text that is not UTF-8."""
     m = re.search(r"column #(\d+)", text)
     index = int(m.group(1)) if m else None

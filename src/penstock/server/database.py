@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 import penstock
 from penstock.frontend.session import quoted
+from penstock.io.csv import flag
 from penstock.api import Connection, Result, plain_types
 from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
 from penstock.server import pg_catalog
@@ -278,16 +279,14 @@ def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
             raise QueryError(f'option "{key}" applies to CSV tables only', "42601")
         if key == "delimiter" and len(value) != 1:
             raise QueryError(f"delimiter must be one character, not {value!r}", "22023")
-        if key != "delimiter" and value.lower() not in ("true", "false", "on", "off", "1", "0"):
-            raise QueryError(f'{key} requires a Boolean value, not "{value}"', "22023")
+        if key != "delimiter":
+            try:
+                flag(value)
+            except ValueError:
+                raise QueryError(f'{key} requires a Boolean value, not "{value}"', "22023") from None
     return dict(options)
 
 
 def register_options(options: dict[str, str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    if "delimiter" in options:
-        out["delimiter"] = options["delimiter"]
-    for key in ("header", "skip_bad_rows"):
-        if key in options:
-            out[key] = options[key].lower() in ("true", "on", "1")
-    return out
+    """The catalog's CSV options as Connection.register's keywords (checked by csv_options)."""
+    return {key: value if key == "delimiter" else flag(value) for key, value in options.items()}
