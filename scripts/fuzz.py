@@ -14,7 +14,8 @@ Failures are grouped by signature (oracle, reason, features of the minimized que
 
 The cases run in a worker subprocess: if a kernel brings the process down (a crash is a
 failure too), the parent records the case that was running and starts a new worker at
-the next case. See tests/fuzz/README.md.
+the next case. A CUDA error (sticky: every later query in that process would fail too) is
+written unminimized, and the worker is replaced the same way. See tests/fuzz/README.md.
 """
 
 from __future__ import annotations
@@ -75,22 +76,34 @@ def worker(args: argparse.Namespace) -> int:
                 if per_reason[key] > args.max_per_reason:
                     emit(ev="fail", seed=seed, index=index, key=key, folder=None, signature=None)
                     continue
-                m = Minimizer(eng, o.oracle, o.reason, args.minimize_s)
-                q, p, small = m.run(case.query, case.tlp, ds)
-                final = m.check(q, p) or o
-                if final.status != "fail":
-                    final = o
+                if poisons(o):  # every later query in this process fails too: nothing to minimize
+                    q, p, small, final, tries = case.query, case.tlp, ds, o, 0
+                else:
+                    m = Minimizer(eng, o.oracle, o.reason, args.minimize_s)
+                    q, p, small = m.run(case.query, case.tlp, ds)
+                    final, tries = m.check(q, p) or o, m.tries
+                    if final.status != "fail":
+                        final = o
                 folder = write_failure(out, case.name, q, p, small, final,
                                        {"seed": seed, "index": index, "shape": case.shape,
-                                        "original_sql": case.sql, "tries": m.tries})
+                                        "original_sql": case.sql, "tries": tries})
                 eng.load(ds)
                 emit(ev="fail", seed=seed, index=index, key=key, folder=str(folder),
                      signature=signature(final.oracle, final.reason, q))
+            if any(o.status == "fail" and poisons(o) for o in outcomes):
+                emit(ev="restart", seed=seed, index=index + 1)
+                return 3
             index += 1
         eng.close()
         seed, index = seed + 1, 0
     emit(ev="end", seed=seed, index=index)
     return 0
+
+
+def poisons(o: Any) -> bool:
+    """A CUDA error that leaves the process's context unusable (an illegal address is sticky):
+    the worker stops after recording it and the parent starts a fresh one at the next case."""
+    return any(word in o.reason or word in o.detail for word in ("CUDARuntimeError", "CUDADriverError"))
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -114,6 +127,9 @@ def replay(args: argparse.Namespace) -> int:
         if o.status != "fail":
             continue
         failed += 1
+        if poisons(o):
+            print("(a CUDA error poisons the process: not minimized)")
+            continue
         m = Minimizer(eng, o.oracle, o.reason, args.minimize_s)
         q, p, small = m.run(case.query, case.tlp, ds)
         final = m.check(q, p) or o
@@ -145,6 +161,7 @@ def supervise(args: argparse.Namespace) -> int:
                "--avoid", args.avoid, "--reasons", json.dumps(dict(reasons))] + (["--no-tlp"] if args.no_tlp else [])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         running: tuple[int, int] | None = None
+        restart_at: tuple[int, int] | None = None
         assert proc.stdout is not None
         for line in proc.stdout:
             try:
@@ -161,6 +178,8 @@ def supervise(args: argparse.Namespace) -> int:
                 for oracle, status, reason in ev["outcomes"]:
                     queries += 4 if oracle == "tlp" else 1
                     counts[f"{status}:{reason}" if status in ("skip", "generator", "expected") else status] += 1
+            elif ev["ev"] == "restart":
+                restart_at = (ev["seed"], ev["index"])
             elif ev["ev"] == "fail":
                 reasons[ev["key"]] += 1
                 if ev["signature"]:
@@ -170,6 +189,9 @@ def supervise(args: argparse.Namespace) -> int:
                 last_print = time.time()
                 _progress(started, cases, queries, counts, reasons)
         rc = proc.wait()
+        if restart_at is not None:  # the worker's device context was poisoned: a fresh one
+            seed, start = restart_at
+            continue
         if running is None:
             break
         crashes.append({"seed": running[0], "index": running[1], "returncode": rc})

@@ -3,14 +3,7 @@
 # environment, run `pytest -m gpu`, and optionally a benchmark. Logs go to $OUT.
 #   scripts/gpu-suite.sh [pytest args...]      e.g. scripts/gpu-suite.sh -x tests/differential
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p /tmp/site "$OUT"
-tar -xJf .device-site/site.tar.xz -C /tmp/site
-if [ -f .device-site/tpchgen-cli.xz ]; then  # penstock gen tpch's generator (pip's scripts are not in the site)
-  mkdir -p /tmp/site/bin && xz -dc .device-site/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
-fi
-export PATH=/tmp/site/bin:$PATH PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests PYTHONUNBUFFERED=1
-export PENSTOCK_CACHE_DIR=/tmp/penstock-cache
+source "$(dirname "$0")/device-env.sh"
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c "import cupy, pyarrow, datafusion, duckdb, numpy; print('cupy', cupy.__version__, 'pyarrow', pyarrow.__version__, 'datafusion', datafusion.__version__, 'duckdb', duckdb.__version__)"

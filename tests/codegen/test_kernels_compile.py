@@ -16,7 +16,7 @@ from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
-from nvrtc_isolated import compile_isolated
+from penstock.device.nvrtc import nvrtc_compile
 from penstock.plan.physical import AggregateSink, BuildHashTable, PhysicalPlan, RunPipeline
 
 QUERIES = {
@@ -98,7 +98,7 @@ def test_every_generated_kernel_compiles_with_nvrtc(db: Any, name: str) -> None:
         if kernel.source in seen:
             continue
         seen.add(kernel.source)
-        result = compile_isolated(kernel.source, f"{kernel.name}.cu")
+        result = nvrtc_compile(kernel.source, f"{kernel.name}.cu")
         if not result.ok or not result.cubin:
             failures.append(f"--- {what} ---\n{result.log}\n--- source ---\n{kernel.source}")
     assert not failures, "\n".join(failures)

@@ -12,8 +12,7 @@ import pytest
 
 import penstock
 from penstock.codegen.kernel import HEADERS
-from nvrtc_isolated import compile_isolated
-from penstock.device.nvrtc import ARCH
+from penstock.device.nvrtc import ARCH, nvrtc_compile
 
 INCLUDES = "\n".join(f'#include "{h}"' for h in HEADERS)
 GOOD = INCLUDES + r"""
@@ -37,15 +36,26 @@ def test_arch_is_sm_90() -> None:
 
 
 def test_compiles_a_kernel_with_the_penstock_headers_to_a_cubin() -> None:
-    result = compile_isolated(GOOD, "scale.cu")
+    result = nvrtc_compile(GOOD, "scale.cu")
     assert result.ok, result.log
     assert len(result.cubin) > 0
     assert result.cubin[:4] == b"\x7fELF"  # a cubin is an ELF image
     assert b"scale" in result.cubin  # the extern "C" entry point keeps its name
 
 
+def test_compiling_leaves_the_processs_shared_bytes_alone() -> None:
+    """NVRTC writes its log and cubin into buffers it is given. Given `b" " * size`, an empty
+    log (one NUL byte) went into CPython's shared one-byte b" ", and from then on every ' '
+    the process encoded was a NUL: text literals ' ' on the GPU, print's separators,
+    psycopg's quoting in the tests. Both a clean and a failing compile are checked."""
+    assert nvrtc_compile(GOOD, "scale.cu").ok
+    assert " ".encode()[0] == 0x20
+    assert nvrtc_compile(BROKEN, "broken.cu").ok is False
+    assert " ".encode()[0] == 0x20 and "a b".split(" ") == ["a", "b"]
+
+
 def test_broken_source_returns_not_ok_with_a_log() -> None:
-    result = compile_isolated(BROKEN, "broken.cu")
+    result = nvrtc_compile(BROKEN, "broken.cu")
     assert result.ok is False
     assert result.cubin == b""
     assert "kept_but_undeclared" in result.log

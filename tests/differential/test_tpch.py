@@ -29,9 +29,9 @@ REPEATS = int(os.environ.get("PENSTOCK_TPCH_REPEATS", "5"))
 
 
 def _queries() -> dict[str, str]:
-    from penstock.datagen.tpch_queries import TPCH_QUERIES
+    from penstock.datagen.tpch_queries import tpch_queries
 
-    return TPCH_QUERIES
+    return tpch_queries(TPCH_SF)
 
 
 def _tables() -> tuple[str, ...]:

@@ -26,6 +26,7 @@ def _tables() -> dict[str, pa.Table]:
         "ts": pa.table({"ts": pa.array([datetime.datetime(1600, 3, 1, 1, 2, 3), None,
                                         datetime.datetime(2020, 1, 1)], pa.timestamp("us"))}),
         "dec": pa.table({"d": pa.array([Decimal("1.10"), Decimal("2.25"), None], pa.decimal128(5, 2))}),
+        "blank": pa.table({"b": pa.array(["", None, ""], pa.string())}),  # no text bytes at all
     }
 
 
@@ -43,7 +44,7 @@ CASES = [
     ("SELECT CAST(CAST(date_trunc('day', ts) AS DATE) AS TIMESTAMP) AS c0 FROM ts ORDER BY 1", None),
     # ILIKE folded ASCII letters only: 'HÉLLO' NOT ILIKE '%é%' was true
     ("SELECT i, s ILIKE '%é%' AS a, s NOT ILIKE '%É%' AS b, s ILIKE 'h_llo' AS c FROM s ORDER BY i", None),
-    # rpad/lpad of the empty text gave NUL bytes instead of the fill on the GPU
+    # on the GPU the fill ' ' was a NUL byte: NVRTC had written into CPython's shared b' '
     ("SELECT i, rpad(s, 1, ' ') AS a, lpad(s, 3, 'xy') AS b, rpad(s, 2) AS c FROM s ORDER BY i",
      "SELECT i, rpad(s, 1, ' ') AS a, lpad(s, 3, 'xy') AS b, rpad(s, 2, ' ') AS c FROM s ORDER BY i"),
     ("SELECT s IS NULL AS g, count(DISTINCT rpad(s, 1, ' ')) AS c FROM s GROUP BY 1 ORDER BY 1", None),
@@ -51,6 +52,9 @@ CASES = [
     ("SELECT i % 3 AS g, count(DISTINCT CAST('-5525594019.5' AS DECIMAL(38,8))) AS a, count(DISTINCT 5) AS b, "
      "count(5) AS c FROM s GROUP BY 1 ORDER BY 1", None),
     ("SELECT count(DISTINCT 'x') AS a FROM s WHERE i < 0", None),
+    # strpos(s, '') read the byte after s: on the GPU, an illegal address when s had no bytes
+    ("SELECT i, strpos(s, '') AS a, strpos('', s) AS b FROM s ORDER BY i", None),
+    ("SELECT strpos(b, '') AS a, strpos(min(b), '') AS c FROM blank GROUP BY b ORDER BY 1", None),
     # decimal text keeps the value's own scale in a one-branch CASE
     ("SELECT CAST((CASE WHEN d > 2 THEN d END) AS TEXT) AS c0 FROM dec ORDER BY 1", None),
 ]

@@ -13,8 +13,9 @@ subqueries left for the planner to decorrelate. Edits, none of which changes a r
   PostgreSQL's exact numeric keeps. Q19's ``[QUANTITY] + 10`` are integers and stay.
 - Unnamed select items are named (Q18's ``sum(l_quantity)`` is ``sum_qty``), so every engine
   reports the same column names.
-- Q11's FRACTION is the validation value 0.0001 (the specification scales it as 0.0001/SF
-  for benchmark runs; answer sets are computed with 0.0001).
+- Q11's FRACTION is the validation value 0.0001 in TPCH_QUERIES (answer sets are computed
+  with it). The specification scales it as 0.0001/SF for benchmark runs: at SF 10 the
+  validation value leaves no group above it. `tpch_queries(sf)` gives the scaled texts.
 """
 
 from __future__ import annotations
@@ -350,3 +351,14 @@ GROUP BY cntrycode
 ORDER BY cntrycode
 """,
 }
+
+
+def tpch_queries(sf: float = 1.0) -> dict[str, str]:
+    """The 22 queries for scale factor `sf`: Q11's FRACTION is 0.0001/SF above SF 1
+    (specification 2.4.11.3), the validation value otherwise."""
+    if sf <= 1:
+        return dict(TPCH_QUERIES)
+    fraction = f"{0.0001 / sf:.12f}".rstrip("0")
+    q11 = TPCH_QUERIES["q11"].replace("* 0.0001\n", f"* {fraction}\n")
+    assert q11 != TPCH_QUERIES["q11"]
+    return {**TPCH_QUERIES, "q11": q11}

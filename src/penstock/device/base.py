@@ -141,7 +141,14 @@ class Backend(ABC):
         """Run `kernel` over `rows` rows; args follow kernel.spec.param_ctypes."""
 
     @abstractmethod
-    def to_device(self, host: np.ndarray) -> Any: ...
+    def to_device(self, host: np.ndarray) -> Any:
+        """A device copy of `host`. While this thread records a graph (begin_capture), the copy
+        is a node of the graph: written only when the graph runs, never if the capture is
+        abandoned, so a copy made then must not be remembered past the capture."""
+
+    def capturing(self) -> bool:
+        """Whether this thread is recording a graph now (see to_device)."""
+        return False
 
     @abstractmethod
     def to_host(self, array: Any) -> np.ndarray: ...

@@ -131,13 +131,15 @@ class CudaBackend(Backend):
         kernel.function((self.grid_for(kernel, rows),), (BLOCK,), tuple(converted))
 
     # -- memory -------------------------------------------------------------------------------
+    def capturing(self) -> bool:
+        return getattr(self._capture_streams, "active", None) is not None
+
     def to_device(self, host: np.ndarray) -> Any:
         capture = getattr(self._capture_streams, "active", None)
         if capture is not None:  # the copy becomes a node of the graph: see GraphCapture.upload
             return capture.upload(host)
-        # A synchronous copy: cupy's asynchronous upload through its pinned staging pool gave
-        # a text literal's single byte as NUL on the H100 (a query's first run, kernels just
-        # compiled). These uploads are small and rare (literals, dictionaries, join status).
+        # Synchronous: these uploads are small and rare (literals, dictionaries, join status),
+        # and the host array may be a temporary.
         host = np.ascontiguousarray(host)
         device = self.cp.empty(host.shape, host.dtype)
         if host.nbytes:
@@ -316,8 +318,7 @@ class GraphCapture:
 
     def upload(self, host: np.ndarray) -> Any:
         """Host data copied to the device by the graph: the copy node reads its source each
-        time the graph runs, so the source is a pinned copy that lives as long as the graph
-        (a temporary host array, freed and reused, once made a text literal read as NUL)."""
+        time the graph runs, so the source is a pinned copy that lives as long as the graph."""
         cp = self.backend.cp
         pinned = cp.cuda.alloc_pinned_memory(max(host.nbytes, 1))
         staged = np.frombuffer(pinned, host.dtype, host.size).reshape(host.shape)

@@ -34,17 +34,24 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH) -> Nvr
         options += [o.encode() for o in NVRTC_OPTIONS]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = _buffer(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
-        text = log.decode(errors="replace").rstrip("\x00").strip()
+        text = bytes(log).decode(errors="replace").rstrip("\x00").strip()
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             return NvrtcResult(False, text)
         _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
+        cubin = _buffer(size)
         nvrtc.nvrtcGetCUBIN(prog, cubin)
-        return NvrtcResult(True, text, cubin)
+        return NvrtcResult(True, text, bytes(cubin))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _buffer(size: int) -> bytearray:
+    """A buffer NVRTC writes into. Never an immutable bytes object (the usual `b" " * size`):
+    for a one-byte log (an empty one, just its NUL) that is CPython's shared b" ", and NVRTC
+    wrote the NUL into it, so every ' ' the process encoded afterwards became a NUL byte."""
+    return bytearray(max(size, 1))
 
 
 def _check(err: object, what: str) -> None:

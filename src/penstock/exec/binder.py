@@ -104,9 +104,15 @@ def _value(role: Any, ctype: str, ctx: BindContext) -> Any:
         data = role.value.encode()
         if role.part == "len":
             return len(data)
-        if role.value not in ctx.texts:
-            ctx.texts[role.value] = ctx.backend.to_device(np.frombuffer(data or b"\0", dtype=np.uint8).copy())
-        return ctx.texts[role.value]
+        if role.value in ctx.texts:
+            return ctx.texts[role.value]
+        device = ctx.backend.to_device(np.frombuffer(data or b"\0", dtype=np.uint8).copy())
+        # ctx.texts outlives the run (it is the compiled plan's). A copy recorded into a graph
+        # is written only when the graph runs, and never when the capture is abandoned (the
+        # run is then redone without one): remembered, it read as NUL bytes in every later run.
+        if not ctx.backend.capturing():
+            ctx.texts[role.value] = device
+        return device
     if isinstance(role, RuntimeValue):
         value, is_null = ctx.runtime[role.slot]
         if role.part == "null":

@@ -34,6 +34,7 @@ XPU_FN auto right(const S& s, int64_t n) -> decltype(slice(s, 0, 0)) {
 // strpos(s, sub): 1-based character position of the first occurrence, 0 if none.
 template <class S, class P>
 XPU_FN int32_t strpos(const S& s, const P& p) {
+  if (p.len() == 0) return 1;  // found at once; the loop below would read s.at(s.len())
   int32_t chars = 0;
   for (int32_t i = 0; i + p.len() <= s.len(); ++i) {
     if (is_continuation(s.at(i))) continue;
