@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -31,6 +31,7 @@ from penstock.io.memory import MemoryTable
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
 from penstock.plan.types import to_arrow
+from penstock.streaming import ResultStream, open_stream
 
 PLAN_CACHE_SIZE = 256
 
@@ -226,31 +227,50 @@ class Connection:
                       prepared.physical)
 
     def _fallback(self, prepared: _Prepared, started: float, check: Callable[[], None] | None = None) -> Result:
+        schema, pieces = self.fallback_pieces(prepared, check)
+        table = pa.Table.from_batches([b for piece in pieces for b in piece.to_batches()], schema)
+        return Result(table, "datafusion", prepared.reason or "unknown", None, time.perf_counter() - started)
+
+    def fallback_pieces(self, prepared: _Prepared, check: Callable[[], None] | None = None
+                        ) -> tuple[pa.Schema, Iterator[pa.Table]]:
+        """A query for DataFusion: its result's schema, and its batches as DataFusion makes
+        them (a cancel stops it between batches)."""
         reason = prepared.reason or "unknown"
         if self.strict:
             raise Unsupported(reason)
         if prepared.planned.hazard:  # another engine's answer would not be PostgreSQL's: say so instead
             raise QueryError(f"penstock cannot run this query itself ({reason}), and {prepared.planned.hazard}",
                              FEATURE_NOT_SUPPORTED)
+        sql, names = prepared.planned.sql, prepared.planned.names
         try:
-            if check is None:
-                table = prepared.planned.dataframe.to_arrow_table()
-            else:  # batch by batch, so that a cancel stops it between batches
-                df = prepared.planned.dataframe
-                schema = df.schema()
-                batches = []
-                for batch in df.execute_stream():
-                    check()
+            df = self.frontend.fallback_dataframe(prepared.planned)
+            planned = df.schema()
+            batches = df.execute_stream()
+        except Exception as e:
+            raise translate_error(sql, e) from None
+        schema = _rename(plain_types(planned.empty_table()), names).schema
+
+        def pieces() -> Iterator[pa.Table]:
+            try:
+                for batch in batches:
+                    if check is not None:
+                        check()
                     b = batch.to_pyarrow()
                     # the plan may say Utf8 where a batch has Utf8View (CASE of '' and x::text)
-                    batches.append(b if b.schema.equals(schema) else b.cast(schema))
-                table = pa.Table.from_batches(batches, schema)
-        except PenstockError:
-            raise
-        except Exception as e:
-            raise translate_error(prepared.planned.sql, e) from None
-        table = _rename(plain_types(table), prepared.planned.names)
-        return Result(table, "datafusion", reason, None, time.perf_counter() - started)
+                    table = pa.Table.from_batches([b if b.schema.equals(planned) else b.cast(planned)])
+                    yield _rename(plain_types(table), names)
+            except PenstockError:
+                raise
+            except Exception as e:
+                raise translate_error(sql, e) from None
+
+        return schema, pieces()
+
+    def stream(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
+               check: Callable[[], None] | None = None, memory_limit: int | None = None) -> ResultStream:
+        """Run one query and hand its result out piece by piece (penstock/streaming.py): a
+        result bigger than memory can go to a client or a file as it is made."""
+        return open_stream(self, sql, params, check, memory_limit)
 
     def explain(self, sql: str, analyze: bool = False,
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:
@@ -295,6 +315,8 @@ def plain_types(table: pa.Table) -> pa.Table:
     fields = []
     for f in table.schema:
         t = f.type
+        if pa.types.is_dictionary(t):  # a file's dictionary column, as DataFusion read it
+            t = t.value_type
         if pa.types.is_string_view(t) or pa.types.is_large_string(t):
             t = pa.string()
         elif pa.types.is_binary_view(t):

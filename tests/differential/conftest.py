@@ -88,6 +88,17 @@ def penstock_db(device: str, diff_files: dict[str, data.TableFiles]) -> Any:
 
 
 @pytest.fixture(scope="session")
+def fallback_db(diff_files: dict[str, data.TableFiles]) -> Any:
+    """A lenient CPU connection: its DataFusion fallback is what the differential suite
+    checks on the fallback engine (the device plays no part there)."""
+    import penstock
+
+    db = penstock.connect(device="cpu", strict=False)
+    register_penstock(db, diff_files)
+    return db
+
+
+@pytest.fixture(scope="session")
 def expected_engine(device: str) -> str:
     return f"penstock-{device}"
 

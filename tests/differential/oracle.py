@@ -45,6 +45,8 @@ class Q:
     fallback -- penstock's executor does not run this query: it must go to DataFusion with
                 a stated reason (and a strict connection must refuse it), and the answer
                 must still be right.
+    fallback_error -- the SQLSTATE DataFusion raises for this query where PostgreSQL answers
+                (a limit of the fallback engine: a clear error, never another answer).
     """
 
     id: str
@@ -56,6 +58,7 @@ class Q:
     error: str | None = None
     rel_tol: float | None = None
     fallback: bool = False
+    fallback_error: str | None = None
 
     @property
     def duckdb_sql(self) -> str:
@@ -358,6 +361,34 @@ def check_query(db: Connection, duck: Any, q: Q, expected_engine: str | None) ->
     diff = compare_tables(actual, expected, q.is_ordered, q.rel_tol)
     if diff is not None:
         raise AssertionError(f"{describe(q)}\n{diff}")
+
+
+def check_on_fallback(db: Connection, duck: Any, q: Q) -> None:
+    """The entry as DataFusion would answer it if penstock handed it over (the dataframe its
+    fallback runs): PostgreSQL's answer (DuckDB's), or PostgreSQL's error, unless the
+    fallback check refuses the query (then no other answer can reach a user)."""
+    import pyarrow as pa
+
+    from penstock.frontend.fallback_check import fallback_hazard
+
+    try:
+        prepared = db.prepare(q.sql, list(q.params) if q.params else None)
+        substrait = prepared.planned.substrait
+        if substrait is not None and fallback_hazard(substrait):
+            return  # a fallback would be refused with the hazard named
+        schema, pieces = db.fallback_pieces(prepared)
+        actual = pa.Table.from_batches([b for piece in pieces for b in piece.to_batches()], schema)
+    except Exception as exc:  # noqa: BLE001 - compared with the entry's error right below
+        state = getattr(exc, "sqlstate", None)
+        want = q.error or q.fallback_error
+        assert want is not None and state == want, (
+            f"{describe(q)}\non the fallback engine: expected {want or 'an answer'}, got {state!r}: {exc!r}")
+        return
+    assert q.error is None, f"{describe(q)}\nthe fallback engine answered where PostgreSQL raises {q.error}"
+    assert q.fallback_error is None, f"{describe(q)}\nthe fallback engine now answers: drop fallback_error"
+    expected = run_duckdb(duck, q)
+    diff = compare_tables(actual, expected, q.is_ordered, q.rel_tol)
+    assert diff is None, f"{describe(q)}\non the fallback engine (DataFusion):\n{diff}"
 
 
 def _run_fallback(db: Any, q: Q) -> Result:

@@ -75,7 +75,8 @@ QUERIES: list[Q] = [
       note="WHEN NULL never matches"),
     Q("case_null_branch", "SELECT id, CASE WHEN i8 > 0 THEN NULL ELSE i8 END AS c FROM wide"),
     Q("case_mixed_types", "SELECT id, CASE WHEN b THEN i8 WHEN NOT b THEN i32 ELSE i64 END AS a, "
-      "CASE WHEN k > 5 THEN d12 ELSE i16 END AS d FROM wide", note="result type unifies the branches"),
+      "CASE WHEN k > 5 THEN d12 ELSE i16 END AS d FROM wide", note="result type unifies the branches",
+      fallback_error="XX000"),
     Q("case_in_where", "SELECT id FROM wide WHERE CASE WHEN s IS NULL THEN false ELSE length(s) > 8 END"),
     Q("case_nested", "SELECT id, CASE WHEN k IS NULL THEN -1 WHEN k < 5 THEN CASE WHEN b THEN 1 ELSE 2 END "
       "ELSE 3 END AS c FROM wide"),

@@ -21,7 +21,7 @@ QUERIES: list[Q] = [
     # ---- UNION ALL / UNION / INTERSECT / EXCEPT
     Q("union_all_simple", "SELECT k FROM wide WHERE id < 100 UNION ALL SELECT x FROM tiny"),
     Q("union_all_widen", "SELECT i8 AS v FROM wide WHERE id < 50 UNION ALL SELECT i64 FROM wide WHERE id >= 3950",
-      note="int8 and int64 branches"),
+      note="int8 and int64 branches", fallback_error="XX000"),
     Q("union_all_three", "SELECT 'w' AS src, s FROM wide WHERE id < 30 UNION ALL SELECT 't', s FROM tiny "
       "UNION ALL SELECT 'e', s FROM empty"),
     Q("union_all_empty", "SELECT x, s FROM empty UNION ALL SELECT x, s FROM tiny"),

@@ -34,6 +34,13 @@ def test_query(q: oracle.Q, penstock_db: Any, duck: Any, expected_engine: str) -
     oracle.check_query(penstock_db, duck, q, expected_engine)
 
 
+@pytest.mark.parametrize("q", CORPUS, ids=[q.id for q in CORPUS])
+def test_query_on_the_fallback_engine(q: oracle.Q, fallback_db: Any, duck: Any) -> None:
+    """Whatever engine runs a query, the answer is PostgreSQL's: each entry also as
+    DataFusion would answer it, were penstock to hand it over."""
+    oracle.check_on_fallback(fallback_db, duck, q)
+
+
 # ---------------------------------------------------------------- the harness itself
 # These need neither penstock nor DuckDB: they pin down what the oracle calls equal.
 

@@ -7,7 +7,7 @@ dictionaries. Bitmaps are packed little-endian, as Arrow's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -27,8 +27,13 @@ class BufferStore:
         self.batches: dict[int, list[Batch]] = {b: [] for b in types}
         self.host: dict[int, pa.Table] = {}
         self.sorted_by: dict[int, list[tuple[int, bool, bool]]] = {}  # host tables already in an order
+        self.emitters: dict[int, Callable[[Batch], None]] = {}  # buffers handed out as written (result_stream)
 
     def add(self, buffer: int, batch: Batch) -> None:
+        emit = self.emitters.get(buffer)
+        if emit is not None:
+            emit(batch)
+            return
         self.batches[buffer].append(batch)
 
     def put_host(self, buffer: int, table: pa.Table, sorted_by: list[tuple[int, bool, bool]] | None = None) -> None:

@@ -30,9 +30,11 @@ from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
+from penstock.exec.result_stream import streams
 from penstock.exec.small_sorts import SmallSort, small_sorts
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.io.column_cache import table_key
+from penstock.io.device_batch import Batch
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
                                     MaterializeSink, PhysicalPlan, Pipeline, RunPipeline, SortBuffer,
                                     TableSource, host_buffers)
@@ -107,12 +109,17 @@ class Executor:
         self._replays_lock = threading.Lock()
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
-            check: Callable[[], None] | None = None, memory_limit: int | None = None) -> pa.Table:
+            check: Callable[[], None] | None = None, memory_limit: int | None = None,
+            emit: Callable[[Batch], None] | None = None) -> pa.Table:
         """Run the plan's steps in order; `check` is called before every step and batch and
         stops the query by raising (cancellation, statement timeout). `memory_limit` is this
-        query's share of device memory (the server admits concurrent queries with shares)."""
+        query's share of device memory (the server admits concurrent queries with shares).
+        With `emit`, a plan that streams (exec/result_stream.py) gives it each batch of its
+        result as written, and returns an empty table."""
         limit = memory_limit if memory_limit is not None else self.memory_limit
         check = check or (lambda: None)
+        if emit is not None and streams(compiled.plan):
+            return self.run_steps(compiled, metrics, check, limit, emit)
         try:
             return self.run_once(compiled, metrics, check, limit)
         except QueryError as e:  # out of memory with graphs kept: drop them and try once more
@@ -169,8 +176,10 @@ class Executor:
         return any([_forget(plan, graph) for plan, graph, _ in entries])
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
-                  limit: int | None) -> pa.Table:
+                  limit: int | None, emit: Callable[[Batch], None] | None = None) -> pa.Table:
         store = BufferStore(compiled.plan.buffer_types, self.backend)
+        if emit is not None:
+            store.emitters[compiled.plan.result_buffer] = emit
         ctx = self.context(compiled, store, check, limit)
         early = self.read_early(compiled, ctx, metrics)
         try:

@@ -2,9 +2,21 @@
 
 A query penstock's kernels cannot run falls back to DataFusion, whole. Where DataFusion's
 semantics differ from PostgreSQL's the fallback must not quietly give another answer. The
-difference found here: a cast of a float or numeric value to an integer type, which
-DataFusion truncates (CAST(2.7 AS int) is 2) and PostgreSQL rounds (3). Such a plan is
-refused with the way out (round() inside the cast, which both engines agree on).
+differences found here (the differential suite runs every query also on the fallback
+engine, tests/differential/test_queries.py, and found them):
+- a cast of a float or numeric value to an integer type, which DataFusion truncates
+  (CAST(2.7 AS int) is 2) and PostgreSQL rounds (3); the way out is round() inside the cast;
+- integer +, -, * and negation, which DataFusion wraps on overflow where PostgreSQL raises
+  22003 (constants are checked here: only a constant that overflows is refused);
+- float division by zero, Infinity in DataFusion and 22012 in PostgreSQL (a divisor
+  written NULLIF(x, 0), or a nonzero constant, is safe);
+- sum(bigint), a wrapping bigint in DataFusion and an exact numeric in PostgreSQL, and
+  sum() of decimals past 28 digits, which DataFusion lets overflow;
+- EXTRACT of seconds, milliseconds, microseconds or epoch, whose fraction DataFusion drops;
+- timestamps and floats cast to text, which DataFusion writes otherwise
+  ('2020-01-01T10:00:00', '1e20', '1.0' where PostgreSQL writes '2020-01-01 10:00:00',
+  '1e+20', '1').
+Such a plan is refused (0A000) with the reason.
 
 The check walks the Substrait form of DataFusion's plan, deriving each relation's column
 types (read schemas, projections, aggregates, joins) so that a cast's input type is known
@@ -20,6 +32,10 @@ from substrait import algebra_pb2, plan_pb2
 _INTEGERS = ("i8", "i16", "i32", "i64")
 _INEXACT = ("fp32", "fp64", "decimal")
 _ROUNDING = ("round", "floor", "ceil", "ceiling", "trunc")  # integral already: a cast keeps it
+_WRAPPING = ("add", "subtract", "multiply", "negate")
+_FRACTIONAL_PARTS = ("second", "seconds", "millisecond", "milliseconds", "microsecond", "microseconds", "epoch")
+_INT_RANGE = {"i8": 2**7, "i16": 2**15, "i32": 2**31, "i64": 2**63}
+_RUNS = "DataFusion, which would run it,"
 
 Type = Any  # substrait type_pb2.Type, or None where unknown
 
@@ -68,8 +84,9 @@ class _Walker:
             keys = [shared[i] for g in r.groupings for i in g.expression_references if i < len(shared)]
             measures = []
             for m in r.measures:
-                for a in m.measure.arguments:
-                    self.expr(a.value, inputs)
+                args = [self.expr(a.value, inputs) for a in m.measure.arguments]
+                if self.name(m.measure.function_reference) == "sum" and args:
+                    self.check_sum(args[0])
                 measures.append(m.measure.output_type)
             types = keys + measures if len(r.groupings) <= 1 else []  # grouping sets: layout not derived
         elif kind in ("join", "cross"):
@@ -103,9 +120,10 @@ class _Walker:
         if kind == "literal":
             return _literal_type(e.literal)
         if kind == "scalar_function":
-            for a in e.scalar_function.arguments:
-                self.expr(a.value, inputs)
-            return e.scalar_function.output_type
+            f = e.scalar_function
+            args = [self.expr(a.value, inputs) for a in f.arguments]
+            self.check_function(self.name(f.function_reference), f, args)
+            return f.output_type
         if kind == "window_function":
             for a in e.window_function.arguments:
                 self.expr(a.value, inputs)
@@ -119,6 +137,10 @@ class _Walker:
                 what = "numeric" if source.WhichOneof("kind") == "decimal" else "double precision"
                 self.hazard = (f"DataFusion, which would run it, casts {what} to an integer type by truncating "
                                "where PostgreSQL rounds (write round() inside the cast)")
+            if target in ("string", "varchar") and source is not None and \
+                    source.WhichOneof("kind") in ("fp32", "fp64", "timestamp", "precision_timestamp"):
+                self.flag(f"{_RUNS} writes {'timestamps' if 'timestamp' in source.WhichOneof('kind') else 'floats'} "
+                          "as text otherwise than PostgreSQL ('2020-01-01T10:00:00', '1e20', '1.0')")
             return e.cast.type
         if kind == "if_then":
             for clause in e.if_then.ifs:
@@ -132,6 +154,43 @@ class _Walker:
                         self.rel(inner[1])
             return None
         return None
+
+    def name(self, anchor: int) -> str:
+        return self.functions.get(anchor, "").split(":")[0]
+
+    def flag(self, hazard: str) -> None:
+        if self.hazard is None:
+            self.hazard = hazard
+
+    def check_function(self, name: str, f: Any, args: list[Type]) -> None:
+        out = f.output_type.WhichOneof("kind")
+        values = [a.value for a in f.arguments]
+        if name in _WRAPPING and out in _INTEGERS and not _constant_fits(name, values, out):
+            self.flag(f"{_RUNS} wraps integer overflow in +, - and * where PostgreSQL raises 22003")
+        elif name == "divide" and out in ("fp32", "fp64") and len(values) == 2 and not self._safe_divisor(values[1]):
+            self.flag(f"{_RUNS} gives Infinity for a float division by zero where PostgreSQL raises 22012 "
+                      "(write the divisor as NULLIF(x, 0))")
+        elif name == "date_part" and values and values[0].WhichOneof("rex_type") == "literal" and \
+                values[0].literal.string.lower() in _FRACTIONAL_PARTS:
+            self.flag(f"{_RUNS} drops the fraction of EXTRACT({values[0].literal.string.upper()} ...) "
+                      "that PostgreSQL keeps")
+
+    def check_sum(self, arg: Type) -> None:
+        kind = arg.WhichOneof("kind") if arg is not None else None
+        if kind == "i64":
+            self.flag(f"{_RUNS} sums bigint into a bigint that wraps, where PostgreSQL's sum is an exact numeric")
+        elif kind == "decimal" and arg.decimal.precision > 28:
+            self.flag(f"{_RUNS} lets a sum of {arg.decimal.precision}-digit decimals overflow silently")
+
+    def _safe_divisor(self, e: algebra_pb2.Expression) -> bool:
+        if e.WhichOneof("rex_type") == "literal":
+            lit = e.literal
+            kind = lit.WhichOneof("literal_type")
+            return kind in ("fp32", "fp64", "i8", "i16", "i32", "i64") and getattr(lit, kind) != 0
+        if e.WhichOneof("rex_type") == "cast":
+            return self._safe_divisor(e.cast.input)
+        return e.WhichOneof("rex_type") == "scalar_function" and \
+            self.name(e.scalar_function.function_reference) == "nullif"
 
     def _integral(self, e: algebra_pb2.Expression) -> bool:
         return e.WhichOneof("rex_type") == "scalar_function" and \
@@ -150,3 +209,22 @@ def _literal_type(lit: algebra_pb2.Expression.Literal) -> Type:
         t.decimal.precision, t.decimal.scale = lit.decimal.precision, lit.decimal.scale
         return t
     return None
+
+
+def _constant_fits(name: str, args: list[algebra_pb2.Expression], out: str) -> bool:
+    """Whether integer arithmetic on constants only gives a value of the output type."""
+    values = []
+    for a in args:
+        kind = a.literal.WhichOneof("literal_type") if a.WhichOneof("rex_type") == "literal" else None
+        if kind not in _INTEGERS:
+            return False
+        values.append(getattr(a.literal, kind))
+    if name == "negate" and len(values) == 1:
+        result = -values[0]
+    elif len(values) == 2:
+        x, y = values
+        result = x + y if name == "add" else x - y if name == "subtract" else x * y
+    else:
+        return False
+    bound = _INT_RANGE[out]
+    return -bound <= result < bound

@@ -39,6 +39,9 @@ class PlannedQuery:
     unsupported: str | None  # why not
     logical_plan: str
     hazard: str | None = None  # why DataFusion's answer would not be PostgreSQL's (fallback_check.py)
+    attempt: str = ""  # the text DataFusion planned (after penstock's rewrites)
+    values: Any = None  # its parameter values
+    substrait: Any = None  # the plan's Substrait form, when DataFusion could produce it
 
 
 class Frontend:
@@ -56,6 +59,10 @@ class Frontend:
         # would make the cast a grouping key: distinct big integers that round to one double
         # merge. penstock's aggregates keep DISTINCT sets of their own (exact values).
         self.ctx.remove_optimizer_rule("single_distinct_aggregation_to_group_by")
+        # What a query penstock's kernels cannot run is run by: DataFusion with every rule
+        # (without simplify_expressions it cannot execute COALESCE); Arrow IPC files as they
+        # are (its reader cannot cast their dictionaries away to the plain schema).
+        self.fallback_ctx = SessionContext(config)
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
 
@@ -68,16 +75,17 @@ class Frontend:
         # DataFusion is given the file's schema only where it must be: dictionary columns
         # (Substrait has no dictionary type) and CSV (so both engines read the same types).
         given = plain if (fmt == "csv" or not plain.equals(schema)) else None
-        if fmt == "parquet":
-            self.ctx.register_parquet(quoted(name), location, file_extension=extension or ".parquet", schema=given)
-        elif fmt == "arrow":
-            self.ctx.register_arrow(quoted(name), location, schema=given, file_extension=extension or ".arrow")
-        elif fmt == "csv":
-            self.ctx.register_csv(quoted(name), location, schema=given, file_extension=extension or ".csv",
-                                  has_header=csv.header if csv is not None else True,
-                                  delimiter=csv.delimiter if csv is not None else ",")
-        else:
-            raise ValueError(fmt)
+        for ctx, schema_given in ((self.ctx, given), (self.fallback_ctx, None if fmt == "arrow" else given)):
+            if fmt == "parquet":
+                ctx.register_parquet(quoted(name), location, file_extension=extension or ".parquet", schema=schema_given)
+            elif fmt == "arrow":
+                ctx.register_arrow(quoted(name), location, schema=schema_given, file_extension=extension or ".arrow")
+            elif fmt == "csv":
+                ctx.register_csv(quoted(name), location, schema=schema_given, file_extension=extension or ".csv",
+                                 has_header=csv.header if csv is not None else True,
+                                 delimiter=csv.delimiter if csv is not None else ",")
+            else:
+                raise ValueError(fmt)
         self._remember(name, plain)
 
     def register_table(self, name: str, table: pa.Table) -> None:
@@ -87,11 +95,13 @@ class Frontend:
             table = table.cast(plain)  # DataFusion's copy only: penstock reads the original
         batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
         self.ctx.register_record_batches(quoted(name), [batches])
+        self.fallback_ctx.register_record_batches(quoted(name), [batches])
         self._remember(name, plain)
 
     def deregister(self, name: str) -> None:
         if name in self.fields:
             self.ctx.deregister_table(quoted(name))
+            self.fallback_ctx.deregister_table(quoted(name))
             del self.fields[name]
             self.version += 1
 
@@ -149,7 +159,14 @@ class Frontend:
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
         hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
-        return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent(), hazard)
+        return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent(), hazard,
+                            attempt, values, substrait)
+
+    def fallback_dataframe(self, planned: PlannedQuery) -> Any:
+        """The query as the fallback engine runs it (DataFusion with all its rules)."""
+        if planned.values:
+            return self.fallback_ctx.sql(planned.attempt, param_values=planned.values)
+        return self.fallback_ctx.sql(planned.attempt)
 
     def substrait(self, logical: Any) -> plan_pb2.Plan:
         try:

@@ -22,6 +22,7 @@ from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
 from penstock.server.statements import (CopyCommand, CreateExternal, parse_copy, parse_create, parse_cursor,
                                         parse_drop, parse_set, strip_comments, words)
+from penstock.streaming import ResultStream
 
 QUERY_WORDS = {"SELECT", "WITH", "VALUES", "TABLE"}
 IN_FAILED_TRANSACTION = "25P02"
@@ -38,6 +39,26 @@ class Outcome:
     copy: CopyCommand | None = None
     reported: list[str] = field(default_factory=list)  # settings to send ParameterStatus for
     engine: str | None = None
+    stream: ResultStream | None = None  # rows to send as they are made (a query), instead of `table`
+    shape: Callable[[pa.Table], pa.Table] | None = None  # applied to each piece (types Describe promised)
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        if self.stream is not None:
+            return self.pieces(self.stream.schema.empty_table()).schema
+        return None if self.table is None else self.table.schema
+
+    def pieces(self, table: pa.Table) -> pa.Table:
+        return self.shape(table) if self.shape is not None else table
+
+    def materialize(self) -> pa.Table:
+        """The whole result as one table (cursors, COPY, portals fetched in parts)."""
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            self.table = self.pieces(stream.to_arrow())
+            self.tag = f"SELECT {self.table.num_rows}"
+        assert self.table is not None
+        return self.table
 
 
 @dataclass
@@ -94,8 +115,8 @@ def run_statement(state: SessionState, sql: str) -> Outcome:
 def run_query(state: SessionState, sql: str) -> Outcome:
     sql = pg_catalog.for_session(state, sql)
     s = state.settings
-    executed = state.db.execute(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
-                                state.cancelled)
+    executed = state.db.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
+                               state.cancelled)
     result = executed.result
     notices = list(executed.notices)
     engine = describe_engine(result)
@@ -103,7 +124,8 @@ def run_query(state: SessionState, sql: str) -> Outcome:
         notices.append(f"engine: {engine}")
     elif result.engine == "datafusion" and not pg_catalog.catalog_only(result.fallback_reason):
         notices.append(f"ran on DataFusion's CPU engine, not penstock's kernels: {result.fallback_reason}")
-    return Outcome(f"SELECT {result.table.num_rows}", result.table, notices, engine=engine)
+    assert isinstance(result, ResultStream)
+    return Outcome("SELECT", notices=notices, engine=engine, stream=result)
 
 
 # -- transactions ---------------------------------------------------------------------------------
@@ -187,8 +209,7 @@ def _cursor(state: SessionState, sql: str, w: list[str]) -> Outcome:
         if cmd.name in state.cursors:
             raise QueryError(f'cursor "{cmd.name}" already exists', DUPLICATE_CURSOR)
         outcome = run_query(state, cmd.query)
-        assert outcome.table is not None
-        state.cursors[cmd.name] = Cursor(outcome.table, hold)
+        state.cursors[cmd.name] = Cursor(outcome.materialize(), hold)
         return Outcome("DECLARE CURSOR", notices=outcome.notices, engine=outcome.engine)
     if cmd.kind == "close":
         if not cmd.name:
@@ -212,8 +233,8 @@ def _cursor(state: SessionState, sql: str, w: list[str]) -> Outcome:
 def _copy(state: SessionState, sql: str, w: list[str]) -> Outcome:
     cmd = parse_copy(sql)
     outcome = run_query(state, cmd.query)
-    assert outcome.table is not None
-    return Outcome(f"COPY {outcome.table.num_rows}", outcome.table, outcome.notices, copy=cmd, engine=outcome.engine)
+    table = outcome.materialize()
+    return Outcome(f"COPY {table.num_rows}", table, outcome.notices, copy=cmd, engine=outcome.engine)
 
 
 def _explain(state: SessionState, sql: str, w: list[str]) -> Outcome:

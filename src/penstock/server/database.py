@@ -23,6 +23,8 @@ import penstock
 from penstock.frontend.session import quoted
 from penstock.io.csv import flag
 from penstock.api import Connection, Result, plain_types
+from penstock.exec.result_stream import streams
+from penstock.streaming import ResultStream, finished
 from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
 from penstock.server import pg_catalog
 from penstock.server.admission import Admission, Grant
@@ -57,7 +59,7 @@ class ServerConfig:
 
 @dataclass
 class Executed:
-    result: Result
+    result: Result | ResultStream
     notices: list[str]
     grant: Grant | None = None
 
@@ -221,6 +223,33 @@ class Database:
         finally:
             self.admission.release(alone)
 
+    def stream(self, sql: str, check: Callable[[], None], policy: str = "wait",
+               max_wait: float | None = None, cancelled: threading.Event | None = None) -> Executed:
+        """A query whose result goes to the client as it is made (penstock/streaming.py),
+        under the same GPU admission as `execute`; the slot is held until the stream ends.
+        (A plan that cannot stream runs through `execute`, with its retry alone.)"""
+        sql = self.memo(("planner", sql), lambda: planner_sql(sql))
+        prepared = self.conn.prepare(sql)
+        if prepared.compiled is None or self.cpu is None:
+            return Executed(self.conn.stream(sql, check=check), [])
+        if not streams(prepared.compiled.plan):
+            executed = self.execute(sql, check, policy, max_wait, cancelled)
+            return Executed(finished(executed.result), executed.notices, executed.grant)
+        grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
+        try:
+            if not grant.on_gpu:
+                check()
+                note = (f"all {self.admission.slots} GPU query slots were busy"
+                        + (f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else "") + ": ran on the CPU backend")
+                stream, notices = self.cpu.stream(sql, check=check), [note]
+            else:
+                stream, notices = self.conn.stream(sql, check=check, memory_limit=grant.memory_limit), []
+        except BaseException:
+            self.admission.release(grant)
+            raise
+        stream.finalizers.append(lambda: self.admission.release(grant))
+        return Executed(stream, notices, grant)
+
     def result_schema(self, sql: str) -> pa.Schema:
         """The result columns of a query, from its plan (nothing runs)."""
         planned = self.conn.prepare(self.memo(("planner", sql), lambda: planner_sql(sql))).planned
@@ -261,7 +290,7 @@ def _gpu_memory(conn: Connection) -> int | None:
     return int(total * 0.9) if total else None
 
 
-def describe_engine(result: Result) -> str:
+def describe_engine(result: Result | ResultStream) -> str:
     why = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
     return f"{result.engine}{why}"
 

@@ -133,10 +133,11 @@ class Extended:
                 return
             portal = self._portal(name)
             outcome = self._run(portal)
-            if outcome is None or outcome.table is None or outcome.copy is not None:
+            schema = outcome.schema if outcome is not None else None
+            if outcome is None or schema is None or outcome.copy is not None:
                 out.add(b"n")
             else:
-                out.row_description(describe(outcome.table.schema, portal.formats))
+                out.row_description(describe(schema, portal.formats))
         else:
             raise ProtocolViolation(f"invalid DESCRIBE message subtype {what!r}")
 
@@ -151,6 +152,15 @@ class Extended:
         if outcome.tag == "":
             self.session.out.empty_query()
             return
+        if outcome.stream is not None:
+            if max_rows <= 0 and portal.sent == 0:  # all of it: rows go out as the query makes them
+                schema = outcome.schema
+                if not self.session.send_outcome(outcome, portal.formats, describe_rows=False):
+                    self.skipping = True
+                outcome.stream, outcome.tag = None, "SELECT 0"
+                outcome.table = schema.empty_table() if schema is not None else None
+                return
+            outcome.materialize()  # fetched in parts: the portal keeps the rows
         if outcome.table is None or outcome.copy is not None:
             if portal.sent == 0:
                 self.session.send_outcome(outcome, portal.formats, describe_rows=False)
@@ -209,8 +219,11 @@ class Extended:
             if outcome.tag.startswith("DEALLOCATE"):
                 self._deallocate(portal.sql)
             described = portal.statement.described
-            if outcome.table is not None and described is not None and outcome.copy is None:
-                outcome.table = conform(outcome.table, described)
+            if described is not None and outcome.copy is None:
+                if outcome.table is not None:
+                    outcome.table = conform(outcome.table, described)
+                elif outcome.stream is not None:
+                    outcome.shape = lambda piece: conform(piece, described)
             portal.outcome = outcome
         return portal.outcome
 

@@ -215,20 +215,20 @@ def _refresh_view(state: CatalogState, relations: list[Relation]) -> None:
 def _register(db: Database, tables: dict[str, pa.Table], with_functions: bool) -> None:
     state = _state(db)
     for conn in db.connections():
-        ctx = conn.frontend.ctx
-        for schema in ("pg_catalog", "information_schema"):
-            if schema not in ctx.catalog().schema_names():
-                ctx.sql(f"CREATE SCHEMA {schema}").collect()
-        for name, table in tables.items():
-            full = name if "." in name else f"pg_catalog.{name}"
-            try:
-                ctx.deregister_table(full)
-            except Exception:  # not registered yet
-                pass
-            ctx.register_record_batches(full, [table.to_batches() or [pa.RecordBatch.from_pylist([], table.schema)]])
-        if with_functions:
-            for f in functions(state.view):
-                ctx.register_udf(f)
+        for ctx in (conn.frontend.ctx, conn.frontend.fallback_ctx):  # catalog queries run on the second
+            for schema in ("pg_catalog", "information_schema"):
+                if schema not in ctx.catalog().schema_names():
+                    ctx.sql(f"CREATE SCHEMA {schema}").collect()
+            for name, table in tables.items():
+                full = name if "." in name else f"pg_catalog.{name}"
+                try:
+                    ctx.deregister_table(full)
+                except Exception:  # not registered yet
+                    pass
+                ctx.register_record_batches(full, [table.to_batches() or [pa.RecordBatch.from_pylist([], table.schema)]])
+            if with_functions:
+                for f in functions(state.view):
+                    ctx.register_udf(f)
         conn.frontend.version += 1  # cached plans may read the old catalog tables
 
 

@@ -15,7 +15,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from penstock.errors import PenstockError, QueryError
+from penstock.errors import QUERY_CANCELED, PenstockError, QueryError
 from penstock.server.commands import Outcome, SessionState, run_statement
 from penstock.server.extended import Extended
 from penstock.server.results import copy_lines, data_row_blocks, describe
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from penstock.server.server import Server
 
 log = logging.getLogger("penstock.server")
-QUERY_CANCELED = "57014"
 
 
 class Session:
@@ -87,9 +86,8 @@ class Session:
             self.out.empty_query()
         for offset, stmt in statements:
             outcome = self.run(stmt, offset)
-            if outcome is None:
+            if outcome is None or not self.send_outcome(outcome, [0], describe_rows=True):
                 break
-            self.send_outcome(outcome, [0], describe_rows=True)
         self.ready()
 
     def run(self, sql: str, offset: int = 0) -> Outcome | None:
@@ -116,7 +114,11 @@ class Session:
         return outcome
 
     def send_outcome(self, outcome: Outcome, formats: list[int], describe_rows: bool, start: int = 0,
-                     stop: int | None = None) -> None:
+                     stop: int | None = None) -> bool:
+        """Send the outcome's rows and its command tag; False when a streamed query failed
+        midway (the error was sent instead of the tag)."""
+        if outcome.stream is not None and outcome.copy is None:
+            return self.send_stream(outcome, formats, describe_rows)
         table = outcome.table
         if outcome.copy is not None and table is not None:
             c = outcome.copy
@@ -130,6 +132,31 @@ class Session:
             for block in data_row_blocks(table, formats, start, stop):
                 self.out.raw(block)
         self.out.command_complete(outcome.tag)
+        return True
+
+    def send_stream(self, outcome: Outcome, formats: list[int], describe_rows: bool) -> bool:
+        """Rows as the query makes them: each piece becomes DataRow messages at once, so the
+        server holds a few batches, not the result. An error midway is sent after the rows
+        already sent, as PostgreSQL does."""
+        stream = outcome.stream
+        assert stream is not None
+        schema = outcome.schema
+        assert schema is not None
+        if describe_rows:
+            self.out.row_description(describe(schema, formats))
+        try:  # the query runs on (its statement's cancel and timeout checks still apply)
+            for piece in stream:
+                for block in data_row_blocks(outcome.pieces(piece), formats):
+                    self.out.raw(block)
+        except (ClientGone, ProtocolViolation):
+            raise
+        except Exception as e:
+            self.error(e)
+            return False
+        finally:
+            stream.close()
+        self.out.command_complete(f"SELECT {stream.rows}")
+        return True
 
     # -- cancellation, timeouts, vanished clients -------------------------------------------------
     def begin_statement(self) -> None:

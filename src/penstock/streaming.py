@@ -1,0 +1,106 @@
+"""Connection.stream(): a query's result piece by piece, in bounded memory.
+
+The server sends big results to clients with it, and a Python caller can write a result
+bigger than memory to a file. Which way the pieces come depends on the plan:
+- a plan that streams (exec/result_stream.py: its last pipeline writes the result) runs in
+  a producer thread and hands over each batch as written, through a queue of a few
+  batches, so a slow reader holds the query back;
+- a query DataFusion runs comes as DataFusion's own stream of batches;
+- any other plan (sorts, limits, aggregations) runs to the end and is handed out in slices.
+The stream knows its schema before the first piece, says which engine runs it, and has
+the row count and metrics once it is exhausted. Closing it early stops the query.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from penstock.exec.buffers import buffer_to_arrow
+from penstock.exec.metrics import QueryMetrics
+from penstock.exec.result_stream import BatchEmitter, Handoff, slices, streams
+
+if TYPE_CHECKING:
+    from penstock.api import Connection
+
+
+@dataclass
+class ResultStream:
+    """Pieces of a result (Arrow tables with `schema`), produced as they are taken."""
+
+    schema: pa.Schema
+    engine: str  # penstock-cpu | penstock-gpu | datafusion
+    fallback_reason: str | None
+    pieces: Iterator[pa.Table] = field(repr=False)
+    metrics: QueryMetrics | None = None
+    rows: int = 0  # rows handed out so far (all of them once exhausted)
+    seconds: float = 0.0
+    streamed: bool = False  # whether the pieces come as the query writes them
+    finalizers: list[Callable[[], None]] = field(default_factory=list, repr=False)  # run once, at the end
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        try:
+            for piece in self.pieces:
+                if piece.num_rows:
+                    self.rows += piece.num_rows
+                    yield piece
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the query if it is still running (pieces not taken are dropped), and run the
+        finalizers (the server's GPU admission slot goes back here). Safe to call again."""
+        close = getattr(self.pieces, "close", None)
+        if close is not None:
+            close()
+        while self.finalizers:
+            self.finalizers.pop()()
+
+    def to_arrow(self) -> pa.Table:
+        return pa.Table.from_batches([b for piece in self for b in piece.to_batches()], self.schema)
+
+
+def finished(result: Any) -> ResultStream:
+    """A Result already computed, as a stream of slices."""
+    return ResultStream(result.table.schema, result.engine, result.fallback_reason, slices(result.table),
+                        result.metrics, seconds=result.seconds)
+
+
+def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, Any] | None,
+                check: Callable[[], None] | None, memory_limit: int | None) -> ResultStream:
+    started = time.perf_counter()
+    prepared = conn.prepare(sql, params)
+    if prepared.compiled is None:
+        schema, pieces = conn.fallback_pieces(prepared, check)
+        return ResultStream(schema, "datafusion", prepared.reason, pieces, streamed=True)
+    plan, names = prepared.compiled.plan, prepared.planned.names
+    if not streams(plan):
+        return finished(conn.sql(sql, params, check, memory_limit))
+    backend = conn.backend
+    empty = buffer_to_arrow(backend, [], plan.buffer_types[plan.result_buffer]).select(plan.result_columns)
+    schema = empty.rename_columns(names).schema if len(names) == empty.num_columns else empty.schema
+    metrics = QueryMetrics()
+    stream = ResultStream(schema, backend.engine, None, iter(()), metrics, streamed=True)
+    handoff = Handoff()
+    emitter = BatchEmitter(backend, plan, schema.names, handoff.put)
+
+    def checked() -> None:
+        handoff.check()
+        if check is not None:
+            check()
+
+    def produce() -> None:
+        conn.executor.run(prepared.compiled, metrics, checked, memory_limit, emit=emitter)  # type: ignore[arg-type]
+
+    def pieces() -> Iterator[pa.Table]:
+        handoff.run(produce)
+        for kind, value in handoff.batches():
+            if kind == "batch":
+                yield value
+        metrics.execute_seconds = stream.seconds = time.perf_counter() - started
+
+    stream.pieces = pieces()
+    return stream
