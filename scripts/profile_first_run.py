@@ -14,7 +14,7 @@ import pstats
 import time
 
 import penstock
-from penstock.bench.ssb_bench import WARM_UP
+from penstock.bench.suites import suite
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
 
@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     db = penstock.connect(device=args.device)
     register_ssb(db, args.data, "arrow", cache=args.cache)
-    db.sql(WARM_UP)
+    db.sql(suite("ssb").warm_up)
     profile = cProfile.Profile()
     started = time.perf_counter()
     profile.enable()

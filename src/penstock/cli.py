@@ -114,19 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
     bsub = b.add_subparsers(dest="bench")
-    bs = bsub.add_parser("ssb", help="the 13 SSB queries on penstock and DuckDB")
-    bs.add_argument("--sf", type=positive, default=1.0)
-    bs.add_argument("--tier", default="gpu",
-                    help="where the data is when a query starts: gpu (device memory), host (page cache), "
-                         "disk (the drive, read with O_DIRECT); several comma-separated")
-    bs.add_argument("--repeat", type=int, default=5)
-    bs.add_argument("--format", default="arrow", choices=["arrow", "parquet"])
-    bs.add_argument("--data", default=None, help="SSB data directory (generated if missing)")
-    bs.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
-    bs.add_argument("--queries", default=None, help="comma-separated subset, e.g. Q1.1,Q2.1")
-    bs.add_argument("--no-duckdb", action="store_true")
-    bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
-    bs.set_defaults(run=cmd_bench_ssb)
+    for name, title, example, fmt in (("ssb", "the 13 SSB queries", "Q1.1,Q2.1", "arrow"),
+                                      ("tpch", "the 22 TPC-H queries", "q01,q06", "parquet")):
+        bs = bsub.add_parser(name, help=f"{title} on penstock and DuckDB: first runs (fresh process, empty "
+                                        "and warm kernel caches) and repeats")
+        bs.add_argument("--sf", type=positive, default=1.0)
+        bs.add_argument("--tier", default="gpu",
+                        help="where the data is when a query starts: gpu (device memory), host (page cache), "
+                             "disk (the drive, read with O_DIRECT); several comma-separated")
+        bs.add_argument("--repeat", type=int, default=5)
+        bs.add_argument("--format", default=fmt, choices=["arrow", "parquet"])
+        bs.add_argument("--data", default=None, help="data directory (generated if missing; "
+                                                     f"default data/{name}-sf<SF>-<format>)")
+        bs.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+        bs.add_argument("--queries", default=None, help=f"comma-separated subset, e.g. {example}")
+        bs.add_argument("--no-duckdb", action="store_true")
+        bs.add_argument("--no-first-runs", action="store_true",
+                        help="skip the first runs in fresh processes (two processes per query)")
+        bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
+        bs.set_defaults(run=cmd_bench, suite=name)
     bi = bsub.add_parser("io", help="print the hardware ceilings alone")
     bi.add_argument("--file", required=True, help="a large file to read (e.g. lineorder.arrow)")
     bi.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
@@ -272,18 +278,24 @@ def cmd_gen_tpch(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench_ssb(args: argparse.Namespace) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     from penstock.bench.report import text_table, write_reports
-    from penstock.bench.ssb_bench import run_ssb_bench
+    from penstock.bench.runner import run_bench
+    from penstock.bench.suites import suite
 
     queries = args.queries.split(",") if args.queries else None
     tiers = args.tier.split(",")
     for tier in tiers:
         if tier not in ("gpu", "host", "disk"):
             raise PenstockError(f"unknown tier {tier!r}: use gpu, host or disk")
-    reports = run_ssb_bench(args.sf, tiers, args.repeat, args.format, args.data, args.device,
-                            duckdb=not args.no_duckdb, queries=queries,
+    if args.repeat < 1:
+        raise PenstockError(f"--repeat must be at least 1, not {args.repeat}")
+    try:
+        reports = run_bench(suite(args.suite), args.sf, tiers, args.repeat, args.format, args.data, args.device,
+                            duckdb=not args.no_duckdb, queries=queries, first_runs=not args.no_first_runs,
                             log=lambda m: print(m, file=sys.stderr, flush=True))
+    except ValueError as e:
+        raise PenstockError(str(e)) from None
     for report in reports:
         print(text_table(report) + "\n")
         for path in write_reports(report, Path(args.out)):

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from penstock.errors import QUERY_CANCELED, QueryError
 from penstock.exec.buffers import buffer_to_arrow
 from penstock.io.device_batch import Batch
+from penstock.io.prefetch import offer
 from penstock.plan.physical import MaterializeSink, PhysicalPlan, RunPipeline, writers
 
 QUEUE_BATCHES = 2  # batches waiting for the consumer: what a slow client lets the query run ahead
@@ -66,13 +67,8 @@ class Handoff:
         self.stopped = threading.Event()
 
     def put(self, table: pa.Table) -> None:
-        while True:
+        if not offer(self.queue, ("batch", table), self.stopped):
             self.check()
-            try:
-                self.queue.put(("batch", table), timeout=0.1)
-                return
-            except queue.Full:
-                continue
 
     def check(self) -> None:
         if self.stopped.is_set():
@@ -90,12 +86,7 @@ class Handoff:
         return thread
 
     def _finish(self, item: tuple[str, Any]) -> None:
-        while not self.stopped.is_set():
-            try:
-                self.queue.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
+        offer(self.queue, item, self.stopped)
 
     def batches(self) -> Iterator[tuple[str, Any]]:
         """('batch', table) items, then one ('done', value); an error is raised."""

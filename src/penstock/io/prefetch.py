@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 _DONE = object()
@@ -35,13 +35,7 @@ class ReadAhead(Generic[T]):
     def produce(self) -> None:
         try:
             for item in self.make():
-                while not self.stop.is_set():
-                    try:
-                        self.queue.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self.stop.is_set():
+                if not offer(self.queue, item, self.stop):
                     return
             self.queue.put(_DONE)
         except BaseException as e:  # handed to the consumer
@@ -72,3 +66,14 @@ def prefetch(make: Callable[[], Iterator[T]], depth: int = DEPTH) -> Iterator[T]
     """Items of make()'s iterator, produced by a background thread (started on the first
     item asked for) up to `depth` ahead; stopping early stops it."""
     yield from ReadAhead(make, depth)
+
+
+def offer(into: queue.Queue, item: Any, stop: threading.Event) -> bool:
+    """Put `item` into a bounded queue, waiting for room until `stop` is set (False then)."""
+    while not stop.is_set():
+        try:
+            into.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False

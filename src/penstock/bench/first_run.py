@@ -1,0 +1,77 @@
+"""A query's first run in a fresh process: what a user typing a new query meets.
+
+    python -m penstock.bench.first_run < spec.json      (prints one JSON line)
+
+The spec names the device, the tables (name -> file), which of them to hold in the column
+cache first (the gpu tier: loading them is not timed), and the query. The kernel cache is
+wherever PENSTOCK_CACHE_DIR points: an empty directory gives the first run with empty
+kernel caches, the directory another first run filled gives the first run with a warm
+on-disk kernel cache. `fresh_first_run` starts such a process and returns what it measured:
+the query's wall time and its phases (planning, compiling, executing), the process's own
+start (imports, device, registration) apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class FirstRun:
+    seconds: float  # the query: plan + compile + execute, as db.sql() took it
+    plan_s: float
+    compile_s: float
+    execute_s: float
+    engine: str
+    rows: int
+    start_s: float  # the process before the query: imports, the device, registration, cache loads
+    kernels: int = 0  # kernels the query compiled (found in no cache)
+
+
+def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: Path,
+                    cached: list[str] | None = None, io: str = "auto", timeout: float = 1800) -> FirstRun:
+    """Run `sql` once in a new Python process whose kernel cache is `cache_dir`."""
+    spec = {"device": device, "tables": {t: str(p) for t, p in tables.items()}, "sql": sql,
+            "cached": cached or [], "io": io}
+    env = dict(os.environ, PENSTOCK_CACHE_DIR=str(cache_dir))
+    done = subprocess.run([sys.executable, "-m", "penstock.bench.first_run"], input=json.dumps(spec),
+                          capture_output=True, text=True, env=env, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"first run in a fresh process failed: {done.stderr.strip()[-2000:]}")
+    return FirstRun(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    started = time.perf_counter()
+    spec: dict[str, Any] = json.loads(sys.stdin.read())
+    import penstock
+
+    db = penstock.connect(device=spec["device"], strict=True, io=spec.get("io", "auto"))
+    for name, path in spec["tables"].items():
+        db.register(name, path)
+    for name in spec.get("cached", []):
+        db.cache(name)
+    start_s = time.perf_counter() - started
+    began = time.perf_counter()
+    result = db.sql(spec["sql"])
+    rows = result.to_arrow().num_rows
+    seconds = time.perf_counter() - began
+    m = result.metrics
+    compiled = db.prepare(spec["sql"]).compiled  # the cached plan: nothing is planned again
+    compile_s = m.compile_seconds if m else 0.0
+    print(json.dumps({"seconds": seconds, "plan_s": max((m.plan_seconds if m else 0.0) - compile_s, 0.0),
+                      "compile_s": compile_s, "execute_s": m.execute_seconds if m else 0.0,
+                      "engine": result.engine, "rows": rows, "start_s": start_s,
+                      "kernels": compiled.kernels_compiled if compiled is not None else 0}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
