@@ -13,8 +13,8 @@ def text_table(r: BenchReport) -> str:
              f"{r.duckdb_source or 'not run'}, {r.duckdb_threads} threads; best and median of {r.repeat}",
              f"ceiling ({r.tier}): {r.ceiling:.1f} GB/s{_samples(r)}"
              + (f"; read path: {r.read_path}" if r.read_path else ""),
-             "first runs: in a fresh process, empty kernel caches (cold) and the on-disk kernel cache "
-             "warm (warm); x duck: DuckDB's best time over penstock's"]
+             "first runs: in a fresh process, empty kernel caches (cold; the installation's precompiled "
+             "header kept) and the on-disk kernel cache warm (warm); x duck: DuckDB's best time over penstock's"]
     head = (f"{'query':6} {'rows':>5} {'best ms':>9} {'median ms':>9} {'cold ms':>8} {'warm ms':>8} "
             f"{'GB/s':>6} {'%ceil':>6} {'duck ms':>9} {'x duck':>7} {'cold/duck':>9} {'same':>5}")
     lines += [head, "-" * len(head)]

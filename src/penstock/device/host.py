@@ -19,12 +19,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import KERNELS_DIR, Backend, CompiledKernel, KernelSpec
+from penstock.device.host_pch import precompiled, split_prelude
 from penstock.errors import PenstockError
 
 CXX_FLAGS = ["-std=c++17", "-O2", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno",
              "-Wno-unknown-pragmas"]
 if platform.machine().lower() in ("x86_64", "amd64"):
     CXX_FLAGS.append("-mcx16")  # 16-byte compare-and-swap inline (min/max of 38-digit decimals)
+PCH_FLAGS = [f for f in CXX_FLAGS if f != "-shared"]  # a precompiled header's flags must match the kernels'
+USE_PCH = os.environ.get("PENSTOCK_HOST_PCH", "1") != "0"  # 0: every kernel parses the headers itself
 _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
            "u64": ctypes.c_uint64, "f64": ctypes.c_double}
 
@@ -61,9 +64,16 @@ class HostBackend(Backend):
     def build(self, spec: KernelSpec, target: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="penstock-cc-") as tmp:
             src = Path(tmp) / "kernel.cpp"
-            src.write_text(spec.source)
             out = Path(tmp) / "kernel.so"
-            cmd = [self._compiler, *CXX_FLAGS, f"-I{KERNELS_DIR}", "-x", "c++", str(src), "-o", str(out)]
+            prelude, body = split_prelude(spec.source)
+            headers = precompiled(self._compiler, PCH_FLAGS, prelude) if USE_PCH else None
+            if headers is not None:  # the body alone, after the precompiled prelude (host_pch.py)
+                src.write_text(body)
+                include = [f"-I{headers}", "-include", "prelude.h"]
+            else:
+                src.write_text(spec.source)
+                include = []
+            cmd = [self._compiler, *CXX_FLAGS, f"-I{KERNELS_DIR}", *include, "-x", "c++", str(src), "-o", str(out)]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 raise PenstockError(f"g++ could not compile generated kernel {spec.name}:\n"
