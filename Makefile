@@ -9,6 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/penstock prebuild --device cpu
 	touch $@
 
 install: $(BIN)/.installed

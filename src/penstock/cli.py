@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     d.set_defaults(run=cmd_demo)
+
+    pb = sub.add_parser("prebuild", help="compile what every query shares (kernels no query shapes; on the CPU "
+                                         "a precompiled header) once, into the installation cache")
+    pb.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    pb.set_defaults(run=cmd_prebuild)
     _show_defaults(p)
     return p
 
@@ -314,6 +319,18 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
     print(f"page cache -> device (threaded): {ceilings.host_to_device_gbps(backend, path):8.1f} GB/s")
     ceilings.drop_page_cache([path])
     print(f"O_DIRECT read from the drive:    {ceilings.direct_read_gbps(path, backend):8.1f} GB/s")
+    return 0
+
+
+def cmd_prebuild(args: argparse.Namespace) -> int:
+    from penstock.device import get_backend
+    from penstock.device.kernel_cache import installation_dir
+    from penstock.device.prebuild import prebuild
+
+    backend = get_backend(args.device, None)
+    kernels, seconds = prebuild(backend)
+    print(f"{kernels} installation kernels ready for {backend.describe()} in {installation_dir()} "
+          f"({seconds:.1f} s)")
     return 0
 
 

@@ -32,7 +32,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, expr: str) -> list[Any
 
 
 def test_kernels_compile_after_the_precompiled_prelude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PENSTOCK_PCH_DIR", str(tmp_path / "pch"))
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path / "install"))
     commands: list[list[str]] = []
     real = subprocess.run
 
@@ -43,22 +43,22 @@ def test_kernels_compile_after_the_precompiled_prelude(tmp_path: Path, monkeypat
     monkeypatch.setattr(host_pch.subprocess, "run", spy)
     monkeypatch.setattr(host.subprocess, "run", spy)
     assert _run(tmp_path, monkeypatch, "a * 7 + length(s)") == [8, 16, None, 280]
-    made = list((tmp_path / "pch").glob("*/prelude.h.gch"))
+    made = list((tmp_path / "install" / "pch").glob("*/prelude.h.gch"))
     assert len(made) == 1  # one header for every kernel of the query
     kernels = [c for c in commands if "-shared" in c]
     assert kernels and all("-include" in c for c in kernels)
 
 
 def test_a_damaged_precompiled_header_costs_time_not_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PENSTOCK_PCH_DIR", str(tmp_path / "pch"))
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path / "install"))
     assert _run(tmp_path / "a", monkeypatch, "a - 3") == [-2, -1, None, 37]
-    for gch in (tmp_path / "pch").glob("*/prelude.h.gch"):
+    for gch in (tmp_path / "install" / "pch").glob("*/prelude.h.gch"):
         gch.write_bytes(b"not a precompiled header")
     assert _run(tmp_path / "b", monkeypatch, "a * a - 1") == [0, 3, None, 1599]
 
 
 def test_without_the_precompiled_header_the_same_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host, "USE_PCH", False)
-    monkeypatch.setenv("PENSTOCK_PCH_DIR", str(tmp_path / "pch"))
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path / "install"))
     assert _run(tmp_path, monkeypatch, "a + 100 * length(s)") == [101, 202, None, 40]
-    assert not (tmp_path / "pch").exists()
+    assert not (tmp_path / "install" / "pch").exists()

@@ -6,8 +6,8 @@ The spec names the device, the tables (name -> file), which of them to hold in t
 cache first (the gpu tier: loading them is not timed), and the query. The kernel cache is
 wherever PENSTOCK_CACHE_DIR points: an empty directory gives the first run with empty
 kernel caches, the directory another first run filled gives the first run with a warm
-on-disk kernel cache. What belongs to the installation rather than to a query (the CPU
-backend's precompiled header, device/host_pch.py) is kept. `fresh_first_run` starts such a process and returns what it measured:
+on-disk kernel cache. What belongs to the installation rather than to a query (kernels no
+query shapes, the CPU backend's precompiled header) is kept. `fresh_first_run` starts such a process and returns what it measured:
 the query's wall time and its phases (planning, compiling, executing), the process's own
 start (imports, device, registration) apart.
 """
@@ -41,11 +41,11 @@ def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: P
     """Run `sql` once in a new Python process whose kernel cache is `cache_dir`."""
     spec = {"device": device, "tables": {t: str(p) for t, p in tables.items()}, "sql": sql,
             "cached": cached or [], "io": io}
-    from penstock.device.host_pch import pch_root
+    from penstock.device.kernel_cache import installation_dir
 
-    # the installation's precompiled header stays (it is built once per installation, as
-    # the packages are installed once): only the kernels are the new process's to compile
-    env = dict(os.environ, PENSTOCK_CACHE_DIR=str(cache_dir), PENSTOCK_PCH_DIR=str(pch_root()))
+    # what the installation holds stays (`penstock prebuild` makes it once, as the packages
+    # are installed once): only the query's kernels are the new process's to compile
+    env = dict(os.environ, PENSTOCK_CACHE_DIR=str(cache_dir), PENSTOCK_INSTALL_CACHE=str(installation_dir()))
     done = subprocess.run([sys.executable, "-m", "penstock.bench.first_run"], input=json.dumps(spec),
                           capture_output=True, text=True, env=env, timeout=timeout)
     if done.returncode != 0:

@@ -82,11 +82,20 @@ FILL_DIRECT_MAP = """  XPU_PARALLEL_BEGIN
 """
 
 
-def plain_kernel(name: str, signature: list[tuple[str, str, str]], body: str) -> Kernel:
+def plain_kernel(name: str, signature: list[tuple[str, str, str]], body: str,
+                 installation: bool = False) -> Kernel:
     table = ParamTable()
     for pname, cpp, ctype in signature:
         table.params.append(KernelParam(pname, ctype, cpp, Role()))
-    return Kernel(name, kernel_source(name, table, body), table.params)
+    return Kernel(name, kernel_source(name, table, body), table.params, installation=installation)
+
+
+DIRECT_MAP_KEYS = ("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t")
+
+
+def installation_kernels() -> list[Kernel]:
+    """Every kernel no query shapes: compiled once per installation (`penstock prebuild`)."""
+    return [gather_text(), text_to_arrow(), rehash(), *(fill_direct_map(c) for c in DIRECT_MAP_KEYS)]
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
@@ -95,7 +104,7 @@ def gather_text() -> Kernel:
     return plain_kernel("gather_text", [
         ("n", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
         ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"),
-        ("offsets", "const int32_t*", "ptr"), ("dst", "uint8_t*", "ptr")], GATHER_TEXT)
+        ("offsets", "const int32_t*", "ptr"), ("dst", "uint8_t*", "ptr")], GATHER_TEXT, installation=True)
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
@@ -104,14 +113,14 @@ def text_to_arrow() -> Kernel:
     return plain_kernel("text_to_arrow", [
         ("count", "const uint64_t*", "ptr"), ("capacity", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
         ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"), ("offsets", "int32_t*", "ptr"),
-        ("dst", "uint8_t*", "ptr"), ("room", "int64_t", "i64")], TEXT_TO_ARROW)
+        ("dst", "uint8_t*", "ptr"), ("room", "int64_t", "i64")], TEXT_TO_ARROW, installation=True)
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
 def rehash() -> Kernel:
     return plain_kernel("rehash", [
         ("n", "int64_t", "i64"), ("old_table", "const uint64_t*", "ptr"), ("width", "int32_t", "i32"),
-        ("new_table", "uint64_t*", "ptr"), ("new_mask", "uint64_t", "u64")], REHASH)
+        ("new_table", "uint64_t*", "ptr"), ("new_mask", "uint64_t", "u64")], REHASH, installation=True)
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
@@ -120,4 +129,4 @@ def fill_direct_map(key_ctype: str) -> Kernel:
     and the key's bit in the bitmap after the map."""
     return plain_kernel(f"fill_direct_map_{key_ctype}", [
         ("n", "int64_t", "i64"), ("keys", f"const {key_ctype}*", "ptr"), ("lo", "int64_t", "i64"),
-        ("range", "int64_t", "i64"), ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP)
+        ("range", "int64_t", "i64"), ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP, installation=True)

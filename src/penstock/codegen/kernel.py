@@ -126,6 +126,7 @@ class Kernel:
     source: str
     params: list[KernelParam]
     counters: list[str] = field(default_factory=list)  # what each ANALYZE counter counts
+    installation: bool = False  # no query shapes it: cached with the installation (KernelSpec)
 
     @property
     def param_ctypes(self) -> tuple[str, ...]:
@@ -134,7 +135,7 @@ class Kernel:
     @functools.cached_property
     def spec(self) -> KernelSpec:
         """What a backend compiles (made once: its digest hashes the whole source)."""
-        return KernelSpec(self.name, self.source, self.param_ctypes)
+        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation)
 
     @functools.cached_property
     def sink_parts(self) -> frozenset[tuple[str, int]]:

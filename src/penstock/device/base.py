@@ -30,6 +30,9 @@ class KernelSpec:
     name: str
     source: str
     param_ctypes: tuple[str, ...]
+    # a kernel no query shapes (text moves, rehashing, direct maps): cached with the
+    # installation (kernel_cache.installation_dir), not with the queries' kernels
+    installation: bool = False
 
     @functools.cached_property
     def digest(self) -> str:
@@ -102,7 +105,7 @@ class Backend(ABC):
 
         Different kernels compile concurrently (a plan's kernels are compiled by a thread
         pool); the same kernel is compiled once."""
-        from penstock.device.kernel_cache import cache_dir, log_source
+        from penstock.device.kernel_cache import cache_dir, installation_dir, log_source
 
         with self._compile_lock:
             found = self._kernels.get(spec.digest)
@@ -115,7 +118,9 @@ class Backend(ABC):
             if found is not None:
                 return found
             log_source(spec)
-            path = cache_dir() / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
+            folder = installation_dir() / "kernels" if spec.installation else cache_dir()
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
             started = time.perf_counter()
             cached = path.exists()
             if not cached:

@@ -166,7 +166,7 @@ class CudaBackend(Backend):
     def pack_kernel(self) -> "CudaKernel":
         """PACK_READBACK, compiled (and loaded: not while a capture records) on first use."""
         if self._pack is None:
-            kernel = self.compile(KernelSpec("pack_readback", PACK_READBACK, ("ptr",)))
+            kernel = self.compile(KernelSpec("pack_readback", PACK_READBACK, ("ptr",), installation=True))
             assert isinstance(kernel, CudaKernel)
             self._pack = kernel
         return self._pack

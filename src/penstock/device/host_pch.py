@@ -7,8 +7,8 @@ precompiled header (`prelude.h.gch`) and compiles each kernel's body with `-incl
 prelude.h`: g++ takes the .gch when it was made with the same flags, and otherwise reads
 prelude.h itself, so a stale or refused .gch costs time, never correctness.
 
-The header is part of the installation, not of one query: it lives under PENSTOCK_PCH_DIR
-(default: `pch/` beside the kernel cache), keyed by a hash of the prelude, the headers'
+The header is part of the installation, not of one query: it lives in `pch/` of the
+installation cache (kernel_cache.installation_dir), keyed by a hash of the prelude, the headers'
 text, the flags and the compiler, so any change to them makes a new one. Processes build
 it under a temporary name and rename it into place; one that loses the race uses the
 winner's.
@@ -40,12 +40,9 @@ def split_prelude(source: str) -> tuple[str, str]:
 
 
 def pch_root() -> Path:
-    given = os.environ.get("PENSTOCK_PCH_DIR")
-    if given:
-        return Path(given)
-    root = os.environ.get("PENSTOCK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "penstock")
-    return Path(root) / "pch"
+    from penstock.device.kernel_cache import installation_dir
+
+    return installation_dir() / "pch"
 
 
 def precompiled(compiler: str, flags: list[str], prelude: str) -> Path | None:

@@ -1,7 +1,8 @@
 """Where compiled kernels live on disk, and the optional log of every kernel source.
 
 Kernels are cached by a hash of their source and of the headers they include, so a query
-shape compiles once per machine. Files are written under a temporary name and renamed, so
+shape compiles once per machine; kernels no query shapes are kept apart, with the
+installation (`installation_dir`). Files are written under a temporary name and renamed, so
 concurrent processes (pytest workers, server sessions) never see half a file.
 """
 
@@ -13,12 +14,24 @@ from pathlib import Path
 from penstock.device.base import KernelSpec
 
 
+def cache_root() -> Path:
+    return Path(os.environ.get("PENSTOCK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "penstock"))
+
+
 def cache_dir() -> Path:
-    root = os.environ.get("PENSTOCK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "penstock")
-    path = Path(root) / "kernels"
+    """The queries' kernels."""
+    path = cache_root() / "kernels"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def installation_dir() -> Path:
+    """What belongs to the installation, not to a query: kernels no query shapes and the CPU
+    backend's precompiled header. PENSTOCK_INSTALL_CACHE, else `install/` under the cache.
+    A fresh process with an empty kernel cache (the benchmark's cold first run) keeps it."""
+    given = os.environ.get("PENSTOCK_INSTALL_CACHE")
+    return Path(given) if given else cache_root() / "install"
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -1,0 +1,27 @@
+"""`penstock prebuild`: what a backend compiles once per installation, compiled now.
+
+The kernels no query shapes (codegen/fixed_kernels.installation_kernels: text moves,
+rehashing, direct-map fills) and, on the CPU backend, the precompiled header of every
+kernel's prelude (device/host_pch.py) go to the installation cache
+(kernel_cache.installation_dir), so a new query in a new process compiles only its own
+kernels. Without it they are made the first time a query needs them, and kept as well.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from penstock.codegen.fixed_kernels import installation_kernels
+from penstock.device.base import Backend
+
+
+def prebuild(backend: Backend) -> tuple[int, float]:
+    """Compile (or find) every installation kernel on `backend`: (kernels, seconds)."""
+    started = time.perf_counter()
+    kernels = installation_kernels()
+    # the first kernel alone: on the CPU backend it makes the precompiled header the others use
+    backend.compile(kernels[0].spec)
+    with ThreadPoolExecutor() as pool:
+        list(pool.map(lambda k: backend.compile(k.spec), kernels[1:]))
+    return len(kernels), time.perf_counter() - started
