@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from penstock.server.wire import PROTOCOL_3, SSL_REQUEST
+from penstock.server.protocol.wire import PROTOCOL_3, SSL_REQUEST
 
 
 class Raw:

@@ -1,4 +1,4 @@
-"""DataRow messages assembled with numpy (server/data_rows.py) are byte for byte what the
+"""DataRow messages assembled with numpy (server/protocol/data_rows.py) are byte for byte what the
 value-by-value encoder writes, in text and binary format, with NULLs, empty text and
 multibyte text, at a block boundary."""
 
@@ -11,8 +11,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from penstock.server.results import STEP, data_row_blocks, encoded_rows
-from penstock.server.wire import Out
+from penstock.server.protocol.results import STEP, data_row_blocks, encoded_rows
+from penstock.server.protocol.wire import Out
 
 
 def table(rows: int) -> pa.Table:

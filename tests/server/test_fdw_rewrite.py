@@ -1,4 +1,4 @@
-"""The rewrites of postgres_fdw's deparsed SQL (server/rewrite.py), text in and text out, and
+"""The rewrites of postgres_fdw's deparsed SQL (server/rewrites/rewrite.py), text in and text out, and
 the answers DataFusion gives for them: the end-to-end test (test_postgres_fdw.py) shows that
 postgres_fdw sends these spellings; these show each rewrite means what PostgreSQL means."""
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from penstock.server.rewrite import rewrite
+from penstock.server.rewrites.rewrite import rewrite
 
 
 @pytest.mark.parametrize("sql, want", [

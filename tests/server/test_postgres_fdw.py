@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from differential.oracle import compare_tables, has_top_level
-from penstock.server.rewrite import rewrite
+from penstock.server.rewrites.rewrite import rewrite
 from differential.test_ssb import sort_keys
 from server.conftest import Running, sample_table, start_server, stop_server
 from server.pg_cluster import PgCluster, start_cluster

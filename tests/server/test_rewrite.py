@@ -1,4 +1,4 @@
-"""The catalog rewrites (server/rewrite_catalog.py and friends), text in and text out: each
+"""The catalog rewrites (server/rewrites/rewrite_catalog.py and friends), text in and text out: each
 PostgreSQL spelling clients send becomes what DataFusion reads the same way; literals,
 quoted names and comments are never touched; rewriting twice changes nothing more."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from penstock.server.rewrite import SessionInfo, rewrite
+from penstock.server.rewrites.rewrite import SessionInfo, rewrite
 
 SESSION = SessionInfo("warehouse", "alice", {"application_name": "app"}.__getitem__)
 

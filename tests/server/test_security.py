@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from penstock.server.database import ServerConfig
-from penstock.server.scram import ScramExchange, load_users, make_verifier, save_user
+from penstock.server.protocol.scram import ScramExchange, load_users, make_verifier, save_user
 from penstock.server.server import Server, is_loopback
 from server.conftest import Running, start_server, stop_server
 

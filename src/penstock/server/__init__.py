@@ -1,11 +1,15 @@
 """`penstock serve`: penstock as a PostgreSQL server (protocol 3.0).
 
-    wire        message framing            pgtypes   PostgreSQL types, text/binary values
-    scram       SCRAM-SHA-256, users file  catalog   persistent tables (catalog.json)
-    statements  splitting, utility parsing rewrite   PostgreSQL-only syntax for DataFusion
-    params      $n as literals             settings  SET/SHOW/RESET parameters
-    pg_catalog  system catalog emulation   admission GPU memory shares for concurrent queries
-    database    shared engine + catalog    commands  one statement -> Outcome
-    extended    Parse/Bind/Describe/...    session   one connection's protocol loop
-    server      socket, TLS, auth, cancel  cli       `penstock serve`, `penstock user add`
+    protocol/   the wire: wire (framing), pgtypes (types, text/binary values), results and
+                data_rows (rows out), extended (Parse/Bind/Describe/Execute), params ($n as
+                literals), scram (SCRAM-SHA-256, users file)
+    emulation/  system catalog emulation: pg_catalog (+ _tables, _types, _functions),
+                information_schema
+    rewrites/   PostgreSQL spellings for DataFusion: rewrite, rewrite_catalog,
+                rewrite_empty, rewrite_subquery, literals (bytea constants)
+    catalog     persistent tables (catalog.json)    statements  splitting, utility parsing
+    settings    SET/SHOW/RESET parameters           admission   GPU memory shares
+    database    shared engine + catalog             commands    one statement -> Outcome
+    session     one connection's protocol loop      server      socket, TLS, auth, cancel
+    cli         `penstock serve`, `penstock user add`
 """

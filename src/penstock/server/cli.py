@@ -79,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:
-    from penstock.server.scram import save_user
+    from penstock.server.protocol.scram import save_user
 
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")

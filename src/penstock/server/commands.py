@@ -17,7 +17,7 @@ from typing import Callable
 import pyarrow as pa
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
-from penstock.server import pg_catalog
+from penstock.server.emulation import pg_catalog
 from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
 from penstock.server.statements import (CopyCommand, CreateExternal, parse_copy, parse_create, parse_cursor,

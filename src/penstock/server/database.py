@@ -26,11 +26,11 @@ from penstock.api import Connection, Result, plain_types
 from penstock.exec.result_stream import streams
 from penstock.streaming import ResultStream, finished
 from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
-from penstock.server import pg_catalog
+from penstock.server.emulation import pg_catalog
 from penstock.server.admission import Admission, Grant
 from penstock.server.catalog import Catalog, TableEntry, arrow_type
-from penstock.server.literals import bytea_literals
-from penstock.server.rewrite import rewrite
+from penstock.server.rewrites.literals import bytea_literals
+from penstock.server.rewrites.rewrite import rewrite
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
 
 

@@ -19,10 +19,10 @@ from typing import BinaryIO
 
 from penstock.server.commands import SessionState
 from penstock.server.database import Database, ServerConfig
-from penstock.server.scram import MECHANISM, AuthFailed, ScramExchange, Verifier, load_users
+from penstock.server.protocol.scram import MECHANISM, AuthFailed, ScramExchange, Verifier, load_users
 from penstock.server.session import Session
 from penstock.server.settings import Settings
-from penstock.server.wire import (CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST, Body, ClientGone, Out,
+from penstock.server.protocol.wire import (CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST, Body, ClientGone, Out,
                                   ProtocolViolation, read_message, read_startup, startup_parameters)
 from penstock.errors import QueryError
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from penstock.errors import QUERY_CANCELED, PenstockError, QueryError
 from penstock.server.commands import Outcome, SessionState, run_statement
-from penstock.server.extended import Extended
-from penstock.server.results import copy_lines, data_row_blocks, describe
+from penstock.server.protocol.extended import Extended
+from penstock.server.protocol.results import copy_lines, data_row_blocks, describe
 from penstock.server.settings import REPORTED, Settings
 from penstock.server.statements import split_statements_at
-from penstock.server.wire import ClientGone, Out, ProtocolViolation, read_message
+from penstock.server.protocol.wire import ClientGone, Out, ProtocolViolation, read_message
 
 if TYPE_CHECKING:
     from penstock.server.server import Server

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from penstock.server.rewrite_empty import empty_branch
+from penstock.server.rewrites.rewrite_empty import empty_branch
 from penstock.frontend.sql_tokens import Token, closing, following, is_at, preceding, tokens
 
 _AGGREGATES = {"count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every"}

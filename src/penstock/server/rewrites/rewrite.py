@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection
 
-from penstock.server.rewrite_catalog import SessionInfo, catalog_rewrite
+from penstock.server.rewrites.rewrite_catalog import SessionInfo, catalog_rewrite
 from penstock.server.statements import skip_quoted, map_unquoted
 
 __all__ = ["SessionInfo", "rewrite", "fdw_rewrite"]

@@ -156,7 +156,7 @@ class Out:
             self.flush()
 
     def raw(self, messages: bytes) -> None:
-        """Messages already framed (server/data_rows.py), sent as they come when large."""
+        """Messages already framed (server/protocol/data_rows.py), sent as they come when large."""
         self.parts.append(messages)
         self.size += len(messages)
         if self.size > (1 << 20):

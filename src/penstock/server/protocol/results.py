@@ -8,8 +8,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from penstock.server.data_rows import column_values, data_rows
-from penstock.server.pgtypes import PgType, binary_column, pg_type, text_column, type_modifier
+from penstock.server.protocol.data_rows import column_values, data_rows
+from penstock.server.protocol.pgtypes import PgType, binary_column, pg_type, text_column, type_modifier
 
 STEP = 65536  # rows per block of DataRow messages
 _FUNCTION = re.compile(r"^(?:[\w]+\.)*([A-Za-z_]\w*)\(")

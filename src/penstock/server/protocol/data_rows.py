@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from penstock.server.pgtypes import PgType, binary_column, text_array
+from penstock.server.protocol.pgtypes import PgType, binary_column, text_array
 
 
 def column_values(chunk: pa.Array, pg: PgType, binary: bool) -> pa.Array:

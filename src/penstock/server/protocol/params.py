@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any
 
-from penstock.server.pgtypes import BY_OID, UnknownText
+from penstock.server.protocol.pgtypes import BY_OID, UnknownText
 from penstock.server.statements import map_unquoted
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")

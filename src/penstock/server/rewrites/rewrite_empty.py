@@ -12,7 +12,7 @@ query names.
 
 from __future__ import annotations
 
-from penstock.server.pg_catalog_tables import ALWAYS_EMPTY
+from penstock.server.emulation.pg_catalog_tables import ALWAYS_EMPTY
 from penstock.frontend.sql_tokens import Token, closing, following, is_at, tokens
 
 _AGGREGATES = {"count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every",

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from penstock.server import information_schema
-from penstock.server.pg_catalog_functions import CatalogView, functions
-from penstock.server.pg_catalog_tables import (
+from penstock.server.emulation import information_schema
+from penstock.server.emulation.pg_catalog_functions import CatalogView, functions
+from penstock.server.emulation.pg_catalog_tables import (
     COLUMNS,
     DEFAULT_COLLATION,
     HEAP_AM,
@@ -46,9 +46,9 @@ from penstock.server.pg_catalog_tables import (
     schema_of,
     static_tables,
 )
-from penstock.server.pg_catalog_types import type_rows
-from penstock.server.pgtypes import pg_type, type_modifier
-from penstock.server.rewrite_catalog import SessionInfo, catalog_rewrite
+from penstock.server.emulation.pg_catalog_types import type_rows
+from penstock.server.protocol.pgtypes import pg_type, type_modifier
+from penstock.server.rewrites.rewrite_catalog import SessionInfo, catalog_rewrite
 
 if TYPE_CHECKING:
     from penstock.server.commands import SessionState

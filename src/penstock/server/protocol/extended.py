@@ -1,7 +1,7 @@
 """The extended query protocol: Parse, Bind, Describe, Execute, Close, Sync, Flush.
 
 A prepared statement is its SQL and parameter types. Binding writes the parameter values
-into the SQL as literals (server/params.py); the portal runs when first described or
+into the SQL as literals (server/protocol/params.py); the portal runs when first described or
 executed and hands out its rows in the sizes Execute asks for (PortalSuspended between).
 After an error, messages are skipped until Sync, as the protocol requires.
 """
@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from penstock.errors import QueryError
 from penstock.server.commands import Outcome, QUERY_WORDS
-from penstock.server.params import count_placeholders, substitute
-from penstock.server.pgtypes import decode_param
-from penstock.server.results import data_row_blocks, describe
+from penstock.server.protocol.params import count_placeholders, substitute
+from penstock.server.protocol.pgtypes import decode_param
+from penstock.server.protocol.results import data_row_blocks, describe
 from penstock.server.statements import split_statements, words
-from penstock.server.wire import Body, ClientGone, ProtocolViolation
+from penstock.server.protocol.wire import Body, ClientGone, ProtocolViolation
 
 if TYPE_CHECKING:
     from penstock.server.session import Session

@@ -12,9 +12,9 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from penstock.server.pg_catalog_tables import INFORMATION_SCHEMA_OID, PG_CATALOG_OID, PUBLIC_OID
-from penstock.server.pg_catalog_types import format_type
-from penstock.server.pgtypes import pg_type, type_modifier
+from penstock.server.emulation.pg_catalog_tables import INFORMATION_SCHEMA_OID, PG_CATALOG_OID, PUBLIC_OID
+from penstock.server.emulation.pg_catalog_types import format_type
+from penstock.server.protocol.pgtypes import pg_type, type_modifier
 
 NAMESPACES = {PG_CATALOG_OID: "pg_catalog", PUBLIC_OID: "public", INFORMATION_SCHEMA_OID: "information_schema"}
 OWNER = "penstock"

@@ -21,8 +21,8 @@ from typing import Any, Callable
 import pyarrow as pa
 from datafusion import udf
 
-from penstock.server.pg_catalog_tables import PG_CATALOG_OID, PUBLIC_OID
-from penstock.server.pg_catalog_types import format_type, type_oid
+from penstock.server.emulation.pg_catalog_tables import PG_CATALOG_OID, PUBLIC_OID
+from penstock.server.emulation.pg_catalog_types import format_type, type_oid
 from penstock.server.settings import DEFAULTS, SERVER_VERSION
 
 VERSION = (f"PostgreSQL {SERVER_VERSION} (penstock {__import__('penstock').__version__}, "

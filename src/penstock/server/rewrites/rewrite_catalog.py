@@ -33,10 +33,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Collection
 
-from penstock.server.pg_catalog_functions import CATALOG_SETTINGS, CONSTANT_FUNCTIONS, USUAL_ARITY
-from penstock.server.pg_catalog_tables import COLUMNS
-from penstock.server.rewrite_empty import empty_answer
-from penstock.server.rewrite_subquery import scalar_subqueries
+from penstock.server.emulation.pg_catalog_functions import CATALOG_SETTINGS, CONSTANT_FUNCTIONS, USUAL_ARITY
+from penstock.server.emulation.pg_catalog_tables import COLUMNS
+from penstock.server.rewrites.rewrite_empty import empty_answer
+from penstock.server.rewrites.rewrite_subquery import scalar_subqueries
 from penstock.frontend.sql_tokens import (
     Token,
     arguments,

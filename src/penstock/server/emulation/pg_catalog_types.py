@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from penstock.server.pg_catalog_tables import C_COLLATION, DEFAULT_COLLATION, OWNER_OID, PG_CATALOG_OID, make_table
-from penstock.server.pgtypes import BY_OID, TYPES
+from penstock.server.emulation.pg_catalog_tables import C_COLLATION, DEFAULT_COLLATION, OWNER_OID, PG_CATALOG_OID, make_table
+from penstock.server.protocol.pgtypes import BY_OID, TYPES
 
 # The SQL name format_type gives each type (without a modifier).
 SQL_NAMES = {

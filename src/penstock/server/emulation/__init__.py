@@ -1,0 +1,1 @@
+"""PostgreSQL's system catalogs and information_schema, emulated as Arrow tables and UDFs."""

@@ -1,0 +1,1 @@
+"""The PostgreSQL protocol: message framing, types on the wire, result rows, the extended protocol, parameters, SCRAM."""

@@ -1,0 +1,1 @@
+"""PostgreSQL spellings and catalog queries rewritten before DataFusion plans them."""
