@@ -159,6 +159,10 @@ def test_explain_analyze_figures_are_the_true_ones(device: str) -> None:
     header = text.splitlines()[1]
     compile_ms = float(re.search(r"compile: ([\d.]+) ms", header).group(1))  # type: ignore[union-attr]
     assert "cache miss" in header and compile_ms > 0
+    counts = re.search(r"\((\d+) of (\d+) kernels compiled, (\d+) at a time", header)
+    assert counts is not None, header
+    done, total, workers = (int(x) for x in counts.groups())
+    assert 0 <= done <= total and total >= 2 and workers >= 1  # a pipeline and its finaliser at least
     assert "[rows in 1,000 out 2 groups]" in text
     again = db.explain("SELECT g, sum(v) AS s FROM t GROUP BY g", analyze=True)
     assert "cache hit" in again.splitlines()[1] and "compile: 0.0 ms" in again.splitlines()[1]

@@ -21,8 +21,12 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
     metrics = result.metrics if result is not None else None
     lines = [f"engine: {engine}  device: {device}"]
     if metrics is not None:
+        kernels = ""
+        if metrics.compile_seconds and compiled is not None and compiled.kernels_total:
+            kernels = (f" ({compiled.kernels_compiled} of {compiled.kernels_total} kernels compiled, "
+                       f"{compiled.compile_workers} at a time; the rest from the kernel caches)")
         lines.append(f"plan: {metrics.plan_seconds * 1000:.2f} ms (cache {'hit' if metrics.plan_cache_hit else 'miss'})"
-                     f"  compile: {metrics.compile_seconds * 1000:.1f} ms"
+                     f"  compile: {metrics.compile_seconds * 1000:.1f} ms{kernels}"
                      f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")
         if metrics.device_run:
             lines.append(f"device work: {metrics.device_run}; waited {metrics.wait_seconds * 1000:.2f} ms "

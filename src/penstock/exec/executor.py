@@ -52,6 +52,8 @@ class CompiledPlan:
     builds: dict[int, Kernel] = field(default_factory=dict)
     compile_seconds: float = 0.0
     kernels_compiled: int = 0  # not found in any cache
+    kernels_total: int = 0  # every kernel the plan uses
+    compile_workers: int = 1  # kernels compiled at once
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
     agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
@@ -86,7 +88,8 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
     jobs += [("fixed", 0, s.kernel) for s in out.small_sorts.values()]
     jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow())]
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
-    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2, 8)) as pool:
+    out.kernels_total, out.compile_workers = len(jobs), min(len(jobs), os.cpu_count() or 2, 8)
+    with ThreadPoolExecutor(max_workers=out.compile_workers) as pool:
         compiled = list(pool.map(lambda job: compile_kernel(backend, job[2]), jobs))
     for (kind, key, kernel), kc in zip(jobs, compiled):
         out.kernels_compiled += 0 if kc.cached else 1
