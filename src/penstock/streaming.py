@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from penstock.exec.buffers import buffer_to_arrow
 from penstock.exec.metrics import QueryMetrics
-from penstock.exec.result_stream import BatchEmitter, Handoff, slices, streams
+from penstock.exec.result_stream import QUEUE_BATCHES, output, slices, streams
+from penstock.io.prefetch import ReadAhead
 
 if TYPE_CHECKING:
     from penstock.api import Connection
@@ -76,30 +76,24 @@ def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, 
     if prepared.compiled is None:
         schema, pieces = conn.fallback_pieces(prepared, check)
         return ResultStream(schema, "datafusion", prepared.reason, pieces, streamed=True)
-    plan, names = prepared.compiled.plan, prepared.planned.names
-    if not streams(plan):
+    compiled, names, backend = prepared.compiled, prepared.planned.names, conn.backend
+    if not streams(compiled.plan):
         return finished(conn.sql(sql, params, check, memory_limit))
-    backend = conn.backend
-    empty = buffer_to_arrow(backend, [], plan.buffer_types[plan.result_buffer]).select(plan.result_columns)
-    schema = empty.rename_columns(names).schema if len(names) == empty.num_columns else empty.schema
     metrics = QueryMetrics()
-    stream = ResultStream(schema, backend.engine, None, iter(()), metrics, streamed=True)
-    handoff = Handoff()
-    emitter = BatchEmitter(backend, plan, schema.names, handoff.put)
+    stream = ResultStream(output(backend, compiled.plan, names, []).schema, backend.engine, None, iter(()),
+                          metrics, streamed=True)
 
-    def checked() -> None:
-        handoff.check()
-        if check is not None:
-            check()
+    def produce(reader: ReadAhead[pa.Table]) -> None:
+        def checked() -> None:  # between batches too: a reader that stopped stops the query
+            reader.check()
+            if check is not None:
+                check()
 
-    def produce() -> None:
-        conn.executor.run(prepared.compiled, metrics, checked, memory_limit, emit=emitter)  # type: ignore[arg-type]
+        conn.executor.run(compiled, metrics, checked, memory_limit,
+                          emit=lambda batch: reader.push(output(backend, compiled.plan, names, [batch])))
 
-    def pieces() -> Iterator[pa.Table]:
-        handoff.run(produce)
-        for kind, value in handoff.batches():
-            if kind == "batch":
-                yield value
+    def pieces() -> Iterator[pa.Table]:  # the query starts when the first piece is asked for
+        yield from ReadAhead(depth=QUEUE_BATCHES, pushes=produce)
         metrics.execute_seconds = stream.seconds = time.perf_counter() - started
 
     stream.pieces = pieces()

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from penstock.io.prefetch import prefetch
+from penstock.io.prefetch import ReadAhead, Stopped, prefetch
 
 WAIT = 5.0  # seconds; far more than any of this needs, so a hang fails instead of blocking
 
@@ -193,3 +193,48 @@ def test_abandoned_consumer_releases_the_thread() -> None:
     assert started
     del stream
     assert not wait_until_gone(started)
+
+
+# -- a producer that pushes (a query writing its result: penstock/streaming.py) ---------------
+
+def test_a_pushing_producer_is_held_back_by_a_slow_consumer() -> None:
+    made: list[int] = []
+
+    def pushes(reader: ReadAhead[int]) -> None:
+        for i in range(50):
+            reader.push(i)
+            made.append(i)
+
+    items = iter(ReadAhead(depth=2, pushes=pushes))
+    assert next(items) == 0
+    time.sleep(0.4)  # the producer could make all 50 in this time if nothing held it back
+    assert len(made) <= 1 + 2 + 1
+    assert list(items) == list(range(1, 50))
+
+
+def test_a_pushing_producer_s_error_reaches_the_consumer_after_the_items_before_it() -> None:
+    def pushes(reader: ReadAhead[int]) -> None:
+        reader.push(1)
+        raise ReadError("division by zero")
+
+    items = iter(ReadAhead(depth=2, pushes=pushes))
+    assert next(items) == 1
+    with pytest.raises(ReadError, match="division by zero"):
+        next(items)
+
+
+def test_a_consumer_that_stops_stops_a_pushing_producer() -> None:
+    stopped = threading.Event()
+
+    def pushes(reader: ReadAhead[int]) -> None:
+        try:
+            while True:
+                reader.push(1)
+        except Stopped:
+            stopped.set()
+            raise
+
+    items = iter(ReadAhead(depth=2, pushes=pushes))
+    next(items)
+    items.close()  # type: ignore[attr-defined]
+    assert stopped.wait(WAIT)

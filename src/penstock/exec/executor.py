@@ -30,7 +30,7 @@ from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
-from penstock.exec.result_stream import streams
+from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.small_sorts import SmallSort, small_sorts
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.io.column_cache import table_key
@@ -240,12 +240,7 @@ class Executor:
                              f"({_limit_text(self.backend)}): {e}", OUT_OF_MEMORY) from e
 
     def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
-        result = store.arrow(plan.result_buffer)
-        if plan.order_column is not None and result.num_rows > 1:  # a plain scan's rows in file order
-            result = result.take(pc.sort_indices(result.column(plan.order_column)))
-        result = result.select(plan.result_columns) if result.num_columns != len(plan.result_columns) or \
-            plan.result_columns != list(range(result.num_columns)) else result
-        return result.rename_columns(plan.names)
+        return shape_result(plan, store.arrow(plan.result_buffer))
 
     def run_step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics,
                  early: dict[int, PipelineRunner]) -> None:

@@ -32,14 +32,13 @@ from penstock.plan.rel import Field, Rel
 @dataclass
 class PlannedQuery:
     sql: str
-    dataframe: Any  # datafusion.DataFrame: what fallback executes
     names: list[str]
     schema: pa.Schema  # DataFusion's output schema
     ir: Rel | None  # penstock's IR, or None when it could not be translated
     unsupported: str | None  # why not
     logical_plan: str
     hazard: str | None = None  # why DataFusion's answer would not be PostgreSQL's (fallback_check.py)
-    attempt: str = ""  # the text DataFusion planned (after penstock's rewrites)
+    attempt: str = ""  # the text DataFusion planned (after penstock's rewrites); the fallback runs it
     values: Any = None  # its parameter values
     substrait: Any = None  # the plan's Substrait form, when DataFusion could produce it
 
@@ -130,7 +129,7 @@ class Frontend:
         failure: Exception | None = None
         for attempt in tries:
             try:
-                df = self.ctx.sql(attempt, param_values=values) if values else self.ctx.sql(attempt)
+                df = _sql(self.ctx, attempt, values)
                 logical = df.optimized_logical_plan()
                 schema = df.schema()
                 break
@@ -138,7 +137,7 @@ class Frontend:
                 failure = e
         else:  # the error as the statement the user wrote gives it (positions in their text)
             try:
-                original = self.ctx.sql(sql, param_values=values) if values else self.ctx.sql(sql)
+                original = _sql(self.ctx, sql, values)
                 original.optimized_logical_plan()
             except Exception as e:
                 raise translate_error(sql, e) from None
@@ -159,14 +158,12 @@ class Frontend:
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
         hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
-        return PlannedQuery(sql, df, names, schema, ir, reason, logical.display_indent(), hazard,
+        return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
                             attempt, values, substrait)
 
     def fallback_dataframe(self, planned: PlannedQuery) -> Any:
         """The query as the fallback engine runs it (DataFusion with all its rules)."""
-        if planned.values:
-            return self.fallback_ctx.sql(planned.attempt, param_values=planned.values)
-        return self.fallback_ctx.sql(planned.attempt)
+        return _sql(self.fallback_ctx, planned.attempt, planned.values)
 
     def substrait(self, logical: Any) -> plan_pb2.Plan:
         try:
@@ -198,6 +195,11 @@ def fold_identifier(name: str) -> str:
 def quoted(name: str) -> str:
     """The identifier DataFusion parses back to exactly `name`."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def _sql(ctx: SessionContext, text: str, values: Any) -> Any:
+    """DataFusion's DataFrame for `text`, with its parameter values if it has any."""
+    return ctx.sql(text, param_values=values) if values else ctx.sql(text)
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:

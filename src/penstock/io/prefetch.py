@@ -20,26 +20,50 @@ _DONE = object()
 DEPTH = int(os.environ.get("PENSTOCK_READ_AHEAD", "2"))
 
 
+class Stopped(Exception):
+    """Raised in a producer whose consumer has stopped taking items (ReadAhead.push, check)."""
+
+
 class ReadAhead(Generic[T]):
     """Items of make()'s iterator, produced by a background thread started now, up to
     `depth` ahead. An exception in the producer is raised in the consumer. `close` stops
-    the thread (call it also when the items are never consumed)."""
+    the thread (call it also when the items are never consumed).
 
-    def __init__(self, make: Callable[[], Iterator[T]], depth: int = DEPTH):
+    A producer that hands items over as it makes them (a query writing its result, see
+    penstock/streaming.py) is given as `pushes`: called in the thread with this ReadAhead,
+    whose `push` waits while `depth` items are waiting and raises Stopped once the consumer
+    has stopped (as `check` does between items)."""
+
+    def __init__(self, make: Callable[[], Iterator[T]] | None = None, depth: int = DEPTH,
+                 pushes: Callable[["ReadAhead[T]"], object] | None = None):
         self.queue: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
         self.make = make
+        self.pushes = pushes
         self.worker = threading.Thread(target=self.produce, name="penstock-prefetch", daemon=True)
         self.worker.start()
 
     def produce(self) -> None:
         try:
-            for item in self.make():
-                if not offer(self.queue, item, self.stop):
-                    return
+            if self.pushes is not None:
+                self.pushes(self)
+            else:
+                assert self.make is not None
+                for item in self.make():
+                    self.push(item)
             self.queue.put(_DONE)
+        except Stopped:
+            return
         except BaseException as e:  # handed to the consumer
             self.queue.put(e)
+
+    def push(self, item: T) -> None:
+        if not offer(self.queue, item, self.stop):
+            raise Stopped()
+
+    def check(self) -> None:
+        if self.stop.is_set():
+            raise Stopped()
 
     def __iter__(self) -> Iterator[T]:
         try:

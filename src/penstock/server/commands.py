@@ -45,17 +45,17 @@ class Outcome:
     @property
     def schema(self) -> pa.Schema | None:
         if self.stream is not None:
-            return self.pieces(self.stream.schema.empty_table()).schema
+            return self.shaped(self.stream.schema.empty_table()).schema
         return None if self.table is None else self.table.schema
 
-    def pieces(self, table: pa.Table) -> pa.Table:
+    def shaped(self, table: pa.Table) -> pa.Table:
         return self.shape(table) if self.shape is not None else table
 
     def materialize(self) -> pa.Table:
         """The whole result as one table (cursors, COPY, portals fetched in parts)."""
         if self.stream is not None:
             stream, self.stream = self.stream, None
-            self.table = self.pieces(stream.to_arrow())
+            self.table = self.shaped(stream.to_arrow())
             self.tag = f"SELECT {self.table.num_rows}"
         assert self.table is not None
         return self.table

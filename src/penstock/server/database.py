@@ -204,9 +204,7 @@ class Database:
         grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
         if not grant.on_gpu:
             check()
-            note = (f"all {self.admission.slots} GPU query slots were busy"
-                    + (f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else "") + ": ran on the CPU backend")
-            return Executed(self.cpu.sql(sql, check=check), [note], grant)
+            return Executed(self.cpu.sql(sql, check=check), [self.busy_note(grant)], grant)
         try:
             try:
                 return Executed(self.conn.sql(sql, check=check, memory_limit=grant.memory_limit), [], grant)
@@ -239,9 +237,7 @@ class Database:
         try:
             if not grant.on_gpu:
                 check()
-                note = (f"all {self.admission.slots} GPU query slots were busy"
-                        + (f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else "") + ": ran on the CPU backend")
-                stream, notices = self.cpu.stream(sql, check=check), [note]
+                stream, notices = self.cpu.stream(sql, check=check), [self.busy_note(grant)]
             else:
                 stream, notices = self.conn.stream(sql, check=check, memory_limit=grant.memory_limit), []
         except BaseException:
@@ -249,6 +245,11 @@ class Database:
             raise
         stream.finalizers.append(lambda: self.admission.release(grant))
         return Executed(stream, notices, grant)
+
+    def busy_note(self, grant: Grant) -> str:
+        """The NOTICE for a query that ran on the CPU backend because the GPU slots were busy."""
+        waited = f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else ""
+        return f"all {self.admission.slots} GPU query slots were busy{waited}: ran on the CPU backend"
 
     def result_schema(self, sql: str) -> pa.Schema:
         """The result columns of a query, from its plan (nothing runs)."""

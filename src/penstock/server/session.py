@@ -146,7 +146,7 @@ class Session:
             self.out.row_description(describe(schema, formats))
         try:  # the query runs on (its statement's cancel and timeout checks still apply)
             for piece in stream:
-                for block in data_row_blocks(outcome.pieces(piece), formats):
+                for block in data_row_blocks(outcome.shaped(piece), formats):
                     self.out.raw(block)
         except (ClientGone, ProtocolViolation):
             raise
