@@ -23,11 +23,18 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
     if metrics is not None:
         kernels = ""
         if metrics.compile_seconds and compiled is not None and compiled.kernels_total:
+            quick = (f", {compiled.kernels_quick} as quick builds whose optimised builds follow in the background"
+                     if compiled.kernels_quick else "")
             kernels = (f" ({compiled.kernels_compiled} of {compiled.kernels_total} kernels compiled, "
-                       f"{compiled.compile_workers} at a time; the rest from the kernel caches)")
+                       f"{compiled.compile_workers} at a time{quick}; the rest from the kernel caches)")
         lines.append(f"plan: {metrics.plan_seconds * 1000:.2f} ms (cache {'hit' if metrics.plan_cache_hit else 'miss'})"
                      f"  compile: {metrics.compile_seconds * 1000:.1f} ms{kernels}"
                      f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")
+        reruns = sum(p.reruns for p in metrics.pipelines.values())
+        if not metrics.plan_cache_hit:  # where a first run's time went, phase by phase
+            lines.append(f"first run: plan {metrics.plan_seconds * 1000:.1f} ms, compile "
+                         f"{metrics.compile_seconds * 1000:.1f} ms, execute {metrics.execute_seconds * 1000:.1f} ms"
+                         f" ({reruns} batch{'es' if reruns != 1 else ''} run again to size tables and outputs)")
         if metrics.device_run:
             lines.append(f"device work: {metrics.device_run}; waited {metrics.wait_seconds * 1000:.2f} ms "
                          "for it and its read-back")

@@ -57,3 +57,21 @@ def test_tpch_first_runs_in_fresh_processes(tmp_path: Path) -> None:
     assert {p.name for p in paths} >= {"tpch-sf0.01-host.txt", "tpch-sf0.01-host.json"}
     data = json.loads((tmp_path / "out" / "tpch-sf0.01-host.json").read_text())
     assert data["queries"][0]["cold_first"]["compile_s"] > 0
+
+
+def test_the_gpu_tier_caches_the_columns_a_query_scans(tmp_path: Path) -> None:
+    """Fresh first-run processes of the gpu tier load only what the query reads, subqueries too."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import penstock
+    from penstock.bench.runner import referenced_columns
+
+    pq.write_table(pa.table({"a": [1, 2], "b": [3, 4], "c": ["x", "y"]}), tmp_path / "t.parquet")
+    pq.write_table(pa.table({"k": [1], "v": [2.0], "w": [0]}), tmp_path / "u.parquet")
+    db = penstock.connect(device="cpu")
+    db.register("t", tmp_path / "t.parquet")
+    db.register("u", tmp_path / "u.parquet")
+    sql = "SELECT c FROM t WHERE a > (SELECT max(v) FROM u) ORDER BY c"
+    assert referenced_columns(db, sql) == {"t": ["a", "c"], "u": ["v"]}
+    assert referenced_columns(db, "SELECT 1") == {}

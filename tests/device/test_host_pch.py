@@ -40,8 +40,14 @@ def test_kernels_compile_after_the_precompiled_prelude(tmp_path: Path, monkeypat
         commands.append(list(cmd))
         return real(cmd, *args, **kw)
 
+    real_run = host.HostBackend._run
+
+    def spy_kernel(self: Any, cmd: list[str]) -> Any:
+        commands.append(list(cmd))
+        return real_run(self, cmd)
+
     monkeypatch.setattr(host_pch.subprocess, "run", spy)
-    monkeypatch.setattr(host.subprocess, "run", spy)
+    monkeypatch.setattr(host.HostBackend, "_run", spy_kernel)
     assert _run(tmp_path, monkeypatch, "a * 7 + length(s)") == [8, 16, None, 280]
     made = list((tmp_path / "install" / "pch").glob("*/prelude.h.gch"))
     assert len(made) == 1  # one header for every kernel of the query

@@ -2,8 +2,8 @@
 
     python -m penstock.bench.first_run < spec.json      (prints one JSON line)
 
-The spec names the device, the tables (name -> file), which of them to hold in the column
-cache first (the gpu tier: loading them is not timed), and the query. The kernel cache is
+The spec names the device, the tables (name -> file), which of their columns to hold in the
+column cache first (the gpu tier: loading them is not timed), and the query. The kernel cache is
 wherever PENSTOCK_CACHE_DIR points: an empty directory gives the first run with empty
 kernel caches, the directory another first run filled gives the first run with a warm
 on-disk kernel cache. What belongs to the installation rather than to a query (kernels no
@@ -37,10 +37,12 @@ class FirstRun:
 
 
 def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: Path,
-                    cached: list[str] | None = None, io: str = "auto", timeout: float = 1800) -> FirstRun:
-    """Run `sql` once in a new Python process whose kernel cache is `cache_dir`."""
+                    cached: dict[str, list[str]] | None = None, io: str = "auto",
+                    timeout: float = 1800) -> FirstRun:
+    """Run `sql` once in a new Python process whose kernel cache is `cache_dir`; `cached`
+    names the columns (table -> columns) put in the column cache first, untimed."""
     spec = {"device": device, "tables": {t: str(p) for t, p in tables.items()}, "sql": sql,
-            "cached": cached or [], "io": io}
+            "cached": cached or {}, "io": io}
     from penstock.device.kernel_cache import installation_dir
 
     # what the installation holds stays (`penstock prebuild` makes it once, as the packages
@@ -61,8 +63,8 @@ def main() -> int:
     db = penstock.connect(device=spec["device"], strict=True, io=spec.get("io", "auto"))
     for name, path in spec["tables"].items():
         db.register(name, path)
-    for name in spec.get("cached", []):
-        db.cache(name)
+    for name, columns in spec.get("cached", {}).items():
+        db.cache(name, columns)
     start_s = time.perf_counter() - started
     began = time.perf_counter()
     result = db.sql(spec["sql"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -63,6 +64,7 @@ class CompiledKernel(ABC):
     spec: KernelSpec
     compile_seconds: float = 0.0
     cached: bool = False  # loaded from the on-disk cache rather than compiled now
+    quick: bool = False  # a quick build, until its optimised build replaces it (device/tiers.py)
 
 
 class Readback:
@@ -94,49 +96,104 @@ class Backend(ABC):
     small_sort_rows = 0
     # what an allocation raises when the device (or the memory cap) has no room
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
+    # whether a plan's new kernels start from quick builds by default (device/tiers.py)
+    quick_builds = False
 
     def __init__(self) -> None:
         self._kernels: dict[str, CompiledKernel] = {}
         self._compile_lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
+        self._upgrades: Any = None  # device/tiers.Upgrades, made on first use
+        self._foreground = 0  # builds a caller is waiting for, now
+        self._foreground_done = threading.Condition()
 
-    def compile(self, spec: KernelSpec) -> CompiledKernel:
+    def compile(self, spec: KernelSpec, tiered: bool = False) -> CompiledKernel:
         """The kernel, from memory, from the on-disk cache, or compiled now (and cached).
 
-        Different kernels compile concurrently (a plan's kernels are compiled by a thread
+        tiered: a kernel no cache holds is built quickly now and its optimised build is
+        queued (device/tiers.py); whoever asks for the kernel once that build is ready gets
+        it. Different kernels compile concurrently (a plan's kernels are compiled by a thread
         pool); the same kernel is compiled once."""
-        from penstock.device.kernel_cache import cache_dir, installation_dir, log_source
-
         with self._compile_lock:
             found = self._kernels.get(spec.digest)
-            if found is not None:
+            if found is not None and not (found.quick and self._upgrade_ready(spec)):
                 return found
             building = self._building.setdefault(spec.digest, threading.Lock())
         with building:
             with self._compile_lock:
                 found = self._kernels.get(spec.digest)
-            if found is not None:
+            if found is not None and found.quick and self._upgrade_ready(spec):
+                kernel = self.load(spec, self._upgrades.take(spec.digest))
+                kernel.compile_seconds, kernel.cached = found.compile_seconds, found.cached
+            elif found is not None:
                 return found
-            log_source(spec)
-            folder = installation_dir() / "kernels" if spec.installation else cache_dir()
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
-            started = time.perf_counter()
-            cached = path.exists()
-            if not cached:
-                self.build(spec, path)
-            kernel = self.load(spec, path)
-            kernel.compile_seconds = time.perf_counter() - started
-            kernel.cached = cached
+            else:
+                kernel = self._find_or_build(spec, tiered)
             with self._compile_lock:
                 self._kernels[spec.digest] = kernel
             return kernel
 
+    def _find_or_build(self, spec: KernelSpec, tiered: bool) -> CompiledKernel:
+        from penstock.device.kernel_cache import cache_dir, installation_dir, log_source
+
+        log_source(spec)
+        folder = installation_dir() / "kernels" if spec.installation else cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
+        started = time.perf_counter()
+        quick = tiered and not spec.installation and not path.exists()
+        target = path.with_name(f"{spec.name}-{spec.digest}-quick{self.artifact_suffix}") if quick else path
+        cached = target.exists()
+        if not cached:
+            with self._foreground_done:
+                self._foreground += 1
+            try:
+                self.build(spec, target, quick=quick)
+            finally:
+                with self._foreground_done:
+                    self._foreground -= 1
+                    self._foreground_done.notify_all()
+        kernel = self.load(spec, target)
+        kernel.compile_seconds = time.perf_counter() - started
+        kernel.cached = cached
+        kernel.quick = quick
+        if quick:
+            self.upgrades().submit(spec, path)
+        return kernel
+
+    def _upgrade_ready(self, spec: KernelSpec) -> bool:
+        return self._upgrades is not None and self._upgrades.take(spec.digest) is not None
+
+    def upgrades(self) -> Any:
+        """The queue of optimised builds (device/tiers.Upgrades)."""
+        from penstock.device.tiers import Upgrades
+
+        with self._compile_lock:
+            if self._upgrades is None:
+                self._upgrades = Upgrades(lambda spec, path: self.build(spec, path, quick=False),
+                                          self.upgrade_workers(), self.cancel_builds, self._no_foreground_builds)
+            return self._upgrades
+
+    def _no_foreground_builds(self) -> None:
+        with self._foreground_done:
+            self._foreground_done.wait_for(lambda: self._foreground == 0)
+
+    def upgrade_workers(self) -> int:
+        """Threads making optimised builds: half the cores, so queries keep the rest."""
+        return max(1, (os.cpu_count() or 2) // 2)
+
+    def cancel_builds(self) -> None:
+        """Stop builds in progress (at exit); a backend whose builds run in-process cannot."""
+
+    def prepare_quick_builds(self, spec: KernelSpec) -> None:
+        """Make what quick builds of kernels like `spec` share (`penstock prebuild`)."""
+
     artifact_suffix: str = ""
 
     @abstractmethod
-    def build(self, spec: KernelSpec, path: Path) -> None:
-        """Compile `spec` into the file `path` (written atomically)."""
+    def build(self, spec: KernelSpec, path: Path, quick: bool = False) -> None:
+        """Compile `spec` into the file `path` (written atomically); quick: with little
+        optimisation, to run at once while the optimised build is made (device/tiers.py)."""
 
     @abstractmethod
     def load(self, spec: KernelSpec, path: Path) -> CompiledKernel: ...

@@ -57,6 +57,7 @@ class CudaBackend(Backend):
     name = "gpu"
     engine = "penstock-gpu"
     supports_graphs = True
+    quick_builds = True  # device/tiers.py: NVRTC's optimiser is most of a large kernel's compile
     small_sort_rows = 16384  # 2.7e8 comparisons at most: well under a millisecond
 
     def __init__(self, device_id: int = 0):
@@ -94,10 +95,10 @@ class CudaBackend(Backend):
         return f"GPU {self.device_id}: {self.device_name} ({self.sms} SMs, {self.total_memory / 2**30:.0f} GiB)"
 
     # -- compiling ----------------------------------------------------------------------------
-    def build(self, spec: KernelSpec, path: Path) -> None:
+    def build(self, spec: KernelSpec, path: Path, quick: bool = False) -> None:
         from penstock.device.nvrtc import nvrtc_compile
 
-        result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch)
+        result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch, quick)
         if not result.ok:
             raise PenstockError(f"NVRTC could not compile generated kernel {spec.name}:\n{result.log[-4000:]}")
         write_atomically(path, result.cubin)

@@ -12,6 +12,9 @@ from penstock.device.base import header_sources
 
 ARCH = "sm_90"
 NVRTC_OPTIONS = ("-std=c++17", "--device-int128")
+# a quick build (device/tiers.py): most of an optimised compile is the NVVM optimiser and
+# ptxas; this skips most of the former (a TPC-H pipeline: 0.94 s -> 0.40 s)
+QUICK_OPTIONS = ("--Ofast-compile=max",)
 
 
 @dataclass
@@ -21,7 +24,7 @@ class NvrtcResult:
     cubin: bytes = b""
 
 
-def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH) -> NvrtcResult:
+def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick: bool = False) -> NvrtcResult:
     from cuda.bindings import nvrtc
 
     headers = header_sources()
@@ -31,7 +34,7 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH) -> Nvr
     _check(err, "nvrtcCreateProgram")
     try:
         options = [f"--gpu-architecture={arch}".encode()]
-        options += [o.encode() for o in NVRTC_OPTIONS]
+        options += [o.encode() for o in NVRTC_OPTIONS + (QUICK_OPTIONS if quick else ())]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = _buffer(size)

@@ -2,7 +2,7 @@
 
 The kernels no query shapes (codegen/fixed_kernels.installation_kernels: text moves,
 rehashing, direct-map fills) and, on the CPU backend, the precompiled header of every
-kernel's prelude (device/host_pch.py) go to the installation cache
+kernel's prelude (device/host_pch.py; one for optimised and one for quick builds) go to the installation cache
 (kernel_cache.installation_dir), so a new query in a new process compiles only its own
 kernels. Without it they are made the first time a query needs them, and kept as well.
 """
@@ -22,6 +22,7 @@ def prebuild(backend: Backend) -> tuple[int, float]:
     kernels = installation_kernels()
     # the first kernel alone: on the CPU backend it makes the precompiled header the others use
     backend.compile(kernels[0].spec)
+    backend.prepare_quick_builds(kernels[0].spec)  # the quick builds' header (device/tiers.py)
     with ThreadPoolExecutor() as pool:
         list(pool.map(lambda k: backend.compile(k.spec), kernels[1:]))
     return len(kernels), time.perf_counter() - started

@@ -20,6 +20,7 @@ from penstock.codegen.fixed_kernels import gather_text, rehash, text_to_arrow
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
+from penstock.device.tiers import tiered_for
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.deferred import NotSteady
@@ -54,6 +55,8 @@ class CompiledPlan:
     kernels_compiled: int = 0  # not found in any cache
     kernels_total: int = 0  # every kernel the plan uses
     compile_workers: int = 1  # kernels compiled at once
+    kernels_quick: int = 0  # compiled quickly, their optimised builds queued (device/tiers.py)
+    specs: list[Any] = field(default_factory=list)  # every kernel's KernelSpec
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
     agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
@@ -68,9 +71,12 @@ class CompiledPlan:
     unsteady: str | None = None  # why a steady run of the plan had to stop (it is not tried again)
 
 
-def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
+def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = None) -> CompiledPlan:
     """Generate every kernel the plan needs and compile them, concurrently, before any data
-    moves (a new query shape then costs its slowest kernel's compile, not their sum)."""
+    moves (a new query shape then costs its slowest kernel's compile, not their sum).
+    tiered (default: device/tiers.tiered_for): kernels no cache holds are built quickly and
+    replaced by their optimised builds when those are ready."""
+    tiered = tiered_for(backend) if tiered is None else tiered
     started = time.perf_counter()
     out = CompiledPlan(plan, host_buffers=host_buffers(plan))
     jobs: list[tuple[str, int, Kernel]] = []
@@ -90,9 +96,11 @@ def compile_plan(backend: Backend, plan: PhysicalPlan) -> CompiledPlan:
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
     out.kernels_total, out.compile_workers = len(jobs), min(len(jobs), os.cpu_count() or 2, 8)
     with ThreadPoolExecutor(max_workers=out.compile_workers) as pool:
-        compiled = list(pool.map(lambda job: compile_kernel(backend, job[2]), jobs))
+        compiled = list(pool.map(lambda job: backend.compile(job[2].spec, tiered), jobs))
+    out.specs = [kernel.spec for _, _, kernel in jobs]
     for (kind, key, kernel), kc in zip(jobs, compiled):
         out.kernels_compiled += 0 if kc.cached else 1
+        out.kernels_quick += 1 if kc.quick and not kc.cached else 0
         if kind == "pipeline":
             out.pipelines[key] = (kernel, kc)
     out.compile_seconds = time.perf_counter() - started
@@ -215,9 +223,10 @@ class Executor:
         return {tables[-1].id: runner}
 
     def runner(self, p: Pipeline, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> PipelineRunner:
-        kernel, kc = compiled.pipelines[p.id]
+        kernel, first = compiled.pipelines[p.id]
         pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, self.backend.describe(), kernel.counters))
-        pm.compile_seconds = kc.compile_seconds if not kc.cached else 0.0
+        pm.compile_seconds = first.compile_seconds if not first.cached else 0.0
+        kc = compile_kernel(self.backend, kernel)  # the optimised build once it replaced a quick one
         return PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
                               compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
                               compiled.finalize_bindings.get(p.id))

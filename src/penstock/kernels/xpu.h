@@ -93,6 +93,11 @@ XPU_FN uint64_t load_relaxed(const uint64_t* p) {
   asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+XPU_FN int32_t load_relaxed(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.relaxed.gpu.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 // A plain load that the SM's L1 may serve (possibly stale): for words whose stale values a
 // caller can tell apart and recheck, such as hash-table tags (see find_or_insert).
 XPU_FN uint64_t load_weak(const uint64_t* p) { return *p; }
@@ -135,6 +140,7 @@ XPU_FN int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
 }
 XPU_FN uint64_t load_acquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 XPU_FN uint64_t load_relaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+XPU_FN int32_t load_relaxed(const int32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 XPU_FN uint64_t load_weak(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 XPU_FN void fence_acquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 XPU_FN void fence_release() { __atomic_thread_fence(__ATOMIC_RELEASE); }
@@ -242,7 +248,12 @@ const int32_t ERR_DATETIME = 6;          // 22008
 const int32_t ERR_CARDINALITY = 7;       // 21000
 const int32_t ERR_INTERNAL = 8;          // XX000: a kernel's own invariant failed
 
-XPU_FN void raise(int32_t* err, int32_t code) { atomic_cas(err, 0, code); }
+// Read before the compare-and-swap: once a code is there, every later raise is a cached read.
+// (A full hash table refuses every new key of a batch; a CAS per row, all on this one word,
+// serialised a pass over 10^8 rows into seconds.)
+XPU_FN void raise(int32_t* err, int32_t code) {
+  if (load_relaxed(err) == 0) atomic_cas(err, 0, code);
+}
 
 // 128-bit sums from 64-bit atomics: {lo, hi} words, carries from lo moved into hi. The two
 // additions commute, so concurrent adds give the exact total in any order.

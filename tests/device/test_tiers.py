@@ -1,0 +1,176 @@
+"""Tiered compilation (device/tiers.py): a new kernel runs from a quick build at once, the
+optimised build replaces it, both give the same answers; concurrent asks compile a kernel
+once; a killed compile leaves no broken cache entry."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from penstock.codegen.fixed_kernels import GATHER_TEXT, plain_kernel
+from penstock.device.base import KernelSpec
+from penstock.device.registry import get_backend
+
+pytestmark = pytest.mark.usefixtures("own_kernel_cache")
+
+
+@pytest.fixture
+def own_kernel_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's kernels in a cache of their own (installation kernels stay shared)."""
+    from penstock.device.kernel_cache import installation_dir
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(installation_dir()))
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def new_kernel(name: str | None = None) -> KernelSpec:
+    """A kernel no cache holds: gather_text's body under a name of its own."""
+    name = name or f"tier_test_{uuid.uuid4().hex[:8]}"
+    kernel = plain_kernel(name, [
+        ("n", "int64_t", "i64"), ("starts", "const int64_t*", "ptr"),
+        ("lengths", "const int32_t*", "ptr"), ("src", "const uint8_t*", "ptr"),
+        ("offsets", "const int32_t*", "ptr"), ("dst", "uint8_t*", "ptr")], GATHER_TEXT)
+    return kernel.spec
+
+
+def gather(backend: Any, kernel: Any) -> bytes:
+    """Run a gather_text-like kernel: the words of a sentence, reversed, in one buffer."""
+    words = [b"tiers", b"give", b"the", b"same", b"answer", b""]
+    src = b"".join(words)
+    starts = np.cumsum([0] + [len(w) for w in words[:-1]]).astype(np.int64)
+    lengths = np.array([len(w) for w in words], np.int32)
+    order = np.arange(len(words))[::-1]
+    out_lengths = lengths[order]
+    offsets = np.concatenate([[0], np.cumsum(out_lengths)[:-1]]).astype(np.int32)
+    dst = backend.zeros(len(src), np.uint8)
+    args = [len(words), backend.to_device(starts[order]), backend.to_device(out_lengths),
+            backend.to_device(np.frombuffer(src, np.uint8).copy()), backend.to_device(offsets), dst]
+    backend.launch(kernel, len(words), args)
+    backend.synchronize()
+    return bytes(backend.to_host(dst))
+
+
+def test_a_quick_build_runs_until_its_optimised_build_replaces_it(device: str, own_kernel_cache: Path) -> None:
+    backend = get_backend(device)
+    spec = new_kernel()
+    quick = backend.compile(spec, tiered=True)
+    assert quick.quick and not quick.cached
+    assert (own_kernel_cache / "kernels" / f"{spec.name}-{spec.digest}-quick{backend.artifact_suffix}").is_file()
+    expected = b"answersamethegivetiers"
+    assert gather(backend, quick) == expected
+    assert backend.upgrades().wait(timeout=120)
+    optimised = backend.compile(spec)  # asked again: the optimised build is swapped in
+    assert not optimised.quick and optimised is not quick
+    assert (own_kernel_cache / "kernels" / f"{spec.name}-{spec.digest}{backend.artifact_suffix}").is_file()
+    assert backend.compile(spec) is optimised
+    assert gather(backend, optimised) == expected
+
+
+def test_an_optimised_build_on_disk_is_used_at_once(device: str) -> None:
+    backend = get_backend(device)
+    spec = new_kernel()
+    backend.compile(spec, tiered=False)
+    other = dataclasses.replace(spec)  # the same source: found in memory
+    assert not backend.compile(other, tiered=True).quick
+
+
+def test_concurrent_asks_compile_a_kernel_once(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sessions of one server share the process's backend: a kernel both need at the
+    same moment is built once, and both get the same kernel."""
+    backend = get_backend(device)
+    spec = new_kernel()
+    builds: list[bool] = []
+    real_build = backend.build
+
+    def counting_build(s: KernelSpec, path: Path, quick: bool = False) -> None:
+        if s.digest == spec.digest:
+            builds.append(quick)
+            time.sleep(0.2)  # the others arrive while it builds
+        real_build(s, path, quick)
+
+    monkeypatch.setattr(backend, "build", counting_build)
+    got: list[Any] = []
+    threads = [threading.Thread(target=lambda: got.append(backend.compile(spec, tiered=False))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert builds == [False] and len(got) == 6 and all(k is got[0] for k in got)
+
+
+def test_tiered_and_optimised_kernels_answer_tpch_alike(tmp_path: Path, device: str) -> None:
+    """All 22 TPC-H queries on quick builds, then on their optimised builds: the same rows."""
+    import penstock
+    from penstock.bench.suites import suite
+    from penstock.datagen.tpch_queries import tpch_queries
+    from penstock.exec import executor
+
+    tpch = suite("tpch")
+    tpch.generate(tmp_path / "tpch", 0.01, "parquet")
+    db = penstock.connect(device=device, strict=True)
+    for table, path in tpch.files(tmp_path / "tpch", "parquet").items():
+        db.register(table, path)
+    queries = tpch_queries(0.01)
+    original = executor.tiered_for
+    executor.tiered_for = lambda backend: True  # type: ignore[assignment]
+    try:
+        first = {name: db.sql(sql).to_arrow() for name, sql in queries.items()}
+    finally:
+        executor.tiered_for = original  # type: ignore[assignment]
+    quick = sum(db.prepare(sql).compiled.kernels_quick for sql in queries.values())
+    assert quick > 0  # the first runs ran quick builds
+    assert db.backend.upgrades().wait(timeout=600)
+    for name, sql in queries.items():
+        again = db.sql(sql).to_arrow()
+        assert again.equals(first[name]), name
+        compiled = db.prepare(sql).compiled
+        assert not any(db.backend.compile(spec).quick for spec in compiled.specs), name
+
+
+def test_a_killed_compile_leaves_no_broken_cache_entry(tmp_path: Path, own_kernel_cache: Path) -> None:
+    """A process killed while g++ builds a kernel (in the foreground, then in the background)
+    leaves only whole files in the cache, and a new process builds and runs the kernel."""
+    script = textwrap.dedent("""
+        import sys, time
+        sys.path[:0] = sys.argv[1:]
+        from test_tiers import new_kernel
+        from penstock.device.registry import get_backend
+        backend = get_backend("cpu")
+        spec = new_kernel()
+        print(spec.name, flush=True)
+        backend.compile(spec, tiered=True)   # the quick build; its optimised build starts
+        print("quick", flush=True)
+        time.sleep(60)
+    """)
+    env = dict(os.environ)
+    child = subprocess.Popen([sys.executable, "-c", script, str(Path(__file__).parent), *sys.path],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    assert child.stdout is not None
+    name = child.stdout.readline().strip()
+    assert child.stdout.readline().strip() == "quick"
+    time.sleep(0.05)  # the optimised build is under way
+    child.kill()
+    child.wait()
+    folder = own_kernel_cache / "kernels"
+    entries = sorted(p for p in folder.iterdir() if p.name.startswith(name))
+    assert entries  # the quick build at least
+    import ctypes
+
+    for artifact in entries:  # whatever is there under a cache entry's name is a whole shared object
+        ctypes.CDLL(str(artifact))
+    spec = new_kernel(name)
+    backend = get_backend("cpu")
+    kernel = backend.compile(spec, tiered=True)  # the optimised build from disk, else the quick one
+    assert kernel.cached and gather(backend, kernel) == b"answersamethegivetiers"
