@@ -24,6 +24,16 @@ from penstock.exec.kernels import compile_kernel
 MIN_SLOTS = 1 << 12
 MAX_LOAD = 0.7
 MIN_ARENA = 1 << 16
+GROWTH = 8  # a full table grows to hold this many times its entries (bounded by the rows seen)
+
+
+def entries(counter: Any) -> int:
+    """A table counter's entries (kernels/hash_table.h: the low half; reservations above)."""
+    return int(counter) & 0xFFFFFFFF
+
+
+def reservations(counter: Any) -> int:
+    return int(counter) >> 32
 
 
 def next_pow2(n: int) -> int:
@@ -50,7 +60,7 @@ class HashTable:
         return max(int(self.capacity * MAX_LOAD), 1)
 
     def entries(self) -> int:
-        return int(self.backend.scalar(self.count))
+        return entries(self.backend.scalar(self.count))
 
     def grow(self, entries: int, label: str, limit_bytes: int | None) -> None:
         """Room for `entries` entries under the load limit (rehashing what is there)."""
@@ -66,6 +76,8 @@ class HashTable:
         self.slots = self.backend.zeros(want * self.width, np.uint64)
         kernel = compile_kernel(self.backend, rehash())
         self.backend.launch(kernel, old_capacity, [old_capacity, old, self.width, self.slots, self.mask])
+        # a new table: its reservations are its entries (kernels/hash_table.h)
+        self.count[...] = (self.count & np.uint64(0xFFFFFFFF)) * np.uint64(0x100000001)
 
 
 @dataclass
@@ -141,22 +153,30 @@ class AggregateState:
             raise QueryError(f"internal error: {self.label} overflowed a table sized to fit", "XX000")
         counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
         self.seen_counts = None
-        table_full = int(counts[0]) >= self.table.limit
-        distinct_full = [int(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
+        table_full = reservations(counts[0]) >= self.table.limit
+        distinct_full = [reservations(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
         arena_full = int(counts[1]) > int(self.arena.size)
         self.table.slots = snap.table
         for d, slots in zip(self.distinct, snap.distinct):
             d.slots = slots
         self.counts[...] = snap.counts
         self.arena = snap.arena
+        # GROWTH times what filled it, but never more than the rows so far could need: each
+        # overflow costs a pass over the batch, so few large steps beat many small ones
         if table_full:
-            self.table.grow(4 * max(self.table.entries(), self.table.limit), self.label, self.memory_limit)
+            self.table.grow(self._grown(self.table), self.label, self.memory_limit)
         for d, full in zip(self.distinct, distinct_full):
             if full:
-                d.grow(4 * max(d.entries(), d.limit), f"{self.label} (DISTINCT)", self.memory_limit)
+                d.grow(self._grown(d), f"{self.label} (DISTINCT)", self.memory_limit)
         if arena_full or not (table_full or any(distinct_full)):
             self._new_arena(4 * int(self.arena.size))
         self.redone += 1
+
+    def _grown(self, table: HashTable) -> int:
+        """Entries a full table grows to hold: at least twice what filled it (the bound is
+        an estimate where joins multiply rows)."""
+        filled = max(table.entries(), table.limit)
+        return max(min(GROWTH * filled, self.entries_bound), 2 * filled)
 
     def _new_arena(self, size: int) -> None:
         if self.memory_limit is not None and size > self.memory_limit:
@@ -183,7 +203,7 @@ class AggregateState:
     def sizes(self) -> tuple[int, int]:
         """(groups, arena bytes used), in one read-back."""
         counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
-        groups = int(counts[0]) if self.layout.grouped else 1
+        groups = entries(counts[0]) if self.layout.grouped else 1
         return groups, sum(int(a.size) for a in self.arenas) + int(counts[1])
 
     def finish(self, sink: Any) -> None:
