@@ -57,7 +57,6 @@ class CudaBackend(Backend):
     name = "gpu"
     engine = "penstock-gpu"
     supports_graphs = True
-    quick_builds = True  # device/tiers.py: NVRTC's optimiser is most of a large kernel's compile
     small_sort_rows = 16384  # 2.7e8 comparisons at most: well under a millisecond
 
     def __init__(self, device_id: int = 0):
