@@ -156,6 +156,11 @@ class AggregateState:
         table_full = reservations(counts[0]) >= self.table.limit
         distinct_full = [reservations(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
         arena_full = int(counts[1]) > int(self.arena.size)
+        if not (table_full or any(distinct_full) or arena_full):
+            # refused while racing reservations stood at the limit, given back since (a key
+            # another thread inserted first): which table it was is unknown, so all grow
+            table_full = self.layout.grouped
+            distinct_full = [True] * len(self.distinct)
         self.table.slots = snap.table
         for d, slots in zip(self.distinct, snap.distinct):
             d.slots = slots
