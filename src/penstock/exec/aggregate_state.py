@@ -27,15 +27,6 @@ MIN_ARENA = 1 << 16
 GROWTH = 8  # a full table grows to hold this many times its entries (bounded by the rows seen)
 
 
-def entries(counter: Any) -> int:
-    """A table counter's entries (kernels/hash_table.h: the low half; reservations above)."""
-    return int(counter) & 0xFFFFFFFF
-
-
-def reservations(counter: Any) -> int:
-    return int(counter) >> 32
-
-
 def next_pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
@@ -60,7 +51,7 @@ class HashTable:
         return max(int(self.capacity * MAX_LOAD), 1)
 
     def entries(self) -> int:
-        return entries(self.backend.scalar(self.count))
+        return int(self.backend.scalar(self.count))
 
     def grow(self, entries: int, label: str, limit_bytes: int | None) -> None:
         """Room for `entries` entries under the load limit (rehashing what is there)."""
@@ -76,8 +67,6 @@ class HashTable:
         self.slots = self.backend.zeros(want * self.width, np.uint64)
         kernel = compile_kernel(self.backend, rehash())
         self.backend.launch(kernel, old_capacity, [old_capacity, old, self.width, self.slots, self.mask])
-        # a new table: its reservations are its entries (kernels/hash_table.h)
-        self.count[...] = (self.count & np.uint64(0xFFFFFFFF)) * np.uint64(0x100000001)
 
 
 @dataclass
@@ -153,12 +142,12 @@ class AggregateState:
             raise QueryError(f"internal error: {self.label} overflowed a table sized to fit", "XX000")
         counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
         self.seen_counts = None
-        table_full = reservations(counts[0]) >= self.table.limit
-        distinct_full = [reservations(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
+        table_full = int(counts[0]) >= self.table.limit
+        distinct_full = [int(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
         arena_full = int(counts[1]) > int(self.arena.size)
         if not (table_full or any(distinct_full) or arena_full):
-            # refused while racing reservations stood at the limit, given back since (a key
-            # another thread inserted first): which table it was is unknown, so all grow
+            # a refusal leaves its table's count at or past the limit (kernels/hash_table.h);
+            # should none be, every table grows rather than the arena forever
             table_full = self.layout.grouped
             distinct_full = [True] * len(self.distinct)
         self.table.slots = snap.table
@@ -208,7 +197,7 @@ class AggregateState:
     def sizes(self) -> tuple[int, int]:
         """(groups, arena bytes used), in one read-back."""
         counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
-        groups = entries(counts[0]) if self.layout.grouped else 1
+        groups = int(counts[0]) if self.layout.grouped else 1
         return groups, sum(int(a.size) for a in self.arenas) + int(counts[1])
 
     def finish(self, sink: Any) -> None:

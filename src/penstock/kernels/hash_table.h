@@ -13,28 +13,25 @@
 namespace xpu {
 
 const uint64_t SLOT_BUSY = 1ull << 63;
-const uint64_t TABLE_ENTRIES = 0xFFFFFFFFull;   // a table counter's entries (low half)
-const uint64_t TABLE_RESERVATION = 1ull << 32;  // one reservation (high half)
 
 XPU_FN uint64_t slot_tag(uint64_t hash) { return (hash | 1) & ~SLOT_BUSY; }
 
 // Index of the slot holding the key (equal(slot) decides), inserting it if absent with
 // init(slot, id), id numbering entries in insertion order; `inserted` says which happened.
-// `count` holds two counters: entries (low 32 bits, the ids) and reservations (high 32).
-// A new key reserves before it claims a slot and is refused once `limit` reservations are
-// taken (the table is full enough): the call returns -1 and the caller reports
-// ERR_TABLE_FULL, so the executor can grow the table and redo the batch. Reserving first
-// keeps the table under the limit however many threads race for empty slots; checking the
-// entries alone let every resident thread pass at once and fill a small table to the last
-// slot, after which each refused key walked all of it (a first run over 10^8 rows with
-// 10^6 groups took 13 s on an H100, its repeat 46 ms).
+// A new key is refused once `count` has reached `limit` (the table is full enough): the
+// call returns -1 and the caller reports ERR_TABLE_FULL, so the executor can grow the
+// table and redo the batch. Many threads can pass the first look at `count` at once (at a
+// launch's start every resident thread does), so the id taken after claiming a slot decides:
+// one at or past the limit gives the slot back. Without that, a small table filled to its
+// last slot and every refused key walked all of it (a first run over 10^8 rows with 10^6
+// groups took 13 s on an H100, its repeat 46 ms). A slot given back is looked at again by
+// whoever waited on it, so no key is ever entered past an empty slot.
 template <class Equal, class Init>
 XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uint64_t hash,
                               uint64_t* count, uint64_t limit, bool& inserted, Equal equal, Init init) {
   const uint64_t tag = slot_tag(hash);
   uint64_t pos = (hash >> 7) & mask;
   inserted = false;
-  bool reserved = false;
   for (uint64_t probes = 0; probes <= mask; ++probes, pos = (pos + 1) & mask) {
     uint64_t* slot = table + pos * (uint64_t)width;
     // The tag is read through L1 (hot groups' slots are read by every row): a stale value
@@ -44,34 +41,31 @@ XPU_FN int64_t find_or_insert(uint64_t* table, uint64_t mask, int32_t width, uin
     // ordering is paid only where a slot was just published.
     uint64_t w = load_weak(slot);
     if (w == 0) w = load_relaxed(slot);
-    if (w == 0) {
-      if (!reserved) {  // read first: once the table is full, refusals are reads
-        if ((load_relaxed(count) >> 32) >= limit) return -1;
-        if ((atomic_add(count, TABLE_RESERVATION) >> 32) >= limit) return -1;
-        reserved = true;
-      }
-      w = atomic_cas(slot, 0, tag | SLOT_BUSY);
+    while (true) {
       if (w == 0) {
-        init(slot, atomic_add(count, (uint64_t)1) & TABLE_ENTRIES);
-        store_release(slot, tag);
-        inserted = true;
-        return (int64_t)pos;
+        if (load_relaxed(count) >= limit) return -1;
+        w = atomic_cas(slot, 0, tag | SLOT_BUSY);
+        if (w == 0) {
+          const uint64_t id = atomic_add(count, (uint64_t)1);
+          if (id >= limit) {  // too many passed the first look: give the slot back
+            store_release(slot, 0);
+            return -1;
+          }
+          init(slot, id);
+          store_release(slot, tag);
+          inserted = true;
+          return (int64_t)pos;
+        }
       }
-    }
-    if (w & SLOT_BUSY) {  // being filled right now: wait, then see its keys
-      while (w & SLOT_BUSY) w = load_relaxed(slot);
+      if (!(w & SLOT_BUSY)) break;
+      while (w & SLOT_BUSY) w = load_relaxed(slot);  // being filled right now: wait
       fence_acquire();
+      // w is now the slot's key, or 0 if its claim was given back: then look again
     }
     if (w == tag) {
-      bool same = equal(slot);
-      if (!same) {
-        fence_acquire();  // the keys may have been read from a stale cache line: look again
-        same = equal(slot);
-      }
-      if (same) {  // another thread inserted the key first: give the reservation back
-        if (reserved) atomic_add(count, (uint64_t)0 - TABLE_RESERVATION);
-        return (int64_t)pos;
-      }
+      if (equal(slot)) return (int64_t)pos;
+      fence_acquire();  // the keys may have been read from a stale cache line: look again
+      if (equal(slot)) return (int64_t)pos;
     }
   }
   return -1;
