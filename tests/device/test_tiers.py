@@ -110,8 +110,12 @@ def test_concurrent_asks_compile_a_kernel_once(device: str, monkeypatch: pytest.
     assert builds == [False] and len(got) == 6 and all(k is got[0] for k in got)
 
 
+# the CPU runs a sample (each kernel is built twice; two cores), the GPU all 22
+CPU_SAMPLE = ("q01", "q03", "q10", "q13", "q16", "q18", "q22")
+
+
 def test_tiered_and_optimised_kernels_answer_tpch_alike(tmp_path: Path, device: str) -> None:
-    """All 22 TPC-H queries on quick builds, then on their optimised builds: the same rows."""
+    """TPC-H queries on quick builds, then on their optimised builds: the same rows."""
     import penstock
     from penstock.bench.suites import suite
     from penstock.datagen.tpch_queries import tpch_queries
@@ -122,7 +126,7 @@ def test_tiered_and_optimised_kernels_answer_tpch_alike(tmp_path: Path, device: 
     db = penstock.connect(device=device, strict=True)
     for table, path in tpch.files(tmp_path / "tpch", "parquet").items():
         db.register(table, path)
-    queries = tpch_queries(0.01)
+    queries = {name: sql for name, sql in tpch_queries(0.01).items() if device == "gpu" or name in CPU_SAMPLE}
     original = executor.tiered_for
     executor.tiered_for = lambda backend: True  # type: ignore[assignment]
     try:
