@@ -167,3 +167,35 @@ def test_explain_analyze_figures_are_the_true_ones(device: str) -> None:
     again = db.explain("SELECT g, sum(v) AS s FROM t GROUP BY g", analyze=True)
     assert "cache hit" in again.splitlines()[1] and "compile: 0.0 ms" in again.splitlines()[1]
     assert "out 1 group]" in db.explain("SELECT count(*) AS n FROM t", analyze=True)
+
+
+def test_an_explain_statement_answers_penstocks_plan(sample_db: Any) -> None:
+    """db.sql and `penstock sql` take EXPLAIN [ANALYZE] as PostgreSQL spells it, and answer
+    penstock's plan (not DataFusion's), a line a row; the first run says where its time went."""
+    query = "SELECT grp, count(*) AS n FROM t WHERE id > 1 GROUP BY grp"
+    plain = sample_db.sql(f"EXPLAIN {query}")
+    lines = plain.to_arrow().column("QUERY PLAN").to_pylist()
+    assert lines[0].startswith("engine: penstock-cpu") and plain.engine == "penstock-cpu"
+    assert not any(line.startswith("plan:") for line in lines)  # not run
+    analyzed = sample_db.sql(f"  -- a comment\n/* and another */ explain (analyze true, verbose) {query.lower()}")
+    text = "\n".join(analyzed.to_arrow().column(0).to_pylist())
+    assert "first run: plan" in text and "rows in" in text and "batches run again" in text
+    off = sample_db.sql(f"EXPLAIN (ANALYZE false) {query}").to_arrow().column(0).to_pylist()
+    assert not any(line.startswith(("plan:", "first run:")) for line in off)
+    again = "\n".join(sample_db.sql(f"EXPLAIN ANALYZE {query}").to_arrow().column(0).to_pylist())
+    assert "(cache hit)" in again and "first run:" not in again  # a repeat is no first run
+    assert sample_db.sql(query).num_rows == 3  # the query itself still runs as a query
+
+
+def test_the_cli_prints_an_explain_statement_whole(tmp_path: Path, sample_parquet: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "penstock.cli", "sql", "--device", "cpu", "-t", f"t={sample_parquet}",
+                           "EXPLAIN ANALYZE SELECT grp, sum(x) AS s FROM t GROUP BY grp ORDER BY grp"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "DataFusion" not in done.stderr + done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("engine: penstock-cpu") and any(line.startswith("first run: plan") for line in lines)
+    assert not any(line.endswith("…") for line in lines)  # whole lines, not a table's cells

@@ -21,6 +21,7 @@ from penstock.device import get_backend
 from penstock.errors import FEATURE_NOT_SUPPORTED, PenstockError, QueryError, Unsupported
 from penstock.exec.executor import CompiledPlan, Executor, compile_plan
 from penstock.exec.metrics import QueryMetrics
+from penstock.explain import explain_request, explain_text
 from penstock.frontend.clock import reads_clock
 from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
 from penstock.frontend.sql_errors import translate_error
@@ -210,8 +211,14 @@ class Connection:
             check: Callable[[], None] | None = None, memory_limit: int | None = None) -> Result:
         """Run one query. `check`, if given, is called between batches and steps and stops the
         query by raising (the server's cancel requests and statement timeouts use it);
-        `memory_limit` caps this query's device memory below the connection's cap."""
+        `memory_limit` caps this query's device memory below the connection's cap. An
+        EXPLAIN [ANALYZE] statement answers penstock's plan (Connection.explain), one line a row."""
         started = time.perf_counter()
+        request = explain_request(sql)
+        if request is not None:
+            text = self.explain(request[0], request[1], params)
+            return Result(pa.table({"QUERY PLAN": text.rstrip("\n").split("\n")}), self.backend.engine, None,
+                          None, time.perf_counter() - started)
         metrics = QueryMetrics()
         cached = self._plan_key(sql, params) in self._plans
         prepared = self.prepare(sql, params)
@@ -274,8 +281,6 @@ class Connection:
 
     def explain(self, sql: str, analyze: bool = False,
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:
-        from penstock.explain import explain_text
-
         cached = self._plan_key(sql, params) in self._plans
         started = time.perf_counter()
         prepared = self.prepare(sql, params)

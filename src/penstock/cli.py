@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from penstock.errors import PenstockError, QueryError, Unsupported
+from penstock.explain import explain_request
 from penstock.output import FORMATS, format_table, write_result
 
 
@@ -228,7 +229,8 @@ def query_text(args: argparse.Namespace) -> str:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     db = connect_with_tables(args)
-    result = db.sql(query_text(args))
+    sql = query_text(args)
+    result = db.sql(sql)
     for name in db.tables:
         skipped = db.skipped_rows(name)
         if skipped:
@@ -242,6 +244,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
             write_result(result.to_arrow(), args.format, fh)
         print(f"wrote {result.num_rows} rows to {args.output} ({result.engine}, "
               f"{result.seconds * 1000:.1f} ms)", file=sys.stderr)
+    elif args.format == "table" and explain_request(sql) is not None:
+        print("\n".join(result.to_arrow().column(0).to_pylist()))  # the plan's lines, whole
     else:
         if args.format == "arrow" and sys.stdout.isatty():
             raise PenstockError("--format arrow writes binary: use -o FILE or a pipe")

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable, EvalSubquery,
                                     FilterOp, LimitBuffer, MaterializeSink, PhysicalPlan, Pipeline,
                                     ProbeOp, RunPipeline, SortBuffer, TableSource,
                                     UnmatchedBuildSource, ValuesSource)
+
+
+_EXPLAIN = re.compile(r"(?is)^explain\s+(\((?P<opts>[^)]*)\)\s*)?"
+                      r"(?P<flags>(?:(?:analyze|analyse|verbose)\s+)*)(?P<q>.*)$")
+_LEADING_COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
+
+
+def explain_request(sql: str) -> tuple[str, bool] | None:
+    """(the query, whether to ANALYZE) when `sql` is an EXPLAIN statement, PostgreSQL's
+    spellings: EXPLAIN [ANALYZE] [VERBOSE] q, EXPLAIN (ANALYZE [true|on|1], ...) q."""
+    body = _LEADING_COMMENTS.sub("", sql, count=1).strip()
+    m = _EXPLAIN.match(body)
+    if m is None:
+        return None
+    opts = (m.group("opts") or "") + " " + (m.group("flags") or "")
+    return m.group("q"), bool(re.search(r"(?i)\banaly[sz]e\b(?!\s+(?:false|off|0))", opts))
 
 
 def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan | None,

@@ -17,6 +17,7 @@ from typing import Callable
 import pyarrow as pa
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
+from penstock.explain import explain_request
 from penstock.server.emulation import pg_catalog
 from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
@@ -238,13 +239,10 @@ def _copy(state: SessionState, sql: str, w: list[str]) -> Outcome:
 
 
 def _explain(state: SessionState, sql: str, w: list[str]) -> Outcome:
-    body = strip_comments(sql).strip()
-    m = re.match(r"(?is)^explain\s+(\((?P<opts>[^)]*)\)\s*)?(?P<flags>(?:(?:analyze|analyse|verbose)\s+)*)(?P<q>.*)$",
-                 body)
-    assert m is not None
-    opts = (m.group("opts") or "") + " " + (m.group("flags") or "")
-    analyze = bool(re.search(r"(?i)\banaly[sz]e\b(?!\s+(?:false|off|0))", opts))
-    text = state.db.explain(m.group("q"), analyze)
+    request = explain_request(strip_comments(sql))
+    assert request is not None
+    query, analyze = request
+    text = state.db.explain(query, analyze)
     return Outcome("EXPLAIN", pa.table({"QUERY PLAN": text.rstrip("\n").split("\n")}))
 
 
