@@ -34,6 +34,7 @@ class FirstRun:
     rows: int
     start_s: float  # the process before the query: imports, the device, registration, cache loads
     kernels: int = 0  # kernels the query compiled (found in no cache)
+    reruns: int = 0  # batches run again to size hash tables and outputs (EXPLAIN's "first run:")
 
 
 def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: Path,
@@ -76,7 +77,8 @@ def main() -> int:
     print(json.dumps({"seconds": seconds, "plan_s": max((m.plan_seconds if m else 0.0) - compile_s, 0.0),
                       "compile_s": compile_s, "execute_s": m.execute_seconds if m else 0.0,
                       "engine": result.engine, "rows": rows, "start_s": start_s,
-                      "kernels": compiled.kernels_compiled if compiled is not None else 0}))
+                      "kernels": compiled.kernels_compiled if compiled is not None else 0,
+                      "reruns": sum(p.reruns for p in m.pipelines.values()) if m else 0}))
     return 0
 
 

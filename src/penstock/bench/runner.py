@@ -197,7 +197,8 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
             fresh[name] = (empty, warm)
             log(f"{name} ({tier}): first run {empty.seconds * 1000:.0f} ms in a fresh process with empty kernel "
                 f"caches (plan {empty.plan_s * 1000:.0f}, compile {empty.compile_s * 1000:.0f} for "
-                f"{empty.kernels} kernels, execute {empty.execute_s * 1000:.0f}); {warm.seconds * 1000:.0f} ms "
+                f"{empty.kernels} kernels, execute {empty.execute_s * 1000:.0f} with {empty.reruns} batches "
+                f"run again to size tables); {warm.seconds * 1000:.0f} ms "
                 "with the on-disk kernel cache warm")
     if tier == "gpu":
         for t in suite.tables:
