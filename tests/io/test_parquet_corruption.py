@@ -125,3 +125,27 @@ def test_random_damage_is_an_error_or_changes_nothing(tmp_path: Path, compressio
         assert got == expected, f"damage at {spots} changed the answer"
         outcomes["same"] += 1
     assert outcomes["error"] > 30  # most damage is caught, none goes unnoticed into an answer
+
+
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_row_groups_decoded_at_once_arrive_in_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         at_once: int) -> None:
+    """Several row groups decode at once (io/parquet.READ_AHEAD_GROUPS); batches still come in
+    file order, a LIMIT stops early, and a damaged group in the middle is the one named."""
+    from penstock.io import parquet
+
+    monkeypatch.setattr(parquet, "READ_AHEAD_GROUPS", at_once)
+    path = tmp_path / "many.parquet"
+    pq.write_table(pa.table({"i": pa.array(range(50_000), pa.int64()), "s": [f"v{k % 7}" for k in range(50_000)]}),
+                   path, row_group_size=1000, write_page_checksum=True)
+    got = [b.batch.column(0) for b in parquet.ParquetTable([path]).scan(["i", "s"]) if b.batch.num_columns]
+    assert pa.chunked_array(got).to_pylist() == list(range(50_000))
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("m", path)
+    assert db.sql("SELECT i FROM m LIMIT 3").to_arrow().column(0).to_pylist() == [0, 1, 2]
+    start, size = chunk(path, 31, 0)
+    bad = damaged(path, tmp_path / "bad.parquet", [start + size - 3], xor=0x10)
+    db.register("b", bad)
+    with pytest.raises(FileError) as e:
+        db.sql("SELECT sum(i) FROM b")
+    assert "row group 31, column i" in str(e.value)

@@ -9,6 +9,11 @@ corrupted), found by reading its columns one by one once the whole group failed.
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
@@ -19,6 +24,8 @@ from penstock.errors import DATA_CORRUPTED, FileError
 from penstock.io.stats import ColumnPredicate, group_refuted
 from penstock.io.tables import ScanBatch, check_same_schema
 from penstock.plan.types import DataType
+
+READ_AHEAD_GROUPS = max(1, min(4, os.cpu_count() or 1))  # row groups decoding at once
 
 
 def _open(path: Path, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
@@ -49,26 +56,70 @@ class ParquetTable:
                 or pa.types.is_large_string(self.schema.field(c).type)]
         for path in self.files:
             plain = _open(path)
-            f = _open(path, read_dictionary=_dictionary_encoded(plain, text)) if text else plain
-            meta = f.metadata
+            dictionary = _dictionary_encoded(plain, text) if text else None
+            meta = plain.metadata
             leaves = _leaf_indices(meta)
-            for rg in range(meta.num_row_groups):
-                group = meta.row_group(rg)
-                if predicates and types:
+            refuted: set[int] = set()
+            if predicates and types:
+                for rg in range(meta.num_row_groups):
+                    group = meta.row_group(rg)
                     stats = [group.column(leaves[c]).statistics if c in leaves else None for c in columns]
                     if group_refuted(predicates, stats, types, group.num_rows):
-                        yield ScanBatch(pa.record_batch([], names=[]), 0, 0, str(path), skipped=True)
-                        continue
-                chunk_bytes = sum(group.column(leaves[c]).total_compressed_size for c in columns if c in leaves)
+                        refuted.add(rg)
+            wanted = [rg for rg in range(meta.num_row_groups) if rg not in refuted] if columns else []
+            tables = _read_row_groups(path, dictionary, wanted, columns)
+            for rg in range(meta.num_row_groups):
+                group = meta.row_group(rg)
+                if rg in refuted:
+                    yield ScanBatch(pa.record_batch([], names=[]), 0, 0, str(path), skipped=True)
+                    continue
                 if not columns:
                     yield ScanBatch(pa.record_batch([], names=[]), group.num_rows, 0, str(path))
                     continue
-                try:
-                    table = f.read_row_group(rg, columns=columns, use_threads=True)
-                except (OSError, pa.ArrowException) as e:
-                    raise _corrupt(f, path, rg, columns, e) from e
+                chunk_bytes = sum(group.column(leaves[c]).total_compressed_size for c in columns if c in leaves)
+                table = next(tables)
                 for i, batch in enumerate(table.to_batches()):
                     yield ScanBatch(batch, batch.num_rows, chunk_bytes if i == 0 else 0, str(path))
+
+
+def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int],
+                     columns: list[str]) -> Iterator[pa.Table]:
+    """The row groups' tables in order, up to READ_AHEAD_GROUPS of them decoding at once
+    (pyarrow decodes one group's columns in parallel; a query of a few columns leaves cores
+    idle without this: 2 cores, TPC-H SF 1 lineitem, Q6's 4 columns 467 -> 372 ms, one
+    column 52 -> 29 ms). Each thread reads through a handle of its own."""
+    if READ_AHEAD_GROUPS <= 1 or len(groups) <= 1:
+        f = _open(path, dictionary)
+        for rg in groups:
+            yield _read_group(f, path, rg, columns)
+        return
+    local = threading.local()
+
+    def read(rg: int) -> pa.Table:
+        f = getattr(local, "handle", None)
+        if f is None:
+            f = local.handle = _open(path, dictionary)
+        return _read_group(f, path, rg, columns)
+
+    pool = ThreadPoolExecutor(READ_AHEAD_GROUPS, thread_name_prefix="penstock-parquet")
+    try:
+        queued = iter(groups)
+        pending = deque(pool.submit(read, rg) for rg in itertools.islice(queued, READ_AHEAD_GROUPS))
+        while pending:
+            table = pending.popleft().result()
+            following = next(queued, None)
+            if following is not None:
+                pending.append(pool.submit(read, following))
+            yield table
+    finally:  # a consumer that stops early (LIMIT, an error) leaves nothing decoding
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _read_group(f: pq.ParquetFile, path: Path, rg: int, columns: list[str]) -> pa.Table:
+    try:
+        return f.read_row_group(rg, columns=columns, use_threads=True)
+    except (OSError, pa.ArrowException) as e:
+        raise _corrupt(f, path, rg, columns, e) from e
 
 
 def _corrupt(f: pq.ParquetFile, path: Path, rg: int, columns: list[str], error: Exception) -> FileError:
