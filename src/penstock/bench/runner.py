@@ -210,9 +210,8 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
         first = db.sql(texts[name])
         firsts[name] = (first, time.perf_counter() - started)
     # repeats measure the optimised kernels: quick builds (device/tiers.py) are replaced first
-    if db.backend.upgrades().pending():
-        started = time.perf_counter()
-        db.backend.upgrades().wait()
+    started = time.perf_counter()
+    if db.backend.wait_for_upgrades():
         log(f"optimised builds of quick-built kernels: waited {(time.perf_counter() - started) * 1000:.0f} ms")
     runs: dict[str, list[float]] = {n: [] for n in names}
     kernels: dict[str, list[float]] = {n: [] for n in names}

@@ -122,8 +122,9 @@ class Backend(ABC):
         with building:
             with self._compile_lock:
                 found = self._kernels.get(spec.digest)
-            if found is not None and found.quick and self._upgrade_ready(spec):
-                kernel = self.load(spec, self._upgrades.take(spec.digest))
+            ready = self._upgrades.take(spec.digest) if found is not None and found.quick and self._upgrades else None
+            if ready is not None:
+                kernel = self.load(spec, ready)
                 kernel.compile_seconds, kernel.cached = found.compile_seconds, found.cached
             elif found is not None:
                 return found
@@ -173,6 +174,14 @@ class Backend(ABC):
                 self._upgrades = Upgrades(lambda spec, path: self.build(spec, path, quick=False),
                                           self.upgrade_workers(), self.cancel_builds, self._no_foreground_builds)
             return self._upgrades
+
+    def wait_for_upgrades(self) -> bool:
+        """Block until no optimised build is queued or running; whether any was."""
+        upgrades = self._upgrades
+        if upgrades is None or not upgrades.pending():
+            return False
+        upgrades.wait()
+        return True
 
     def _no_foreground_builds(self) -> None:
         with self._foreground_done:

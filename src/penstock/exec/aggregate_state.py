@@ -145,11 +145,6 @@ class AggregateState:
         table_full = int(counts[0]) >= self.table.limit
         distinct_full = [int(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
         arena_full = int(counts[1]) > int(self.arena.size)
-        if not (table_full or any(distinct_full) or arena_full):
-            # a refusal leaves its table's count at or past the limit (kernels/hash_table.h);
-            # should none be, every table grows rather than the arena forever
-            table_full = self.layout.grouped
-            distinct_full = [True] * len(self.distinct)
         self.table.slots = snap.table
         for d, slots in zip(self.distinct, snap.distinct):
             d.slots = slots

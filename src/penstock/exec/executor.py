@@ -57,6 +57,7 @@ class CompiledPlan:
     compile_workers: int = 1  # kernels compiled at once
     kernels_quick: int = 0  # compiled quickly, their optimised builds queued (device/tiers.py)
     specs: list[Any] = field(default_factory=list)  # every kernel's KernelSpec
+    runs_quick_builds: bool = False  # some kernel may still be a quick build (cleared once none is)
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
     agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
@@ -101,6 +102,7 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
     for (kind, key, kernel), kc in zip(jobs, compiled):
         out.kernels_compiled += 0 if kc.cached else 1
         out.kernels_quick += 1 if kc.quick and not kc.cached else 0
+        out.runs_quick_builds |= kc.quick
         if kind == "pipeline":
             out.pipelines[key] = (kernel, kc)
     out.compile_seconds = time.perf_counter() - started
@@ -226,7 +228,8 @@ class Executor:
         kernel, first = compiled.pipelines[p.id]
         pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, self.backend.describe(), kernel.counters))
         pm.compile_seconds = first.compile_seconds if not first.cached else 0.0
-        kc = compile_kernel(self.backend, kernel)  # the optimised build once it replaced a quick one
+        # a quick build is asked for again: its optimised build once that replaced it
+        kc = compile_kernel(self.backend, kernel) if first.quick else first
         return PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
                               compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
                               compiled.finalize_bindings.get(p.id))

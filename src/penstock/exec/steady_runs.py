@@ -161,8 +161,10 @@ def run_steady(ex: Any, compiled: Any, metrics: QueryMetrics, check: Callable[[]
     device = [s for s in plan.steps if isinstance(s, (RunPipeline, BuildHashTable))]
     host = [s for s in plan.steps if not isinstance(s, (RunPipeline, BuildHashTable))]
     # no graph of quick builds: it would keep running them after their optimised builds came
-    quick = any(be.compile(spec).quick for spec in compiled.specs)
-    capture = be.begin_capture() if be.supports_graphs and graphs_enabled() and not quick else None
+    if compiled.runs_quick_builds:
+        compiled.runs_quick_builds = any(be.compile(spec).quick for spec in compiled.specs)
+    graphs = be.supports_graphs and graphs_enabled() and not compiled.runs_quick_builds
+    capture = be.begin_capture() if graphs else None
     marks: list[Any] = []
     try:
         for step in device:

@@ -67,7 +67,7 @@ class ParquetTable:
                     if group_refuted(predicates, stats, types, group.num_rows):
                         refuted.add(rg)
             wanted = [rg for rg in range(meta.num_row_groups) if rg not in refuted] if columns else []
-            tables = _read_row_groups(path, dictionary, wanted, columns)
+            tables = _read_row_groups(path, dictionary, wanted, columns, None if dictionary else plain)
             for rg in range(meta.num_row_groups):
                 group = meta.row_group(rg)
                 if rg in refuted:
@@ -82,14 +82,15 @@ class ParquetTable:
                     yield ScanBatch(batch, batch.num_rows, chunk_bytes if i == 0 else 0, str(path))
 
 
-def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int],
-                     columns: list[str]) -> Iterator[pa.Table]:
+def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int], columns: list[str],
+                     opened: pq.ParquetFile | None = None) -> Iterator[pa.Table]:
     """The row groups' tables in order, up to READ_AHEAD_GROUPS of them decoding at once
     (pyarrow decodes one group's columns in parallel; a query of a few columns leaves cores
     idle without this: 2 cores, TPC-H SF 1 lineitem, Q6's 4 columns 467 -> 372 ms, one
-    column 52 -> 29 ms). Each thread reads through a handle of its own."""
+    column 52 -> 29 ms). Each thread reads through a handle of its own; one at a time reads
+    through `opened` when given (a handle opened with the same dictionary columns)."""
     if READ_AHEAD_GROUPS <= 1 or len(groups) <= 1:
-        f = _open(path, dictionary)
+        f = opened or _open(path, dictionary)
         for rg in groups:
             yield _read_group(f, path, rg, columns)
         return
