@@ -9,6 +9,7 @@ that provably fits (groups so far plus its rows stay under the limit) needs no s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,6 +26,30 @@ MIN_SLOTS = 1 << 12
 MAX_LOAD = 0.7
 MIN_ARENA = 1 << 16
 GROWTH = 8  # a full table grows to hold this many times its entries (bounded by the rows seen)
+# A first run's first large batch runs two windows of this share of its rows before the rest,
+# and the table is sized from the groups they found (estimate_groups)
+SAMPLE_SHARE = 64
+MIN_WINDOW = 1 << 13
+HEADROOM = 1.15
+
+
+def estimate_groups(after_one: int, after_two: int, window: int, rows_left: int) -> int:
+    """Groups a batch will have, from the groups found in its first window of rows and in the
+    first two windows. Keys spread evenly over D groups give after_one = D(1 - e^(-w/D)) and
+    after_two = D(1 - e^(-2w/D)), so e^(-w/D) = after_two / after_one - 1 and D follows.
+    Keys clustered by the input's order (sorted, or rows of one key together) bring as many
+    new keys in the second window as in the first, within noise (about one in sqrt(keys));
+    that model would read the noise as saturation, so then the second window's rate of new
+    keys, kept up over the rows left, is the estimate (an overestimate costs a larger table
+    for one run; an underestimate, a pass over the batch again)."""
+    if after_one <= 0:
+        return after_two
+    new = max(after_two - after_one, 0)
+    linear = after_two + new * rows_left // window
+    repeat = new / after_one  # e^(-w/D)
+    if repeat >= 1.0 - 3.0 / math.sqrt(after_one):
+        return linear
+    return min(linear, int(after_one / (1.0 - repeat)) + 1)
 
 
 def next_pow2(n: int) -> int:
@@ -117,8 +142,56 @@ class AggregateState:
                              and (not layout.grouped or self.table.limit >= expected_groups))
         self.redone = 0
         self.entries_bound = 0  # an upper bound on the groups so far, known without a read
+        self.sampled = False  # the first large batch ran its two windows (spans)
+        self.window_counts: list[list[int]] = []  # `counts` after each window
         if not layout.grouped:  # the one global slot exists from the start
             self._run_finalize(mode=0, sink=None)
+
+    # -- sizing a first run -------------------------------------------------------------------
+    def spans(self, rows: int, fanout: int) -> list[tuple[int, int]]:
+        """The row ranges a batch runs in. Without sizes from an earlier run, the first large
+        batch of a grouped aggregation runs two small windows first; after them (window_done)
+        the table is sized for the groups they predict, so the rest rarely overflows (each
+        overflow is a snapshot restored and a pass over the batch again)."""
+        window = max(rows // SAMPLE_SHARE, MIN_WINDOW)
+        if not (self.layout.grouped or self.distinct) or self.trusts_sizes or self.sampled or rows < 8 * window:
+            return [(0, rows)]
+        self.sampled = True
+        # room for an entry per row combination of the windows (up to a point), so the
+        # windows themselves do not overflow
+        room = min(2 * window * fanout, 8 * window)
+        if self.layout.grouped:
+            self.table.grow(room, self.label, self.memory_limit)
+        for d in self.distinct:
+            d.grow(room, f"{self.label} (DISTINCT)", self.memory_limit)
+        return [(0, window), (window, 2 * window), (2 * window, rows)]
+
+    def window_done(self, span: tuple[int, int], left: int, fanout: int) -> None:
+        """After each span of a sampled batch: note the tables' entries; after the second
+        window, size each table (and the text arena) for its estimate, within what the `left`
+        input rows still to come could add and a quarter of the memory limit."""
+        if not self.sampled or len(self.window_counts) >= 2:
+            return
+        counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
+        self.window_counts.append([int(c) for c in counts])
+        if len(self.window_counts) < 2:
+            return
+        after_one, after_two = self.window_counts
+        first, stop = span
+        tables = ([(self.table, 0, self.label)] if self.layout.grouped else []) + \
+            [(d, 2 + k, f"{self.label} (DISTINCT)") for k, d in enumerate(self.distinct)]
+        for table, at, label in tables:
+            estimate = estimate_groups(after_one[at], after_two[at], stop - first, left)
+            room = after_two[at] + left * fanout
+            if self.memory_limit is not None:
+                room = min(room, int(self.memory_limit / 4 / (table.width * 8) * MAX_LOAD))
+            wanted = min(int(estimate * HEADROOM), room)
+            if wanted > table.limit:
+                table.grow(wanted, label, self.memory_limit)
+            if table is self.table and self.layout.needs_arena and after_two[0]:
+                arena_bytes = int(after_two[1] * wanted / after_two[0])
+                if arena_bytes > int(self.arena.size) and (self.memory_limit is None or arena_bytes <= self.memory_limit // 4):
+                    self._new_arena(next_pow2(arena_bytes))
 
     # -- before and after a launch ------------------------------------------------------------
     def prepare(self, rows: int) -> None:

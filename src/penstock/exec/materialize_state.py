@@ -45,6 +45,13 @@ def output_parts(types: list[DataType], with_validity: set[int]) -> list[tuple[s
     return parts
 
 
+def text_bytes_per_row(column: Column) -> float:
+    """Average bytes of a text column's values, from its buffers' sizes (no read-back)."""
+    if column.dict_data is not None and column.dict_offsets is not None:
+        return int(column.dict_data.nbytes) / max(int(column.dict_offsets.size) - 1, 1)
+    return int(column.data.nbytes) / max(column.length, 1) if column.data is not None else 0.0
+
+
 @dataclass
 class DirectFill:
     """A join's direct map that a build pipeline fills as it writes rows (plan/direct_builds.py)."""
@@ -89,6 +96,13 @@ class MaterializeState:
         bytes and its NULL count (what collect() needs, read back in one transfer), then the
         direct-map failure flag of a build pipeline."""
         return 1 + 2 * len(self.types) + int(self.fills_direct)
+
+    def expect_text(self, batch: Batch) -> None:
+        """Before a first launch: text outputs sized from the longest average text of the
+        input (a column's bytes per row, a dictionary's per entry), not the default 16 bytes,
+        so that columns passed through rarely need a launch again for room."""
+        average = max((text_bytes_per_row(c) for c in batch.columns if c.type.kind is Kind.STRING), default=0.0)
+        self.text_per_row = [max(t, average) for t in self.text_per_row]
 
     def reserve(self, rows: int, text_bytes: list[int] | None = None, status: Any = None) -> None:
         """Fresh output arrays for a launch that may write up to `rows` rows; `status` is a

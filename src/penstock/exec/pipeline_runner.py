@@ -180,6 +180,11 @@ class PipelineRunner:
             started = time.perf_counter()
 
     # -- bounds -------------------------------------------------------------------------------
+    def input_rows(self) -> int | None:
+        """Rows the pipeline's source table holds, where its reader knows without reading."""
+        source = self.p.source
+        return self.ctx.open_table(source.table).num_rows() if isinstance(source, TableSource) else None
+
     def fanout(self) -> int:
         """Most output rows one input row can become after every probe."""
         out = 1
@@ -198,12 +203,14 @@ class PipelineRunner:
             assert isinstance(sink, MaterializeSink)
             self.run_materialize(sink)
 
-    def launch(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> tuple[int, Any]:
-        """Run the kernel over the batch; returns its error code (0: none) and the sink's
-        status words, read back together with the error and counters in one transfer."""
+    def launch(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None,
+               span: tuple[int, int] | None = None) -> tuple[int, Any]:
+        """Run the kernel over the batch (or the rows `span` of it); returns its error code
+        (0: none) and the sink's status words, read back together with the error and counters
+        in one transfer."""
         if self.ctx.deferred is not None:
             raise NotSteady(f"pipeline {self.p.id} reads back what its launch wrote")
-        self.start(batch, state, aggregate)
+        self.start(batch, state, aggregate, span)
         started = time.perf_counter()
         # an aggregation's table counts, and pending in-table fills, come back in one transfer
         counts = [aggregate.counts] if aggregate is not None else []
@@ -218,14 +225,16 @@ class PipelineRunner:
             self.metrics.add_counters(words[1:1 + self.n_counters])
         return code, words[1 + self.n_counters:]
 
-    def start(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None) -> None:
+    def start(self, batch: Batch, state: MaterializeState | None, aggregate: AggregateState | None,
+              span: tuple[int, int] | None = None) -> None:
         """Bind the kernel's parameters for `batch` and queue the launch (no waiting); its
         time counts as kernel time (a synchronous CPU launch is the kernel's whole run)."""
         started = time.perf_counter()
         ctx = self.bind_context
         ctx.batch, ctx.sink, ctx.aggregate = batch, state, aggregate
-        for row0 in range(0, max(batch.length, 1), LAUNCH_ROWS):
-            ctx.row0, ctx.rows = row0, min(LAUNCH_ROWS, batch.length - row0)
+        first, stop = span if span is not None else (0, batch.length)
+        for row0 in range(first, max(stop, first + 1), LAUNCH_ROWS):
+            ctx.row0, ctx.rows = row0, min(LAUNCH_ROWS, stop - row0)
             self.be.launch(self.compiled, ctx.rows, self.binding(ctx))
         self.metrics.kernel_seconds += time.perf_counter() - started
 
@@ -248,6 +257,8 @@ class PipelineRunner:
         written = 0
         self.bind_context.batch_start = 0
         for batch in self.batches():
+            if self.metrics.batches == 0:
+                state.expect_text(batch)
             self.metrics.batches += 1
             if fill is not None:
                 state.direct = None if fill.failed else fill
@@ -295,20 +306,25 @@ class PipelineRunner:
             self.defer_aggregate(sink, agg)
             return
         fanout = self.fanout()
+        total, done = self.input_rows(), 0
         for batch in self.batches():
             self.metrics.batches += 1
-            while True:
-                agg.prepare(batch.length * fanout)
-                self.fresh_status(0)
-                code, _ = self.launch(batch, None, agg)
-                if code != ERR_TABLE_FULL:
-                    break
-                if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
-                    raise RunAgain(pipelines=[self.p.id])
-                agg.overflowed()  # restored and grown: run the batch again
-                self.metrics.reruns += 1
-            if code:
-                self.fail(code)
+            rows_to_come = max(total - done, batch.length) if total is not None else batch.length
+            done += batch.length
+            for span in agg.spans(batch.length, fanout):  # a first run's first batch: two windows, then the rest
+                while True:
+                    agg.prepare((span[1] - span[0]) * fanout)
+                    self.fresh_status(0)
+                    code, _ = self.launch(batch, None, agg, span)
+                    if code != ERR_TABLE_FULL:
+                        break
+                    if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
+                        raise RunAgain(pipelines=[self.p.id])
+                    agg.overflowed()  # restored and grown: run the span again
+                    self.metrics.reruns += 1
+                if code:
+                    self.fail(code)
+                agg.window_done(span, rows_to_come - span[1], fanout)
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
         self.metrics.groups = groups
