@@ -237,6 +237,10 @@ class Backend(ABC):
     def zeros(self, count: int, dtype: Any = np.uint8) -> Any:
         return self.xp.zeros(max(count, 0), dtype=dtype)
 
+    def host_buffer(self, size: int) -> np.ndarray:
+        """A host byte buffer that copies to this device fast (pinned memory on a GPU)."""
+        return np.empty(max(size, 1), np.uint8)
+
     def address(self, array: Any) -> int:
         """Where an array's first element lies in the device's address space (kernels
         follow such addresses: io/dictionary.py's records)."""

@@ -147,6 +147,10 @@ class CudaBackend(Backend):
                                         self.cp.cuda.runtime.memcpyHostToDevice)
         return device
 
+    def host_buffer(self, size: int) -> np.ndarray:
+        memory = self.cp.cuda.alloc_pinned_memory(max(size, 1))  # from pinned_pool; kept alive by the array
+        return np.frombuffer(memory, np.uint8, max(size, 1))
+
     def to_host(self, array: Any) -> np.ndarray:
         if isinstance(array, np.ndarray):
             return array

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.device.base import Backend
-from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow
+from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow, validity_bits
 from penstock.plan.types import DataType, Kind
 
 
@@ -66,9 +66,7 @@ def pack_bits(xp: Any, flags: Any) -> Any:
 
 def validity_or_none(backend: Backend, valid_bytes: Any) -> Any:
     """Packed validity from one byte per row; None when every row is valid."""
-    if valid_bytes.size == 0 or bool(backend.xp.all(valid_bytes)):
-        return None
-    return pack_bits(backend.xp, valid_bytes)
+    return validity_bits(backend, valid_bytes)
 
 
 def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Batch:

@@ -78,6 +78,13 @@ class Batch:
         return sum(c.nbytes for c in self.columns)
 
 
+def validity_bits(backend: Backend, valid_bytes: Any) -> Any:
+    """Packed validity (an Arrow bitmap) from one byte per row; None when every row is valid."""
+    if valid_bytes.size == 0 or bool(backend.xp.all(valid_bytes)):
+        return None
+    return backend.xp.packbits(valid_bytes.astype(np.uint8), bitorder="little")
+
+
 # ---- Arrow -> device ------------------------------------------------------------------------
 
 def normalize(arr: pa.Array) -> pa.Array:

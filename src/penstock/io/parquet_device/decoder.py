@@ -1,0 +1,311 @@
+"""A Parquet row group decoded on the device.
+
+Per row group: the referenced column chunks are read as stored (compressed) into one host
+buffer (pinned on a GPU) and copied to the device at once; pages are decompressed there
+(nvCOMP, one batched call per codec; pyarrow's codecs on the CPU backend or without
+nvCOMP) and decoded by the kernels of kernels/parquet.h into the columns the engine reads.
+Dictionary-encoded text stays dictionary-encoded. Columns the device does not decode
+(pages.unsupported_reason) are read by pyarrow and copied; `host_columns` names them with
+the reason. A page that does not decode raises FileError naming file, row group and column.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from penstock.device.base import Backend
+from penstock.errors import DATA_CORRUPTED, FileError
+from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
+from penstock.io.parquet_device import nvcomp
+from penstock.io.parquet_device.kernels import fixed_kernel, gather_kernel, spans_kernel
+from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, ChunkPages, Page, device_fixed_width, read_pages, \
+    unsupported_reason
+from penstock.io.parquet_device.thrift import DATA_PAGE_V2
+from penstock.plan.types import DataType, Kind
+
+PAGE_WORDS = 8
+MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN = 0, 1, 2
+ERR_CORRUPT = 9
+
+
+@dataclass
+class _Chunk:
+    """One column chunk of the row group: where its bytes landed in the upload, its pages."""
+    index: int  # position in the output columns
+    name: str
+    codec: str
+    at: int  # offset in the upload buffer
+    length: int
+    pages: ChunkPages
+    max_def: int
+
+
+class RowGroupDecoder:
+    """Decodes row groups of one file's referenced columns on `backend`."""
+
+    def __init__(self, backend: Backend, path: Path, file: pq.ParquetFile, names: list[str], types: list[DataType]):
+        self.backend = backend
+        self.path = path
+        self.file = file
+        self.names = names
+        self.types = types
+        meta = file.metadata
+        self.leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
+        self.host_columns: dict[str, str] = {}  # column -> why pyarrow reads it
+        self.decompression = "none"
+        for name in names:
+            reason = self._reason(name)
+            if reason is not None:
+                self.host_columns[name] = reason
+
+    def _reason(self, name: str) -> str | None:
+        j = self.leaf.get(name)
+        if j is None:
+            return "nested"
+        meta = self.file.metadata
+        column = meta.schema.column(j)
+        arrow = self.file.schema_arrow.field(name).type
+        for g in range(meta.num_row_groups):
+            chunk = meta.row_group(g).column(j)
+            reason = unsupported_reason(column.physical_type, arrow, column.max_definition_level,
+                                        column.max_repetition_level, chunk.compression, tuple(chunk.encodings),
+                                        column.length or 0)
+            if reason is None and pa.types.is_timestamp(arrow) and _unit(column) != arrow.unit:
+                reason = f"timestamps stored in {_unit(column)} read as {arrow.unit}"
+            if reason is not None:
+                return reason
+        return None
+
+    # -- one row group --------------------------------------------------------------------------
+    def decode(self, group: int) -> Batch:
+        meta = self.file.metadata.row_group(group)
+        rows = meta.num_rows
+        device = [n for n in self.names if n not in self.host_columns]
+        spans = []
+        for name in device:
+            chunk = meta.column(self.leaf[name])
+            start = chunk.dictionary_page_offset if chunk.has_dictionary_page and chunk.dictionary_page_offset \
+                else chunk.data_page_offset
+            spans.append((name, start, chunk.total_compressed_size, chunk.compression, chunk.num_values))
+        raw = self._read(spans)
+        chunks, fallback, at = [], [], 0
+        for (name, _start, length, codec, values), in_buffer in zip(spans, raw[1]):
+            try:
+                pages = read_pages(memoryview(raw[0])[in_buffer:in_buffer + length], values)
+            except NotImplementedError as e:  # the metadata hid an encoding: pyarrow reads it
+                fallback.append(name)
+                self.host_columns[name] = str(e)
+                continue
+            except ValueError as e:
+                raise self._corrupt(group, name, str(e)) from e
+            max_def = self.file.metadata.schema.column(self.leaf[name]).max_definition_level
+            chunks.append(_Chunk(self.names.index(name), name, codec, in_buffer, length, pages, max_def))
+            at += length
+        columns: list[Column | None] = [None] * len(self.names)
+        if chunks:
+            self._decode_chunks(group, rows, raw[0], chunks, columns)
+        host = [n for n in self.names if columns[self.names.index(n)] is None]
+        if host:
+            table = self.file.read_row_group(group, columns=host)
+            for name in host:
+                k = self.names.index(name)
+                columns[k] = column_from_arrow(table.column(name).combine_chunks(), self.types[k], self.backend)
+        return Batch([c for c in columns if c is not None], rows)
+
+    def _read(self, spans: list[tuple[str, int, int, str, int]]) -> tuple[np.ndarray, list[int]]:
+        """The chunks' stored bytes, one after another in one host buffer (pinned on a GPU)."""
+        total = sum(s[2] for s in spans)
+        buffer = self.backend.host_buffer(total)
+        offsets, at = [], 0
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            for _name, start, length, _codec, _values in spans:
+                view = memoryview(buffer)[at:at + length]
+                got = os.preadv(fd, [view], start)
+                if got != length:
+                    raise FileError(f"{self.path}: a column chunk runs past the end of the file", str(self.path))
+                offsets.append(at)
+                at += length
+        finally:
+            os.close(fd)
+        return buffer, offsets
+
+    def _corrupt(self, group: int, name: str, why: str) -> FileError:
+        return FileError(f"{self.path}: row group {group}, column {name}: {why}", str(self.path), DATA_CORRUPTED)
+
+    # -- decompression and decoding --------------------------------------------------------------
+    def _decode_chunks(self, group: int, rows: int, raw: np.ndarray, chunks: list[_Chunk],
+                       columns: list[Column | None]) -> None:
+        be = self.backend
+        raw_device = be.to_device(raw)
+        works: dict[str, nvcomp.Work] = {}
+        decoded_size = 0
+        placed: dict[int, int] = {}  # id(page) -> offset of its decoded bytes
+        for chunk in chunks:
+            for page in _all_pages(chunk.pages):
+                if page.compressed(chunk.codec) and page.decoded_size > 0:
+                    work = works.setdefault(chunk.codec, nvcomp.Work(chunk.codec, [], [], [], []))
+                    work.src.append(chunk.at + page.body + page.levels_length)
+                    work.src_sizes.append(page.stored_size)
+                    work.dst.append(decoded_size)
+                    work.dst_sizes.append(page.decoded_size)
+                    placed[id(page)] = decoded_size
+                    decoded_size += page.decoded_size
+        decoded = self._decompress(group, chunks, works, raw, raw_device, decoded_size)
+        base_raw, base_decoded = be.address(raw_device), be.address(decoded)
+        err = be.zeros(1, np.int32)
+        for chunk in chunks:
+            def where(page: Page) -> tuple[int, int]:
+                if id(page) in placed:
+                    start = base_decoded + placed[id(page)]
+                else:
+                    start = base_raw + chunk.at + page.body + page.levels_length
+                return start, start + page.decoded_size
+            columns[chunk.index] = self._decode_column(chunk, rows, where, base_raw, err)
+        if int(be.to_host(err)[0]):
+            bad = self._find_bad(chunks, rows, raw_device, decoded, placed)
+            raise self._corrupt(group, bad, "a page does not decode (levels, values or dictionary indices past "
+                                            "its end, or an index outside the dictionary)")
+
+    def _decompress(self, group: int, chunks: list[_Chunk], works: dict[str, nvcomp.Work], raw: np.ndarray,
+                    raw_device: Any, size: int) -> Any:
+        be = self.backend
+        if not works:
+            self.decompression = "none"
+            return be.empty(1, np.uint8)
+        if be.name == "gpu" and nvcomp.nvcomp_library() is not None:
+            decoded = be.empty(size, np.uint8)
+            pending = [(w, nvcomp.decompress_on_gpu(w, raw_device, decoded)) for w in works.values()]
+            problem = nvcomp.check_gpu(pending)
+            self.decompression = "nvCOMP on the GPU"
+            if problem is None:
+                return decoded
+            raise self._corrupt(group, ", ".join(c.name for c in chunks if c.codec in works), problem)
+        host = np.empty(size, np.uint8)
+        for work in works.values():
+            try:
+                nvcomp.decompress_on_host(work, memoryview(raw), host)
+            except (ValueError, OSError, pa.ArrowException) as e:
+                names = ", ".join(c.name for c in chunks if c.codec == work.codec)
+                raise self._corrupt(group, names, f"a {work.codec} page does not decompress: {e}") from e
+        self.decompression = "on the host"
+        return be.to_device(host)
+
+    def _decode_column(self, chunk: _Chunk, rows: int, where: Any, base_raw: int, err: Any) -> Column:
+        be = self.backend
+        t = self.types[chunk.index]
+        nullable = chunk.max_def > 0
+        valid = be.empty(rows, np.uint8) if nullable else None
+        table = self._page_table(chunk, where, base_raw)
+        pages = be.to_device(table)
+        dictionary = chunk.pages.dictionary
+        if t.kind is Kind.STRING:
+            encodings = {p.header.encoding in DICTIONARY_ENCODINGS for p in chunk.pages.data}
+            if encodings == {True}:  # every page indexes the dictionary: keep it so
+                indices = be.empty(rows, np.int32)
+                self._launch(fixed_kernel(), len(chunk.pages.data), [len(chunk.pages.data), pages, 4, 4, MODE_INDICES,
+                             0, dictionary.header.num_values, indices, valid, err])
+                assert dictionary is not None
+                d_offsets, d_data = self._dictionary_text(dictionary, where, err)
+                return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
+                              dict_data=d_data)
+            offsets, data = self._plain_text(len(chunk.pages.data), pages, rows, valid, err)
+            return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
+        arrow = self.file.schema_arrow.field(chunk.name).type
+        column = self.file.metadata.schema.column(self.leaf[chunk.name])
+        physical = column.physical_type
+        widths = device_fixed_width(physical, arrow, column.length or 0)
+        assert widths is not None
+        in_width, out_width = widths
+        out = be.empty(rows, numpy_dtype(t))
+        if out.itemsize != out_width:
+            raise NotImplementedError(f"{physical} as {t}")
+        dict_address, dict_count = 0, 0
+        if dictionary is not None:
+            dict_address = where(dictionary)[0]
+            dict_count = dictionary.header.num_values
+            if dict_count * in_width > dictionary.decoded_size:
+                raise ValueError("dictionary page smaller than its values")
+        mode = MODE_BIG_ENDIAN if physical == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
+        self._launch(fixed_kernel(), len(chunk.pages.data), [len(chunk.pages.data), pages, in_width, out_width,
+                     mode, dict_address, dict_count, out, valid, err])
+        return Column(t, rows, values=out, validity=_validity(be, valid), decimal_stride=1)
+
+    def _page_table(self, chunk: _Chunk, where: Any, base_raw: int) -> np.ndarray:
+        table = np.zeros((len(chunk.pages.data), PAGE_WORDS), np.int64)
+        row = 0
+        for k, page in enumerate(chunk.pages.data):
+            h = page.header
+            start, end = where(page)
+            table[k, 0], table[k, 1] = start, end
+            if h.type == DATA_PAGE_V2:
+                levels = base_raw + chunk.at + page.body + h.repetition_levels_length
+                table[k, 2], table[k, 3] = levels, h.definition_levels_length
+            table[k, 4], table[k, 5] = h.num_values, row
+            table[k, 6] = 1 if h.encoding in DICTIONARY_ENCODINGS else 0
+            table[k, 7] = chunk.max_def
+            row += h.num_values
+        return table
+
+    def _dictionary_text(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
+        start, end = where(dictionary)
+        table = np.array([[start, end, 0, 0, dictionary.header.num_values, 0, 0, 0]], np.int64)
+        return self._plain_text(1, self.backend.to_device(table), dictionary.header.num_values, None, err)
+
+    def _plain_text(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any) -> tuple[Any, Any]:
+        be, xp = self.backend, self.backend.xp
+        starts = be.empty(rows, np.int64)
+        lengths = be.empty(rows, np.int32)
+        self._launch(spans_kernel(), n_pages, [n_pages, pages, starts, lengths, valid, err])
+        ends = xp.cumsum(lengths, dtype=np.int64)
+        total = int(ends[-1]) if rows else 0
+        if total >= 2**31:
+            raise ValueError("more than 2 GiB of text in one column chunk")
+        offsets64 = xp.zeros(rows + 1, np.int64)
+        offsets64[1:] = ends
+        data = be.empty(max(total, 1), np.uint8)
+        self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets64, data])
+        return offsets64.astype(np.int32), data[:total]
+
+    def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
+        self.backend.launch(self.backend.compile(spec), rows, args)
+
+    def _find_bad(self, chunks: list[_Chunk], rows: int, raw_device: Any, decoded: Any,
+                  placed: dict[int, int]) -> str:
+        """Which column's pages failed: decoded again one at a time."""
+        be = self.backend
+        base_raw, base_decoded = be.address(raw_device), be.address(decoded)
+        for chunk in chunks:
+            def where(page: Page) -> tuple[int, int]:
+                start = base_decoded + placed[id(page)] if id(page) in placed else \
+                    base_raw + chunk.at + page.body + page.levels_length
+                return start, start + page.decoded_size
+            err = be.zeros(1, np.int32)
+            self._decode_column(chunk, rows, where, base_raw, err)
+            if int(be.to_host(err)[0]):
+                return chunk.name
+        return ", ".join(c.name for c in chunks)
+
+
+def _unit(column: Any) -> str:
+    """The unit of a Parquet timestamp column, as Arrow names it ('ms', 'us', 'ns')."""
+    text = column.logical_type.to_json()
+    for word, unit in (("milli", "ms"), ("micro", "us"), ("nano", "ns")):
+        if word in text.lower():
+            return unit
+    return "ms" if column.converted_type == "TIMESTAMP_MILLIS" else "us"
+
+
+def _all_pages(pages: ChunkPages) -> list[Page]:
+    return ([pages.dictionary] if pages.dictionary is not None else []) + pages.data
+
+
+def _validity(backend: Backend, valid: Any) -> Any:
+    return validity_bits(backend, valid) if valid is not None else None

@@ -1,0 +1,63 @@
+"""The decoding kernels (kernels/parquet.h): query-independent, so compiled once per
+installation (`penstock prebuild`) and cached with it."""
+
+from __future__ import annotations
+
+import functools
+
+from penstock.device.base import KernelSpec
+
+_PRELUDE = '#include "xpu.h"\n#include "parquet.h"\n\n'
+
+_FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages, int32_t in_width,
+    int32_t out_width, int32_t mode, int64_t dict, int64_t dict_count, uint8_t* out, uint8_t* valid,
+    int32_t* err) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(p, n_pages) {
+    pq::decode_fixed_page(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, pq::address(dict),
+                          dict_count, out, valid, err);
+  }
+  XPU_PARALLEL_END
+}
+"""
+
+_SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* pages, int64_t* starts,
+    int32_t* lengths, uint8_t* valid, int32_t* err) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(p, n_pages) { pq::text_page_spans(pages + p * pq::PAGE_WORDS, starts, lengths, valid, err); }
+  XPU_PARALLEL_END
+}
+"""
+
+_GATHER = """XPU_KERNEL void parquet_gather(int64_t n, const int64_t* starts, const int32_t* lengths,
+    const int64_t* offsets, uint8_t* dst) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(i, n) {
+    const uint8_t* from = pq::address(starts[i]);
+    uint8_t* to = dst + offsets[i];
+    for (int32_t k = 0; k < lengths[i]; ++k) to[k] = from[k];
+  }
+  XPU_PARALLEL_END
+}
+"""
+
+
+@functools.cache
+def fixed_kernel() -> KernelSpec:
+    return KernelSpec("parquet_fixed", _PRELUDE + _FIXED,
+                      ("i64", "ptr", "i32", "i32", "i32", "i64", "i64", "ptr", "ptr", "ptr"), installation=True)
+
+
+@functools.cache
+def spans_kernel() -> KernelSpec:
+    return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS,
+                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+
+
+@functools.cache
+def gather_kernel() -> KernelSpec:
+    return KernelSpec("parquet_gather", _PRELUDE + _GATHER, ("i64", "ptr", "ptr", "ptr", "ptr"), installation=True)
+
+
+def decode_kernels() -> list[KernelSpec]:
+    return [fixed_kernel(), spans_kernel(), gather_kernel()]

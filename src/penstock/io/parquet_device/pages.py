@@ -1,0 +1,137 @@
+"""Which columns the device decodes, and the pages of a column chunk.
+
+The host reads each column chunk's page headers (thrift.py) and lays its pages out: where
+each page's bytes sit in the chunk, which need decompressing and into how many bytes. A
+column the device cannot decode (nested, booleans, INT96, encodings other than PLAIN and
+dictionary, a codec nvCOMP lacks) is named with the reason and read by pyarrow instead.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from penstock.io.parquet_device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, INDEX_PAGE, PageHeader, \
+    read_page_header
+
+# Parquet encodings (format/Encodings.md)
+PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
+DICTIONARY_ENCODINGS = (PLAIN_DICTIONARY, RLE_DICTIONARY)
+ENCODING_NAMES = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
+                  6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY", 9: "BYTE_STREAM_SPLIT"}
+CODECS = ("UNCOMPRESSED", "SNAPPY", "ZSTD", "LZ4_RAW", "GZIP")
+
+
+@dataclass
+class Page:
+    header: PageHeader
+    body: int  # offset of the page's bytes in the chunk
+
+    @property
+    def levels_length(self) -> int:
+        """v2 pages: bytes of levels ahead of the values (never compressed)."""
+        h = self.header
+        return h.definition_levels_length + h.repetition_levels_length if h.type == DATA_PAGE_V2 else 0
+
+    def compressed(self, codec: str) -> bool:
+        return codec != "UNCOMPRESSED" and (self.header.type != DATA_PAGE_V2 or self.header.is_compressed)
+
+    @property
+    def stored_size(self) -> int:
+        """Bytes of the page's values (levels too in v1) as stored."""
+        return self.header.compressed_size - self.levels_length
+
+    @property
+    def decoded_size(self) -> int:
+        """Bytes of the same once decompressed."""
+        return self.header.uncompressed_size - self.levels_length
+
+
+@dataclass
+class ChunkPages:
+    dictionary: Page | None = None
+    data: list[Page] = field(default_factory=list)
+
+
+def device_fixed_width(physical: str, arrow: pa.DataType, type_length: int = 0) -> tuple[int, int] | None:
+    """(bytes per stored value, bytes per decoded value) of a fixed-width column the device
+    decodes into the layout the engine reads; None if it does not. FIXED_LEN_BYTE_ARRAY
+    decimals (big-endian, `type_length` bytes) of up to 18 digits become 64-bit words."""
+    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_decimal(arrow) and arrow.precision <= 18 \
+            and 0 < type_length <= 8:
+        return type_length, 8
+    if physical == "INT32":
+        if pa.types.is_int8(arrow):
+            return 4, 1
+        if pa.types.is_int16(arrow):
+            return 4, 2
+        if pa.types.is_int32(arrow) or pa.types.is_date32(arrow):
+            return 4, 4
+        if pa.types.is_decimal(arrow) and arrow.precision <= 18:
+            return 4, 8
+    if physical == "INT64" and (pa.types.is_int64(arrow) or pa.types.is_timestamp(arrow)
+                                or (pa.types.is_decimal(arrow) and arrow.precision <= 18)):
+        return 8, 8
+    if physical == "FLOAT" and pa.types.is_float32(arrow):
+        return 4, 4
+    if physical == "DOUBLE" and pa.types.is_float64(arrow):
+        return 8, 8
+    return None
+
+
+def unsupported_reason(physical: str, arrow: pa.DataType, max_def: int, max_rep: int, codec: str,
+                       encodings: tuple[str, ...], type_length: int = 0) -> str | None:
+    """Why the device cannot decode this column chunk; None if it can."""
+    if max_rep > 0 or max_def > 1:
+        return "nested"
+    text = physical == "BYTE_ARRAY" and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow))
+    if not text and device_fixed_width(physical, arrow, type_length) is None:
+        return f"{physical} as {arrow}"
+    if codec not in CODECS:
+        return f"codec {codec}"
+    odd = [e for e in encodings if e not in ("PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED")]
+    if odd:
+        return f"encoding {odd[0]}"
+    return None
+
+
+def read_pages(data: memoryview, num_values: int, verify_crc: bool = True) -> ChunkPages:
+    """The pages of one column chunk (`data`: its bytes), up to `num_values` values.
+    Raises ValueError for a header that lies (sizes past the chunk, unknown page types,
+    data pages in an encoding the device does not decode, a CRC that does not match)."""
+    pages = ChunkPages()
+    at, end, values = 0, len(data), 0
+    while values < num_values:
+        if at >= end:
+            raise ValueError(f"column chunk ends after {values} of its {num_values} values")
+        header = read_page_header(data, at, end)
+        body = at + header.header_length
+        if header.compressed_size > end - body:
+            raise ValueError(f"page at byte {at} claims {header.compressed_size} bytes; the chunk has {end - body}")
+        if verify_crc and header.crc is not None and \
+                zlib.crc32(data[body:body + header.compressed_size]) != header.crc & 0xFFFFFFFF:
+            raise ValueError(f"page at byte {at}: CRC does not match its bytes")
+        page = Page(header, body)
+        if header.type == DICTIONARY_PAGE:
+            if pages.dictionary is not None or pages.data:
+                raise ValueError(f"a dictionary page at byte {at} after the first page")
+            if header.encoding not in (PLAIN, PLAIN_DICTIONARY):
+                raise ValueError(f"dictionary page in encoding {ENCODING_NAMES.get(header.encoding, header.encoding)}")
+            pages.dictionary = page
+        elif header.type in (DATA_PAGE, DATA_PAGE_V2):
+            if header.encoding not in (PLAIN, *DICTIONARY_ENCODINGS):
+                raise NotImplementedError(f"encoding {ENCODING_NAMES.get(header.encoding, header.encoding)}")
+            if header.type == DATA_PAGE and header.definition_level_encoding != RLE:
+                raise NotImplementedError("definition levels not in RLE")
+            if header.encoding in DICTIONARY_ENCODINGS and pages.dictionary is None:
+                raise ValueError(f"dictionary-encoded page at byte {at} without a dictionary page")
+            pages.data.append(page)
+            values += header.num_values
+        elif header.type != INDEX_PAGE:
+            raise ValueError(f"unknown page type {header.type} at byte {at}")
+        at = body + header.compressed_size
+    if values != num_values:
+        raise ValueError(f"pages hold {values} values; the column chunk says {num_values}")
+    return pages

@@ -1,0 +1,249 @@
+// parquet.h — Parquet data pages decoded on the device, one page per thread.
+//
+// The host parses page headers and lays out a table of pages (io/parquet_device/pages.py):
+// where each page's (decompressed) bytes are, how many values it holds and at which output
+// row it starts. A thread then walks one page: definition levels and dictionary indices in
+// the RLE / bit-packed hybrid encoding, PLAIN values or dictionary entries, written in the
+// Arrow layout the engine reads (fixed-width values, one validity byte per row; text as
+// (address, length) spans gathered afterwards). Every read is bounded by its page: a lying
+// or damaged page raises ERR_CORRUPT, never a read past it.
+#pragma once
+#include "xpu.h"
+
+namespace pq {
+
+const int32_t ERR_CORRUPT = 9;  // XX001: the host names file, row group and column
+
+// The words of one page in the page table.
+const int32_t PAGE_WORDS = 8;
+const int32_t W_DATA = 0;        // address of the page's bytes (after decompression)
+const int32_t W_END = 1;         // address one past them
+const int32_t W_LEVELS = 2;      // v2 pages: address of the definition levels; 0 for v1
+const int32_t W_LEVELS_LEN = 3;  // v2 pages: their length in bytes
+const int32_t W_VALUES = 4;      // values in the page, NULLs included
+const int32_t W_FIRST_ROW = 5;   // the output row of its first value
+const int32_t W_ENCODING = 6;    // ENC_PLAIN or ENC_DICTIONARY
+const int32_t W_MAX_DEF = 7;     // 0: a required column; 1: nullable
+
+const int64_t ENC_PLAIN = 0;
+const int64_t ENC_DICTIONARY = 1;
+
+// What a fixed-width page writes: values, dictionary entries, or dictionary indices (text
+// that stays dictionary-encoded).
+const int32_t MODE_VALUES = 0;
+const int32_t MODE_INDICES = 1;
+const int32_t MODE_BIG_ENDIAN = 2;  // with MODE_VALUES: FIXED_LEN_BYTE_ARRAY decimals, sign-extended
+
+XPU_FN const uint8_t* address(int64_t a) { return (const uint8_t*)(uint64_t)a; }
+
+XPU_FN uint32_t le32(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+XPU_FN uint64_t uleb128(const uint8_t*& p, const uint8_t* end, bool& bad) {
+  uint64_t v = 0;
+  for (int32_t shift = 0; shift < 64; shift += 7) {
+    if (p >= end) break;
+    const uint8_t b = *p++;
+    v |= (uint64_t)(b & 0x7F) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  bad = true;
+  return 0;
+}
+
+// The RLE / bit-packed hybrid: runs of one repeated value, or groups of 8 bit-packed values.
+struct Hybrid {
+  const uint8_t* p;
+  const uint8_t* end;
+  int32_t width;
+  int64_t left;       // values left in the current run
+  bool packed;
+  uint32_t repeated;  // an RLE run's value
+  const uint8_t* bits;
+  int64_t bit;        // a packed run: bit offset of its next value
+  bool bad;
+
+  XPU_METHOD void start(const uint8_t* from, const uint8_t* to, int32_t bit_width) {
+    p = from;
+    end = to;
+    width = bit_width;
+    left = 0;
+    packed = false;
+    repeated = 0;
+    bits = from;
+    bit = 0;
+    bad = bit_width < 0 || bit_width > 32 || from > to;
+  }
+
+  XPU_METHOD bool next_run() {
+    const uint64_t header = uleb128(p, end, bad);
+    if (bad) return false;
+    if (header & 1) {
+      const int64_t groups = (int64_t)(header >> 1), avail = end - p;
+      int64_t bytes = groups * width;
+      left = groups * 8;
+      if (bytes > avail) {  // a short last run: only the values whose bits are there
+        bytes = avail;
+        left = width ? avail * 8 / width : left;
+      }
+      packed = true;
+      bits = p;
+      bit = 0;
+      p += bytes;
+    } else {
+      const int32_t nbytes = (width + 7) / 8;
+      if (nbytes > end - p) { bad = true; return false; }
+      uint32_t v = 0;
+      for (int32_t k = 0; k < nbytes; ++k) v |= (uint32_t)p[k] << (8 * k);
+      p += nbytes;
+      packed = false;
+      repeated = v;
+      left = (int64_t)(header >> 1);
+    }
+    return true;
+  }
+
+  XPU_METHOD uint32_t next() {
+    while (left == 0) {
+      if (bad || !next_run()) { bad = true; return 0; }
+    }
+    --left;
+    if (!packed) return repeated;
+    if (width == 0) return 0;
+    const int64_t byte = bit >> 3;
+    const int32_t shift = (int32_t)(bit & 7), need = (shift + width + 7) / 8;
+    uint64_t word = 0;
+    for (int32_t k = 0; k < need; ++k) word |= (uint64_t)bits[byte + k] << (8 * k);
+    bit += width;
+    return (uint32_t)((word >> shift) & (width == 32 ? 0xFFFFFFFFull : ((1ull << width) - 1)));
+  }
+};
+
+// A page's definition levels (when the column is nullable) and where its values start.
+struct PageCursor {
+  const uint8_t* values;
+  const uint8_t* end;
+  Hybrid levels;
+  bool has_levels;
+  bool bad;
+
+  XPU_METHOD void start(const int64_t* w) {
+    const uint8_t* data = address(w[W_DATA]);
+    end = address(w[W_END]);
+    values = data;
+    bad = false;
+    has_levels = w[W_MAX_DEF] > 0;
+    if (!has_levels) return;
+    if (w[W_LEVELS] != 0) {
+      const uint8_t* from = address(w[W_LEVELS]);
+      levels.start(from, from + w[W_LEVELS_LEN], 1);
+      return;
+    }
+    if (end - data < 4) { bad = true; return; }  // v1: the levels' length, then the levels
+    const uint32_t length = le32(data);
+    if ((int64_t)length > end - data - 4) { bad = true; return; }
+    levels.start(data + 4, data + 4 + length, 1);
+    values = data + 4 + length;
+  }
+
+  // Whether the next row has a value (false: NULL).
+  XPU_METHOD bool defined() {
+    if (!has_levels) return true;
+    const uint32_t level = levels.next();
+    if (levels.bad || level > 1) bad = true;
+    return level == 1;
+  }
+};
+
+// Little-endian `in_width` bytes as a value of `out_width` bytes: narrower integers keep
+// their low bytes (int8/int16 stored as INT32); a wider one is sign-extended (decimals in
+// INT32 held as 64-bit words).
+XPU_FN void copy_value(const uint8_t* from, uint8_t* to, int32_t in_width, int32_t out_width) {
+  uint64_t v = 0;
+  for (int32_t k = 0; k < in_width; ++k) v |= (uint64_t)from[k] << (8 * k);
+  if (in_width == 4 && out_width == 8) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+  switch (out_width) {
+    case 1: *to = (uint8_t)v; break;
+    case 2: *(uint16_t*)to = (uint16_t)v; break;
+    case 4: *(uint32_t*)to = (uint32_t)v; break;
+    default: *(uint64_t*)to = v; break;
+  }
+}
+
+// A big-endian two's complement integer of `in_width` bytes (at most 8) as 64 bits.
+XPU_FN void copy_big_endian(const uint8_t* from, uint8_t* to, int32_t in_width) {
+  uint64_t v = (in_width > 0 && (from[0] & 0x80)) ? ~0ull : 0ull;
+  for (int32_t k = 0; k < in_width; ++k) v = (v << 8) | from[k];
+  *(uint64_t*)to = v;
+}
+
+XPU_FN void zero_value(uint8_t* to, int32_t out_width) {
+  for (int32_t k = 0; k < out_width; ++k) to[k] = 0;
+}
+
+// A page of a fixed-width column: PLAIN values, or dictionary indices into `dict` (the
+// dictionary page's PLAIN values, `dict_count` of them); MODE_INDICES writes the indices.
+XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
+                              const uint8_t* dict, int64_t dict_count, uint8_t* out, uint8_t* valid,
+                              int32_t* err) {
+  PageCursor page;
+  page.start(w);
+  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
+  const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY;
+  Hybrid indices;
+  bool indices_started = false;
+  int64_t k = 0;  // values read
+  for (int64_t r = 0; r < n && !page.bad; ++r) {
+    const bool defined = page.defined();
+    uint8_t* to = out + (first + r) * out_width;
+    if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
+    if (!defined) { zero_value(to, out_width); continue; }
+    if (!dictionary) {
+      const uint8_t* from = page.values + k * in_width;
+      if (in_width > page.end - from) { page.bad = true; break; }
+      if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
+      else copy_value(from, to, in_width, out_width);
+    } else {
+      if (!indices_started) {  // the indices' bit width, in the first byte
+        if (page.values >= page.end) { page.bad = true; break; }
+        indices.start(page.values + 1, page.end, page.values[0]);
+        indices_started = true;
+      }
+      const uint32_t index = indices.next();
+      if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
+      if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)index;
+      else if (mode == MODE_BIG_ENDIAN) copy_big_endian(dict + (int64_t)index * in_width, to, in_width);
+      else copy_value(dict + (int64_t)index * in_width, to, in_width, out_width);
+    }
+    ++k;
+  }
+  if (page.bad) xpu::raise(err, ERR_CORRUPT);
+}
+
+// A page of PLAIN byte arrays (each a 4-byte length, then the bytes): each row's address and
+// length, 0 for NULLs; gather_spans then copies them into Arrow's layout.
+XPU_FN void text_page_spans(const int64_t* w, int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
+  PageCursor page;
+  page.start(w);
+  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
+  const uint8_t* q = page.values;
+  if (w[W_ENCODING] != ENC_PLAIN) page.bad = true;
+  for (int64_t r = 0; r < n && !page.bad; ++r) {
+    const bool defined = page.defined();
+    if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
+    starts[first + r] = 0;
+    lengths[first + r] = 0;
+    if (!defined) continue;
+    if (page.end - q < 4) { page.bad = true; break; }
+    const uint32_t length = le32(q);
+    q += 4;
+    if ((int64_t)length > page.end - q) { page.bad = true; break; }
+    starts[first + r] = (int64_t)(uint64_t)q;
+    lengths[first + r] = (int32_t)length;
+    q += length;
+  }
+  if (page.bad) xpu::raise(err, ERR_CORRUPT);
+}
+
+}  // namespace pq
