@@ -27,6 +27,7 @@ from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
+from penstock.io.parquet_device.scan import PARQUET_DECODE
 from penstock.io.read_path import READ_PATHS
 from penstock.io.memory import MemoryTable
 from penstock.plan.physical import PhysicalPlan
@@ -75,7 +76,7 @@ class Connection:
     def __init__(self, device: str = "auto", strict: bool = False,
                  gpu_memory_limit: int | None = None,
                  cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
-                 cache_limit: int | None = None, io: str = "auto"):
+                 cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto"):
         self.backend = get_backend(device, gpu_memory_limit)
         self.cache_limit = cache_limit
         self._cache_on_register: dict[str, Sequence[str] | None] = {
@@ -89,7 +90,9 @@ class Connection:
         self._lock = threading.RLock()
         if io not in READ_PATHS:
             raise PenstockError(f"io={io!r}: use one of {', '.join(READ_PATHS)}")
-        self.executor = Executor(self.backend, self._table, gpu_memory_limit, io)
+        if parquet_decode not in PARQUET_DECODE:
+            raise PenstockError(f"parquet_decode={parquet_decode!r}: use one of {', '.join(PARQUET_DECODE)}")
+        self.executor = Executor(self.backend, self._table, gpu_memory_limit, io, parquet_decode)
 
     # -- catalog ------------------------------------------------------------------------------
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,
@@ -298,7 +301,7 @@ class Connection:
 
 def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None,
             cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
-            cache_limit: int | None = None, io: str = "auto") -> Connection:
+            cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto") -> Connection:
     """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores).
 
     strict: raise penstock.Unsupported instead of falling back to DataFusion.
@@ -306,9 +309,11 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
     cache: tables (or {table: [columns]}) to keep in device memory once registered.
     cache_limit: bytes the device-resident column cache may hold.
     io: how Arrow files reach the device: 'auto' (measured), 'pread', 'direct' (O_DIRECT),
-        'kvikio' (GPUDirect Storage / KvikIO)."""
+        'kvikio' (GPUDirect Storage / KvikIO).
+    parquet_decode: where Parquet pages are decompressed and decoded: 'auto' (by the device's
+        kernels on a GPU, with nvCOMP; by pyarrow on the CPU backend), 'device', 'host'."""
     return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit, cache=cache,
-                      cache_limit=cache_limit, io=io)
+                      cache_limit=cache_limit, io=io, parquet_decode=parquet_decode)
 
 
 def _rename(table: pa.Table, names: list[str]) -> pa.Table:

@@ -111,9 +111,10 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
 
 class Executor:
     def __init__(self, backend: Backend, open_table: Callable[[str], Any], memory_limit: int | None = None,
-                 io: str = "auto"):
+                 io: str = "auto", parquet_decode: str = "auto"):
         self.backend = backend
         self.io = io
+        self.parquet_decode = parquet_decode
         self.open_table = open_table
         self.memory_limit = memory_limit
         self.column_cache: Any = None  # set when the connection caches columns
@@ -237,7 +238,8 @@ class Executor:
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
                 limit: int | None) -> PipelineContext:
         return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                               memory_limit=limit, column_cache=self.column_cache, io=self.io, check=check,
+                               memory_limit=limit, column_cache=self.column_cache, io=self.io,
+                               parquet_decode=self.parquet_decode, check=check,
                                host_buffers=compiled.host_buffers, small_sorts=compiled.small_sorts)
 
     def step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics,

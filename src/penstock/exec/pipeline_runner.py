@@ -26,6 +26,7 @@ from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.device_batch import Batch, batch_from_arrow
+from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
 from penstock.plan.types import Kind, to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
@@ -51,6 +52,7 @@ class PipelineContext:
     texts: dict[str, Any] = field(default_factory=dict)
     column_cache: Any = None  # io.column_cache.ColumnCache of the device, if one exists
     io: str = "auto"  # read path for Arrow files: auto | pread | direct | kvikio
+    parquet_decode: str = "auto"  # where Parquet pages are decoded: auto | device | host
     # Called before each batch and step; raises to stop the query (cancel, statement timeout).
     check: Callable[[], None] = lambda: None
     # join -> the direct map its build pipeline fills in this run (plan/direct_builds.py)
@@ -159,7 +161,24 @@ class PipelineRunner:
                         yield batch
                         started = time.perf_counter()
                 return
+        if reader.format == "parquet" and source.names and decode_on_device(self.be, self.ctx.parquet_decode):
+            yield from self.read_parquet_on_device(reader, source)
+            return
         yield from self.read_via_arrow(reader, source)
+
+    def read_parquet_on_device(self, reader: Any, source: TableSource) -> Iterator[Batch]:
+        report = ScanReport()
+        started = time.perf_counter()
+        predicates = skip_predicates(source.skip_filters)
+        for scan in scan_on_device(reader, self.be, source.names, source.types, predicates, report):
+            self.metrics.read_path = report.describe()
+            if scan.batch is None:
+                self.metrics.batches_skipped += 1
+                continue
+            self.metrics.bytes_read += scan.bytes_read
+            self.metrics.read_seconds += time.perf_counter() - started
+            yield scan.batch
+            started = time.perf_counter()
 
     def read_via_arrow(self, reader: Any, source: TableSource) -> Iterator[Batch]:
         started = time.perf_counter()

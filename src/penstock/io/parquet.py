@@ -59,13 +59,7 @@ class ParquetTable:
             dictionary = _dictionary_encoded(plain, text) if text else None
             meta = plain.metadata
             leaves = _leaf_indices(meta)
-            refuted: set[int] = set()
-            if predicates and types:
-                for rg in range(meta.num_row_groups):
-                    group = meta.row_group(rg)
-                    stats = [group.column(leaves[c]).statistics if c in leaves else None for c in columns]
-                    if group_refuted(predicates, stats, types, group.num_rows):
-                        refuted.add(rg)
+            refuted = refuted_groups(meta, columns, predicates, types)
             wanted = [rg for rg in range(meta.num_row_groups) if rg not in refuted] if columns else []
             tables = _read_row_groups(path, dictionary, wanted, columns, None if dictionary else plain)
             for rg in range(meta.num_row_groups):
@@ -80,6 +74,21 @@ class ParquetTable:
                 table = next(tables)
                 for i, batch in enumerate(table.to_batches()):
                     yield ScanBatch(batch, batch.num_rows, chunk_bytes if i == 0 else 0, str(path))
+
+
+def refuted_groups(meta: pq.FileMetaData, columns: list[str], predicates: list[ColumnPredicate] | None,
+                   types: list[DataType] | None) -> set[int]:
+    """Row groups whose statistics refute the predicates (over `columns`, of `types`)."""
+    if not predicates or not types:
+        return set()
+    leaves = _leaf_indices(meta)
+    refuted = set()
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        stats = [group.column(leaves[c]).statistics if c in leaves else None for c in columns]
+        if group_refuted(predicates, stats, types, group.num_rows):
+            refuted.add(rg)
+    return refuted
 
 
 def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int], columns: list[str],

@@ -221,20 +221,37 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
 }
 
-// A page of PLAIN byte arrays (each a 4-byte length, then the bytes): each row's address and
-// length, 0 for NULLs; gather_spans then copies them into Arrow's layout.
-XPU_FN void text_page_spans(const int64_t* w, int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
+// A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), or indices into a
+// dictionary whose entries' spans are given (a chunk whose dictionary grew too large goes on
+// in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather then copies
+// them into Arrow's layout.
+XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const int32_t* dict_lengths,
+                            int64_t dict_count, int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
   PageCursor page;
   page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
+  const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY;
   const uint8_t* q = page.values;
-  if (w[W_ENCODING] != ENC_PLAIN) page.bad = true;
+  Hybrid indices;
+  bool indices_started = false;
   for (int64_t r = 0; r < n && !page.bad; ++r) {
     const bool defined = page.defined();
     if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
     starts[first + r] = 0;
     lengths[first + r] = 0;
     if (!defined) continue;
+    if (dictionary) {
+      if (!indices_started) {
+        if (page.values >= page.end) { page.bad = true; break; }
+        indices.start(page.values + 1, page.end, page.values[0]);
+        indices_started = true;
+      }
+      const uint32_t index = indices.next();
+      if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
+      starts[first + r] = dict_starts[index];
+      lengths[first + r] = dict_lengths[index];
+      continue;
+    }
     if (page.end - q < 4) { page.bad = true; break; }
     const uint32_t length = le32(q);
     q += 4;

@@ -47,6 +47,15 @@ class _Chunk:
     max_def: int
 
 
+@dataclass
+class _Prepared:
+    group: int
+    rows: int
+    raw: np.ndarray  # the chunks' stored bytes
+    chunks: list[_Chunk]
+    nbytes: int
+
+
 class RowGroupDecoder:
     """Decodes row groups of one file's referenced columns on `backend`."""
 
@@ -85,20 +94,23 @@ class RowGroupDecoder:
 
     # -- one row group --------------------------------------------------------------------------
     def decode(self, group: int) -> Batch:
+        return self.finish(self.prepare(group))
+
+    def prepare(self, group: int) -> "_Prepared":
+        """The host's part (a thread may run it ahead): the referenced chunks' bytes read into
+        one buffer, their page headers parsed and checked."""
         meta = self.file.metadata.row_group(group)
-        rows = meta.num_rows
-        device = [n for n in self.names if n not in self.host_columns]
         spans = []
-        for name in device:
+        for name in [n for n in self.names if n not in self.host_columns]:
             chunk = meta.column(self.leaf[name])
             start = chunk.dictionary_page_offset if chunk.has_dictionary_page and chunk.dictionary_page_offset \
                 else chunk.data_page_offset
             spans.append((name, start, chunk.total_compressed_size, chunk.compression, chunk.num_values))
-        raw = self._read(spans)
-        chunks, fallback, at = [], [], 0
-        for (name, _start, length, codec, values), in_buffer in zip(spans, raw[1]):
+        raw, offsets = self._read(spans)
+        chunks, fallback = [], []
+        for (name, _start, length, codec, values), in_buffer in zip(spans, offsets):
             try:
-                pages = read_pages(memoryview(raw[0])[in_buffer:in_buffer + length], values)
+                pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values)
             except NotImplementedError as e:  # the metadata hid an encoding: pyarrow reads it
                 fallback.append(name)
                 self.host_columns[name] = str(e)
@@ -107,10 +119,14 @@ class RowGroupDecoder:
                 raise self._corrupt(group, name, str(e)) from e
             max_def = self.file.metadata.schema.column(self.leaf[name]).max_definition_level
             chunks.append(_Chunk(self.names.index(name), name, codec, in_buffer, length, pages, max_def))
-            at += length
+        return _Prepared(group, meta.num_rows, raw, chunks, sum(length for _n, _s, length, _c, _v in spans))
+
+    def finish(self, prepared: "_Prepared") -> Batch:
+        """The device's part: copy, decompress, decode; pyarrow reads the other columns."""
+        group, rows = prepared.group, prepared.rows
         columns: list[Column | None] = [None] * len(self.names)
-        if chunks:
-            self._decode_chunks(group, rows, raw[0], chunks, columns)
+        if prepared.chunks:
+            self._decode_chunks(group, rows, prepared.raw, prepared.chunks, columns)
         host = [n for n in self.names if columns[self.names.index(n)] is None]
         if host:
             table = self.file.read_row_group(group, columns=host)
@@ -168,7 +184,10 @@ class RowGroupDecoder:
                 else:
                     start = base_raw + chunk.at + page.body + page.levels_length
                 return start, start + page.decoded_size
-            columns[chunk.index] = self._decode_column(chunk, rows, where, base_raw, err)
+            try:
+                columns[chunk.index] = self._decode_column(chunk, rows, where, base_raw, err)
+            except ValueError as e:
+                raise self._corrupt(group, chunk.name, str(e)) from e
         if int(be.to_host(err)[0]):
             bad = self._find_bad(chunks, rows, raw_device, decoded, placed)
             raise self._corrupt(group, bad, "a page does not decode (levels, values or dictionary indices past "
@@ -207,16 +226,19 @@ class RowGroupDecoder:
         pages = be.to_device(table)
         dictionary = chunk.pages.dictionary
         if t.kind is Kind.STRING:
-            encodings = {p.header.encoding in DICTIONARY_ENCODINGS for p in chunk.pages.data}
-            if encodings == {True}:  # every page indexes the dictionary: keep it so
-                indices = be.empty(rows, np.int32)
-                self._launch(fixed_kernel(), len(chunk.pages.data), [len(chunk.pages.data), pages, 4, 4, MODE_INDICES,
-                             0, dictionary.header.num_values, indices, valid, err])
-                assert dictionary is not None
-                d_offsets, d_data = self._dictionary_text(dictionary, where, err)
+            spans = self._dictionary_spans(dictionary, where, err) if dictionary is not None else None
+            d_offsets = d_data = None
+            if spans is not None:
+                d_offsets, d_data = self._gather(spans[0], spans[1], err)
+            n_pages = len(chunk.pages.data)
+            if d_offsets is not None and all(p.header.encoding in DICTIONARY_ENCODINGS for p in chunk.pages.data):
+                indices = be.empty(rows, np.int32)  # every page indexes the dictionary: it stays so
+                self._launch(fixed_kernel(), n_pages, [n_pages, pages, 4, 4, MODE_INDICES, 0, spans[2], indices,
+                                                       valid, err])
                 return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
                               dict_data=d_data)
-            offsets, data = self._plain_text(len(chunk.pages.data), pages, rows, valid, err)
+            starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans)
+            offsets, data = self._gather(starts, lengths, err)
             return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
         arrow = self.file.schema_arrow.field(chunk.name).type
         column = self.file.metadata.schema.column(self.leaf[chunk.name])
@@ -254,25 +276,38 @@ class RowGroupDecoder:
             row += h.num_values
         return table
 
-    def _dictionary_text(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
-        start, end = where(dictionary)
-        table = np.array([[start, end, 0, 0, dictionary.header.num_values, 0, 0, 0]], np.int64)
-        return self._plain_text(1, self.backend.to_device(table), dictionary.header.num_values, None, err)
+    def _text_spans(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any,
+                    dictionary: tuple[Any, Any, int] | None = None) -> tuple[Any, Any]:
+        """Each row's (address, length); rows of dictionary pages point into the dictionary."""
+        be = self.backend
+        starts, lengths = be.zeros(rows, np.int64), be.zeros(rows, np.int32)
+        d_starts, d_lengths, d_count = dictionary if dictionary is not None else (None, None, 0)
+        self._launch(spans_kernel(), n_pages, [n_pages, pages, d_starts, d_lengths, d_count, starts, lengths,
+                                               valid, err])
+        return starts, lengths
 
-    def _plain_text(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any) -> tuple[Any, Any]:
+    def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any, int]:
+        start, end = where(dictionary)
+        count = dictionary.header.num_values
+        table = np.array([[start, end, 0, 0, count, 0, 0, 0]], np.int64)
+        starts, lengths = self._text_spans(1, self.backend.to_device(table), count, None, err)
+        return starts, lengths, count
+
+    def _gather(self, starts: Any, lengths: Any, err: Any) -> tuple[Any, Any]:
+        """Arrow offsets and bytes of the spans (after checking the spans were read whole)."""
         be, xp = self.backend, self.backend.xp
-        starts = be.empty(rows, np.int64)
-        lengths = be.empty(rows, np.int32)
-        self._launch(spans_kernel(), n_pages, [n_pages, pages, starts, lengths, valid, err])
+        rows = int(lengths.size)
+        if int(be.to_host(err)[0]):
+            raise ValueError("a text page does not decode")
         ends = xp.cumsum(lengths, dtype=np.int64)
         total = int(ends[-1]) if rows else 0
         if total >= 2**31:
             raise ValueError("more than 2 GiB of text in one column chunk")
-        offsets64 = xp.zeros(rows + 1, np.int64)
-        offsets64[1:] = ends
+        offsets = xp.zeros(rows + 1, np.int64)
+        offsets[1:] = ends
         data = be.empty(max(total, 1), np.uint8)
-        self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets64, data])
-        return offsets64.astype(np.int32), data[:total]
+        self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets, data])
+        return offsets.astype(np.int32), data[:total]
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
         self.backend.launch(self.backend.compile(spec), rows, args)

@@ -21,10 +21,14 @@ _FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages,
 }
 """
 
-_SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* pages, int64_t* starts,
-    int32_t* lengths, uint8_t* valid, int32_t* err) {
+_SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* pages, const int64_t* dict_starts,
+    const int32_t* dict_lengths, int64_t dict_count, int64_t* starts, int32_t* lengths, uint8_t* valid,
+    int32_t* err) {
   XPU_PARALLEL_BEGIN
-  XPU_FOR(p, n_pages) { pq::text_page_spans(pages + p * pq::PAGE_WORDS, starts, lengths, valid, err); }
+  XPU_FOR(p, n_pages) {
+    pq::text_page_spans(pages + p * pq::PAGE_WORDS, dict_starts, dict_lengths, dict_count, starts, lengths,
+                        valid, err);
+  }
   XPU_PARALLEL_END
 }
 """
@@ -51,7 +55,7 @@ def fixed_kernel() -> KernelSpec:
 @functools.cache
 def spans_kernel() -> KernelSpec:
     return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS,
-                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+                      ("i64", "ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr"), installation=True)
 
 
 @functools.cache

@@ -1,0 +1,79 @@
+"""A Parquet table's row groups decoded on the device, one batch per row group.
+
+The host's part of the next row group (reading its chunks, parsing page headers) runs in a
+thread while the device decodes this one. Row groups refuted by their statistics are
+skipped, as on the host path.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from penstock.device.base import Backend
+from penstock.io.device_batch import Batch
+from penstock.io.parquet import ParquetTable, _open, refuted_groups
+from penstock.io.parquet_device.decoder import RowGroupDecoder
+from penstock.io.stats import ColumnPredicate
+from penstock.plan.types import DataType
+
+
+@dataclass
+class DeviceScan:
+    batch: Batch | None  # None: skipped by statistics
+    rows: int
+    bytes_read: int
+
+
+@dataclass
+class ScanReport:
+    """What EXPLAIN says about the scan: columns pyarrow read instead, and why; where pages
+    were decompressed."""
+    host_columns: dict[str, str] = field(default_factory=dict)
+    decompression: set[str] = field(default_factory=set)
+
+    def describe(self) -> str:
+        text = "Parquet decoded on the device"
+        if self.decompression - {"none"}:
+            text += f" (decompressed {', '.join(sorted(self.decompression - {'none'}))})"
+        if self.host_columns:
+            text += "; read by pyarrow: " + ", ".join(f"{c} ({why})" for c, why in self.host_columns.items())
+        return text
+
+
+def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
+                   predicates: list[ColumnPredicate] | None, report: ScanReport) -> Iterator[DeviceScan]:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="penstock-parquet-read")
+    try:
+        for path in table.files:
+            file = _open(path)
+            meta = file.metadata
+            refuted = refuted_groups(meta, names, predicates, types)
+            decoder = RowGroupDecoder(backend, path, file, names, types)
+            wanted = [g for g in range(meta.num_row_groups) if g not in refuted]
+            ahead: Any = pool.submit(decoder.prepare, wanted[0]) if wanted else None
+            for g in range(meta.num_row_groups):
+                if g in refuted:
+                    yield DeviceScan(None, 0, 0)
+                    continue
+                prepared = ahead.result()
+                following = wanted.index(g) + 1
+                ahead = pool.submit(decoder.prepare, wanted[following]) if following < len(wanted) else None
+                batch = decoder.finish(prepared)
+                report.host_columns.update(decoder.host_columns)
+                report.decompression.add(decoder.decompression)
+                yield DeviceScan(batch, prepared.rows, prepared.nbytes)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+PARQUET_DECODE = ("auto", "device", "host")
+
+
+def decode_on_device(backend: Backend, setting: str) -> bool:
+    """Whether Parquet pages are decoded by the device's kernels: 'auto' does on a GPU (the
+    CPU backend keeps pyarrow's multithreaded reader), 'device' and 'host' force a side."""
+    if setting not in PARQUET_DECODE:
+        raise ValueError(f"parquet_decode={setting!r}: use one of {', '.join(PARQUET_DECODE)}")
+    return setting == "device" or (setting == "auto" and backend.name == "gpu")
