@@ -1,11 +1,20 @@
 # Source on the GPU machine (through the device tool): unpack the carried packages and set
 # PATH, PYTHONPATH and the cache directory, so tests, the fuzzer and benchmarks can run.
 #   source scripts/device-env.sh
+# Carried folders (a call carries at most 64 MiB, so they are separate): .device-site (the
+# Python packages), .device-nvcomp (nvCOMP's library, for Parquet decompression on the GPU),
+# .device-tools (tpchgen-cli for `penstock gen tpch`, compute-sanitizer).
 OUT=${OUT:-/tmp/out}
 mkdir -p /tmp/site "$OUT"
 tar -xJf .device-site/site.tar.xz -C /tmp/site
-if [ -f .device-site/tpchgen-cli.xz ]; then  # penstock gen tpch's generator (pip's scripts are not in the site)
-  mkdir -p /tmp/site/bin && xz -dc .device-site/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
+if [ -f .device-nvcomp/nvcomp.tar.xz ]; then
+  tar -xJf .device-nvcomp/nvcomp.tar.xz -C /tmp/site
+fi
+if [ -f .device-tools/tpchgen-cli.xz ]; then  # penstock gen tpch's generator (pip's scripts are not in the site)
+  mkdir -p /tmp/site/bin && xz -dc .device-tools/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
+fi
+if [ -f .device-tools/sanitizer.tar.xz ]; then
+  mkdir -p /tmp/sanitizer && tar -xJf .device-tools/sanitizer.tar.xz -C /tmp/sanitizer
 fi
 export OUT PATH=/tmp/site/bin:$PATH PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests PYTHONUNBUFFERED=1
 export PENSTOCK_CACHE_DIR=/tmp/penstock-cache

@@ -130,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         bs.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
         bs.add_argument("--queries", default=None, help=f"comma-separated subset, e.g. {example}")
         bs.add_argument("--no-duckdb", action="store_true")
+        bs.add_argument("--parquet-decode", default="auto", choices=["auto", "device", "host"],
+                        help="where penstock decodes Parquet pages (connect's parquet_decode)")
         bs.add_argument("--no-first-runs", action="store_true",
                         help="skip the first runs in fresh processes (two processes per query)")
         bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
@@ -302,7 +304,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         reports = run_bench(suite(args.suite), args.sf, tiers, args.repeat, args.format, args.data, args.device,
                             duckdb=not args.no_duckdb, queries=queries, first_runs=not args.no_first_runs,
-                            log=lambda m: print(m, file=sys.stderr, flush=True))
+                            log=lambda m: print(m, file=sys.stderr, flush=True),
+                            parquet_decode=args.parquet_decode)
     except ValueError as e:
         raise PenstockError(str(e)) from None
     for report in reports:
@@ -330,9 +333,10 @@ def cmd_prebuild(args: argparse.Namespace) -> int:
     from penstock.device import get_backend
     from penstock.device.kernel_cache import installation_dir
     from penstock.device.prebuild import prebuild
+    from penstock.io.parquet_device.kernels import decode_kernels
 
     backend = get_backend(args.device, None)
-    kernels, seconds = prebuild(backend)
+    kernels, seconds = prebuild(backend, decode_kernels())
     print(f"{kernels} installation kernels ready for {backend.describe()} in {installation_dir()} "
           f"({seconds:.1f} s)")
     return 0

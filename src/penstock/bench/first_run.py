@@ -39,11 +39,11 @@ class FirstRun:
 
 def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: Path,
                     cached: dict[str, list[str]] | None = None, io: str = "auto",
-                    timeout: float = 1800) -> FirstRun:
+                    parquet_decode: str = "auto", timeout: float = 1800) -> FirstRun:
     """Run `sql` once in a new Python process whose kernel cache is `cache_dir`; `cached`
     names the columns (table -> columns) put in the column cache first, untimed."""
     spec = {"device": device, "tables": {t: str(p) for t, p in tables.items()}, "sql": sql,
-            "cached": cached or {}, "io": io}
+            "cached": cached or {}, "io": io, "parquet_decode": parquet_decode}
     from penstock.device.kernel_cache import installation_dir
 
     # what the installation holds stays (`penstock prebuild` makes it once, as the packages
@@ -61,7 +61,8 @@ def main() -> int:
     spec: dict[str, Any] = json.loads(sys.stdin.read())
     import penstock
 
-    db = penstock.connect(device=spec["device"], strict=True, io=spec.get("io", "auto"))
+    db = penstock.connect(device=spec["device"], strict=True, io=spec.get("io", "auto"),
+                          parquet_decode=spec.get("parquet_decode", "auto"))
     for name, path in spec["tables"].items():
         db.register(name, path)
     for name, columns in spec.get("cached", {}).items():

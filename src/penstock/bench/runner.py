@@ -131,7 +131,7 @@ def geomean(values: list[float]) -> float | None:
 def run_bench(suite: Suite, sf: float, tiers: list[str], repeat: int = 5, fmt: str = "arrow",
               data_dir: str | None = None, device: str = "auto", duckdb: bool = True,
               queries: list[str] | None = None, first_runs: bool = True,
-              log: Callable[[str], None] = print) -> list[BenchReport]:
+              log: Callable[[str], None] = print, parquet_decode: str = "auto") -> list[BenchReport]:
     """One report per tier; the data is generated if missing."""
     data = Path(data_dir or f"data/{suite.name}-sf{sf:g}-{fmt}")
     if not suite.present(data, fmt):
@@ -146,7 +146,7 @@ def run_bench(suite: Suite, sf: float, tiers: list[str], repeat: int = 5, fmt: s
     reports = []
     for tier in tiers:
         report, answers = _run_tier(suite, tier, sf, fmt, data, files, {n: texts[n] for n in names}, repeat,
-                                    device, first_runs, log)
+                                    device, first_runs, log, parquet_decode)
         if duckdb:
             _run_duckdb(files, fmt, report, answers, {n: texts[n] for n in names}, repeat, log)
         reports.append(report)
@@ -155,7 +155,7 @@ def run_bench(suite: Suite, sf: float, tiers: list[str], repeat: int = 5, fmt: s
 
 def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path],
               texts: dict[str, str], repeat: int, device: str, first_runs: bool,
-              log: Callable[[str], None]) -> tuple[BenchReport, dict[str, Any]]:
+              log: Callable[[str], None], parquet_decode: str = "auto") -> tuple[BenchReport, dict[str, Any]]:
     """The tier's report, and each query's last answer (for the comparison with DuckDB)."""
     import penstock
     from penstock.bench import ceilings
@@ -163,7 +163,7 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
     names = list(texts)
     # the disk tier reads cold data with O_DIRECT; the others let penstock measure its path
     io = "direct" if tier == "disk" else "auto"
-    db = penstock.connect(device=device, strict=True, io=io)
+    db = penstock.connect(device=device, strict=True, io=io, parquet_decode=parquet_decode)
     for t, path in files.items():
         db.register(t, path)
     # What the installation holds (`penstock prebuild`: kernels no query shapes, the CPU
@@ -171,8 +171,9 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
     # Then, once per process, not per query shape: CUDA libraries load and CuPy compiles its
     # own helper kernels. A small query of another shape pays that, not a benchmark query.
     from penstock.device.prebuild import prebuild
+    from penstock.io.parquet_device.kernels import decode_kernels
 
-    count, seconds = prebuild(db.backend)
+    count, seconds = prebuild(db.backend, decode_kernels())
     log(f"installation kernels: {count} ready ({seconds:.1f} s)")
     started = time.perf_counter()
     db.sql(suite.warm_up)
@@ -191,9 +192,9 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
             cached = referenced_columns(db, texts[name]) if tier == "gpu" else {}
             with tempfile.TemporaryDirectory(prefix="penstock-kernels-") as kernels:
                 cold()
-                empty = fresh_first_run(db.backend.name, files, texts[name], Path(kernels), cached, io)
+                empty = fresh_first_run(db.backend.name, files, texts[name], Path(kernels), cached, io, parquet_decode)
                 cold()
-                warm = fresh_first_run(db.backend.name, files, texts[name], Path(kernels), cached, io)
+                warm = fresh_first_run(db.backend.name, files, texts[name], Path(kernels), cached, io, parquet_decode)
             fresh[name] = (empty, warm)
             log(f"{name} ({tier}): first run {empty.seconds * 1000:.0f} ms in a fresh process with empty kernel "
                 f"caches (plan {empty.plan_s * 1000:.0f}, compile {empty.compile_s * 1000:.0f} for "

@@ -10,19 +10,22 @@ kernels. Without it they are made the first time a query needs them, and kept as
 from __future__ import annotations
 
 import time
+from typing import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from penstock.codegen.fixed_kernels import installation_kernels
-from penstock.device.base import Backend
+from penstock.device.base import Backend, KernelSpec
 
 
-def prebuild(backend: Backend) -> tuple[int, float]:
-    """Compile (or find) every installation kernel on `backend`: (kernels, seconds)."""
+def prebuild(backend: Backend, extra: Sequence[KernelSpec] = ()) -> tuple[int, float]:
+    """Compile (or find) every installation kernel on `backend`, and `extra` (the Parquet
+    decoding kernels, which the io layer defines): (kernels, seconds)."""
     started = time.perf_counter()
     kernels = installation_kernels()
     # the first kernel alone: on the CPU backend it makes the precompiled header the others use
     backend.compile(kernels[0].spec)
     backend.prepare_quick_builds(kernels[0].spec)  # the quick builds' header (device/tiers.py)
+    specs = [k.spec for k in kernels[1:]] + list(extra)
     with ThreadPoolExecutor() as pool:
-        list(pool.map(lambda k: backend.compile(k.spec), kernels[1:]))
-    return len(kernels), time.perf_counter() - started
+        list(pool.map(backend.compile, specs))
+    return len(kernels) + len(extra), time.perf_counter() - started

@@ -28,7 +28,7 @@ from penstock.plan.types import DataType
 READ_AHEAD_GROUPS = max(1, min(4, os.cpu_count() or 1))  # row groups decoding at once
 
 
-def _open(path: Path, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
+def open_parquet(path: Path, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path, memory_map=True, read_dictionary=read_dictionary,
                               page_checksum_verification=True)
@@ -41,7 +41,7 @@ class ParquetTable:
 
     def __init__(self, files: list[Path]):
         self.files = files
-        opened = [_open(f) for f in files]
+        opened = [open_parquet(f) for f in files]
         self.schema = check_same_schema(files, [f.schema_arrow for f in opened])
         self._rows = sum(f.metadata.num_rows for f in opened)
 
@@ -55,7 +55,7 @@ class ParquetTable:
         text = [c for c in columns if pa.types.is_string(self.schema.field(c).type)
                 or pa.types.is_large_string(self.schema.field(c).type)]
         for path in self.files:
-            plain = _open(path)
+            plain = open_parquet(path)
             dictionary = _dictionary_encoded(plain, text) if text else None
             meta = plain.metadata
             leaves = _leaf_indices(meta)
@@ -99,7 +99,7 @@ def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int]
     column 52 -> 29 ms). Each thread reads through a handle of its own; one at a time reads
     through `opened` when given (a handle opened with the same dictionary columns)."""
     if READ_AHEAD_GROUPS <= 1 or len(groups) <= 1:
-        f = opened or _open(path, dictionary)
+        f = opened or open_parquet(path, dictionary)
         for rg in groups:
             yield _read_group(f, path, rg, columns)
         return
@@ -108,7 +108,7 @@ def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int]
     def read(rg: int) -> pa.Table:
         f = getattr(local, "handle", None)
         if f is None:
-            f = local.handle = _open(path, dictionary)
+            f = local.handle = open_parquet(path, dictionary)
         return _read_group(f, path, rg, columns)
 
     pool = ThreadPoolExecutor(READ_AHEAD_GROUPS, thread_name_prefix="penstock-parquet")
@@ -129,10 +129,10 @@ def _read_group(f: pq.ParquetFile, path: Path, rg: int, columns: list[str]) -> p
     try:
         return f.read_row_group(rg, columns=columns, use_threads=True)
     except (OSError, pa.ArrowException) as e:
-        raise _corrupt(f, path, rg, columns, e) from e
+        raise corrupt_row_group(f, path, rg, columns, e) from e
 
 
-def _corrupt(f: pq.ParquetFile, path: Path, rg: int, columns: list[str], error: Exception) -> FileError:
+def corrupt_row_group(f: pq.ParquetFile, path: Path, rg: int, columns: list[str], error: Exception) -> FileError:
     """The error for a row group that did not decode, naming the first column that does not."""
     for column in columns:
         try:

@@ -80,13 +80,16 @@ struct Hybrid {
     const uint64_t header = uleb128(p, end, bad);
     if (bad) return false;
     if (header & 1) {
-      const int64_t groups = (int64_t)(header >> 1), avail = end - p;
-      int64_t bytes = groups * width;
-      left = groups * 8;
-      if (bytes > avail) {  // a short last run: only the values whose bits are there
-        bytes = avail;
-        left = width ? avail * 8 / width : left;
+      // groups of 8 values, `width` bytes each, all inside the section (a run that claims
+      // more is damage: pyarrow refuses it too); the bound also keeps the products below
+      // from overflowing
+      const uint64_t groups = header >> 1;
+      if (groups > (uint64_t)(1ll << 40) || (width > 0 && groups * (uint64_t)width > (uint64_t)(end - p))) {
+        bad = true;
+        return false;
       }
+      const int64_t bytes = (int64_t)groups * width;
+      left = (int64_t)groups * 8;
       packed = true;
       bits = p;
       bit = 0;
@@ -97,9 +100,10 @@ struct Hybrid {
       uint32_t v = 0;
       for (int32_t k = 0; k < nbytes; ++k) v |= (uint32_t)p[k] << (8 * k);
       p += nbytes;
+      if (width < 32 && (v >> width) != 0) { bad = true; return false; }  // wider than the bit width
       packed = false;
       repeated = v;
-      left = (int64_t)(header >> 1);
+      left = (int64_t)(header >> 1 > (uint64_t)(1ll << 40) ? (1ll << 40) : header >> 1);
     }
     return true;
   }
@@ -145,6 +149,16 @@ struct PageCursor {
     if ((int64_t)length > end - data - 4) { bad = true; return; }
     levels.start(data + 4, data + 4 + length, 1);
     values = data + 4 + length;
+  }
+
+  // Whether a hybrid stream was used up: every run header in its section read (its last run
+  // may hold more values than the page needs: DuckDB writes such runs).
+  XPU_METHOD static bool used_up(const Hybrid& h) { return h.p == h.end; }
+
+  // After a page's last row: its levels were used up exactly (damage that kept every read
+  // in bounds shows here).
+  XPU_METHOD void finish() {
+    if (has_levels && !used_up(levels)) bad = true;
   }
 
   // Whether the next row has a value (false: NULL).
@@ -218,6 +232,11 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
     }
     ++k;
   }
+  if (!page.bad) {
+    page.finish();
+    if (!dictionary && page.values + k * in_width != page.end) page.bad = true;  // PLAIN: every byte a value
+    if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
+  }
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
 }
 
@@ -259,6 +278,11 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
     starts[first + r] = (int64_t)(uint64_t)q;
     lengths[first + r] = (int32_t)length;
     q += length;
+  }
+  if (!page.bad) {
+    page.finish();
+    if (!dictionary && q != page.end) page.bad = true;
+    if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
   }
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
 }

@@ -106,11 +106,13 @@ class RowGroupDecoder:
             start = chunk.dictionary_page_offset if chunk.has_dictionary_page and chunk.dictionary_page_offset \
                 else chunk.data_page_offset
             spans.append((name, start, chunk.total_compressed_size, chunk.compression, chunk.num_values))
-        raw, offsets = self._read(spans)
+        raw, offsets = self._read(group, spans)
         chunks, fallback = [], []
         for (name, _start, length, codec, values), in_buffer in zip(spans, offsets):
             try:
-                pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values)
+                if values != meta.num_rows:  # a flat column has one value per row
+                    raise ValueError(f"the column chunk holds {values} values; its row group has {meta.num_rows} rows")
+                pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values, codec)
             except NotImplementedError as e:  # the metadata hid an encoding: pyarrow reads it
                 fallback.append(name)
                 self.host_columns[name] = str(e)
@@ -129,29 +131,41 @@ class RowGroupDecoder:
             self._decode_chunks(group, rows, prepared.raw, prepared.chunks, columns)
         host = [n for n in self.names if columns[self.names.index(n)] is None]
         if host:
-            table = self.file.read_row_group(group, columns=host)
+            try:
+                table = self.file.read_row_group(group, columns=host)
+            except (OSError, pa.ArrowException) as e:
+                raise self._host_error(group, host, e) from e
             for name in host:
                 k = self.names.index(name)
                 columns[k] = column_from_arrow(table.column(name).combine_chunks(), self.types[k], self.backend)
         return Batch([c for c in columns if c is not None], rows)
 
-    def _read(self, spans: list[tuple[str, int, int, str, int]]) -> tuple[np.ndarray, list[int]]:
+    def _read(self, group: int, spans: list[tuple[str, int, int, str, int]]) -> tuple[np.ndarray, list[int]]:
         """The chunks' stored bytes, one after another in one host buffer (pinned on a GPU)."""
         total = sum(s[2] for s in spans)
         buffer = self.backend.host_buffer(total)
         offsets, at = [], 0
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            for _name, start, length, _codec, _values in spans:
+            for name, start, length, _codec, _values in spans:
                 view = memoryview(buffer)[at:at + length]
-                got = os.preadv(fd, [view], start)
+                got = os.preadv(fd, [view], start) if start >= 0 and length >= 0 else -1
                 if got != length:
-                    raise FileError(f"{self.path}: a column chunk runs past the end of the file", str(self.path))
+                    raise self._corrupt(group, name, "the column chunk runs past the end of the file")
                 offsets.append(at)
                 at += length
         finally:
             os.close(fd)
         return buffer, offsets
+
+    def _host_error(self, group: int, names: list[str], error: Exception) -> FileError:
+        """A row group pyarrow could not read for us, naming the first column it fails on."""
+        for name in names:
+            try:
+                self.file.read_row_group(group, columns=[name], use_threads=False)
+            except (OSError, pa.ArrowException) as e:
+                return self._corrupt(group, name, f"pyarrow could not read it: {str(e).strip()}")
+        return self._corrupt(group, ", ".join(names), f"pyarrow could not read it: {str(error).strip()}")
 
     def _corrupt(self, group: int, name: str, why: str) -> FileError:
         return FileError(f"{self.path}: row group {group}, column {name}: {why}", str(self.path), DATA_CORRUPTED)
@@ -167,17 +181,18 @@ class RowGroupDecoder:
         for chunk in chunks:
             for page in _all_pages(chunk.pages):
                 if page.compressed(chunk.codec) and page.decoded_size > 0:
-                    work = works.setdefault(chunk.codec, nvcomp.Work(chunk.codec, [], [], [], []))
-                    work.src.append(chunk.at + page.body + page.levels_length)
-                    work.src_sizes.append(page.stored_size)
-                    work.dst.append(decoded_size)
-                    work.dst_sizes.append(page.decoded_size)
+                    work = works.setdefault(chunk.codec, nvcomp.Work(chunk.codec))
+                    work.add(chunk.at + page.body + page.levels_length, page.stored_size, decoded_size,
+                             page.decoded_size, chunk.name)
                     placed[id(page)] = decoded_size
                     decoded_size += page.decoded_size
-        decoded = self._decompress(group, chunks, works, raw, raw_device, decoded_size)
+        try:
+            decoded = self._decompress(works, raw, raw_device, decoded_size)
+        except nvcomp.PageError as e:
+            raise self._corrupt(group, e.column, str(e)) from e
         base_raw, base_decoded = be.address(raw_device), be.address(decoded)
-        err = be.zeros(1, np.int32)
-        for chunk in chunks:
+        errors = be.zeros(len(chunks), np.int32)  # one flag per column: an error names its column
+        for k, chunk in enumerate(chunks):
             def where(page: Page) -> tuple[int, int]:
                 if id(page) in placed:
                     start = base_decoded + placed[id(page)]
@@ -185,16 +200,16 @@ class RowGroupDecoder:
                     start = base_raw + chunk.at + page.body + page.levels_length
                 return start, start + page.decoded_size
             try:
-                columns[chunk.index] = self._decode_column(chunk, rows, where, base_raw, err)
+                columns[chunk.index] = self._decode_column(chunk, rows, where, base_raw, errors[k:k + 1])
             except ValueError as e:
                 raise self._corrupt(group, chunk.name, str(e)) from e
-        if int(be.to_host(err)[0]):
-            bad = self._find_bad(chunks, rows, raw_device, decoded, placed)
-            raise self._corrupt(group, bad, "a page does not decode (levels, values or dictionary indices past "
-                                            "its end, or an index outside the dictionary)")
+        failed = np.flatnonzero(be.to_host(errors))
+        if failed.size:
+            raise self._corrupt(group, chunks[failed[0]].name, "a page does not decode (levels, values or "
+                                                               "dictionary indices past its end, or an index "
+                                                               "outside the dictionary)")
 
-    def _decompress(self, group: int, chunks: list[_Chunk], works: dict[str, nvcomp.Work], raw: np.ndarray,
-                    raw_device: Any, size: int) -> Any:
+    def _decompress(self, works: dict[str, nvcomp.Work], raw: np.ndarray, raw_device: Any, size: int) -> Any:
         be = self.backend
         if not works:
             self.decompression = "none"
@@ -202,18 +217,12 @@ class RowGroupDecoder:
         if be.name == "gpu" and nvcomp.nvcomp_library() is not None:
             decoded = be.empty(size, np.uint8)
             pending = [(w, nvcomp.decompress_on_gpu(w, raw_device, decoded)) for w in works.values()]
-            problem = nvcomp.check_gpu(pending)
+            nvcomp.check_gpu(pending)
             self.decompression = "nvCOMP on the GPU"
-            if problem is None:
-                return decoded
-            raise self._corrupt(group, ", ".join(c.name for c in chunks if c.codec in works), problem)
+            return decoded
         host = np.empty(size, np.uint8)
         for work in works.values():
-            try:
-                nvcomp.decompress_on_host(work, memoryview(raw), host)
-            except (ValueError, OSError, pa.ArrowException) as e:
-                names = ", ".join(c.name for c in chunks if c.codec == work.codec)
-                raise self._corrupt(group, names, f"a {work.codec} page does not decompress: {e}") from e
+            nvcomp.decompress_on_host(work, memoryview(raw), host)
         self.decompression = "on the host"
         return be.to_device(host)
 
@@ -311,22 +320,6 @@ class RowGroupDecoder:
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
         self.backend.launch(self.backend.compile(spec), rows, args)
-
-    def _find_bad(self, chunks: list[_Chunk], rows: int, raw_device: Any, decoded: Any,
-                  placed: dict[int, int]) -> str:
-        """Which column's pages failed: decoded again one at a time."""
-        be = self.backend
-        base_raw, base_decoded = be.address(raw_device), be.address(decoded)
-        for chunk in chunks:
-            def where(page: Page) -> tuple[int, int]:
-                start = base_decoded + placed[id(page)] if id(page) in placed else \
-                    base_raw + chunk.at + page.body + page.levels_length
-                return start, start + page.decoded_size
-            err = be.zeros(1, np.int32)
-            self._decode_column(chunk, rows, where, base_raw, err)
-            if int(be.to_host(err)[0]):
-                return chunk.name
-        return ", ".join(c.name for c in chunks)
 
 
 def _unit(column: Any) -> str:

@@ -12,7 +12,8 @@ import functools
 import glob
 import os
 import sys
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,26 @@ class Work:
     """Pages of one codec to decompress: where each is (`src`, `src_sizes`) and where its
     output goes (`dst`, `dst_sizes`), as byte offsets into the caller's buffers."""
     codec: str
-    src: list[int]
-    src_sizes: list[int]
-    dst: list[int]
-    dst_sizes: list[int]
+    src: list[int] = field(default_factory=list)
+    src_sizes: list[int] = field(default_factory=list)
+    dst: list[int] = field(default_factory=list)
+    dst_sizes: list[int] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)  # each page's column (for errors)
+
+    def add(self, src: int, src_size: int, dst: int, dst_size: int, owner: str) -> None:
+        self.src.append(src)
+        self.src_sizes.append(src_size)
+        self.dst.append(dst)
+        self.dst_sizes.append(dst_size)
+        self.owners.append(owner)
+
+
+class PageError(ValueError):
+    """A page that did not decompress; `column` is its column."""
+
+    def __init__(self, column: str, message: str):
+        super().__init__(message)
+        self.column = column
 
 
 @functools.cache
@@ -56,13 +73,37 @@ def nvcomp_library() -> ctypes.CDLL | None:
 
 
 def decompress_on_host(work: Work, src: memoryview, dst: np.ndarray) -> None:
-    """Each page with pyarrow's codec, straight into its place in `dst`."""
-    codec = pa.Codec(ARROW_NAMES[work.codec])
-    for s, s_size, d, d_size in zip(work.src, work.src_sizes, work.dst, work.dst_sizes):
-        out = codec.decompress(pa.py_buffer(src[s:s + s_size]), decompressed_size=d_size)
-        if out.size != d_size:
-            raise ValueError(f"a page decompressed to {out.size} bytes, not the {d_size} its header says")
-        dst[d:d + d_size] = np.frombuffer(out, np.uint8)
+    """Each page with pyarrow's codec (zlib's for GZIP), straight into its place in `dst`;
+    a page whose bytes do not decompress to exactly the size its header gives raises
+    PageError (pyarrow's codecs fill the size they are asked for without saying so)."""
+    codec = pa.Codec(ARROW_NAMES[work.codec]) if work.codec != "GZIP" else None
+    for s, s_size, d, d_size, owner in zip(work.src, work.src_sizes, work.dst, work.dst_sizes, work.owners):
+        page = src[s:s + s_size]
+        try:
+            if codec is None:
+                out = zlib.decompress(page, wbits=47)  # gzip or zlib framing
+            else:
+                if work.codec == "SNAPPY" and _snappy_length(page) != d_size:
+                    raise ValueError("its Snappy preamble gives another size than its header")
+                out = codec.decompress(pa.py_buffer(page), decompressed_size=d_size)
+        except (ValueError, OSError, zlib.error, pa.ArrowException) as e:
+            raise PageError(owner, f"a {work.codec} page does not decompress: {e}") from e
+        got = np.frombuffer(out, np.uint8)
+        if got.size != d_size:
+            raise PageError(owner, f"a {work.codec} page decompressed to {got.size} bytes, not the {d_size} "
+                                   "its header says")
+        dst[d:d + d_size] = got
+
+
+def _snappy_length(page: memoryview) -> int:
+    """The uncompressed length a Snappy block starts with (a varint); -1 if unreadable."""
+    value, shift = 0, 0
+    for b in bytes(page[:10]):
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value
+        shift += 7
+    return -1
 
 
 def decompress_on_gpu(work: Work, src: Any, dst: Any) -> Any:
@@ -101,11 +142,12 @@ def decompress_on_gpu(work: Work, src: Any, dst: Any) -> Any:
     return statuses, device[3], device[4], temp
 
 
-def check_gpu(pending: list[tuple[Work, Any]]) -> str | None:
-    """After the decompressions ran: None, or what failed (a page that did not decompress,
-    or decompressed to another size than its header says)."""
+def check_gpu(pending: list[tuple[Work, Any]]) -> None:
+    """After the decompressions ran: raise PageError for a page that did not decompress, or
+    decompressed to another size than its header says."""
     for work, (statuses, wanted, actual, _temp) in pending:
-        bad = np.flatnonzero((statuses.get() != 0) | (wanted.get() != actual.get()))
+        status = statuses.get()
+        bad = np.flatnonzero((status != 0) | (wanted.get() != actual.get()))
         if bad.size:
-            return f"a {work.codec} page did not decompress (nvCOMP status {int(statuses.get()[bad[0]])})"
-    return None
+            raise PageError(work.owners[bad[0]], f"a {work.codec} page does not decompress "
+                                                 f"(nvCOMP status {int(status[bad[0]])})")

@@ -97,7 +97,7 @@ def unsupported_reason(physical: str, arrow: pa.DataType, max_def: int, max_rep:
     return None
 
 
-def read_pages(data: memoryview, num_values: int, verify_crc: bool = True) -> ChunkPages:
+def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", verify_crc: bool = True) -> ChunkPages:
     """The pages of one column chunk (`data`: its bytes), up to `num_values` values.
     Raises ValueError for a header that lies (sizes past the chunk, unknown page types,
     data pages in an encoding the device does not decode, a CRC that does not match)."""
@@ -114,6 +114,9 @@ def read_pages(data: memoryview, num_values: int, verify_crc: bool = True) -> Ch
                 zlib.crc32(data[body:body + header.compressed_size]) != header.crc & 0xFFFFFFFF:
             raise ValueError(f"page at byte {at}: CRC does not match its bytes")
         page = Page(header, body)
+        if not page.compressed(codec) and header.uncompressed_size != header.compressed_size:
+            raise ValueError(f"uncompressed page at byte {at} says {header.uncompressed_size} bytes "
+                             f"but stores {header.compressed_size}")
         if header.type == DICTIONARY_PAGE:
             if pages.dictionary is not None or pages.data:
                 raise ValueError(f"a dictionary page at byte {at} after the first page")

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
-from penstock.io.parquet import ParquetTable, _open, refuted_groups
+from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
 from penstock.io.parquet_device.decoder import RowGroupDecoder
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
@@ -47,7 +47,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     pool = ThreadPoolExecutor(1, thread_name_prefix="penstock-parquet-read")
     try:
         for path in table.files:
-            file = _open(path)
+            file = open_parquet(path)
             meta = file.metadata
             refuted = refuted_groups(meta, names, predicates, types)
             decoder = RowGroupDecoder(backend, path, file, names, types)

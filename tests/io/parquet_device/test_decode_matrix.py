@@ -1,0 +1,306 @@
+"""Row groups decoded by the device kernels equal pyarrow's reading of them, across the
+writer settings that change the bytes the kernels see.
+
+Each file is written by pyarrow (or DuckDB) with one codec, dictionary or PLAIN encoding,
+data pages v1 or v2, small pages (so one chunk is many pages, and page boundaries fall in
+the middle of runs of NULLs and of dictionary indices) and row groups of 1, 7 or all rows.
+Every row group is decoded by RowGroupDecoder and compared column by column, values (floats
+bit for bit) and NULLs, with pyarrow's read_row_group. `host_columns` must stay empty for
+every type and codec the device claims: a silent fallback to pyarrow would otherwise pass
+unnoticed, since pyarrow's answer is the reference. Unsupported columns must be named, with
+a reason, and still come back right.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import random
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from penstock.plan import types as T
+
+SUPPORTED = ["i8", "i16", "i32", "i64", "f32", "f64", "day", "ts_ms", "ts_us", "ts_ns", "dec9", "dec18", "dec12",
+             "s_short", "s_long", "s_empty", "s_uni", "s_many", "s_one", "s_huge", "null_i64", "null_s",
+             "req_i32", "req_f64", "req_s", "req_dec"]
+
+
+def matrix_table(rows: int, seed: int = 1) -> pa.Table:
+    """One column per decoded type; NULLs in every nullable column (runs of them too, so
+    definition levels use both RLE and bit-packed runs), edge values, and non-nullable
+    (REQUIRED) columns, whose pages hold no definition levels at all."""
+    rng = np.random.default_rng(seed)
+    r = random.Random(seed)
+
+    def nulls(values: list[Any], every: int = 6) -> list[Any]:
+        # scattered NULLs, plus a run of 40 from row 100 on
+        return [None if (k % every == 0 or 100 <= k < 140 or r.random() < 0.05) else v for k, v in enumerate(values)]
+
+    def ints(lo: int, hi: int) -> list[int]:
+        values = rng.integers(lo, hi, rows, endpoint=True).tolist()
+        for k, edge in zip(range(1, rows, 97), [lo, hi, 0, -1, 1]):
+            values[k] = edge
+        return values
+
+    floats = rng.normal(scale=1e6, size=rows)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 5e-324, np.finfo(np.float64).max]
+    for k, v in zip(range(3, rows, 89), specials * rows):
+        floats[k] = v
+    with np.errstate(over="ignore"):  # float64's max is inf as float32: one more special value
+        floats32 = floats.astype(np.float32)
+    words = ["", "a", "naïve", "日本語テキスト", "emoji 🙂🚀", "tab\tnew\nline", "x" * 40]
+    schema = pa.schema([
+        pa.field("i8", pa.int8()), pa.field("i16", pa.int16()), pa.field("i32", pa.int32()),
+        pa.field("i64", pa.int64()), pa.field("f32", pa.float32()), pa.field("f64", pa.float64()),
+        pa.field("day", pa.date32()), pa.field("ts_ms", pa.timestamp("ms")), pa.field("ts_us", pa.timestamp("us")),
+        pa.field("ts_ns", pa.timestamp("ns")), pa.field("dec9", pa.decimal128(9, 2)),
+        pa.field("dec18", pa.decimal128(18, 4)), pa.field("dec12", pa.decimal128(12, 0)),
+        pa.field("s_short", pa.string()), pa.field("s_long", pa.string()), pa.field("s_empty", pa.string()),
+        pa.field("s_uni", pa.string()), pa.field("s_many", pa.string()), pa.field("s_one", pa.string()),
+        pa.field("s_huge", pa.string()), pa.field("null_i64", pa.int64()), pa.field("null_s", pa.string()),
+        pa.field("req_i32", pa.int32(), nullable=False), pa.field("req_f64", pa.float64(), nullable=False),
+        pa.field("req_s", pa.string(), nullable=False), pa.field("req_dec", pa.decimal128(18, 3), nullable=False),
+    ])
+    dec = decimal.Decimal
+    data = {
+        "i8": nulls(ints(-128, 127)), "i16": nulls(ints(-2**15, 2**15 - 1)), "i32": nulls(ints(-2**31, 2**31 - 1)),
+        "i64": nulls(ints(-2**63, 2**63 - 1)),
+        "f32": nulls(floats32.tolist()), "f64": nulls(floats.tolist()),
+        "day": nulls([datetime.date(1970, 1, 1) + datetime.timedelta(days=v) for v in ints(-700000, 2000000)]),
+        "ts_ms": nulls(ints(-2**52, 2**52)), "ts_us": nulls(ints(-2**60, 2**60)),
+        "ts_ns": nulls(ints(-2**63 + 1, 2**63 - 1)),
+        "dec9": nulls([dec(v).scaleb(-2) for v in ints(-10**9 + 1, 10**9 - 1)]),
+        "dec18": nulls([dec(v).scaleb(-4) for v in ints(-10**18 + 1, 10**18 - 1)]),
+        "dec12": nulls([dec(v) for v in ints(-10**12 + 1, 10**12 - 1)]),
+        "s_short": nulls([f"k{v}" for v in rng.integers(0, 30, rows)]),
+        "s_long": nulls(["L" * int(v) + str(k) for k, v in enumerate(rng.integers(50, 700, rows))]),
+        "s_empty": nulls([""] * rows, every=3),
+        "s_uni": nulls([words[k % len(words)] * (1 + k % 3) for k in range(rows)]),
+        "s_many": nulls([f"distinct-{k}-{v}" for k, v in enumerate(rng.integers(0, 10**12, rows))]),
+        "s_one": nulls(["only value"] * rows),
+        "s_huge": nulls(["H" * 3000 + str(k) if k % 250 == 7 else "h" for k in range(rows)]),
+        "null_i64": [None] * rows, "null_s": [None] * rows,
+        "req_i32": ints(-2**31, 2**31 - 1), "req_f64": floats[::-1].tolist(),
+        "req_s": [f"required {v}" for v in rng.integers(0, 500, rows)],
+        "req_dec": [dec(v).scaleb(-3) for v in ints(-10**18 + 1, 10**18 - 1)],
+    }
+    for name in ("ts_ms", "ts_us", "ts_ns"):
+        data[name] = pa.array(data[name], pa.int64()).cast(schema.field(name).type)
+    table = pa.Table.from_pydict(data, schema=schema)
+    assert table.column_names == SUPPORTED
+    return table
+
+
+def write(table: pa.Table, path: Path, **options: Any) -> Path:
+    defaults: dict[str, Any] = dict(data_page_size=512, write_batch_size=64, dictionary_pagesize_limit=2048)
+    pq.write_table(table, path, **{**defaults, **options})
+    return path
+
+
+def pages_per_chunk(path: Path, column: str) -> float:
+    """Data pages of a column chunk (from its stored size, a lower bound is enough here)."""
+    meta = pq.ParquetFile(path).metadata
+    j = pq.ParquetFile(path).schema_arrow.get_field_index(column)
+    return meta.row_group(0).column(j).total_compressed_size / 512
+
+
+@pytest.fixture(scope="module")
+def big_table() -> pa.Table:
+    return matrix_table(20_000)
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("compression", ["none", "snappy", "zstd", "gzip"])
+def test_one_big_row_group(tmp_path: Path, harness: Any, big_table: pa.Table, compression: str, dictionary: bool,
+                           version: str) -> None:
+    """Every codec the device decompresses, both encodings, both page versions: all
+    columns decoded on the device, equal to pyarrow's."""
+    path = write(big_table, tmp_path / "m.parquet", compression=compression, use_dictionary=dictionary,
+                 data_page_version=version, row_group_size=100_000)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    assert pages_per_chunk(path, "i64") > 20
+    decoder = harness.check(path)
+    assert decoder.host_columns == {}
+    if harness.backend.name == "cpu":
+        assert decoder.decompression == ("none" if compression == "none" else "on the host")
+    else:
+        assert decoder.decompression in (("none",) if compression == "none" else ("nvCOMP on the GPU", "on the host"))
+
+
+@pytest.mark.parametrize("rows_per_group, rows", [(7, 400), (1, 40)])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("compression", ["none", "snappy", "zstd"])
+def test_small_row_groups(tmp_path: Path, cpu_harness: Any, compression: str, dictionary: bool, version: str,
+                          rows_per_group: int, rows: int) -> None:
+    """Row groups of 1 and 7 rows: every chunk a page or two, many of them all NULL."""
+    table = matrix_table(rows, seed=rows_per_group)
+    path = write(table, tmp_path / "small.parquet", compression=compression, use_dictionary=dictionary,
+                 data_page_version=version, row_group_size=rows_per_group)
+    assert pq.ParquetFile(path).metadata.num_row_groups == -(-rows // rows_per_group)
+    decoder = cpu_harness.check(path)
+    assert decoder.host_columns == {}
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_lz4_is_read_right_whichever_reader_takes_it(tmp_path: Path, harness: Any, big_table: pa.Table,
+                                                     dictionary: bool) -> None:
+    """pyarrow's 'lz4' writes LZ4_RAW pages, but its metadata calls that codec 'LZ4', the
+    name of the old Hadoop framing too. The decoder may decode the pages itself or leave
+    them to pyarrow, naming the codec: either way the values are pyarrow's."""
+    path = write(big_table.slice(0, 2000), tmp_path / "lz4.parquet", compression="lz4", use_dictionary=dictionary)
+    codec = pq.ParquetFile(path).metadata.row_group(0).column(0).compression
+    decoder = harness.check(path)
+    if codec == "LZ4_RAW":
+        assert decoder.host_columns == {}
+    else:
+        assert set(decoder.host_columns) == set(SUPPORTED)
+        assert all("LZ4" in why for why in decoder.host_columns.values()), decoder.host_columns
+
+
+def test_twenty_thousand_rows_default_pages(tmp_path: Path, harness: Any) -> None:
+    """The writer's default page and dictionary sizes on ~20k rows (pages of 1 MiB, a
+    dictionary that stays whole for most columns), in row groups that do not divide it."""
+    table = matrix_table(20_000, seed=5)
+    path = tmp_path / "twenty.parquet"
+    pq.write_table(table, path, compression="snappy", row_group_size=6_000)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 4
+    assert harness.check(path).host_columns == {}
+
+
+def test_a_dictionary_that_overflows_into_plain_pages(tmp_path: Path, cpu_harness: Any) -> None:
+    """When the dictionary outgrows its limit the writer goes on in PLAIN pages within the
+    same chunk: text then mixes dictionary entries and inline values, numbers likewise."""
+    rows = 5000
+    table = pa.table({
+        "s": pa.array([None if k % 13 == 0 else f"value number {k}" for k in range(rows)]),
+        "i": pa.array([None if k % 11 == 0 else k * 1_000_003 for k in range(rows)], pa.int64()),
+        "d": pa.array([None if k % 7 == 0 else decimal.Decimal(k).scaleb(-2) for k in range(rows)],
+                      pa.decimal128(9, 2)),
+    })
+    for version in ("1.0", "2.0"):
+        path = write(table, tmp_path / f"overflow{version}.parquet", dictionary_pagesize_limit=1024,
+                     data_page_version=version, compression="snappy")
+        meta = pq.ParquetFile(path).metadata.row_group(0)
+        for j in range(3):
+            encodings = set(meta.column(j).encodings)
+            assert "PLAIN" in encodings and encodings & {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}, encodings
+        assert cpu_harness.check(path).host_columns == {}
+
+
+def test_pyarrow_decimals_stored_as_integers(tmp_path: Path, cpu_harness: Any) -> None:
+    """Decimals of up to 18 digits stored as INT32 / INT64 (the kernels widen INT32 ones
+    to 64 bits, sign included)."""
+    table = matrix_table(3000, seed=9).select(["dec9", "dec18", "dec12", "req_dec", "i32"])
+    path = write(table, tmp_path / "int_dec.parquet", store_decimal_as_integer=True, compression="zstd")
+    schema = pq.ParquetFile(path).metadata.schema
+    assert [schema.column(j).physical_type for j in range(4)] == ["INT32", "INT64", "INT64", "INT64"]
+    assert cpu_harness.check(path).host_columns == {}
+
+
+@pytest.mark.parametrize("compression", ["uncompressed", "snappy", "zstd"])
+def test_a_duckdb_file(tmp_path: Path, harness: Any, compression: str) -> None:
+    """DuckDB writes decimals as INT32 (up to 9 digits) and INT64 (up to 18), its own
+    dictionary pages and its own page sizes."""
+    path = tmp_path / "duck.parquet"
+    duckdb.sql(f"""
+        COPY (SELECT
+                CASE WHEN i % 5 = 0 THEN NULL ELSE ((i * 7919) % 2000000 - 1000000)::DECIMAL(9, 2) END AS d9,
+                CASE WHEN i % 6 = 0 THEN NULL
+                     ELSE ((i * 1234567891) % 10000000000000 - 5000000000000)::DECIMAL(18, 4) END AS d18,
+                ((i % 1999) - 999)::DECIMAL(4, 1) AS d4,
+                CASE WHEN i % 4 = 0 THEN NULL ELSE 'v' || (i % 97)::VARCHAR END AS s,
+                'row ' || i::VARCHAR AS u,
+                i::BIGINT AS i, (i % 100)::TINYINT AS i8, (i % 30000)::SMALLINT AS i16,
+                DATE '2020-01-01' + (i % 1000)::INTEGER AS day,
+                TIMESTAMP '2020-01-01' + to_seconds(i) AS ts,
+                CASE WHEN i % 3 = 0 THEN NULL ELSE i / 7 END AS f
+              FROM range(20000) t(i))
+        TO '{path}' (FORMAT parquet, COMPRESSION {compression}, ROW_GROUP_SIZE 6000)""")
+    file = pq.ParquetFile(path)
+    schema = file.metadata.schema
+    physical = {schema.column(j).name: schema.column(j).physical_type for j in range(file.metadata.num_columns)}
+    assert physical["d9"] == "INT32" and physical["d4"] == "INT32" and physical["d18"] == "INT64"
+    assert file.metadata.num_row_groups >= 3
+    decoder = harness.check(path)
+    assert decoder.host_columns == {}
+
+
+def test_many_pages_of_one_column_all_null_then_not(tmp_path: Path, cpu_harness: Any) -> None:
+    """Pages that are all NULL (their values section empty) between pages that are not:
+    each page's first output row must come from the counts of the pages before it."""
+    rows = 4000
+    values = [None if 500 <= k < 2500 else k for k in range(rows)]
+    table = pa.table({"i": pa.array(values, pa.int64()), "s": pa.array([None if v is None else str(v) for v in values]),
+                      "d": pa.array([None if v is None else decimal.Decimal(v) for v in values], pa.decimal128(10, 0))})
+    for version in ("1.0", "2.0"):
+        for compression in ("none", "zstd"):
+            path = write(table, tmp_path / f"gaps{version}{compression}.parquet", data_page_version=version,
+                         compression=compression)
+            assert cpu_harness.check(path).host_columns == {}
+
+
+def test_checksummed_pages_and_a_page_index(tmp_path: Path, cpu_harness: Any, big_table: pa.Table) -> None:
+    """Page CRCs on every page (the decoder checks each one: none may be refused) and a page
+    index (column and offset indexes live outside the chunks, which must not be read as
+    pages), with and without compression."""
+    for compression in ("none", "zstd"):
+        path = write(big_table.slice(0, 3000), tmp_path / f"crc_{compression}.parquet", compression=compression,
+                     write_page_checksum=True, write_page_index=True, row_group_size=1000, data_page_version="2.0")
+        assert pq.ParquetFile(path).metadata.row_group(0).column(0).has_offset_index
+        assert cpu_harness.check(path).host_columns == {}
+
+
+# ---- columns the device does not decode ------------------------------------------------------
+
+def test_unsupported_columns_are_named_and_still_right(tmp_path: Path, harness: Any) -> None:
+    """Booleans, unsigned integers, decimals of more than 18 digits and INT96 timestamps
+    are read by pyarrow (named with the reason), the other columns of the same row group by
+    the device; together they equal pyarrow's reading."""
+    rows = 3000
+    table = pa.table({
+        "b": pa.array([None if k % 5 == 0 else k % 3 == 0 for k in range(rows)]),
+        "u32": pa.array([None if k % 7 == 0 else 4_000_000_000 - k for k in range(rows)], pa.uint32()),
+        "u8": pa.array([k % 256 for k in range(rows)], pa.uint8()),
+        "wide": pa.array([None if k % 4 == 0 else decimal.Decimal(10**27 + k).scaleb(-2) for k in range(rows)],
+                         pa.decimal128(30, 2)),
+        "i": pa.array([None if k % 3 == 0 else k for k in range(rows)], pa.int64()),
+        "s": pa.array([f"s{k % 10}" for k in range(rows)]),
+    })
+    path = write(table, tmp_path / "unsupported.parquet", compression="snappy", row_group_size=1000)
+    decoder = harness.check(path)
+    reasons = decoder.host_columns
+    assert set(reasons) == {"b", "u32", "u8", "wide"}, reasons
+    assert "BOOLEAN" in reasons["b"]
+    assert "uint32" in reasons["u32"] and "uint8" in reasons["u8"]
+    assert "decimal128(30, 2)" in reasons["wide"]
+
+    int96 = tmp_path / "int96.parquet"
+    pq.write_table(pa.table({"t": pa.array([None, 1, 2**40], pa.int64()).cast(pa.timestamp("ns")),
+                             "i": pa.array([1, None, 3], pa.int64())}), int96, use_deprecated_int96_timestamps=True)
+    decoder = harness.check(int96)
+    assert set(decoder.host_columns) == {"t"} and "INT96" in decoder.host_columns["t"]
+
+
+def test_nested_columns_are_named_nested(tmp_path: Path, cpu_harness: Any) -> None:
+    """A list or struct column has no leaf of its own name: the decoder must say so rather
+    than look a leaf up by the wrong name. (The engine has no type for them, so they are
+    only named here, not decoded.)"""
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"l": pa.array([[1, 2], None, [], [3]], pa.list_(pa.int64())),
+                             "st": pa.array([{"a": 1}, None, {"a": 3}, {"a": None}]),
+                             "i": pa.array([1, 2, None, 4], pa.int64())}), path)
+    file = pq.ParquetFile(path)
+    from penstock.io.parquet_device.decoder import RowGroupDecoder
+
+    decoder = RowGroupDecoder(cpu_harness.backend, path, file, ["l", "st", "i"], [T.INT64, T.INT64, T.INT64])
+    assert decoder.host_columns == {"l": "nested", "st": "nested"}
+    assert cpu_harness.check(path, ["i"]).host_columns == {}
