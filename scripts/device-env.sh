@@ -6,13 +6,19 @@
 # .device-tools (tpchgen-cli for `penstock gen tpch`, compute-sanitizer).
 OUT=${OUT:-/tmp/out}
 mkdir -p /tmp/site "$OUT"
-tar -xJf .device-site/site.tar.xz -C /tmp/site
+# .device-lite: the packages without KvikIO, plus tpchgen-cli, for a call that also carries
+# nvCOMP and generates data (64 MiB do not hold all three otherwise)
+for site in .device-site .device-lite; do
+  if [ -f $site/site.tar.xz ]; then tar -xJf $site/site.tar.xz -C /tmp/site; fi
+done
 if [ -f .device-nvcomp/nvcomp.tar.xz ]; then
   tar -xJf .device-nvcomp/nvcomp.tar.xz -C /tmp/site
 fi
-if [ -f .device-tools/tpchgen-cli.xz ]; then  # penstock gen tpch's generator (pip's scripts are not in the site)
-  mkdir -p /tmp/site/bin && xz -dc .device-tools/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
-fi
+for tools in .device-tools .device-lite; do  # penstock gen tpch's generator (pip's scripts are not in the site)
+  if [ -f $tools/tpchgen-cli.xz ]; then
+    mkdir -p /tmp/site/bin && xz -dc $tools/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
+  fi
+done
 if [ -f .device-tools/sanitizer.tar.xz ]; then
   mkdir -p /tmp/sanitizer && tar -xJf .device-tools/sanitizer.tar.xz -C /tmp/sanitizer
 fi

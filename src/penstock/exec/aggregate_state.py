@@ -161,9 +161,9 @@ class AggregateState:
         # windows themselves do not overflow
         room = min(2 * window * fanout, 8 * window)
         if self.layout.grouped:
-            self.table.grow(room, self.label, self.memory_limit)
+            self.table.grow(self._affordable(self.table, room), self.label, self.memory_limit)
         for d in self.distinct:
-            d.grow(room, f"{self.label} (DISTINCT)", self.memory_limit)
+            d.grow(self._affordable(d, room), f"{self.label} (DISTINCT)", self.memory_limit)
         return [(0, window), (window, 2 * window), (2 * window, rows)]
 
     def window_done(self, span: tuple[int, int], left: int, fanout: int) -> None:
@@ -182,16 +182,20 @@ class AggregateState:
             [(d, 2 + k, f"{self.label} (DISTINCT)") for k, d in enumerate(self.distinct)]
         for table, at, label in tables:
             estimate = estimate_groups(after_one[at], after_two[at], stop - first, left)
-            room = after_two[at] + left * fanout
-            if self.memory_limit is not None:
-                room = min(room, int(self.memory_limit / 4 / (table.width * 8) * MAX_LOAD))
-            wanted = min(int(estimate * HEADROOM), room)
+            wanted = self._affordable(table, min(int(estimate * HEADROOM), after_two[at] + left * fanout))
             if wanted > table.limit:
                 table.grow(wanted, label, self.memory_limit)
             if table is self.table and self.layout.needs_arena and after_two[0]:
                 arena_bytes = int(after_two[1] * wanted / after_two[0])
                 if arena_bytes > int(self.arena.size) and (self.memory_limit is None or arena_bytes <= self.memory_limit // 4):
                     self._new_arena(next_pow2(arena_bytes))
+
+    def _affordable(self, table: HashTable, entries: int) -> int:
+        """Entries to size a table for ahead of need: within a quarter of the memory limit
+        (beyond it, tables grow only when they fill)."""
+        if self.memory_limit is None:
+            return entries
+        return min(entries, int(self.memory_limit / 4 / (table.width * 8) * MAX_LOAD))
 
     # -- before and after a launch ------------------------------------------------------------
     def prepare(self, rows: int) -> None:

@@ -20,13 +20,10 @@ from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, kernel_error
 from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.skipping import skip_predicates
 from penstock.exec.small_sorts import SmallSort
-from penstock.io.device_reader import ArrowDeviceReader
+from penstock.exec.table_reads import read_table
 from penstock.io.prefetch import ReadAhead, prefetch
-from penstock.io.read_path import choose as choose_read_path
-from penstock.io.device_batch import Batch, batch_from_arrow
-from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
+from penstock.io.device_batch import Batch
 from penstock.plan.types import Kind, to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource, UnmatchedBuildSource, ValuesSource)
@@ -140,63 +137,8 @@ class PipelineRunner:
         return Batch(columns, rows)
 
     def read_table(self, reader: Any, source: TableSource) -> Iterator[Batch]:
-        """Device batches of a table's referenced columns (runs in the prefetch thread).
-        Arrow IPC files go straight to the device buffer by buffer; the rest via pyarrow."""
-        if reader.format == "arrow" and not getattr(reader, "stream_format", False):
-            direct = []
-            for path in reader.files:
-                mode, why = choose_read_path(self.be, self.ctx.io, path)
-                share = self.ctx.memory_limit // 8 if self.ctx.memory_limit else None  # batches in flight
-                r = ArrowDeviceReader(path, source.names, source.types, self.be, mode, max_bytes=share)
-                if not r.supported():  # dictionaries or sliced buffers: pyarrow reads it
-                    break
-                direct.append((r, f"{mode} ({why})"))
-            else:
-                started = time.perf_counter()
-                for r, path_used in direct:
-                    self.metrics.read_path = path_used
-                    for batch, nbytes in r.batches():
-                        self.metrics.bytes_read += nbytes
-                        self.metrics.read_seconds += time.perf_counter() - started
-                        yield batch
-                        started = time.perf_counter()
-                return
-        if reader.format == "parquet" and source.names and decode_on_device(self.be, self.ctx.parquet_decode):
-            yield from self.read_parquet_on_device(reader, source)
-            return
-        yield from self.read_via_arrow(reader, source)
-
-    def read_parquet_on_device(self, reader: Any, source: TableSource) -> Iterator[Batch]:
-        report = ScanReport()
-        started = time.perf_counter()
-        predicates = skip_predicates(source.skip_filters)
-        for scan in scan_on_device(reader, self.be, source.names, source.types, predicates, report):
-            self.metrics.read_path = report.describe()
-            if scan.batch is None:
-                self.metrics.batches_skipped += 1
-                continue
-            self.metrics.bytes_read += scan.bytes_read
-            self.metrics.read_seconds += time.perf_counter() - started
-            yield scan.batch
-            started = time.perf_counter()
-
-    def read_via_arrow(self, reader: Any, source: TableSource) -> Iterator[Batch]:
-        started = time.perf_counter()
-        self.metrics.read_path = self.metrics.read_path or f"pyarrow {reader.format} reader, then copy"
-        predicates = skip_predicates(source.skip_filters)
-        scans = reader.scan(source.names, predicates, source.types) if predicates and reader.format == "parquet" \
-            else reader.scan(source.names)
-        for scan in scans:
-            if scan.skipped:
-                self.metrics.batches_skipped += 1
-                continue
-            batch = batch_from_arrow(scan.batch, source.types, self.be) if scan.batch.num_columns \
-                else Batch([], scan.rows)
-            batch.length = scan.rows
-            self.metrics.bytes_read += scan.bytes_read
-            self.metrics.read_seconds += time.perf_counter() - started
-            yield batch
-            started = time.perf_counter()
+        """Device batches of a table's referenced columns (runs in the prefetch thread)."""
+        return read_table(self.ctx, self.metrics, reader, source)
 
     # -- bounds -------------------------------------------------------------------------------
     def input_rows(self) -> int | None:

@@ -33,6 +33,7 @@ from penstock.plan.types import DataType, Kind
 PAGE_WORDS = 8
 MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN = 0, 1, 2
 ERR_CORRUPT = 9
+BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
 
 
 @dataclass
@@ -242,7 +243,7 @@ class RowGroupDecoder:
             n_pages = len(chunk.pages.data)
             if d_offsets is not None and all(p.header.encoding in DICTIONARY_ENCODINGS for p in chunk.pages.data):
                 indices = be.empty(rows, np.int32)  # every page indexes the dictionary: it stays so
-                self._launch(fixed_kernel(), n_pages, [n_pages, pages, 4, 4, MODE_INDICES, 0, spans[2], indices,
+                self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, 0, spans[2], indices,
                                                        valid, err])
                 return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
                               dict_data=d_data)
@@ -265,7 +266,7 @@ class RowGroupDecoder:
             if dict_count * in_width > dictionary.decoded_size:
                 raise ValueError("dictionary page smaller than its values")
         mode = MODE_BIG_ENDIAN if physical == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
-        self._launch(fixed_kernel(), len(chunk.pages.data), [len(chunk.pages.data), pages, in_width, out_width,
+        self._launch(fixed_kernel(), len(chunk.pages.data) * BLOCK, [len(chunk.pages.data), pages, in_width, out_width,
                      mode, dict_address, dict_count, out, valid, err])
         return Column(t, rows, values=out, validity=_validity(be, valid), decimal_stride=1)
 

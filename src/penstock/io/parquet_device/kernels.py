@@ -12,12 +12,22 @@ _PRELUDE = '#include "xpu.h"\n#include "parquet.h"\n\n'
 _FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages, int32_t in_width,
     int32_t out_width, int32_t mode, int64_t dict, int64_t dict_count, uint8_t* out, uint8_t* valid,
     int32_t* err) {
+#ifdef XPU_GPU
+  __shared__ pq::RunTable levels, indices;
+  __shared__ int32_t warp_sums[32], flags[1];
+  for (int64_t p = blockIdx.x; p < n_pages; p += gridDim.x) {
+    pq::decode_fixed_page_block(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, pq::address(dict),
+                                dict_count, out, valid, err, levels, indices, warp_sums, flags);
+    __syncthreads();
+  }
+#else
   XPU_PARALLEL_BEGIN
   XPU_FOR(p, n_pages) {
     pq::decode_fixed_page(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, pq::address(dict),
                           dict_count, out, valid, err);
   }
   XPU_PARALLEL_END
+#endif
 }
 """
 
