@@ -169,7 +169,7 @@ class AggregateState:
     def window_done(self, span: tuple[int, int], left: int, fanout: int) -> None:
         """After each span of a sampled batch: note the tables' entries; after the second
         window, size each table (and the text arena) for its estimate, within what the `left`
-        input rows still to come could add and a quarter of the memory limit."""
+        input rows still to come could add, and what _affordable allows."""
         if not self.sampled or len(self.window_counts) >= 2:
             return
         counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
@@ -187,15 +187,16 @@ class AggregateState:
                 table.grow(wanted, label, self.memory_limit)
             if table is self.table and self.layout.needs_arena and after_two[0]:
                 arena_bytes = int(after_two[1] * wanted / after_two[0])
-                if arena_bytes > int(self.arena.size) and (self.memory_limit is None or arena_bytes <= self.memory_limit // 4):
+                if arena_bytes > int(self.arena.size) and (self.memory_limit is None or arena_bytes <= self.memory_limit // 16):
                     self._new_arena(next_pow2(arena_bytes))
 
     def _affordable(self, table: HashTable, entries: int) -> int:
-        """Entries to size a table for ahead of need: within a quarter of the memory limit
-        (beyond it, tables grow only when they fill)."""
+        """Entries to size a table for ahead of need: under a memory limit, within a
+        sixteenth of it (batches in flight and a rehash's two tables share the rest; beyond
+        it tables grow only when they fill)."""
         if self.memory_limit is None:
             return entries
-        return min(entries, int(self.memory_limit / 4 / (table.width * 8) * MAX_LOAD))
+        return min(entries, int(self.memory_limit / 16 / (table.width * 8) * MAX_LOAD))
 
     # -- before and after a launch ------------------------------------------------------------
     def prepare(self, rows: int) -> None:

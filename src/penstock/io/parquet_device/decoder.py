@@ -124,6 +124,21 @@ class RowGroupDecoder:
             chunks.append(_Chunk(self.names.index(name), name, codec, in_buffer, length, pages, max_def))
         return _Prepared(group, meta.num_rows, raw, chunks, sum(length for _n, _s, length, _c, _v in spans))
 
+    def device_bytes(self, prepared: "_Prepared") -> int:
+        """Device memory decoding the row group takes at its peak: the stored bytes, the
+        decompressed pages and the columns made (a bound: decoded pages hold the values)."""
+        decoded = sum(p.header.uncompressed_size for c in prepared.chunks for p in _all_pages(c.pages))
+        return prepared.nbytes + 2 * decoded
+
+    def on_host(self, prepared: "_Prepared") -> Batch:
+        """The row group read by pyarrow and copied, every column."""
+        try:
+            table = self.file.read_row_group(prepared.group, columns=self.names)
+        except (OSError, pa.ArrowException) as e:
+            raise self._host_error(prepared.group, self.names, e) from e
+        return Batch([column_from_arrow(table.column(n).combine_chunks(), t, self.backend)
+                      for n, t in zip(self.names, self.types)], prepared.rows)
+
     def finish(self, prepared: "_Prepared") -> Batch:
         """The device's part: copy, decompress, decode; pyarrow reads the other columns."""
         group, rows = prepared.group, prepared.rows

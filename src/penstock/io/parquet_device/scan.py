@@ -32,6 +32,7 @@ class ScanReport:
     were decompressed."""
     host_columns: dict[str, str] = field(default_factory=dict)
     decompression: set[str] = field(default_factory=set)
+    host_groups: int = 0  # row groups pyarrow read whole: decoding them would not fit the memory limit
 
     def describe(self) -> str:
         text = "Parquet decoded on the device"
@@ -39,11 +40,18 @@ class ScanReport:
             text += f" (decompressed {', '.join(sorted(self.decompression - {'none'}))})"
         if self.host_columns:
             text += "; read by pyarrow: " + ", ".join(f"{c} ({why})" for c, why in self.host_columns.items())
+        if self.host_groups:
+            text += f"; {self.host_groups} row group{'s' if self.host_groups > 1 else ''} read by pyarrow " \
+                    "(decoding would not fit an eighth of the memory limit)"
         return text
 
 
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
-                   predicates: list[ColumnPredicate] | None, report: ScanReport) -> Iterator[DeviceScan]:
+                   predicates: list[ColumnPredicate] | None, report: ScanReport,
+                   memory_limit: int | None = None) -> Iterator[DeviceScan]:
+    """Under a memory limit, a row group whose decoding needs more than an eighth of it (its
+    stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
+    batches in flight are held to an eighth elsewhere (exec/table_reads.py)."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="penstock-parquet-read")
     try:
         for path in table.files:
@@ -60,7 +68,11 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
                 prepared = ahead.result()
                 following = wanted.index(g) + 1
                 ahead = pool.submit(decoder.prepare, wanted[following]) if following < len(wanted) else None
-                batch = decoder.finish(prepared)
+                if memory_limit is not None and decoder.device_bytes(prepared) > memory_limit // 8:
+                    batch = decoder.on_host(prepared)
+                    report.host_groups += 1
+                else:
+                    batch = decoder.finish(prepared)
                 report.host_columns.update(decoder.host_columns)
                 report.decompression.add(decoder.decompression)
                 yield DeviceScan(batch, prepared.rows, prepared.nbytes)
