@@ -12,6 +12,7 @@ the reason. A page that does not decode raises FileError naming file, row group 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,31 @@ class _Chunk:
     max_def: int
 
 
+class PageCache:
+    """Parsed page headers of column chunks, by (file, mtime, size, row group, column): a
+    table's scans parse each chunk's headers once (the host's largest cost per row group).
+    Bounded by pages held; a full cache starts over."""
+
+    def __init__(self, max_pages: int = 1 << 20):
+        self.max_pages = max_pages
+        self.pages = 0
+        self.entries: dict[tuple[Any, ...], ChunkPages] = {}
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> ChunkPages | None:
+        with self.lock:
+            return self.entries.get(key)
+
+    def put(self, key: tuple[Any, ...], pages: ChunkPages) -> None:
+        size = len(pages.data) + 1
+        with self.lock:
+            if self.pages + size > self.max_pages:
+                self.entries.clear()
+                self.pages = 0
+            self.entries[key] = pages
+            self.pages += size
+
+
 @dataclass
 class _Prepared:
     group: int
@@ -60,9 +86,13 @@ class _Prepared:
 class RowGroupDecoder:
     """Decodes row groups of one file's referenced columns on `backend`."""
 
-    def __init__(self, backend: Backend, path: Path, file: pq.ParquetFile, names: list[str], types: list[DataType]):
+    def __init__(self, backend: Backend, path: Path, file: pq.ParquetFile, names: list[str], types: list[DataType],
+                 page_cache: PageCache | None = None):
         self.backend = backend
         self.path = path
+        self.page_cache = page_cache if page_cache is not None else PageCache()
+        stat = os.stat(path)
+        self.identity = (str(path), stat.st_mtime_ns, stat.st_size)  # a rewritten file is a new one
         self.file = file
         self.names = names
         self.types = types
@@ -113,7 +143,11 @@ class RowGroupDecoder:
             try:
                 if values != meta.num_rows:  # a flat column has one value per row
                     raise ValueError(f"the column chunk holds {values} values; its row group has {meta.num_rows} rows")
-                pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values, codec)
+                key = (*self.identity, group, name)
+                pages = self.page_cache.get(key)
+                if pages is None:
+                    pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values, codec)
+                    self.page_cache.put(key, pages)
             except NotImplementedError as e:  # the metadata hid an encoding: pyarrow reads it
                 fallback.append(name)
                 self.host_columns[name] = str(e)

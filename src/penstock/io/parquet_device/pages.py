@@ -97,6 +97,23 @@ def unsupported_reason(physical: str, arrow: pa.DataType, max_def: int, max_rep:
     return None
 
 
+HEADER_WINDOW = 256  # bytes copied to parse a page header; more when its statistics are longer
+
+
+def _header_at(data: memoryview, at: int, end: int) -> PageHeader:
+    """The page header at `at`, parsed from a small copy (indexing bytes is the fastest a
+    Python loop gets; copying the whole chunk for it is not)."""
+    size = HEADER_WINDOW
+    while True:
+        window = bytes(data[at:min(end, at + size)])
+        try:
+            return read_page_header(window, 0, len(window))
+        except ValueError:
+            if at + size >= end:
+                raise
+            size *= 16
+
+
 def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", verify_crc: bool = True) -> ChunkPages:
     """The pages of one column chunk (`data`: its bytes), up to `num_values` values.
     Raises ValueError for a header that lies (sizes past the chunk, unknown page types,
@@ -106,7 +123,7 @@ def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", v
     while values < num_values:
         if at >= end:
             raise ValueError(f"column chunk ends after {values} of its {num_values} values")
-        header = read_page_header(data, at, end)
+        header = _header_at(data, at, end)
         body = at + header.header_length
         if header.compressed_size > end - body:
             raise ValueError(f"page at byte {at} claims {header.compressed_size} bytes; the chunk has {end - body}")

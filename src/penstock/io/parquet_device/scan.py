@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
-from penstock.io.parquet_device.decoder import RowGroupDecoder
+from penstock.io.parquet_device.decoder import PageCache, RowGroupDecoder
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 
@@ -58,7 +58,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
             file = open_parquet(path)
             meta = file.metadata
             refuted = refuted_groups(meta, names, predicates, types)
-            decoder = RowGroupDecoder(backend, path, file, names, types)
+            decoder = RowGroupDecoder(backend, path, file, names, types, page_cache_of(table))
             wanted = [g for g in range(meta.num_row_groups) if g not in refuted]
             ahead: Any = pool.submit(decoder.prepare, wanted[0]) if wanted else None
             for g in range(meta.num_row_groups):
@@ -81,6 +81,15 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
 
 
 PARQUET_DECODE = ("auto", "device", "host")
+
+
+def page_cache_of(table: ParquetTable) -> PageCache:
+    """The table's cache of parsed page headers (made on first use; the reader lives as long
+    as the table is registered)."""
+    cache = getattr(table, "page_cache", None)
+    if cache is None:
+        cache = table.page_cache = PageCache()
+    return cache
 
 
 def decode_on_device(backend: Backend, setting: str) -> bool:
