@@ -14,6 +14,12 @@ import pyarrow.parquet as pq
 
 from penstock.bench.first_run import fresh_first_run
 from penstock.codegen.fixed_kernels import installation_kernels
+from penstock.io.parquet_device.kernels import decode_kernels
+
+
+def installation_names() -> set[str]:
+    """Kernels `penstock prebuild` makes: those no query shapes and the Parquet decoders."""
+    return {k.name for k in installation_kernels()} | {s.name for s in decode_kernels()}
 
 
 def test_prebuild_then_a_new_process_compiles_only_its_query(tmp_path: Path) -> None:
@@ -21,9 +27,9 @@ def test_prebuild_then_a_new_process_compiles_only_its_query(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-m", "penstock.cli", "prebuild", "--device", "cpu"],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert f"{len(installation_kernels())} installation kernels ready" in done.stdout
+    assert f"{len(installation_names())} installation kernels ready" in done.stdout
     built = {p.name.split("-")[0] for p in (tmp_path / "inst" / "kernels").iterdir()}
-    assert built == {k.name for k in installation_kernels()}
+    assert built == installation_names()
     assert list((tmp_path / "inst" / "pch").glob("*/prelude.h.gch"))
 
     pq.write_table(pa.table({"k": list(range(100)), "s": [f"t{i}" for i in range(100)]}), tmp_path / "d.parquet")
@@ -37,4 +43,4 @@ def test_prebuild_then_a_new_process_compiles_only_its_query(tmp_path: Path) -> 
         del os.environ["PENSTOCK_INSTALL_CACHE"]
     assert run.rows == 3 and run.engine == "penstock-cpu"
     compiled = {p.name.split("-")[0] for p in (tmp_path / "fresh" / "kernels").iterdir()}
-    assert compiled and not compiled & {k.name for k in installation_kernels()}
+    assert compiled and not compiled & installation_names()
