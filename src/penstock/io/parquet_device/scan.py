@@ -1,12 +1,15 @@
 """A Parquet table's row groups decoded on the device, one batch per row group.
 
-The host's part of the next row group (reading its chunks, parsing page headers) runs in a
-thread while the device decodes this one. Row groups refuted by their statistics are
+The host's part of the next row groups (reading their chunks, parsing page headers) runs in
+READ_AHEAD threads while the device decodes this one (a read from the page cache is a copy
+by one core: one thread left the GPU waiting). Row groups refuted by their statistics are
 skipped, as on the host path.
 """
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -17,6 +20,9 @@ from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
 from penstock.io.parquet_device.decoder import PageCache, RowGroupDecoder
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
+
+
+READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # row groups read and parsed ahead, at once
 
 
 @dataclass
@@ -52,7 +58,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     """Under a memory limit, a row group whose decoding needs more than an eighth of it (its
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
     batches in flight are held to an eighth elsewhere (exec/table_reads.py)."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="penstock-parquet-read")
+    pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
     try:
         for path in table.files:
             file = open_parquet(path)
@@ -60,14 +66,16 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
             refuted = refuted_groups(meta, names, predicates, types)
             decoder = RowGroupDecoder(backend, path, file, names, types, page_cache_of(table))
             wanted = [g for g in range(meta.num_row_groups) if g not in refuted]
-            ahead: Any = pool.submit(decoder.prepare, wanted[0]) if wanted else None
+            pending = deque(pool.submit(decoder.prepare, g) for g in wanted[:READ_AHEAD])
+            queued = iter(wanted[READ_AHEAD:])
             for g in range(meta.num_row_groups):
                 if g in refuted:
                     yield DeviceScan(None, 0, 0)
                     continue
-                prepared = ahead.result()
-                following = wanted.index(g) + 1
-                ahead = pool.submit(decoder.prepare, wanted[following]) if following < len(wanted) else None
+                prepared = pending.popleft().result()
+                following = next(queued, None)
+                if following is not None:
+                    pending.append(pool.submit(decoder.prepare, following))
                 if memory_limit is not None and decoder.device_bytes(prepared) > memory_limit // 8:
                     batch = decoder.on_host(prepared)
                     report.host_groups += 1
