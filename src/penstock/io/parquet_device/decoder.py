@@ -33,7 +33,6 @@ from penstock.plan.types import DataType, Kind
 
 PAGE_WORDS = 8
 MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN = 0, 1, 2
-ERR_CORRUPT = 9
 BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
 
 
@@ -117,10 +116,10 @@ class RowGroupDecoder:
             reason = unsupported_reason(column.physical_type, arrow, column.max_definition_level,
                                         column.max_repetition_level, chunk.compression, tuple(chunk.encodings),
                                         column.length or 0)
-            if reason is None and pa.types.is_timestamp(arrow) and _unit(column) != arrow.unit:
-                reason = f"timestamps stored in {_unit(column)} read as {arrow.unit}"
             if reason is not None:
                 return reason
+        if pa.types.is_timestamp(arrow) and _unit(column) != arrow.unit:
+            return f"timestamps stored in {_unit(column)} read as {arrow.unit}"
         return None
 
     # -- one row group --------------------------------------------------------------------------
@@ -138,7 +137,7 @@ class RowGroupDecoder:
                 else chunk.data_page_offset
             spans.append((name, start, chunk.total_compressed_size, chunk.compression, chunk.num_values))
         raw, offsets = self._read(group, spans)
-        chunks, fallback = [], []
+        chunks = []
         for (name, _start, length, codec, values), in_buffer in zip(spans, offsets):
             try:
                 if values != meta.num_rows:  # a flat column has one value per row
@@ -149,7 +148,6 @@ class RowGroupDecoder:
                     pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values, codec)
                     self.page_cache.put(key, pages)
             except NotImplementedError as e:  # the metadata hid an encoding: pyarrow reads it
-                fallback.append(name)
                 self.host_columns[name] = str(e)
                 continue
             except ValueError as e:
@@ -166,29 +164,30 @@ class RowGroupDecoder:
 
     def on_host(self, prepared: "_Prepared") -> Batch:
         """The row group read by pyarrow and copied, every column."""
-        try:
-            table = self.file.read_row_group(prepared.group, columns=self.names)
-        except (OSError, pa.ArrowException) as e:
-            raise self._host_error(prepared.group, self.names, e) from e
-        return Batch([column_from_arrow(table.column(n).combine_chunks(), t, self.backend)
-                      for n, t in zip(self.names, self.types)], prepared.rows)
+        columns: list[Column | None] = [None] * len(self.names)
+        self._read_on_host(prepared.group, columns)
+        return Batch([c for c in columns if c is not None], prepared.rows)
 
     def finish(self, prepared: "_Prepared") -> Batch:
         """The device's part: copy, decompress, decode; pyarrow reads the other columns."""
-        group, rows = prepared.group, prepared.rows
         columns: list[Column | None] = [None] * len(self.names)
         if prepared.chunks:
-            self._decode_chunks(group, rows, prepared.raw, prepared.chunks, columns)
-        host = [n for n in self.names if columns[self.names.index(n)] is None]
-        if host:
-            try:
-                table = self.file.read_row_group(group, columns=host)
-            except (OSError, pa.ArrowException) as e:
-                raise self._host_error(group, host, e) from e
-            for name in host:
-                k = self.names.index(name)
+            self._decode_chunks(prepared.group, prepared.rows, prepared.raw, prepared.chunks, columns)
+        self._read_on_host(prepared.group, columns)
+        return Batch([c for c in columns if c is not None], prepared.rows)
+
+    def _read_on_host(self, group: int, columns: list[Column | None]) -> None:
+        """Fill the columns still missing with pyarrow's reading of them, copied."""
+        host = [n for n, c in zip(self.names, columns) if c is None]
+        if not host:
+            return
+        try:
+            table = self.file.read_row_group(group, columns=host)
+        except (OSError, pa.ArrowException) as e:
+            raise self._host_error(group, host, e) from e
+        for k, name in enumerate(self.names):
+            if columns[k] is None:
                 columns[k] = column_from_arrow(table.column(name).combine_chunks(), self.types[k], self.backend)
-        return Batch([c for c in columns if c is not None], rows)
 
     def _read(self, group: int, spans: list[tuple[str, int, int, str, int]]) -> tuple[np.ndarray, list[int]]:
         """The chunks' stored bytes, one after another in one host buffer (pinned on a GPU)."""
@@ -317,7 +316,7 @@ class RowGroupDecoder:
         mode = MODE_BIG_ENDIAN if physical == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
         self._launch(fixed_kernel(), len(chunk.pages.data) * BLOCK, [len(chunk.pages.data), pages, in_width, out_width,
                      mode, dict_address, dict_count, out, valid, err])
-        return Column(t, rows, values=out, validity=_validity(be, valid), decimal_stride=1)
+        return Column(t, rows, values=out, validity=_validity(be, valid))
 
     def _page_table(self, chunk: _Chunk, where: Any, base_raw: int) -> np.ndarray:
         table = np.zeros((len(chunk.pages.data), PAGE_WORDS), np.int64)

@@ -94,10 +94,9 @@ PARQUET_DECODE = ("auto", "device", "host")
 def page_cache_of(table: ParquetTable) -> PageCache:
     """The table's cache of parsed page headers (made on first use; the reader lives as long
     as the table is registered)."""
-    cache = getattr(table, "page_cache", None)
-    if cache is None:
-        cache = table.page_cache = PageCache()
-    return cache
+    if table.page_cache is None:
+        table.page_cache = PageCache()
+    return table.page_cache
 
 
 def decode_on_device(backend: Backend, setting: str) -> bool:
