@@ -20,12 +20,20 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
+from penstock.io.parquet_device import batch_decoder
 
 ROWS = 1000
 GROUP_ROWS = 100  # ten row groups: group g holds i = 100g .. 100g + 99
 GROUPS = ROWS // GROUP_ROWS
 BASE_NS = 1_600_000_000_000_000_000  # 2020-09-13 12:26:40 UTC
 QUERY = "SELECT count(*) AS c, sum(i) AS s, min(s) AS lo FROM k WHERE {}"
+
+
+@pytest.fixture(autouse=True)
+def one_row_group_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device's Parquet decoder reads one row group a batch here, so EXPLAIN's batch
+    count is the row groups read (it otherwise decodes consecutive row groups together)."""
+    monkeypatch.setattr(batch_decoder, "BATCH_ROWS", 1)
 
 
 @pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])

@@ -15,7 +15,7 @@ namespace pq {
 const int32_t ERR_CORRUPT = 9;  // XX001: the host names file, row group and column
 
 // The words of one page in the page table.
-const int32_t PAGE_WORDS = 8;
+const int32_t PAGE_WORDS = 10;
 const int32_t W_DATA = 0;        // address of the page's bytes (after decompression)
 const int32_t W_END = 1;         // address one past them
 const int32_t W_LEVELS = 2;      // v2 pages: address of the definition levels; 0 for v1
@@ -24,6 +24,9 @@ const int32_t W_VALUES = 4;      // values in the page, NULLs included
 const int32_t W_FIRST_ROW = 5;   // the output row of its first value
 const int32_t W_ENCODING = 6;    // ENC_PLAIN or ENC_DICTIONARY
 const int32_t W_MAX_DEF = 7;     // 0: a required column; 1: nullable
+const int32_t W_DICT = 8;        // fixed-width: address of the dictionary's values; text and
+                                 // MODE_INDICES: index of its first entry in the batch's dictionaries
+const int32_t W_DICT_COUNT = 9;  // entries in the page's dictionary (0: none)
 
 const int64_t ENC_PLAIN = 0;
 const int64_t ENC_DICTIONARY = 1;
@@ -196,11 +199,13 @@ XPU_FN void zero_value(uint8_t* to, int32_t out_width) {
   for (int32_t k = 0; k < out_width; ++k) to[k] = 0;
 }
 
-// A page of a fixed-width column: PLAIN values, or dictionary indices into `dict` (the
-// dictionary page's PLAIN values, `dict_count` of them); MODE_INDICES writes the indices.
+// A page of a fixed-width column: PLAIN values, or dictionary indices into its dictionary
+// (W_DICT: the dictionary page's PLAIN values, W_DICT_COUNT of them); MODE_INDICES writes
+// the indices, offset by W_DICT (the batch's row groups' dictionaries are concatenated).
 XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
-                              const uint8_t* dict, int64_t dict_count, uint8_t* out, uint8_t* valid,
-                              int32_t* err) {
+                              uint8_t* out, uint8_t* valid, int32_t* err) {
+  const uint8_t* dict = address(w[W_DICT]);
+  const int64_t dict_count = w[W_DICT_COUNT];
   PageCursor page;
   page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
@@ -226,7 +231,7 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
       }
       const uint32_t index = indices.next();
       if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
-      if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)index;
+      if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)(w[W_DICT] + index);
       else if (mode == MODE_BIG_ENDIAN) copy_big_endian(dict + (int64_t)index * in_width, to, in_width);
       else copy_value(dict + (int64_t)index * in_width, to, in_width, out_width);
     }
@@ -241,11 +246,12 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
 }
 
 // A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), or indices into a
-// dictionary whose entries' spans are given (a chunk whose dictionary grew too large goes on
-// in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather then copies
-// them into Arrow's layout.
+// dictionary whose entries' spans are given from W_DICT on (a chunk whose dictionary grew too
+// large goes on in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather
+// then copies them into Arrow's layout.
 XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const int32_t* dict_lengths,
-                            int64_t dict_count, int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
+                            int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
+  const int64_t dict_base = w[W_DICT], dict_count = w[W_DICT_COUNT];
   PageCursor page;
   page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
@@ -267,8 +273,8 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
       }
       const uint32_t index = indices.next();
       if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
-      starts[first + r] = dict_starts[index];
-      lengths[first + r] = dict_lengths[index];
+      starts[first + r] = dict_starts[dict_base + index];
+      lengths[first + r] = dict_lengths[dict_base + index];
       continue;
     }
     if (page.end - q < 4) { page.bad = true; break; }
@@ -390,9 +396,10 @@ XPU_FN int32_t block_prefix(bool flag, int32_t* warp_sums, int32_t& total) {
 }
 
 XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
-                                    const uint8_t* dict, int64_t dict_count, uint8_t* out, uint8_t* valid,
-                                    int32_t* err, RunTable& levels, RunTable& indices, int32_t* warp_sums,
-                                    int32_t* flags) {
+                                    uint8_t* out, uint8_t* valid, int32_t* err, RunTable& levels,
+                                    RunTable& indices, int32_t* warp_sums, int32_t* flags) {
+  const uint8_t* dict = address(w[W_DICT]);
+  const int64_t dict_count = w[W_DICT_COUNT];
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
   const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY, has_levels = w[W_MAX_DEF] > 0;
   const uint8_t* data = address(w[W_DATA]);
@@ -436,7 +443,7 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
     return;
   }
   if (flags[0] & 2) {  // too many runs for the table: the page is read by one thread
-    if (threadIdx.x == 0) decode_fixed_page(w, in_width, out_width, mode, dict, dict_count, out, valid, err);
+    if (threadIdx.x == 0) decode_fixed_page(w, in_width, out_width, mode, out, valid, err);
     return;
   }
   int64_t k_base = 0;
@@ -467,7 +474,7 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
         const int32_t run = find_run(indices, k);
         const uint32_t index = run < 0 ? 0 : run_value(indices, run, k);
         if (run < 0 || (int64_t)index >= dict_count) damaged = true;
-        else if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)index;
+        else if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)(w[W_DICT] + index);
         else if (mode == MODE_BIG_ENDIAN) copy_big_endian(dict + (int64_t)index * in_width, to, in_width);
         else copy_value(dict + (int64_t)index * in_width, to, in_width, out_width);
       }

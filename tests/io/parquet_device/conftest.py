@@ -1,9 +1,11 @@
 """Shared fixtures of the device Parquet decoder's tests (io/parquet_device/).
 
-`decode` is a small harness around RowGroupDecoder: it builds the decoder the way the scan
-does (types from the file's Arrow schema), decodes every row group on the test's backend and
-compares each column, values and NULLs, with what pyarrow's own reader makes of the same
-row group. pyarrow is the reference because it is the reader the device path replaces.
+`Harness` is a small harness around the decoders: it builds them the way the scan does
+(types from the file's Arrow schema), decodes every row group on the test's backend, alone
+(RowGroupDecoder: page headers parsed on the host) and in runs of row groups (BatchDecoder:
+page headers walked by the kernels), and compares each column, values and NULLs, with what
+pyarrow's own reader makes of the same row groups. pyarrow is the reference because it is
+the reader the device path replaces.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from penstock.device import get_backend
 from penstock.device.base import Backend
 from penstock.io.device_batch import batch_to_arrow
+from penstock.io.parquet_device.batch_decoder import BatchDecoder
 from penstock.io.parquet_device.decoder import RowGroupDecoder
 from penstock.plan.types import from_arrow
 
@@ -77,8 +80,10 @@ class Harness:
                    for g in range(decoder.file.metadata.num_row_groups)]
         return Decoded(decoder, batches)
 
-    def check(self, path: Path, names: list[str] | None = None) -> RowGroupDecoder:
-        """Decode every row group and compare every column with pyarrow's read_row_group."""
+    def check(self, path: Path, names: list[str] | None = None, batched: bool = True) -> RowGroupDecoder:
+        """Decode every row group and compare every column with pyarrow's read_row_group;
+        then in runs of row groups (`batched`: BatchDecoder must take every run, as it
+        should any file without page CRCs) and compare with read_row_groups."""
         decoded = self.decode_all(path, names)
         file = pq.ParquetFile(path)
         for g, batch in enumerate(decoded.batches):
@@ -86,7 +91,35 @@ class Harness:
             assert batch.num_rows == expected.num_rows, f"row group {g}: {batch.num_rows} rows, not {expected.num_rows}"
             for name in decoded.decoder.names:
                 assert_same_column(batch.column(name), expected.column(name), f"{path.name} row group {g}, {name}")
+        runs = self.decode_runs(path, names)
+        for groups, batch in runs:
+            if batch is None:
+                assert not batched, f"{path.name}: BatchDecoder declined row groups {groups}"
+                continue
+            expected = file.read_row_groups(groups, columns=decoded.decoder.names)
+            assert batch.num_rows == expected.num_rows, f"row groups {groups}: {batch.num_rows} rows"
+            for name in decoded.decoder.names:
+                assert_same_column(batch.column(name), expected.column(name), f"{path.name} row groups {groups}, {name}")
         return decoded.decoder
+
+    def decode_runs(self, path: Path, names: list[str] | None = None,
+                    batch_rows: int = 5000) -> list[tuple[list[int], pa.RecordBatch | None]]:
+        """Runs of row groups (up to `batch_rows` rows each) through BatchDecoder; None for
+        a run it declines."""
+        import penstock.io.parquet_device.batch_decoder as module
+
+        decoder = self.decoder(path, names)
+        batches = BatchDecoder(decoder)
+        saved, module.BATCH_ROWS = module.BATCH_ROWS, batch_rows
+        try:
+            runs = batches.plan(list(range(decoder.file.metadata.num_row_groups)), None)
+        finally:
+            module.BATCH_ROWS = saved
+        out = []
+        for groups in runs:
+            batch = batches.decode(batches.read(groups))
+            out.append((groups, None if batch is None else batch_to_arrow(batch, decoder.names, self.backend)))
+        return out
 
 
 @pytest.fixture

@@ -148,7 +148,21 @@ def level_runs(raw: bytes, start: int, end: int) -> list[tuple[int, bool, int]]:
 
 
 def decode_all(harness: Any, path: Path, names: list[str] | None = None) -> list[pa.RecordBatch]:
-    return harness.decode_all(path, names or COLUMNS).batches
+    """Every row group through RowGroupDecoder, which must name any damage. The same row
+    groups in one run through BatchDecoder first: where the host's reader raises, the run
+    must have been declined (the kernels' walk and decoding saw the damage too); where it
+    does not, the run must hold the same rows."""
+    names = names or COLUMNS
+    runs = harness.decode_runs(path, names)
+    try:
+        batches = harness.decode_all(path, names).batches
+    except FileError:
+        assert all(batch is None for _groups, batch in runs), "BatchDecoder decoded a damaged run"
+        raise
+    for groups, batch in runs:
+        if batch is not None:
+            assert batch.to_pylist() == [row for g in groups for row in batches[g].to_pylist()], groups
+    return batches
 
 
 def named_columns(error: FileError) -> list[str]:
@@ -388,6 +402,25 @@ def test_random_damage_to_a_file_with_crcs_is_an_error_or_changes_nothing(tmp_pa
     assert errors >= 15
 
 
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+def test_random_damage_to_page_headers_without_crcs(tmp_path: Path, cpu_harness: Any, compression: str) -> None:
+    """Page-header bytes overwritten at random in a file without CRCs, where the kernels walk
+    the headers themselves: the batch path declines the run or decodes exactly what the
+    host's reader decodes (decode_all checks both), and the host's reader names any damage."""
+    good = write(tmp_path / "good.parquet", compression=compression, data_page_size=4096)
+    raw = good.read_bytes()
+    headers = [(at, header) for g in range(ROWS // GROUP) for column in COLUMNS for at, header in pages(good, g, column)]
+    rng = random.Random(99)
+    for attempt in range(30):
+        at, header = rng.choice(headers)
+        spot = at + rng.randrange(header.header_length)
+        bad = damage(good, tmp_path / f"bad{attempt}.parquet", {spot: bytes([raw[spot] ^ rng.randrange(1, 256)])})
+        try:
+            decode_all(cpu_harness, bad)
+        except FileError as e:
+            assert str(bad) in str(e) and "row group" in str(e) and e.sqlstate == "XX001", str(e)
+
+
 # ---- end to end ------------------------------------------------------------------------------
 
 def test_end_to_end_damaged_tables_fail_and_the_connection_goes_on(tmp_path: Path, plain_file: Path,
@@ -491,6 +524,7 @@ import pyarrow.parquet as pq
 from penstock.device import get_backend
 from penstock.errors import FileError
 from penstock.io.device_batch import batch_to_arrow
+from penstock.io.parquet_device.batch_decoder import BatchDecoder
 from penstock.io.parquet_device.decoder import RowGroupDecoder
 from penstock.plan.types import from_arrow
 
@@ -500,6 +534,9 @@ names = file.schema_arrow.names
 types = [from_arrow(file.schema_arrow.field(c).type) for c in names]
 backend = get_backend("cpu")
 decoder = RowGroupDecoder(backend, path, file, names, types)
+batches = BatchDecoder(decoder)
+run = list(range(file.metadata.num_row_groups))
+print("BatchDecoder:", "declined" if batches.decode(batches.read(run)) is None else "decoded")
 try:
     for g in range(file.metadata.num_row_groups):
         batch = batch_to_arrow(decoder.decode(g), names, backend)
@@ -545,6 +582,7 @@ def test_a_dictionary_index_run_whose_length_overflows(tmp_path: Path) -> None:
     # First version: got "decoded row group 0, 400 rows; a: last values [...]": the last ~24 indices come from 9 bytes
     # past the page (Hybrid::next_run computes groups*width and groups*8 in int64, unchecked).
     assert "FileError" in result.stdout and "row group 0, column a" in result.stdout, result.stdout
+    assert "BatchDecoder: declined" in result.stdout, result.stdout
 
 
 def test_a_chunk_with_more_values_than_its_row_group_has_rows(tmp_path: Path) -> None:
@@ -570,6 +608,7 @@ def test_a_chunk_with_more_values_than_its_row_group_has_rows(tmp_path: Path) ->
     # First version: the child dies of heap corruption (returncode -6, "double free or corruption").
     assert result.returncode == 0, f"child died ({result.returncode}): {result.stderr[-300:]}"
     assert "FileError" in result.stdout and "row group 0, column a" in result.stdout, result.stdout
+    assert "BatchDecoder: declined" in result.stdout, result.stdout
 
 
 def test_an_uncompressed_page_whose_uncompressed_size_lies(tmp_path: Path) -> None:
@@ -598,6 +637,7 @@ def test_an_uncompressed_page_whose_uncompressed_size_lies(tmp_path: Path) -> No
     assert result.returncode == 0, f"child died ({result.returncode}): {result.stderr[-300:]}"
     # First version: got "decoded row group 0, 3000 rows; s: longest value 300000 bytes": whatever followed the page.
     assert "FileError" in result.stdout and "row group 0, column s" in result.stdout, result.stdout
+    assert "BatchDecoder: declined" in result.stdout, result.stdout
 
 
 

@@ -251,12 +251,17 @@ def test_many_pages_of_one_column_all_null_then_not(tmp_path: Path, cpu_harness:
 def test_checksummed_pages_and_a_page_index(tmp_path: Path, cpu_harness: Any, big_table: pa.Table) -> None:
     """Page CRCs on every page (the decoder checks each one: none may be refused) and a page
     index (column and offset indexes live outside the chunks, which must not be read as
-    pages), with and without compression."""
+    pages), with and without compression. Runs of row groups with CRCs go to the host's
+    page reader, which verifies them; without CRCs the kernels walk the pages themselves."""
     for compression in ("none", "zstd"):
-        path = write(big_table.slice(0, 3000), tmp_path / f"crc_{compression}.parquet", compression=compression,
-                     write_page_checksum=True, write_page_index=True, row_group_size=1000, data_page_version="2.0")
-        assert pq.ParquetFile(path).metadata.row_group(0).column(0).has_offset_index
-        assert cpu_harness.check(path).host_columns == {}
+        for crc in (True, False):
+            path = write(big_table.slice(0, 3000), tmp_path / f"crc_{crc}_{compression}.parquet",
+                         compression=compression, write_page_checksum=crc, write_page_index=True,
+                         row_group_size=1000, data_page_version="2.0")
+            assert pq.ParquetFile(path).metadata.row_group(0).column(0).has_offset_index
+            assert cpu_harness.check(path, batched=not crc).host_columns == {}
+            if crc:
+                assert all(batch is None for _groups, batch in cpu_harness.decode_runs(path))
 
 
 # ---- columns the device does not decode ------------------------------------------------------

@@ -21,6 +21,7 @@ import pytest
 
 import penstock
 from penstock import PenstockError
+from penstock.io.parquet_device import batch_decoder
 
 ROWS, GROUP = 20_000, 2_000
 
@@ -143,15 +144,25 @@ def test_a_limit_without_order(dbs: dict[str, Any]) -> None:
     ("SELECT count(g) FROM t", 10, 0),
 ])
 def test_statistics_skip_the_same_row_groups_on_both_paths(dbs: dict[str, Any], sql: str, read: int,
-                                                           skipped: int) -> None:
+                                                           skipped: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """EXPLAIN ANALYZE's batch count: the device path reads only the groups the filter may
-    match, exactly as many as the host path."""
+    match, exactly as many as the host path (one row group a batch here: the device path
+    otherwise decodes consecutive row groups together)."""
+    monkeypatch.setattr(batch_decoder, "BATCH_ROWS", 1)
     for mode, path_text in (("device", "Parquet decoded on the device"), ("host", "pyarrow parquet reader")):
         lines = explain(dbs[mode], sql)
         batches = line(lines, "batches:")
         expected = f"batches: {read} ({skipped} skipped by statistics)" if skipped else f"batches: {read} "
         assert batches.startswith(expected), f"{mode}: {batches}"
         assert path_text in line(lines, "read path:"), mode
+
+
+def test_row_groups_decode_together(dbs: dict[str, Any]) -> None:
+    """Without a filter the device path decodes the row groups in one batch, with each
+    group's dictionaries (text stays dictionary-encoded across them) and the same answers."""
+    sql = "SELECT bucket, count(*), sum(x), min(g) FROM t GROUP BY bucket ORDER BY bucket"
+    assert line(explain(dbs["device"], sql), "batches:").startswith("batches: 1 ")
+    assert rows(dbs["device"], sql) == rows(dbs["host"], sql)
 
 
 def test_every_group_skipped(dbs: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, ChunkPages, P
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
-PAGE_WORDS = 8
+PAGE_WORDS = 10  # kernels/parquet.h's page table
 MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN = 0, 1, 2
 BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
 
@@ -280,10 +280,10 @@ class RowGroupDecoder:
         t = self.types[chunk.index]
         nullable = chunk.max_def > 0
         valid = be.empty(rows, np.uint8) if nullable else None
-        table = self._page_table(chunk, where, base_raw)
-        pages = be.to_device(table)
         dictionary = chunk.pages.dictionary
+        dict_count = dictionary.header.num_values if dictionary is not None else 0
         if t.kind is Kind.STRING:
+            pages = be.to_device(self._page_table(chunk, where, base_raw, 0, dict_count))
             spans = self._dictionary_spans(dictionary, where, err) if dictionary is not None else None
             d_offsets = d_data = None
             if spans is not None:
@@ -291,8 +291,8 @@ class RowGroupDecoder:
             n_pages = len(chunk.pages.data)
             if d_offsets is not None and all(p.header.encoding in DICTIONARY_ENCODINGS for p in chunk.pages.data):
                 indices = be.empty(rows, np.int32)  # every page indexes the dictionary: it stays so
-                self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, 0, spans[2], indices,
-                                                       valid, err])
+                self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, indices, valid,
+                                                               err])
                 return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
                               dict_data=d_data)
             starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans)
@@ -307,18 +307,18 @@ class RowGroupDecoder:
         out = be.empty(rows, numpy_dtype(t))
         if out.itemsize != out_width:
             raise NotImplementedError(f"{physical} as {t}")
-        dict_address, dict_count = 0, 0
+        dict_address = 0
         if dictionary is not None:
             dict_address = where(dictionary)[0]
-            dict_count = dictionary.header.num_values
             if dict_count * in_width > dictionary.decoded_size:
                 raise ValueError("dictionary page smaller than its values")
+        pages = be.to_device(self._page_table(chunk, where, base_raw, dict_address, dict_count))
         mode = MODE_BIG_ENDIAN if physical == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
         self._launch(fixed_kernel(), len(chunk.pages.data) * BLOCK, [len(chunk.pages.data), pages, in_width, out_width,
-                     mode, dict_address, dict_count, out, valid, err])
+                     mode, out, valid, err])
         return Column(t, rows, values=out, validity=_validity(be, valid))
 
-    def _page_table(self, chunk: _Chunk, where: Any, base_raw: int) -> np.ndarray:
+    def _page_table(self, chunk: _Chunk, where: Any, base_raw: int, dict_word: int, dict_count: int) -> np.ndarray:
         table = np.zeros((len(chunk.pages.data), PAGE_WORDS), np.int64)
         row = 0
         for k, page in enumerate(chunk.pages.data):
@@ -331,6 +331,7 @@ class RowGroupDecoder:
             table[k, 4], table[k, 5] = h.num_values, row
             table[k, 6] = 1 if h.encoding in DICTIONARY_ENCODINGS else 0
             table[k, 7] = chunk.max_def
+            table[k, 8], table[k, 9] = dict_word, dict_count
             row += h.num_values
         return table
 
@@ -339,15 +340,14 @@ class RowGroupDecoder:
         """Each row's (address, length); rows of dictionary pages point into the dictionary."""
         be = self.backend
         starts, lengths = be.zeros(rows, np.int64), be.zeros(rows, np.int32)
-        d_starts, d_lengths, d_count = dictionary if dictionary is not None else (None, None, 0)
-        self._launch(spans_kernel(), n_pages, [n_pages, pages, d_starts, d_lengths, d_count, starts, lengths,
-                                               valid, err])
+        d_starts, d_lengths, _count = dictionary if dictionary is not None else (None, None, 0)
+        self._launch(spans_kernel(), n_pages, [n_pages, pages, d_starts, d_lengths, starts, lengths, valid, err])
         return starts, lengths
 
     def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any, int]:
         start, end = where(dictionary)
         count = dictionary.header.num_values
-        table = np.array([[start, end, 0, 0, count, 0, 0, 0]], np.int64)
+        table = np.array([[start, end, 0, 0, count, 0, 0, 0, 0, 0]], np.int64)
         starts, lengths = self._text_spans(1, self.backend.to_device(table), count, None, err)
         return starts, lengths, count
 

@@ -10,21 +10,19 @@ from penstock.device.base import KernelSpec
 _PRELUDE = '#include "xpu.h"\n#include "parquet.h"\n\n'
 
 _FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages, int32_t in_width,
-    int32_t out_width, int32_t mode, int64_t dict, int64_t dict_count, uint8_t* out, uint8_t* valid,
-    int32_t* err) {
+    int32_t out_width, int32_t mode, uint8_t* out, uint8_t* valid, int32_t* err) {
 #ifdef XPU_GPU
   __shared__ pq::RunTable levels, indices;
   __shared__ int32_t warp_sums[32], flags[1];
   for (int64_t p = blockIdx.x; p < n_pages; p += gridDim.x) {
-    pq::decode_fixed_page_block(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, pq::address(dict),
-                                dict_count, out, valid, err, levels, indices, warp_sums, flags);
+    pq::decode_fixed_page_block(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, out, valid, err,
+                                levels, indices, warp_sums, flags);
     __syncthreads();
   }
 #else
   XPU_PARALLEL_BEGIN
   XPU_FOR(p, n_pages) {
-    pq::decode_fixed_page(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, pq::address(dict),
-                          dict_count, out, valid, err);
+    pq::decode_fixed_page(pages + p * pq::PAGE_WORDS, in_width, out_width, mode, out, valid, err);
   }
   XPU_PARALLEL_END
 #endif
@@ -32,12 +30,10 @@ _FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages,
 """
 
 _SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* pages, const int64_t* dict_starts,
-    const int32_t* dict_lengths, int64_t dict_count, int64_t* starts, int32_t* lengths, uint8_t* valid,
-    int32_t* err) {
+    const int32_t* dict_lengths, int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
   XPU_PARALLEL_BEGIN
   XPU_FOR(p, n_pages) {
-    pq::text_page_spans(pages + p * pq::PAGE_WORDS, dict_starts, dict_lengths, dict_count, starts, lengths,
-                        valid, err);
+    pq::text_page_spans(pages + p * pq::PAGE_WORDS, dict_starts, dict_lengths, starts, lengths, valid, err);
   }
   XPU_PARALLEL_END
 }
@@ -56,16 +52,53 @@ _GATHER = """XPU_KERNEL void parquet_gather(int64_t n, const int64_t* starts, co
 """
 
 
+_PAGES_PRELUDE = '#include "xpu.h"\n#include "parquet_pages.h"\n\n'
+
+_COUNT_PAGES = """XPU_KERNEL void parquet_count_pages(int64_t n_chunks, const int64_t* chunks, int64_t* stats) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(c, n_chunks) {
+    pq::walk_chunk(chunks + c * pq::CHUNK_WORDS, stats + c * pq::STAT_WORDS, false, nullptr, nullptr, nullptr,
+                   nullptr, nullptr, nullptr);
+  }
+  XPU_PARALLEL_END
+}
+"""
+
+_LAY_OUT_PAGES = """XPU_KERNEL void parquet_lay_out_pages(int64_t n_chunks, const int64_t* chunks, int64_t* data_pages,
+    int64_t* dict_pages, uint64_t* work_src, uint64_t* work_src_size, uint64_t* work_dst, uint64_t* work_dst_size) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(c, n_chunks) {
+    pq::walk_chunk(chunks + c * pq::CHUNK_WORDS, nullptr, true, data_pages, dict_pages, work_src, work_src_size,
+                   work_dst, work_dst_size);
+  }
+  XPU_PARALLEL_END
+}
+"""
+
+
 @functools.cache
 def fixed_kernel() -> KernelSpec:
     return KernelSpec("parquet_fixed", _PRELUDE + _FIXED,
-                      ("i64", "ptr", "i32", "i32", "i32", "i64", "i64", "ptr", "ptr", "ptr"), installation=True)
+                      ("i64", "ptr", "i32", "i32", "i32", "ptr", "ptr", "ptr"), installation=True)
 
 
 @functools.cache
 def spans_kernel() -> KernelSpec:
     return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS,
-                      ("i64", "ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr"), installation=True)
+                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+
+
+@functools.cache
+def count_pages_kernel() -> KernelSpec:
+    """First pass over a batch's column chunks: pages, bytes to decompress, fitness."""
+    return KernelSpec("parquet_count_pages", _PAGES_PRELUDE + _COUNT_PAGES, ("i64", "ptr", "ptr"), installation=True)
+
+
+@functools.cache
+def lay_out_pages_kernel() -> KernelSpec:
+    """Second pass: the page tables and the decompression lists."""
+    return KernelSpec("parquet_lay_out_pages", _PAGES_PRELUDE + _LAY_OUT_PAGES,
+                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
 
 
 @functools.cache
@@ -74,4 +107,4 @@ def gather_kernel() -> KernelSpec:
 
 
 def decode_kernels() -> list[KernelSpec]:
-    return [fixed_kernel(), spans_kernel(), gather_kernel()]
+    return [fixed_kernel(), spans_kernel(), gather_kernel(), count_pages_kernel(), lay_out_pages_kernel()]

@@ -111,9 +111,6 @@ def decompress_on_gpu(work: Work, src: Any, dst: Any) -> Any:
     device arrays of statuses and actual sizes, checked later by `check_gpu`."""
     import cupy
 
-    lib = nvcomp_library()
-    assert lib is not None
-    name = NVCOMP_NAMES[work.codec]
     n = len(work.src)
     table = np.empty((5, n), np.uint64)
     table[0] = np.asarray(work.src, np.uint64) + np.uint64(src.data.ptr)
@@ -122,24 +119,38 @@ def decompress_on_gpu(work: Work, src: Any, dst: Any) -> Any:
     table[3] = work.dst_sizes
     table[4] = 0
     device = cupy.asarray(table)
+    statuses, temp = decompress_lists(work.codec, n, device[0], device[1], device[2], device[3], device[4],
+                                      max(work.dst_sizes), sum(work.dst_sizes))
+    return statuses, device[3], device[4], temp
+
+
+def decompress_lists(codec: str, n: int, src: Any, src_sizes: Any, dst: Any, dst_sizes: Any, actual: Any,
+                     largest: int, total: int) -> tuple[Any, Any]:
+    """Queue one batched nvCOMP call over `n` pages listed in device arrays of uint64 (their
+    addresses and sizes; `actual` receives the sizes they decompressed to). Returns the
+    statuses (device) and the scratch memory, which must live until the call has run."""
+    import cupy
+
+    lib = nvcomp_library()
+    assert lib is not None
+    name = NVCOMP_NAMES[codec]
     statuses = cupy.zeros(n, np.int32)
     stream = ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)
     temp_bytes = ctypes.c_size_t(0)
     status = getattr(lib, f"nvcompBatched{name}DecompressGetTempSize")(
-        ctypes.c_size_t(n), ctypes.c_size_t(max(work.dst_sizes)), _Opts(), ctypes.byref(temp_bytes),
-        ctypes.c_size_t(sum(work.dst_sizes)), stream)
+        ctypes.c_size_t(n), ctypes.c_size_t(largest), _Opts(), ctypes.byref(temp_bytes), ctypes.c_size_t(total),
+        stream)
     if status != 0:
         raise RuntimeError(f"nvCOMP {name}: temp size query failed ({status})")
     temp = cupy.empty(max(int(temp_bytes.value), 1), np.uint8)
-    row = device.data.ptr
     status = getattr(lib, f"nvcompBatched{name}DecompressAsync")(
-        ctypes.c_void_p(row), ctypes.c_void_p(row + 8 * n), ctypes.c_void_p(row + 24 * n),
-        ctypes.c_void_p(row + 32 * n), ctypes.c_size_t(n), ctypes.c_void_p(temp.data.ptr),
-        ctypes.c_size_t(int(temp_bytes.value)), ctypes.c_void_p(row + 16 * n), _Opts(),
+        ctypes.c_void_p(src.data.ptr), ctypes.c_void_p(src_sizes.data.ptr), ctypes.c_void_p(dst_sizes.data.ptr),
+        ctypes.c_void_p(actual.data.ptr), ctypes.c_size_t(n), ctypes.c_void_p(temp.data.ptr),
+        ctypes.c_size_t(int(temp_bytes.value)), ctypes.c_void_p(dst.data.ptr), _Opts(),
         ctypes.c_void_p(statuses.data.ptr), stream)
     if status != 0:
         raise RuntimeError(f"nvCOMP {name}: decompression could not start ({status})")
-    return statuses, device[3], device[4], temp
+    return statuses, temp
 
 
 def check_gpu(pending: list[tuple[Work, Any]]) -> None:

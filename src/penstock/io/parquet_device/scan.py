@@ -1,9 +1,9 @@
-"""A Parquet table's row groups decoded on the device, one batch per row group.
+"""A Parquet table's row groups decoded on the device, several row groups a batch.
 
-The host's part of the next row groups (reading their chunks, parsing page headers) runs in
-READ_AHEAD threads while the device decodes this one (a read from the page cache is a copy
-by one core: one thread left the GPU waiting). Row groups refuted by their statistics are
-skipped, as on the host path.
+The host's part of the next batches (reading their chunks) runs in READ_AHEAD threads while
+the device decodes this one (a read from the page cache is a copy by one core: one thread
+left the GPU waiting). Row groups refuted by their statistics are skipped, as on the host
+path.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
+from penstock.io.parquet_device.batch_decoder import BatchDecoder
 from penstock.io.parquet_device.decoder import PageCache, RowGroupDecoder
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
@@ -55,7 +56,9 @@ class ScanReport:
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
                    predicates: list[ColumnPredicate] | None, report: ScanReport,
                    memory_limit: int | None = None) -> Iterator[DeviceScan]:
-    """Under a memory limit, a row group whose decoding needs more than an eighth of it (its
+    """Runs of row groups decoded together (BatchDecoder), their stored bytes read ahead in
+    threads; a run BatchDecoder declines goes through RowGroupDecoder row group by row group.
+    Under a memory limit, a row group whose decoding needs more than an eighth of it (its
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
     batches in flight are held to an eighth elsewhere (exec/table_reads.py)."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
@@ -65,27 +68,46 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
             meta = file.metadata
             refuted = refuted_groups(meta, names, predicates, types)
             decoder = RowGroupDecoder(backend, path, file, names, types, page_cache_of(table))
-            wanted = [g for g in range(meta.num_row_groups) if g not in refuted]
-            pending = deque(pool.submit(decoder.prepare, g) for g in wanted[:READ_AHEAD])
-            queued = iter(wanted[READ_AHEAD:])
+            batches = BatchDecoder(decoder)
+            runs = batches.plan([g for g in range(meta.num_row_groups) if g not in refuted], memory_limit)
+            pending = deque(pool.submit(batches.read, run) for run in runs[:READ_AHEAD])
+            queued = iter(runs[READ_AHEAD:])
+            starts = {run[0] for run in runs}
             for g in range(meta.num_row_groups):
                 if g in refuted:
                     yield DeviceScan(None, 0, 0)
                     continue
-                prepared = pending.popleft().result()
+                if g not in starts:
+                    continue  # decoded with the run it belongs to
+                stored = pending.popleft().result()
                 following = next(queued, None)
                 if following is not None:
-                    pending.append(pool.submit(decoder.prepare, following))
-                if memory_limit is not None and decoder.device_bytes(prepared) > memory_limit // 8:
-                    batch = decoder.on_host(prepared)
-                    report.host_groups += 1
-                else:
-                    batch = decoder.finish(prepared)
-                report.host_columns.update(decoder.host_columns)
-                report.decompression.add(decoder.decompression)
-                yield DeviceScan(batch, prepared.rows, prepared.nbytes)
+                    pending.append(pool.submit(batches.read, following))
+                too_big = memory_limit is not None and batches.footprint(stored.groups) > memory_limit // 8
+                batch = None if too_big else batches.decode(stored)  # a row group alone over the share
+                if batch is not None:
+                    report.host_columns.update(decoder.host_columns)
+                    report.decompression.add(batches.decompression)
+                    yield DeviceScan(batch, stored.rows, stored.nbytes)
+                    continue
+                for group in stored.groups:
+                    yield _one_row_group(decoder, group, report, memory_limit)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _one_row_group(decoder: RowGroupDecoder, group: int, report: ScanReport, memory_limit: int | None) -> DeviceScan:
+    """A row group through RowGroupDecoder: page headers parsed on the host (CRCs verified,
+    damage named), pyarrow for what the kernels lack or the memory limit cannot hold."""
+    prepared = decoder.prepare(group)
+    if memory_limit is not None and decoder.device_bytes(prepared) > memory_limit // 8:
+        batch = decoder.on_host(prepared)
+        report.host_groups += 1
+    else:
+        batch = decoder.finish(prepared)
+    report.host_columns.update(decoder.host_columns)
+    report.decompression.add(decoder.decompression)
+    return DeviceScan(batch, prepared.rows, prepared.nbytes)
 
 
 PARQUET_DECODE = ("auto", "device", "host")

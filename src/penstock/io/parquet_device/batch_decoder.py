@@ -1,0 +1,310 @@
+"""Several row groups of a Parquet file decoded on the device at once, page headers and all.
+
+The host reads the referenced column chunks of a run of row groups, as stored, into one
+buffer (pinned on a GPU) and copies it to the device. There, kernels/parquet_pages.h walks
+each chunk's page headers, a thread per chunk, twice: counting (pages, bytes to decompress,
+dictionary entries, whether the chunk suits this path), then, once the host has turned the
+counts into offsets, laying out the page tables and the decompression lists. nvCOMP
+decompresses every page of the batch in one call per codec and parquet.h's kernels decode
+each column's pages, across all the row groups, in one launch. The host never parses a page
+and synchronises twice a batch (after counting; at the end, for the error flags).
+
+Anything unusual sends the batch back to RowGroupDecoder, row group by row group (`decode`
+returns None): a chunk the walk will not take (a page CRC to verify, an encoding the kernels
+lack, damage), a page that does not decompress or decode. That reader verifies CRCs, reads
+what the kernels lack with pyarrow and names file, row group and column of any damage.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.device.base import Backend
+from penstock.io.device_batch import Batch, Column, numpy_dtype
+from penstock.io.parquet_device import nvcomp
+from penstock.io.parquet_device.decoder import BLOCK, MODE_BIG_ENDIAN, MODE_INDICES, MODE_VALUES, PAGE_WORDS, \
+    RowGroupDecoder, _validity
+from penstock.io.parquet_device.kernels import count_pages_kernel, fixed_kernel, lay_out_pages_kernel
+from penstock.io.parquet_device.pages import device_fixed_width
+from penstock.plan.types import Kind
+
+# kernels/parquet_pages.h's chunk and stats tables
+CHUNK_WORDS, STAT_WORDS = 12, 8
+C_DATA, C_LENGTH, C_VALUES, C_FIRST_ROW, C_COMPRESSED, C_MAX_DEF, C_WIDTH = 0, 1, 2, 3, 4, 5, 6
+C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE = 7, 8, 9, 10, 11
+S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK = 0, 1, 2, 3, 4, 5, 6
+
+BATCH_ROWS = 1 << 23  # rows a batch of row groups gathers, at most (a row group larger is one batch)
+BATCH_BYTES = 1 << 30  # device bytes its decoding may take without a memory limit (a limit: an eighth)
+
+
+@dataclass
+class StoredRun:
+    """The host's part of a batch: the chunks' stored bytes and the chunk table."""
+    groups: list[int]
+    rows: int
+    raw: np.ndarray
+    chunks: np.ndarray  # (columns x groups, CHUNK_WORDS); C_DATA an offset in `raw` until decoding
+    columns: list[int]  # the device-decoded columns (positions in the output), column-major in `chunks`
+    codecs: list[str]  # per chunk
+    nbytes: int
+    fits: bool  # False: a chunk's metadata already says this path will not do (RowGroupDecoder will)
+
+
+class BatchDecoder:
+    """Decodes runs of row groups of one file through RowGroupDecoder's file and settings."""
+
+    def __init__(self, row_groups: RowGroupDecoder):
+        self.row_groups = row_groups
+        self.backend: Backend = row_groups.backend
+        self.decompression = "none"
+
+    # -- which row groups go together ------------------------------------------------------------
+    def plan(self, groups: list[int], memory_limit: int | None) -> list[list[int]]:
+        """Consecutive row groups gathered into batches of at most BATCH_ROWS rows and of a
+        decoding footprint (stored bytes + twice the decoded) within the budget."""
+        budget = memory_limit // 8 if memory_limit else BATCH_BYTES
+        meta = self.row_groups.file.metadata
+        runs: list[list[int]] = []
+        rows = size = 0
+        for g in groups:
+            group = meta.row_group(g)
+            g_size = self._footprint(g)
+            if runs and rows + group.num_rows <= BATCH_ROWS and size + g_size <= budget:
+                runs[-1].append(g)
+                rows += group.num_rows
+                size += g_size
+            else:
+                runs.append([g])
+                rows, size = group.num_rows, g_size
+        return runs
+
+    def footprint(self, groups: list[int]) -> int:
+        """Device bytes decoding these row groups takes at its peak, by their metadata: the
+        stored bytes, the decompressed pages and the columns made (a bound)."""
+        return sum(self._footprint(g) for g in groups)
+
+    def _footprint(self, group: int) -> int:
+        meta = self.row_groups.file.metadata.row_group(group)
+        total = 0
+        for name in self._device_names():
+            chunk = meta.column(self.row_groups.leaf[name])
+            total += chunk.total_compressed_size + 2 * chunk.total_uncompressed_size
+        return total
+
+    def _device_names(self) -> list[str]:
+        return [n for n in self.row_groups.names if n not in self.row_groups.host_columns]
+
+    # -- the host's part ---------------------------------------------------------------------------
+    def read(self, groups: list[int]) -> StoredRun:
+        """The chunks' stored bytes, one after another in one buffer (a thread may run this
+        ahead), and the chunk table without device addresses."""
+        rg = self.row_groups
+        meta = rg.file.metadata
+        names = self._device_names()
+        spans: list[tuple[int, int]] = []
+        rows_before, rows = [], 0
+        for g in groups:
+            rows_before.append(rows)
+            rows += meta.row_group(g).num_rows
+        table = np.zeros((len(names) * len(groups), CHUNK_WORDS), np.int64)
+        codecs: list[str] = []
+        fits, at = True, 0
+        for c, name in enumerate(names):
+            j = rg.leaf[name]
+            column = meta.schema.column(j)
+            t = rg.types[rg.names.index(name)]
+            width = 0
+            if t.kind is not Kind.STRING:
+                widths = device_fixed_width(column.physical_type, rg.file.schema_arrow.field(name).type,
+                                            column.length or 0)
+                width = widths[0] if widths is not None else 0
+                fits = fits and widths is not None
+            for k, g in enumerate(groups):
+                group = meta.row_group(g)
+                chunk = group.column(j)
+                start = chunk.dictionary_page_offset if chunk.has_dictionary_page and chunk.dictionary_page_offset \
+                    else chunk.data_page_offset
+                length = chunk.total_compressed_size
+                fits = fits and chunk.num_values == group.num_rows and start >= 0 and length >= 0
+                row = table[c * len(groups) + k]
+                row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, length, group.num_rows
+                row[C_FIRST_ROW], row[C_COMPRESSED] = rows_before[k], chunk.compression != "UNCOMPRESSED"
+                row[C_MAX_DEF], row[C_WIDTH] = column.max_definition_level, width
+                codecs.append(chunk.compression)
+                spans.append((start, length))
+                at += max(length, 0)
+        raw = self.backend.host_buffer(at)
+        if fits:
+            fits = self._pread(spans, raw)
+        return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits)
+
+    def _pread(self, spans: list[tuple[int, int]], raw: np.ndarray) -> bool:
+        fd = os.open(self.row_groups.path, os.O_RDONLY)
+        try:
+            at = 0
+            for start, length in spans:
+                if os.preadv(fd, [memoryview(raw)[at:at + length]], start) != length:
+                    return False  # past the end of the file: RowGroupDecoder names it
+                at += length
+        finally:
+            os.close(fd)
+        return True
+
+    # -- the device's part -------------------------------------------------------------------------
+    def decode(self, run: StoredRun) -> Batch | None:
+        """The batch, or None when RowGroupDecoder must take these row groups."""
+        if not run.fits:
+            return None
+        be = self.backend
+        columns: list[Column | None] = [None] * len(self.row_groups.names)
+        if run.columns:
+            try:
+                if not self._decode_columns(run, columns):
+                    return None
+            except (ValueError, nvcomp.PageError):
+                return None
+        host = [n for n, c in zip(self.row_groups.names, columns) if c is None]
+        if host:
+            try:
+                table = self.row_groups.file.read_row_groups(run.groups, columns=host)
+            except (OSError, pa.ArrowException):
+                return None
+            from penstock.io.device_batch import column_from_arrow
+
+            for k, name in enumerate(self.row_groups.names):
+                if columns[k] is None:
+                    columns[k] = column_from_arrow(table.column(name).combine_chunks(), self.row_groups.types[k], be)
+        return Batch([c for c in columns if c is not None], run.rows)
+
+    def _decode_columns(self, run: StoredRun, columns: list[Column | None]) -> bool:
+        be = self.backend
+        raw = be.to_device(run.raw)
+        table = run.chunks.copy()
+        table[:, C_DATA] += be.address(raw)
+        n = len(table)
+        stats_device = be.zeros(n * STAT_WORDS, np.int64)
+        self._launch(count_pages_kernel(), n, [n, be.to_device(table), stats_device])
+        stats = be.to_host(stats_device).reshape(n, STAT_WORDS)
+        if (stats[:, S_STATUS] != 0).any():
+            return False
+        layout = self._lay_out(run, table, stats)
+        layout["raw"] = be.address(raw)
+        errors = be.zeros(len(run.columns) + 1, np.int32)  # one flag per column; the last: decompression
+        self._decompress(run, layout, errors)
+        groups = len(run.groups)
+        for c, index in enumerate(run.columns):
+            part = slice(c * groups, (c + 1) * groups)
+            columns[index] = self._decode_column(index, run.rows, table[part], stats[part], layout,
+                                                 errors[c:c + 1])
+        return not be.to_host(errors).any()
+
+    def _lay_out(self, run: StoredRun, table: np.ndarray, stats: np.ndarray) -> dict[str, Any]:
+        """Offsets from the counts, then the second walk: page tables, decompression lists."""
+        be = self.backend
+        n = len(table)
+        pages = stats[:, S_PAGES]
+        table[:, C_PAGE_BASE] = np.cumsum(pages) - pages
+        has_dict = stats[:, S_DICT_VALUES] >= 0
+        table[:, C_DICT_SLOT] = np.cumsum(has_dict) - has_dict
+        entries = np.maximum(stats[:, S_DICT_VALUES], 0).reshape(len(run.columns), len(run.groups))
+        table[:, C_DICT_BASE] = (np.cumsum(entries, axis=1) - entries).reshape(-1)  # within each column
+        decoded_size = int(stats[:, S_DECODED].sum())
+        decoded = be.empty(max(decoded_size, 1), np.uint8)
+        table[:, C_DECODED_AT] = be.address(decoded) + np.cumsum(stats[:, S_DECODED]) - stats[:, S_DECODED]
+        # decompression entries grouped by codec: one nvCOMP call each
+        order = sorted(range(n), key=lambda k: run.codecs[k])
+        work_base, spans, at = np.zeros(n, np.int64), {}, 0
+        for k in order:
+            work_base[k] = at
+            first, count = spans.get(run.codecs[k], (at, 0))
+            spans[run.codecs[k]] = (first, count + int(stats[k, S_WORK]))
+            at += int(stats[k, S_WORK])
+        table[:, C_WORK_BASE] = work_base
+        data_pages = be.empty(max(int(pages.sum()), 1) * PAGE_WORDS, np.int64)
+        dict_pages = be.empty(max(int(has_dict.sum()), 1) * PAGE_WORDS, np.int64)
+        work = [be.empty(max(at, 1), np.uint64) for _ in range(5)]  # src, src size, dst, dst size, actual size
+        self._launch(lay_out_pages_kernel(), n, [n, be.to_device(table), data_pages, dict_pages, *work[:4]])
+        largest = {codec: int(max(stats[k, S_LARGEST] for k in range(n) if run.codecs[k] == codec))
+                   for codec in spans}
+        totals = {codec: int(sum(stats[k, S_DECODED] for k in range(n) if run.codecs[k] == codec)) for codec in spans}
+        return {"decoded": decoded, "decoded_size": decoded_size, "data_pages": data_pages, "dict_pages": dict_pages, "work": work, "spans": spans,
+                "largest": largest, "totals": totals}
+
+    def _decompress(self, run: StoredRun, layout: dict[str, Any], errors: Any) -> None:
+        be = self.backend
+        spans = {codec: span for codec, span in layout["spans"].items() if span[1] > 0}
+        if not spans:
+            self.decompression = "none"
+            return
+        work = layout["work"]
+        if be.name == "gpu" and nvcomp.nvcomp_library() is not None:
+            xp = be.xp
+            for codec, (first, count) in spans.items():
+                part = slice(first, first + count)
+                statuses, _temp = nvcomp.decompress_lists(codec, count, work[0][part], work[1][part], work[2][part],
+                                                          work[3][part], work[4][part], layout["largest"][codec],
+                                                          layout["totals"][codec])
+                bad = xp.any((statuses != 0) | (work[4][part] != work[3][part]))
+                errors[-1:] += bad.astype(np.int32)
+            self.decompression = "nvCOMP on the GPU"
+            return
+        # on the host: pyarrow's codecs, into the decoded buffer (or a host copy of it on a GPU)
+        lists = [be.to_host(w) for w in work[:4]]
+        raw_base, decoded_base = layout["raw"], be.address(layout["decoded"])
+        target = layout["decoded"] if be.name != "gpu" else np.empty(layout["decoded_size"], np.uint8)
+        for codec, (first, count) in spans.items():
+            job = nvcomp.Work(codec)
+            for k in range(first, first + count):
+                job.add(int(lists[0][k]) - raw_base, int(lists[1][k]), int(lists[2][k]) - decoded_base,
+                        int(lists[3][k]), "")
+            nvcomp.decompress_on_host(job, memoryview(run.raw), target)
+        if be.name == "gpu":
+            layout["decoded"][:layout["decoded_size"]].set(target)
+        self.decompression = "on the host"
+
+    def _decode_column(self, index: int, rows: int, table: np.ndarray, stats: np.ndarray, layout: dict[str, Any],
+                       err: Any) -> Column:
+        be, rg = self.backend, self.row_groups
+        t = rg.types[index]
+        valid = be.empty(rows, np.uint8) if table[0, C_MAX_DEF] > 0 else None
+        first_page = int(table[0, C_PAGE_BASE])
+        n_pages = int(stats[:, S_PAGES].sum())
+        pages = layout["data_pages"][first_page * PAGE_WORDS:(first_page + n_pages) * PAGE_WORDS]
+        has_dict = stats[:, S_DICT_VALUES] >= 0
+        if t.kind is Kind.STRING:
+            spans = None
+            if has_dict.any():
+                slot, count = int(table[has_dict][0, C_DICT_SLOT]), int(has_dict.sum())
+                dict_pages = layout["dict_pages"][slot * PAGE_WORDS:(slot + count) * PAGE_WORDS]
+                entries = int(np.maximum(stats[:, S_DICT_VALUES], 0).sum())
+                spans = rg._text_spans(count, dict_pages, entries, None, err) + (entries,)
+            if spans is not None and has_dict.all() and stats[:, S_ALL_DICT].all():
+                d_offsets, d_data = rg._gather(spans[0], spans[1], err)
+                indices = be.empty(rows, np.int32)  # every page indexes a dictionary: it stays so
+                self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, indices, valid,
+                                                               err])
+                return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
+                              dict_data=d_data)
+            starts, lengths = rg._text_spans(n_pages, pages, rows, valid, err, spans)
+            offsets, data = rg._gather(starts, lengths, err)
+            return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
+        name = rg.names[index]
+        column = rg.file.metadata.schema.column(rg.leaf[name])
+        widths = device_fixed_width(column.physical_type, rg.file.schema_arrow.field(name).type, column.length or 0)
+        assert widths is not None
+        out = be.empty(rows, numpy_dtype(t))
+        if out.itemsize != widths[1]:
+            raise ValueError(f"{column.physical_type} as {t}")
+        mode = MODE_BIG_ENDIAN if column.physical_type == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
+        self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, widths[0], widths[1], mode, out, valid, err])
+        return Column(t, rows, values=out, validity=_validity(be, valid))
+
+    def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
+        self.backend.launch(self.backend.compile(spec), rows, args)
+
