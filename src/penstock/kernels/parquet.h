@@ -9,6 +9,7 @@
 // or damaged page raises ERR_CORRUPT, never a read past it.
 #pragma once
 #include "xpu.h"
+#include "parquet_bytes.h"
 
 namespace pq {
 
@@ -22,38 +23,23 @@ const int32_t W_LEVELS = 2;      // v2 pages: address of the definition levels; 
 const int32_t W_LEVELS_LEN = 3;  // v2 pages: their length in bytes
 const int32_t W_VALUES = 4;      // values in the page, NULLs included
 const int32_t W_FIRST_ROW = 5;   // the output row of its first value
-const int32_t W_ENCODING = 6;    // ENC_PLAIN or ENC_DICTIONARY
+const int32_t W_ENCODING = 6;    // ENC_*
 const int32_t W_MAX_DEF = 7;     // 0: a required column; 1: nullable
 const int32_t W_DICT = 8;        // fixed-width: address of the dictionary's values; text and
                                  // MODE_INDICES: index of its first entry in the batch's dictionaries
 const int32_t W_DICT_COUNT = 9;  // entries in the page's dictionary (0: none)
 
 const int64_t ENC_PLAIN = 0;
-const int64_t ENC_DICTIONARY = 1;
+const int64_t ENC_DICTIONARY = 1;          // PLAIN_DICTIONARY or RLE_DICTIONARY
+const int64_t ENC_DELTA_BINARY = 2;        // DELTA_BINARY_PACKED integers
+const int64_t ENC_DELTA_LENGTH = 3;        // DELTA_LENGTH_BYTE_ARRAY text
+const int64_t ENC_BYTE_STREAM_SPLIT = 4;   // fixed-width values, byte k of each in stream k
 
 // What a fixed-width page writes: values, dictionary entries, or dictionary indices (text
 // that stays dictionary-encoded).
 const int32_t MODE_VALUES = 0;
 const int32_t MODE_INDICES = 1;
 const int32_t MODE_BIG_ENDIAN = 2;  // with MODE_VALUES: FIXED_LEN_BYTE_ARRAY decimals, sign-extended
-
-XPU_FN const uint8_t* address(int64_t a) { return (const uint8_t*)(uint64_t)a; }
-
-XPU_FN uint32_t le32(const uint8_t* p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-XPU_FN uint64_t uleb128(const uint8_t*& p, const uint8_t* end, bool& bad) {
-  uint64_t v = 0;
-  for (int32_t shift = 0; shift < 64; shift += 7) {
-    if (p >= end) break;
-    const uint8_t b = *p++;
-    v |= (uint64_t)(b & 0x7F) << shift;
-    if (!(b & 0x80)) return v;
-  }
-  bad = true;
-  return 0;
-}
 
 // The RLE / bit-packed hybrid: runs of one repeated value, or groups of 8 bit-packed values.
 struct Hybrid {
@@ -199,31 +185,63 @@ XPU_FN void zero_value(uint8_t* to, int32_t out_width) {
   for (int32_t k = 0; k < out_width; ++k) to[k] = 0;
 }
 
-// A page of a fixed-width column: PLAIN values, or dictionary indices into its dictionary
-// (W_DICT: the dictionary page's PLAIN values, W_DICT_COUNT of them); MODE_INDICES writes
-// the indices, offset by W_DICT (the batch's row groups' dictionaries are concatenated).
+// The low `in_width` bytes of `v` as a stored value, written as copy_value would.
+XPU_FN void write_stored(uint64_t v, uint8_t* to, int32_t in_width, int32_t out_width) {
+  uint8_t bytes[8];
+  for (int32_t k = 0; k < 8; ++k) bytes[k] = (uint8_t)(v >> (8 * k));
+  copy_value(bytes, to, in_width, out_width);
+}
+
+// Value k of a BYTE_STREAM_SPLIT page of `count` values: byte b of it is byte k of stream b.
+XPU_FN void copy_split(const uint8_t* streams, int64_t count, int64_t k, uint8_t* to, int32_t in_width,
+                       int32_t out_width) {
+  uint64_t v = 0;
+  for (int32_t b = 0; b < in_width; ++b) v |= (uint64_t)streams[b * count + k] << (8 * b);
+  write_stored(v, to, in_width, out_width);
+}
+
+// A page of a fixed-width column: PLAIN values, dictionary indices into its dictionary
+// (W_DICT: the dictionary page's PLAIN values, W_DICT_COUNT of them; MODE_INDICES writes the
+// indices, offset by W_DICT, as a run's dictionaries are concatenated), DELTA_BINARY_PACKED
+// integers or BYTE_STREAM_SPLIT values.
 XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
                               uint8_t* out, uint8_t* valid, int32_t* err) {
   const uint8_t* dict = address(w[W_DICT]);
   const int64_t dict_count = w[W_DICT_COUNT];
   PageCursor page;
   page.start(w);
-  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
-  const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY;
+  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW], encoding = w[W_ENCODING];
+  const bool dictionary = encoding == ENC_DICTIONARY;
   Hybrid indices;
   bool indices_started = false;
+  DeltaReader deltas;
+  if (!page.bad && encoding == ENC_DELTA_BINARY) {
+    deltas.start(page.values, page.end);
+    if (deltas.bad || deltas.total > n) page.bad = true;
+  }
+  const int64_t split_count = in_width > 0 ? (page.end - page.values) / in_width : 0;
+  if (!page.bad && encoding == ENC_BYTE_STREAM_SPLIT && split_count * in_width != page.end - page.values) {
+    page.bad = true;
+  }
   int64_t k = 0;  // values read
   for (int64_t r = 0; r < n && !page.bad; ++r) {
     const bool defined = page.defined();
     uint8_t* to = out + (first + r) * out_width;
     if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
     if (!defined) { zero_value(to, out_width); continue; }
-    if (!dictionary) {
+    if (encoding == ENC_PLAIN) {
       const uint8_t* from = page.values + k * in_width;
       if (in_width > page.end - from) { page.bad = true; break; }
       if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
       else copy_value(from, to, in_width, out_width);
-    } else {
+    } else if (encoding == ENC_DELTA_BINARY) {
+      const int64_t v = deltas.next();
+      if (deltas.bad) { page.bad = true; break; }
+      write_stored((uint64_t)v, to, in_width, out_width);
+    } else if (encoding == ENC_BYTE_STREAM_SPLIT) {
+      if (k >= split_count) { page.bad = true; break; }
+      copy_split(page.values, split_count, k, to, in_width, out_width);
+    } else if (dictionary) {
       if (!indices_started) {  // the indices' bit width, in the first byte
         if (page.values >= page.end) { page.bad = true; break; }
         indices.start(page.values + 1, page.end, page.values[0]);
@@ -234,37 +252,67 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
       if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)(w[W_DICT] + index);
       else if (mode == MODE_BIG_ENDIAN) copy_big_endian(dict + (int64_t)index * in_width, to, in_width);
       else copy_value(dict + (int64_t)index * in_width, to, in_width, out_width);
+    } else {
+      page.bad = true;
+      break;
     }
     ++k;
   }
   if (!page.bad) {
     page.finish();
-    if (!dictionary && page.values + k * in_width != page.end) page.bad = true;  // PLAIN: every byte a value
+    if (encoding == ENC_PLAIN && page.values + k * in_width != page.end) page.bad = true;  // every byte a value
+    if (encoding == ENC_BYTE_STREAM_SPLIT && k != split_count) page.bad = true;
+    if (encoding == ENC_DELTA_BINARY && k != deltas.total) page.bad = true;
     if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
   }
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
 }
 
-// A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), or indices into a
-// dictionary whose entries' spans are given from W_DICT on (a chunk whose dictionary grew too
-// large goes on in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather
-// then copies them into Arrow's layout.
+// A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), DELTA_LENGTH_BYTE_ARRAY
+// (every length, DELTA_BINARY_PACKED, then every value's bytes), or indices into a dictionary
+// whose entries' spans are given from W_DICT on (a chunk whose dictionary grew too large goes
+// on in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather then copies
+// them into Arrow's layout.
 XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const int32_t* dict_lengths,
                             int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
   const int64_t dict_base = w[W_DICT], dict_count = w[W_DICT_COUNT];
   PageCursor page;
   page.start(w);
-  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
-  const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY;
+  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW], encoding = w[W_ENCODING];
+  const bool dictionary = encoding == ENC_DICTIONARY;
+  if (encoding != ENC_PLAIN && encoding != ENC_DICTIONARY && encoding != ENC_DELTA_LENGTH) page.bad = true;
   const uint8_t* q = page.values;
   Hybrid indices;
   bool indices_started = false;
+  DeltaReader sizes;  // DELTA_LENGTH_BYTE_ARRAY: the lengths; the bytes start where they end
+  int64_t k = 0;
+  if (!page.bad && encoding == ENC_DELTA_LENGTH) {
+    sizes.start(page.values, page.end);
+    DeltaReader ahead = sizes;
+    int64_t bytes = 0;
+    for (int64_t v = 0; v < ahead.total && !ahead.bad; ++v) {
+      const int64_t length = ahead.next();
+      if (length < 0 || length > 0x7FFFFFFF) ahead.bad = true;
+      bytes += length;
+    }
+    if (sizes.bad || ahead.bad || sizes.total > n || bytes != page.end - ahead.p) page.bad = true;
+    q = ahead.p;
+  }
   for (int64_t r = 0; r < n && !page.bad; ++r) {
     const bool defined = page.defined();
     if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
     starts[first + r] = 0;
     lengths[first + r] = 0;
     if (!defined) continue;
+    ++k;
+    if (encoding == ENC_DELTA_LENGTH) {
+      const int64_t length = sizes.next();
+      if (sizes.bad || length > page.end - q) { page.bad = true; break; }
+      starts[first + r] = (int64_t)(uint64_t)q;
+      lengths[first + r] = (int32_t)length;
+      q += length;
+      continue;
+    }
     if (dictionary) {
       if (!indices_started) {
         if (page.values >= page.end) { page.bad = true; break; }
@@ -288,6 +336,7 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
   if (!page.bad) {
     page.finish();
     if (!dictionary && q != page.end) page.bad = true;
+    if (encoding == ENC_DELTA_LENGTH && k != sizes.total) page.bad = true;
     if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
   }
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
@@ -401,6 +450,11 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
   const uint8_t* dict = address(w[W_DICT]);
   const int64_t dict_count = w[W_DICT_COUNT];
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
+  if (w[W_ENCODING] == ENC_DELTA_BINARY || w[W_ENCODING] == ENC_BYTE_STREAM_SPLIT) {
+    // sequential encodings (each delta needs the one before): one thread reads the page
+    if (threadIdx.x == 0) decode_fixed_page(w, in_width, out_width, mode, out, valid, err);
+    return;
+  }
   const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY, has_levels = w[W_MAX_DEF] > 0;
   const uint8_t* data = address(w[W_DATA]);
   const uint8_t* end = address(w[W_END]);

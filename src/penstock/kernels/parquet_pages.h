@@ -15,7 +15,7 @@
 namespace pq {
 
 // A chunk's words in the chunk table, written by the host.
-const int32_t CHUNK_WORDS = 12;
+const int32_t CHUNK_WORDS = 13;
 const int32_t C_DATA = 0;        // address of its stored bytes
 const int32_t C_LENGTH = 1;      // their length
 const int32_t C_VALUES = 2;      // values it holds (its row group's rows: flat columns only)
@@ -29,6 +29,7 @@ const int32_t C_DICT_SLOT = 8;   // second pass: its row in the dictionary page 
 const int32_t C_DICT_BASE = 9;   // second pass: text: index of its dictionary's first entry
 const int32_t C_DECODED_AT = 10; // second pass: address its decompressed pages go to
 const int32_t C_WORK_BASE = 11;  // second pass: its first entry in the decompression lists
+const int32_t C_ENCODINGS = 12;  // bit e set: data pages in Parquet encoding e are decoded here
 
 // What the first pass says about a chunk, in the stats table.
 const int32_t STAT_WORDS = 8;
@@ -48,7 +49,19 @@ const int64_t STATUS_HOST = 2;      // a CRC to verify, or an encoding these ker
 const int32_t T_STOP = 0, T_TRUE = 1, T_FALSE = 2, T_BYTE = 3, T_I16 = 4, T_I32 = 5, T_I64 = 6,
               T_DOUBLE = 7, T_BINARY = 8, T_LIST = 9, T_SET = 10, T_MAP = 11, T_STRUCT = 12;
 const int64_t PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICTIONARY = 2, PAGE_DATA_V2 = 3;
-const int64_t ENCODING_PLAIN = 0, ENCODING_PLAIN_DICTIONARY = 2, ENCODING_RLE = 3, ENCODING_RLE_DICTIONARY = 8;
+const int64_t ENCODING_PLAIN = 0, ENCODING_PLAIN_DICTIONARY = 2, ENCODING_RLE = 3, ENCODING_DELTA_BINARY_PACKED = 5,
+              ENCODING_DELTA_LENGTH_BYTE_ARRAY = 6, ENCODING_RLE_DICTIONARY = 8, ENCODING_BYTE_STREAM_SPLIT = 9;
+
+// A data page's Parquet encoding as parquet.h's ENC_*.
+XPU_FN int64_t kernel_encoding(int64_t encoding) {
+  switch (encoding) {
+    case ENCODING_PLAIN_DICTIONARY: case ENCODING_RLE_DICTIONARY: return ENC_DICTIONARY;
+    case ENCODING_DELTA_BINARY_PACKED: return ENC_DELTA_BINARY;
+    case ENCODING_DELTA_LENGTH_BYTE_ARRAY: return ENC_DELTA_LENGTH;
+    case ENCODING_BYTE_STREAM_SPLIT: return ENC_BYTE_STREAM_SPLIT;
+    default: return ENC_PLAIN;
+  }
+}
 
 const int32_t THRIFT_DEPTH = 16;
 
@@ -277,7 +290,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
       }
     } else if (data) {
       const bool dictionary = h.encoding == ENCODING_PLAIN_DICTIONARY || h.encoding == ENCODING_RLE_DICTIONARY;
-      if (!dictionary && h.encoding != ENCODING_PLAIN) { status = STATUS_HOST; break; }
+      if (h.encoding < 0 || h.encoding > 62 || !((c[C_ENCODINGS] >> h.encoding) & 1)) { status = STATUS_HOST; break; }
       if (h.type == PAGE_DATA && h.level_encoding != ENCODING_RLE) { status = STATUS_HOST; break; }
       if (dictionary && dict_values < 0) { status = STATUS_DAMAGED; break; }
       all_dict = all_dict && dictionary;
@@ -287,7 +300,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
         w[W_LEVELS] = h.type == PAGE_DATA_V2 ? (int64_t)(uint64_t)(body + h.rep_length) : 0;
         w[W_LEVELS_LEN] = h.type == PAGE_DATA_V2 ? h.def_length : 0;
         w[W_VALUES] = h.values; w[W_FIRST_ROW] = c[C_FIRST_ROW] + values;
-        w[W_ENCODING] = dictionary ? ENC_DICTIONARY : ENC_PLAIN; w[W_MAX_DEF] = c[C_MAX_DEF];
+        w[W_ENCODING] = kernel_encoding(h.encoding); w[W_MAX_DEF] = c[C_MAX_DEF];
         w[W_DICT] = c[C_WIDTH] == 0 ? c[C_DICT_BASE] : dict_where;
         w[W_DICT_COUNT] = dict_values < 0 ? 0 : dict_values;
       }

@@ -735,3 +735,75 @@ def test_a_damaged_page_of_a_column_pyarrow_reads_for_the_device(tmp_path: Path)
     with pytest.raises(FileError) as e:
         db.sql("SELECT count(*) FROM t WHERE b").to_arrow()
     assert "row group 1, column b" in str(e.value) and e.value.sqlstate == "XX001"
+
+
+# ---- DELTA_BINARY_PACKED and DELTA_LENGTH_BYTE_ARRAY -----------------------------------------
+
+def delta_file(path: Path) -> Path:
+    """a: required int64, DELTA_BINARY_PACKED; p: required text, DELTA_LENGTH_BYTE_ARRAY;
+    uncompressed v1 pages (no levels: the page body is the encoded stream)."""
+    rows = 2000
+    table = pa.table({"a": pa.array([k * 1000 + (k % 7) for k in range(rows)], pa.int64()),
+                      "p": pa.array([f"text {k}" for k in range(rows)])},
+                     schema=pa.schema([pa.field("a", pa.int64(), nullable=False),
+                                       pa.field("p", pa.string(), nullable=False)]))
+    pq.write_table(table, path, row_group_size=GROUP, compression="none", use_dictionary=False,
+                   column_encoding={"a": "DELTA_BINARY_PACKED", "p": "DELTA_LENGTH_BYTE_ARRAY"})
+    return path
+
+
+def delta_damage(tmp_path: Path, cpu_harness: Any, column: str, edit: Any) -> FileError:
+    """Damage the first page of `column` in row group 1 (edit(raw, body) -> {offset: bytes})
+    and decode: the host's reader must name it, and the batch path must decline."""
+    good = delta_file(tmp_path / "delta.parquet")
+    raw = good.read_bytes()
+    j = ["a", "p"].index(column)
+    at, header = next((at, h) for at, h in pages_any(good, 1, j) if h.type != DICTIONARY_PAGE)
+    bad = damage(good, tmp_path / "bad.parquet", edit(raw, at + header.header_length))
+    with pytest.raises(FileError) as e:
+        decode_all(cpu_harness, bad, ["a", "p"])
+    assert_names(e.value, bad, 1, column)
+    return e.value
+
+
+def test_a_delta_block_size_of_zero(tmp_path: Path, cpu_harness: Any) -> None:
+    """The stream's first varint (values per block) made 0: no block can hold a value."""
+    delta_damage(tmp_path, cpu_harness, "a", lambda raw, body: {body: b"\x00"})
+
+
+def test_a_delta_miniblock_wider_than_64_bits(tmp_path: Path, cpu_harness: Any) -> None:
+    """The first block's first miniblock bit width (after the header's four varints and the
+    block's minimum delta) made 65."""
+    def edit(raw: bytes, body: int) -> dict[int, bytes]:
+        at = body
+        for _ in range(5):  # block size, miniblocks, count, first value, minimum delta
+            _value, at = uleb(raw, at)
+        return {at: bytes([65])}
+    delta_damage(tmp_path, cpu_harness, "a", edit)
+
+
+def test_a_delta_count_past_the_page(tmp_path: Path, cpu_harness: Any) -> None:
+    """The header's value count (third varint) raised by one: more values than the page's rows."""
+    def edit(raw: bytes, body: int) -> dict[int, bytes]:
+        at = body
+        for _ in range(2):
+            _value, at = uleb(raw, at)
+        count, after = uleb(raw, at)
+        new = varint(count + 1)
+        assert len(new) == after - at
+        return {at: new}
+    delta_damage(tmp_path, cpu_harness, "a", edit)
+
+
+def test_delta_lengths_that_overrun_the_page(tmp_path: Path, cpu_harness: Any) -> None:
+    """DELTA_LENGTH_BYTE_ARRAY whose first length (the header's first value) is made huge:
+    the lengths no longer add up to the bytes after them."""
+    def edit(raw: bytes, body: int) -> dict[int, bytes]:
+        at = body
+        for _ in range(3):
+            _value, at = uleb(raw, at)
+        first, after = uleb(raw, at)
+        new = varint((1 << (7 * (after - at) - 1)) - 2)  # zigzag of a large length, same byte count
+        assert len(new) == after - at and new != raw[at:after]
+        return {at: new}
+    delta_damage(tmp_path, cpu_harness, "p", edit)

@@ -30,13 +30,13 @@ from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import BLOCK, MODE_BIG_ENDIAN, MODE_INDICES, MODE_VALUES, PAGE_WORDS, \
     RowGroupDecoder, _validity
 from penstock.io.parquet_device.kernels import count_pages_kernel, fixed_kernel, lay_out_pages_kernel
-from penstock.io.parquet_device.pages import device_fixed_width
+from penstock.io.parquet_device.pages import data_encodings, device_fixed_width
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
-CHUNK_WORDS, STAT_WORDS = 12, 8
+CHUNK_WORDS, STAT_WORDS = 13, 8
 C_DATA, C_LENGTH, C_VALUES, C_FIRST_ROW, C_COMPRESSED, C_MAX_DEF, C_WIDTH = 0, 1, 2, 3, 4, 5, 6
-C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE = 7, 8, 9, 10, 11
+C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE, C_ENCODINGS = 7, 8, 9, 10, 11, 12
 S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK = 0, 1, 2, 3, 4, 5, 6
 
 BATCH_ROWS = 1 << 23  # rows a batch of row groups gathers, at most (a row group larger is one batch)
@@ -119,6 +119,7 @@ class BatchDecoder:
             j = rg.leaf[name]
             column = meta.schema.column(j)
             t = rg.types[rg.names.index(name)]
+            encodings = sum(1 << e for e in data_encodings(column.physical_type))
             width = 0
             if t.kind is not Kind.STRING:
                 widths = device_fixed_width(column.physical_type, rg.file.schema_arrow.field(name).type,
@@ -135,7 +136,7 @@ class BatchDecoder:
                 row = table[c * len(groups) + k]
                 row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, length, group.num_rows
                 row[C_FIRST_ROW], row[C_COMPRESSED] = rows_before[k], chunk.compression != "UNCOMPRESSED"
-                row[C_MAX_DEF], row[C_WIDTH] = column.max_definition_level, width
+                row[C_MAX_DEF], row[C_WIDTH], row[C_ENCODINGS] = column.max_definition_level, width, encodings
                 codecs.append(chunk.compression)
                 spans.append((start, length))
                 at += max(length, 0)

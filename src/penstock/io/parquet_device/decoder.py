@@ -26,7 +26,8 @@ from penstock.errors import DATA_CORRUPTED, FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.kernels import fixed_kernel, gather_kernel, spans_kernel
-from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, ChunkPages, Page, device_fixed_width, read_pages, \
+from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, KERNEL_ENCODING, ChunkPages, Page, \
+    data_encodings, device_fixed_width, read_pages, \
     unsupported_reason
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
@@ -145,7 +146,9 @@ class RowGroupDecoder:
                 key = (*self.identity, group, name)
                 pages = self.page_cache.get(key)
                 if pages is None:
-                    pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values, codec)
+                    physical = self.file.metadata.schema.column(self.leaf[name]).physical_type
+                    pages = read_pages(memoryview(raw)[in_buffer:in_buffer + length], values, codec,
+                                       encodings=data_encodings(physical))
                     self.page_cache.put(key, pages)
             except NotImplementedError as e:  # the metadata hid an encoding: pyarrow reads it
                 self.host_columns[name] = str(e)
@@ -329,7 +332,7 @@ class RowGroupDecoder:
                 levels = base_raw + chunk.at + page.body + h.repetition_levels_length
                 table[k, 2], table[k, 3] = levels, h.definition_levels_length
             table[k, 4], table[k, 5] = h.num_values, row
-            table[k, 6] = 1 if h.encoding in DICTIONARY_ENCODINGS else 0
+            table[k, 6] = KERNEL_ENCODING[h.encoding]
             table[k, 7] = chunk.max_def
             table[k, 8], table[k, 9] = dict_word, dict_count
             row += h.num_values

@@ -18,7 +18,13 @@ from penstock.io.parquet_device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONAR
 
 # Parquet encodings (format/Encodings.md)
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
+DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, BYTE_STREAM_SPLIT = 5, 6, 9
 DICTIONARY_ENCODINGS = (PLAIN_DICTIONARY, RLE_DICTIONARY)
+# kernels/parquet.h's page encodings (the page table's W_ENCODING)
+ENC_PLAIN, ENC_DICTIONARY, ENC_DELTA_BINARY, ENC_DELTA_LENGTH, ENC_BYTE_STREAM_SPLIT = 0, 1, 2, 3, 4
+KERNEL_ENCODING = {PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTIONARY: ENC_DICTIONARY,
+                   DELTA_BINARY_PACKED: ENC_DELTA_BINARY, DELTA_LENGTH_BYTE_ARRAY: ENC_DELTA_LENGTH,
+                   BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT}
 ENCODING_NAMES = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
                   6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY", 9: "BYTE_STREAM_SPLIT"}
 CODECS = ("UNCOMPRESSED", "SNAPPY", "ZSTD", "LZ4_RAW", "GZIP")
@@ -81,6 +87,18 @@ def device_fixed_width(physical: str, arrow: pa.DataType, type_length: int = 0) 
     return None
 
 
+def data_encodings(physical: str) -> frozenset[int]:
+    """The data-page encodings the kernels decode for a physical type."""
+    kinds = {PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY}
+    if physical in ("INT32", "INT64"):
+        kinds |= {DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT}
+    elif physical in ("FLOAT", "DOUBLE"):
+        kinds.add(BYTE_STREAM_SPLIT)
+    elif physical == "BYTE_ARRAY":
+        kinds.add(DELTA_LENGTH_BYTE_ARRAY)
+    return frozenset(kinds)
+
+
 def unsupported_reason(physical: str, arrow: pa.DataType, max_def: int, max_rep: int, codec: str,
                        encodings: tuple[str, ...], type_length: int = 0) -> str | None:
     """Why the device cannot decode this column chunk; None if it can."""
@@ -91,7 +109,8 @@ def unsupported_reason(physical: str, arrow: pa.DataType, max_def: int, max_rep:
         return f"{physical} as {arrow}"
     if codec not in CODECS:
         return f"codec {codec}"
-    odd = [e for e in encodings if e not in ("PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED")]
+    known = {ENCODING_NAMES[e] for e in data_encodings(physical)} | {"RLE", "BIT_PACKED"}  # RLE: the levels
+    odd = [e for e in encodings if e not in known]
     if odd:
         return f"encoding {odd[0]}"
     return None
@@ -114,8 +133,10 @@ def _header_at(data: memoryview, at: int, end: int) -> PageHeader:
             size *= 16
 
 
-def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", verify_crc: bool = True) -> ChunkPages:
-    """The pages of one column chunk (`data`: its bytes), up to `num_values` values.
+def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", verify_crc: bool = True,
+               encodings: frozenset[int] = frozenset((PLAIN, *DICTIONARY_ENCODINGS))) -> ChunkPages:
+    """The pages of one column chunk (`data`: its bytes), up to `num_values` values; data
+    pages in `encodings` (else NotImplementedError: pyarrow reads the column).
     Raises ValueError for a header that lies (sizes past the chunk, unknown page types,
     data pages in an encoding the device does not decode, a CRC that does not match)."""
     pages = ChunkPages()
@@ -141,7 +162,7 @@ def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", v
                 raise ValueError(f"dictionary page in encoding {ENCODING_NAMES.get(header.encoding, header.encoding)}")
             pages.dictionary = page
         elif header.type in (DATA_PAGE, DATA_PAGE_V2):
-            if header.encoding not in (PLAIN, *DICTIONARY_ENCODINGS):
+            if header.encoding not in encodings:
                 raise NotImplementedError(f"encoding {ENCODING_NAMES.get(header.encoding, header.encoding)}")
             if header.type == DATA_PAGE and header.definition_level_encoding != RLE:
                 raise NotImplementedError("definition levels not in RLE")
