@@ -41,6 +41,24 @@ const int32_t MODE_VALUES = 0;
 const int32_t MODE_INDICES = 1;
 const int32_t MODE_BIG_ENDIAN = 2;  // with MODE_VALUES: FIXED_LEN_BYTE_ARRAY decimals, sign-extended
 
+// Past runs that hold no values (an RLE run of length 0, a bit-packed run of 0 groups):
+// fastparquet ends index streams with such runs. Stops at anything else.
+XPU_FN const uint8_t* past_empty_runs(const uint8_t* p, const uint8_t* end, int32_t width) {
+  while (p < end) {
+    const uint8_t* q = p;
+    bool bad = false;
+    const uint64_t header = uleb128(q, end, bad);
+    if (bad || (header >> 1) != 0) break;
+    if (!(header & 1)) {  // an RLE run's value follows, even for no values
+      const int32_t nbytes = (width + 7) / 8;
+      if (nbytes > end - q) break;
+      q += nbytes;
+    }
+    p = q;
+  }
+  return p;
+}
+
 // The RLE / bit-packed hybrid: runs of one repeated value, or groups of 8 bit-packed values.
 struct Hybrid {
   const uint8_t* p;
@@ -141,8 +159,9 @@ struct PageCursor {
   }
 
   // Whether a hybrid stream was used up: every run header in its section read (its last run
-  // may hold more values than the page needs: DuckDB writes such runs).
-  XPU_METHOD static bool used_up(const Hybrid& h) { return h.p == h.end; }
+  // may hold more values than the page needs: DuckDB writes such runs; runs of no values may
+  // follow: fastparquet writes those).
+  XPU_METHOD static bool used_up(const Hybrid& h) { return past_empty_runs(h.p, h.end, h.width) == h.end; }
 
   // After a page's last row: its levels were used up exactly (damage that kept every read
   // in bounds shows here).
@@ -183,6 +202,12 @@ XPU_FN void copy_big_endian(const uint8_t* from, uint8_t* to, int32_t in_width) 
 
 XPU_FN void zero_value(uint8_t* to, int32_t out_width) {
   for (int32_t k = 0; k < out_width; ++k) to[k] = 0;
+}
+
+// After a PLAIN page's last value: whole values only, none cut short (fastparquet writes a
+// value more than the rows hold; pyarrow ignores it).
+XPU_FN bool whole_values_left(const uint8_t* at, const uint8_t* end, int32_t in_width) {
+  return at <= end && (end - at) % in_width == 0;
 }
 
 // The low `in_width` bytes of `v` as a stored value, written as copy_value would.
@@ -260,7 +285,7 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
   }
   if (!page.bad) {
     page.finish();
-    if (encoding == ENC_PLAIN && page.values + k * in_width != page.end) page.bad = true;  // every byte a value
+    if (encoding == ENC_PLAIN && !whole_values_left(page.values + k * in_width, page.end, in_width)) page.bad = true;
     if (encoding == ENC_BYTE_STREAM_SPLIT && k != split_count) page.bad = true;
     if (encoding == ENC_DELTA_BINARY && k != deltas.total) page.bad = true;
     if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
@@ -333,6 +358,10 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
     lengths[first + r] = (int32_t)length;
     q += length;
   }
+  if (!page.bad && encoding == ENC_PLAIN) {
+    // values past the rows' own: whole ones only (fastparquet pads pages with empty strings)
+    while (q < page.end && page.end - q >= 4 && (int64_t)le32(q) <= page.end - q - 4) q += 4 + le32(q);
+  }
   if (!page.bad) {
     page.finish();
     if (!dictionary && q != page.end) page.bad = true;
@@ -395,6 +424,7 @@ XPU_FN void build_runs(RunTable& t, const uint8_t* from, const uint8_t* to, int3
   }
   if (total >= (1ll << 31)) t.bad = true;
   t.first[t.count] = (int32_t)(total < (1ll << 31) ? total : 0);
+  if (!t.bad && !t.overflow) p = past_empty_runs(p, to, width);
   t.reached_end = p == to;
 }
 
@@ -537,7 +567,7 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
   }
   if (threadIdx.x == 0) {
     if (has_levels && !runs_used_up(levels, n)) damaged = true;
-    if (!dictionary && values + k_base * in_width != end) damaged = true;
+    if (!dictionary && !whole_values_left(values + k_base * in_width, end, in_width)) damaged = true;
     if (dictionary && !runs_used_up(indices, k_base)) damaged = true;
   }
   if (damaged) xpu::raise(err, ERR_CORRUPT);
