@@ -34,12 +34,15 @@ const int64_t ENC_DICTIONARY = 1;          // PLAIN_DICTIONARY or RLE_DICTIONARY
 const int64_t ENC_DELTA_BINARY = 2;        // DELTA_BINARY_PACKED integers
 const int64_t ENC_DELTA_LENGTH = 3;        // DELTA_LENGTH_BYTE_ARRAY text
 const int64_t ENC_BYTE_STREAM_SPLIT = 4;   // fixed-width values, byte k of each in stream k
+const int64_t ENC_RLE = 5;                 // booleans: a 4-byte length, then RLE / bit-packed runs
 
 // What a fixed-width page writes: values, dictionary entries, or dictionary indices (text
 // that stays dictionary-encoded).
 const int32_t MODE_VALUES = 0;
 const int32_t MODE_INDICES = 1;
-const int32_t MODE_BIG_ENDIAN = 2;  // with MODE_VALUES: FIXED_LEN_BYTE_ARRAY decimals, sign-extended
+const int32_t MODE_BIG_ENDIAN = 2;  // FIXED_LEN_BYTE_ARRAY decimals, sign-extended
+const int32_t MODE_BOOLEAN = 3;     // BOOLEAN: a bit a value (PLAIN) or RLE runs; a byte a row out
+const int32_t MODE_INT96 = 4;       // INT96 timestamps (nanoseconds of the day, Julian day) as ns
 
 // Past runs that hold no values (an RLE run of length 0, a bit-packed run of 0 groups):
 // fastparquet ends index streams with such runs. Stops at anything else.
@@ -210,6 +213,22 @@ XPU_FN bool whole_values_left(const uint8_t* at, const uint8_t* end, int32_t in_
   return at <= end && (end - at) % in_width == 0;
 }
 
+// An INT96 timestamp (8 bytes of nanoseconds in the day, 4 of Julian day) as nanoseconds
+// since 1970, wrapping as pyarrow's reading does.
+XPU_FN void copy_int96(const uint8_t* from, uint8_t* to) {
+  uint64_t nanos = 0;
+  for (int32_t k = 0; k < 8; ++k) nanos |= (uint64_t)from[k] << (8 * k);
+  const int64_t day = (int64_t)(int32_t)le32(from + 8);
+  *(uint64_t*)to = (uint64_t)(day - 2440588) * 86400000000000ull + nanos;
+}
+
+// A stored PLAIN or dictionary value as the column's layout wants it.
+XPU_FN void copy_stored(const uint8_t* from, uint8_t* to, int32_t in_width, int32_t out_width, int32_t mode) {
+  if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
+  else if (mode == MODE_INT96) copy_int96(from, to);
+  else copy_value(from, to, in_width, out_width);
+}
+
 // The low `in_width` bytes of `v` as a stored value, written as copy_value would.
 XPU_FN void write_stored(uint64_t v, uint8_t* to, int32_t in_width, int32_t out_width) {
   uint8_t bytes[8];
@@ -244,6 +263,11 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
     deltas.start(page.values, page.end);
     if (deltas.bad || deltas.total > n) page.bad = true;
   }
+  Hybrid flags;  // booleans in RLE: a 4-byte length, then runs of bit width 1
+  if (!page.bad && mode == MODE_BOOLEAN && encoding == ENC_RLE) {
+    if (page.end - page.values < 4 || (int64_t)le32(page.values) > page.end - page.values - 4) page.bad = true;
+    else flags.start(page.values + 4, page.values + 4 + le32(page.values), 1);
+  }
   const int64_t split_count = in_width > 0 ? (page.end - page.values) / in_width : 0;
   if (!page.bad && encoding == ENC_BYTE_STREAM_SPLIT && split_count * in_width != page.end - page.values) {
     page.bad = true;
@@ -254,11 +278,20 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
     uint8_t* to = out + (first + r) * out_width;
     if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
     if (!defined) { zero_value(to, out_width); continue; }
-    if (encoding == ENC_PLAIN) {
+    if (mode == MODE_BOOLEAN) {
+      if (encoding == ENC_RLE) {
+        *to = (uint8_t)flags.next();
+        if (flags.bad) { page.bad = true; break; }
+      } else if (encoding == ENC_PLAIN && (k >> 3) < page.end - page.values) {
+        *to = (page.values[k >> 3] >> (k & 7)) & 1;
+      } else {
+        page.bad = true;
+        break;
+      }
+    } else if (encoding == ENC_PLAIN) {
       const uint8_t* from = page.values + k * in_width;
       if (in_width > page.end - from) { page.bad = true; break; }
-      if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
-      else copy_value(from, to, in_width, out_width);
+      copy_stored(from, to, in_width, out_width, mode);
     } else if (encoding == ENC_DELTA_BINARY) {
       const int64_t v = deltas.next();
       if (deltas.bad) { page.bad = true; break; }
@@ -275,8 +308,7 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
       const uint32_t index = indices.next();
       if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
       if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)(w[W_DICT] + index);
-      else if (mode == MODE_BIG_ENDIAN) copy_big_endian(dict + (int64_t)index * in_width, to, in_width);
-      else copy_value(dict + (int64_t)index * in_width, to, in_width, out_width);
+      else copy_stored(dict + (int64_t)index * in_width, to, in_width, out_width, mode);
     } else {
       page.bad = true;
       break;
@@ -285,7 +317,9 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
   }
   if (!page.bad) {
     page.finish();
-    if (encoding == ENC_PLAIN && !whole_values_left(page.values + k * in_width, page.end, in_width)) page.bad = true;
+    if (mode != MODE_BOOLEAN && encoding == ENC_PLAIN &&
+        !whole_values_left(page.values + k * in_width, page.end, in_width)) page.bad = true;
+    if (mode == MODE_BOOLEAN && encoding == ENC_RLE && !PageCursor::used_up(flags)) page.bad = true;
     if (encoding == ENC_BYTE_STREAM_SPLIT && k != split_count) page.bad = true;
     if (encoding == ENC_DELTA_BINARY && k != deltas.total) page.bad = true;
     if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
@@ -480,8 +514,8 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
   const uint8_t* dict = address(w[W_DICT]);
   const int64_t dict_count = w[W_DICT_COUNT];
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
-  if (w[W_ENCODING] == ENC_DELTA_BINARY || w[W_ENCODING] == ENC_BYTE_STREAM_SPLIT) {
-    // sequential encodings (each delta needs the one before): one thread reads the page
+  if (w[W_ENCODING] == ENC_DELTA_BINARY || w[W_ENCODING] == ENC_BYTE_STREAM_SPLIT || mode == MODE_BOOLEAN) {
+    // sequential encodings (each delta needs the one before) and booleans: one thread reads the page
     if (threadIdx.x == 0) decode_fixed_page(w, in_width, out_width, mode, out, valid, err);
     return;
   }
@@ -552,15 +586,13 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
       } else if (!dictionary) {
         const uint8_t* from = values + k * in_width;
         if (in_width > end - from) damaged = true;
-        else if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
-        else copy_value(from, to, in_width, out_width);
+        else copy_stored(from, to, in_width, out_width, mode);
       } else {
         const int32_t run = find_run(indices, k);
         const uint32_t index = run < 0 ? 0 : run_value(indices, run, k);
         if (run < 0 || (int64_t)index >= dict_count) damaged = true;
         else if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)(w[W_DICT] + index);
-        else if (mode == MODE_BIG_ENDIAN) copy_big_endian(dict + (int64_t)index * in_width, to, in_width);
-        else copy_value(dict + (int64_t)index * in_width, to, in_width, out_width);
+        else copy_stored(dict + (int64_t)index * in_width, to, in_width, out_width, mode);
       }
     }
     k_base += total;

@@ -59,6 +59,7 @@ XPU_FN int64_t kernel_encoding(int64_t encoding) {
     case ENCODING_DELTA_BINARY_PACKED: return ENC_DELTA_BINARY;
     case ENCODING_DELTA_LENGTH_BYTE_ARRAY: return ENC_DELTA_LENGTH;
     case ENCODING_BYTE_STREAM_SPLIT: return ENC_BYTE_STREAM_SPLIT;
+    case ENCODING_RLE: return ENC_RLE;  // booleans (levels are never a data page's encoding)
     default: return ENC_PLAIN;
   }
 }

@@ -371,12 +371,11 @@ def test_delta_byte_array_text_is_read_by_pyarrow(tmp_path: Path, harness: Any) 
 # ---- columns the device does not decode ------------------------------------------------------
 
 def test_unsupported_columns_are_named_and_still_right(tmp_path: Path, harness: Any) -> None:
-    """Booleans, unsigned integers, decimals of more than 18 digits and INT96 timestamps
-    are read by pyarrow (named with the reason), the other columns of the same row group by
-    the device; together they equal pyarrow's reading."""
+    """Unsigned integers and decimals of more than 18 digits are read by pyarrow (named with
+    the reason), the other columns of the same row group by the device; together they equal
+    pyarrow's reading."""
     rows = 3000
     table = pa.table({
-        "b": pa.array([None if k % 5 == 0 else k % 3 == 0 for k in range(rows)]),
         "u32": pa.array([None if k % 7 == 0 else 4_000_000_000 - k for k in range(rows)], pa.uint32()),
         "u8": pa.array([k % 256 for k in range(rows)], pa.uint8()),
         "wide": pa.array([None if k % 4 == 0 else decimal.Decimal(10**27 + k).scaleb(-2) for k in range(rows)],
@@ -387,16 +386,44 @@ def test_unsupported_columns_are_named_and_still_right(tmp_path: Path, harness: 
     path = write(table, tmp_path / "unsupported.parquet", compression="snappy", row_group_size=1000)
     decoder = harness.check(path)
     reasons = decoder.host_columns
-    assert set(reasons) == {"b", "u32", "u8", "wide"}, reasons
-    assert "BOOLEAN" in reasons["b"]
+    assert set(reasons) == {"u32", "u8", "wide"}, reasons
     assert "uint32" in reasons["u32"] and "uint8" in reasons["u8"]
     assert "decimal128(30, 2)" in reasons["wide"]
 
-    int96 = tmp_path / "int96.parquet"
-    pq.write_table(pa.table({"t": pa.array([None, 1, 2**40], pa.int64()).cast(pa.timestamp("ns")),
-                             "i": pa.array([1, None, 3], pa.int64())}), int96, use_deprecated_int96_timestamps=True)
-    decoder = harness.check(int96)
-    assert set(decoder.host_columns) == {"t"} and "INT96" in decoder.host_columns["t"]
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+def test_booleans(tmp_path: Path, harness: Any, compression: str, version: str) -> None:
+    """BOOLEAN columns (bit-packed PLAIN pages; RLE pages in v2, as pyarrow writes them when
+    asked), nullable and required, runs and scattered values, into Arrow's bitmaps."""
+    rows = 5000
+    table = pa.table({"b": pa.array([None if k % 5 == 0 else (k * 7) % 3 == 0 for k in range(rows)]),
+                      "runs": pa.array([k // 700 % 2 == 0 for k in range(rows)]),
+                      "req": pa.array([k % 3 != 1 for k in range(rows)], pa.bool_()),
+                      "none": pa.array([None] * rows, pa.bool_())},
+                     schema=pa.schema([pa.field("b", pa.bool_()), pa.field("runs", pa.bool_()),
+                                       pa.field("req", pa.bool_(), nullable=False), pa.field("none", pa.bool_())]))
+    for encoding in ("PLAIN", "RLE"):
+        if encoding == "RLE" and version == "1.0":
+            continue
+        path = write(table, tmp_path / f"bool_{encoding}.parquet", compression=compression, data_page_version=version,
+                     use_dictionary=False, column_encoding=encoding, row_group_size=1700)
+        assert encoding in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+        assert harness.check(path).host_columns == {}
+
+
+def test_int96_timestamps(tmp_path: Path, harness: Any) -> None:
+    """INT96 timestamps (Impala's: nanoseconds of the day and a Julian day) as nanoseconds,
+    PLAIN and dictionary-encoded, before and after 1970, with NULLs."""
+    values = [None, 0, 1, -1, 86_399_999_999_999, -86_400_000_000_001, 2**40, -2**50, 1_700_000_000_123_456_789]
+    table = pa.table({"t": pa.array(values * 300, pa.int64()).cast(pa.timestamp("ns")),
+                      "i": pa.array(list(range(len(values) * 300)), pa.int64())})
+    for dictionary in (False, True):
+        path = tmp_path / f"int96_{dictionary}.parquet"
+        pq.write_table(table, path, use_deprecated_int96_timestamps=True, use_dictionary=dictionary,
+                       row_group_size=1000, data_page_size=1024)
+        assert pq.ParquetFile(path).metadata.schema.column(0).physical_type == "INT96"
+        assert harness.check(path).host_columns == {}
 
 
 def test_nested_columns_are_named_nested(tmp_path: Path, cpu_harness: Any) -> None:

@@ -25,12 +25,11 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.device.base import Backend
-from penstock.io.device_batch import Batch, Column, numpy_dtype
+from penstock.io.device_batch import Batch, Column
 from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.decoder import BLOCK, MODE_BIG_ENDIAN, MODE_INDICES, MODE_VALUES, PAGE_WORDS, \
-    RowGroupDecoder, _validity
+from penstock.io.parquet_device.decoder import BLOCK, PAGE_WORDS, RowGroupDecoder, _validity
 from penstock.io.parquet_device.kernels import count_pages_kernel, fixed_kernel, lay_out_pages_kernel
-from penstock.io.parquet_device.pages import data_encodings, device_fixed_width
+from penstock.io.parquet_device.pages import MODE_INDICES, data_encodings, fixed_layout
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
@@ -122,10 +121,9 @@ class BatchDecoder:
             encodings = sum(1 << e for e in data_encodings(column.physical_type))
             width = 0
             if t.kind is not Kind.STRING:
-                widths = device_fixed_width(column.physical_type, rg.file.schema_arrow.field(name).type,
-                                            column.length or 0)
-                width = widths[0] if widths is not None else 0
-                fits = fits and widths is not None
+                layout = fixed_layout(column.physical_type, rg.file.schema_arrow.field(name).type, column.length or 0)
+                width = layout.in_width if layout is not None else 0
+                fits = fits and layout is not None
             for k, g in enumerate(groups):
                 group = meta.row_group(g)
                 chunk = group.column(j)
@@ -295,16 +293,7 @@ class BatchDecoder:
             starts, lengths = rg._text_spans(n_pages, pages, rows, valid, err, spans)
             offsets, data = rg._gather(starts, lengths, err)
             return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
-        name = rg.names[index]
-        column = rg.file.metadata.schema.column(rg.leaf[name])
-        widths = device_fixed_width(column.physical_type, rg.file.schema_arrow.field(name).type, column.length or 0)
-        assert widths is not None
-        out = be.empty(rows, numpy_dtype(t))
-        if out.itemsize != widths[1]:
-            raise ValueError(f"{column.physical_type} as {t}")
-        mode = MODE_BIG_ENDIAN if column.physical_type == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
-        self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, widths[0], widths[1], mode, out, valid, err])
-        return Column(t, rows, values=out, validity=_validity(be, valid))
+        return rg.fixed_column(t, rows, n_pages, pages, rg.layout(rg.names[index]), valid, err)
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
         self.backend.launch(self.backend.compile(spec), rows, args)

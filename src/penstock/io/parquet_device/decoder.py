@@ -26,14 +26,13 @@ from penstock.errors import DATA_CORRUPTED, FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.kernels import fixed_kernel, gather_kernel, spans_kernel
-from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, KERNEL_ENCODING, ChunkPages, Page, \
-    data_encodings, device_fixed_width, read_pages, \
+from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, ChunkPages, \
+    FixedLayout, Page, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
 PAGE_WORDS = 10  # kernels/parquet.h's page table
-MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN = 0, 1, 2
 BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
 
 
@@ -301,25 +300,32 @@ class RowGroupDecoder:
             starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans)
             offsets, data = self._gather(starts, lengths, err)
             return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
-        arrow = self.file.schema_arrow.field(chunk.name).type
-        column = self.file.metadata.schema.column(self.leaf[chunk.name])
-        physical = column.physical_type
-        widths = device_fixed_width(physical, arrow, column.length or 0)
-        assert widths is not None
-        in_width, out_width = widths
-        out = be.empty(rows, numpy_dtype(t))
-        if out.itemsize != out_width:
-            raise NotImplementedError(f"{physical} as {t}")
+        layout = self.layout(chunk.name)
         dict_address = 0
         if dictionary is not None:
             dict_address = where(dictionary)[0]
-            if dict_count * in_width > dictionary.decoded_size:
+            if dict_count * layout.in_width > dictionary.decoded_size:
                 raise ValueError("dictionary page smaller than its values")
         pages = be.to_device(self._page_table(chunk, where, base_raw, dict_address, dict_count))
-        mode = MODE_BIG_ENDIAN if physical == "FIXED_LEN_BYTE_ARRAY" else MODE_VALUES
-        self._launch(fixed_kernel(), len(chunk.pages.data) * BLOCK, [len(chunk.pages.data), pages, in_width, out_width,
-                     mode, out, valid, err])
-        return Column(t, rows, values=out, validity=_validity(be, valid))
+        return self.fixed_column(t, rows, len(chunk.pages.data), pages, layout, valid, err)
+
+    def layout(self, name: str) -> FixedLayout:
+        column = self.file.metadata.schema.column(self.leaf[name])
+        layout = fixed_layout(column.physical_type, self.file.schema_arrow.field(name).type, column.length or 0)
+        assert layout is not None  # _reason sent the others to pyarrow
+        return layout
+
+    def fixed_column(self, t: Any, rows: int, n_pages: int, pages: Any, layout: FixedLayout, valid: Any,
+                     err: Any) -> Column:
+        """A fixed-width column from its pages (a page table on the device), one launch."""
+        be = self.backend
+        out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
+        if out.itemsize != layout.out_width:
+            raise ValueError(f"{layout} as {t}")
+        self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, layout.in_width, layout.out_width, layout.mode,
+                                                       out, valid, err])
+        values = be.xp.packbits(out, bitorder="little") if layout.bits else out
+        return Column(t, rows, values=values, validity=_validity(be, valid))
 
     def _page_table(self, chunk: _Chunk, where: Any, base_raw: int, dict_word: int, dict_count: int) -> np.ndarray:
         table = np.zeros((len(chunk.pages.data), PAGE_WORDS), np.int64)
@@ -380,6 +386,8 @@ def _unit(column: Any) -> str:
     for word, unit in (("milli", "ms"), ("micro", "us"), ("nano", "ns")):
         if word in text.lower():
             return unit
+    if column.physical_type == "INT96":
+        return "ns"
     return "ms" if column.converted_type == "TIMESTAMP_MILLIS" else "us"
 
 

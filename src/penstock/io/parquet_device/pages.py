@@ -2,8 +2,7 @@
 
 The host reads each column chunk's page headers (thrift.py) and lays its pages out: where
 each page's bytes sit in the chunk, which need decompressing and into how many bytes. A
-column the device cannot decode (nested, booleans, INT96, encodings other than PLAIN and
-dictionary, a codec nvCOMP lacks) is named with the reason and read by pyarrow instead.
+column the device cannot decode (nested, DELTA_BYTE_ARRAY text, a codec nvCOMP lacks) is named with the reason and read by pyarrow instead.
 """
 
 from __future__ import annotations
@@ -22,12 +21,25 @@ DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, BYTE_STREAM_SPLIT = 5, 6, 9
 DICTIONARY_ENCODINGS = (PLAIN_DICTIONARY, RLE_DICTIONARY)
 # kernels/parquet.h's page encodings (the page table's W_ENCODING)
 ENC_PLAIN, ENC_DICTIONARY, ENC_DELTA_BINARY, ENC_DELTA_LENGTH, ENC_BYTE_STREAM_SPLIT = 0, 1, 2, 3, 4
+ENC_RLE = 5
 KERNEL_ENCODING = {PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTIONARY: ENC_DICTIONARY,
                    DELTA_BINARY_PACKED: ENC_DELTA_BINARY, DELTA_LENGTH_BYTE_ARRAY: ENC_DELTA_LENGTH,
-                   BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT}
+                   BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT, RLE: ENC_RLE}
+# kernels/parquet.h's modes: how a fixed-width page's values are written
+MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN, MODE_BOOLEAN, MODE_INT96 = 0, 1, 2, 3, 4
 ENCODING_NAMES = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
                   6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY", 9: "BYTE_STREAM_SPLIT"}
 CODECS = ("UNCOMPRESSED", "SNAPPY", "ZSTD", "LZ4_RAW", "GZIP")
+
+
+@dataclass(frozen=True)
+class FixedLayout:
+    """How the kernels write a fixed-width column: bytes per stored and per decoded value,
+    the mode, and whether the bytes are then packed into a bitmap (booleans)."""
+    in_width: int
+    out_width: int
+    mode: int
+    bits: bool = False
 
 
 @dataclass
@@ -68,6 +80,10 @@ def device_fixed_width(physical: str, arrow: pa.DataType, type_length: int = 0) 
     if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_decimal(arrow) and arrow.precision <= 18 \
             and 0 < type_length <= 8:
         return type_length, 8
+    if physical == "BOOLEAN" and pa.types.is_boolean(arrow):
+        return 1, 1  # a bit a value as stored; a byte a row as written, packed afterwards
+    if physical == "INT96" and pa.types.is_timestamp(arrow):
+        return 12, 8
     if physical == "INT32":
         if pa.types.is_int8(arrow):
             return 4, 1
@@ -87,6 +103,16 @@ def device_fixed_width(physical: str, arrow: pa.DataType, type_length: int = 0) 
     return None
 
 
+def fixed_layout(physical: str, arrow: pa.DataType, type_length: int = 0) -> FixedLayout | None:
+    """The kernels' layout of a fixed-width column; None if they do not decode it."""
+    widths = device_fixed_width(physical, arrow, type_length)
+    if widths is None:
+        return None
+    mode = {"FIXED_LEN_BYTE_ARRAY": MODE_BIG_ENDIAN, "BOOLEAN": MODE_BOOLEAN, "INT96": MODE_INT96}.get(physical,
+                                                                                                    MODE_VALUES)
+    return FixedLayout(widths[0], widths[1], mode, physical == "BOOLEAN")
+
+
 def data_encodings(physical: str) -> frozenset[int]:
     """The data-page encodings the kernels decode for a physical type."""
     kinds = {PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY}
@@ -96,6 +122,8 @@ def data_encodings(physical: str) -> frozenset[int]:
         kinds.add(BYTE_STREAM_SPLIT)
     elif physical == "BYTE_ARRAY":
         kinds.add(DELTA_LENGTH_BYTE_ARRAY)
+    elif physical == "BOOLEAN":
+        kinds = {PLAIN, RLE}  # never dictionary-encoded
     return frozenset(kinds)
 
 
