@@ -16,7 +16,7 @@ namespace pq {
 const int32_t ERR_CORRUPT = 9;  // XX001: the host names file, row group and column
 
 // The words of one page in the page table.
-const int32_t PAGE_WORDS = 10;
+const int32_t PAGE_WORDS = 12;
 const int32_t W_DATA = 0;        // address of the page's bytes (after decompression)
 const int32_t W_END = 1;         // address one past them
 const int32_t W_LEVELS = 2;      // v2 pages: address of the definition levels; 0 for v1
@@ -28,6 +28,8 @@ const int32_t W_MAX_DEF = 7;     // 0: a required column; 1: nullable
 const int32_t W_DICT = 8;        // fixed-width: address of the dictionary's values; text and
                                  // MODE_INDICES: index of its first entry in the batch's dictionaries
 const int32_t W_DICT_COUNT = 9;  // entries in the page's dictionary (0: none)
+const int32_t W_SCRATCH = 10;    // DELTA_BYTE_ARRAY text: where its values are rebuilt
+const int32_t W_SCRATCH_LEN = 11;  // and the room there (parquet_delta_text_sizes measured it)
 
 const int64_t ENC_PLAIN = 0;
 const int64_t ENC_DICTIONARY = 1;          // PLAIN_DICTIONARY or RLE_DICTIONARY
@@ -35,6 +37,7 @@ const int64_t ENC_DELTA_BINARY = 2;        // DELTA_BINARY_PACKED integers
 const int64_t ENC_DELTA_LENGTH = 3;        // DELTA_LENGTH_BYTE_ARRAY text
 const int64_t ENC_BYTE_STREAM_SPLIT = 4;   // fixed-width values, byte k of each in stream k
 const int64_t ENC_RLE = 5;                 // booleans: a 4-byte length, then RLE / bit-packed runs
+const int64_t ENC_DELTA_TEXT = 6;          // DELTA_BYTE_ARRAY text: prefixes shared with the value before
 
 // What a fixed-width page writes: values, dictionary entries, or dictionary indices (text
 // that stays dictionary-encoded).
@@ -327,8 +330,54 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
 }
 
+// DELTA_BYTE_ARRAY: the prefix lengths (DELTA_BINARY_PACKED), the suffix lengths (the same),
+// then the suffixes' bytes. Value k is value k-1's first prefix[k] bytes and suffix k.
+struct DeltaText {
+  DeltaReader prefixes, suffixes;
+  const uint8_t* data;  // the suffixes' bytes
+  int64_t bytes;        // the values' bytes, rebuilt
+  bool bad;
+
+  // Checks the streams fit the page and measures the rebuilt values.
+  XPU_METHOD void start(const uint8_t* from, const uint8_t* end) {
+    prefixes.start(from, end);
+    DeltaReader p = prefixes;
+    int64_t prefix_bytes = 0;  // each prefix is checked against the value before as values are rebuilt
+    for (int64_t v = 0; v < p.total && !p.bad; ++v) {
+      const int64_t length = p.next();
+      if (length < 0 || length > 0x7FFFFFFF) p.bad = true;
+      prefix_bytes += length;
+    }
+    suffixes.start(p.p, end);
+    DeltaReader q = suffixes;
+    int64_t suffix_bytes = 0;
+    for (int64_t v = 0; v < q.total && !q.bad; ++v) {
+      const int64_t length = q.next();
+      if (length < 0 || length > 0x7FFFFFFF) q.bad = true;
+      suffix_bytes += length;
+    }
+    data = q.p;
+    bad = prefixes.bad || p.bad || suffixes.bad || q.bad || prefixes.total != suffixes.total ||
+          suffix_bytes != end - q.p || prefix_bytes > ((int64_t)1 << 40);
+    bytes = bad ? 0 : prefix_bytes + suffix_bytes;
+  }
+};
+
+// The room a page's rebuilt DELTA_BYTE_ARRAY values need (0 for other pages or damage: the
+// decoding then finds too little room and says so).
+XPU_FN int64_t delta_text_size(const int64_t* w) {
+  if (w[W_ENCODING] != ENC_DELTA_TEXT) return 0;
+  PageCursor page;
+  page.start(w);
+  if (page.bad) return 0;
+  DeltaText text;
+  text.start(page.values, page.end);
+  return text.bytes;
+}
+
 // A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), DELTA_LENGTH_BYTE_ARRAY
-// (every length, DELTA_BINARY_PACKED, then every value's bytes), or indices into a dictionary
+// (every length, DELTA_BINARY_PACKED, then every value's bytes), DELTA_BYTE_ARRAY (rebuilt in
+// the page's scratch room: W_SCRATCH), or indices into a dictionary
 // whose entries' spans are given from W_DICT on (a chunk whose dictionary grew too large goes
 // on in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather then copies
 // them into Arrow's layout.
@@ -339,8 +388,19 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
   page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW], encoding = w[W_ENCODING];
   const bool dictionary = encoding == ENC_DICTIONARY;
-  if (encoding != ENC_PLAIN && encoding != ENC_DICTIONARY && encoding != ENC_DELTA_LENGTH) page.bad = true;
+  if (encoding != ENC_PLAIN && encoding != ENC_DICTIONARY && encoding != ENC_DELTA_LENGTH &&
+      encoding != ENC_DELTA_TEXT) page.bad = true;
   const uint8_t* q = page.values;
+  DeltaText text;  // DELTA_BYTE_ARRAY: values rebuilt one after another in the scratch room
+  uint8_t* rebuilt = (uint8_t*)(uint64_t)w[W_SCRATCH];
+  uint8_t* const rebuilt_end = rebuilt + w[W_SCRATCH_LEN];
+  const uint8_t* last = rebuilt;
+  int64_t last_length = 0;
+  if (!page.bad && encoding == ENC_DELTA_TEXT) {
+    text.start(page.values, page.end);
+    if (text.bad || text.prefixes.total > n || text.bytes > w[W_SCRATCH_LEN]) page.bad = true;
+    q = text.data;
+  }
   Hybrid indices;
   bool indices_started = false;
   DeltaReader sizes;  // DELTA_LENGTH_BYTE_ARRAY: the lengths; the bytes start where they end
@@ -364,6 +424,20 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
     lengths[first + r] = 0;
     if (!defined) continue;
     ++k;
+    if (encoding == ENC_DELTA_TEXT) {
+      const int64_t prefix = text.prefixes.next(), suffix = text.suffixes.next();
+      if (text.prefixes.bad || text.suffixes.bad || prefix > last_length || suffix > page.end - q ||
+          prefix + suffix > rebuilt_end - rebuilt) { page.bad = true; break; }
+      for (int64_t b = 0; b < prefix; ++b) rebuilt[b] = last[b];
+      for (int64_t b = 0; b < suffix; ++b) rebuilt[prefix + b] = q[b];
+      starts[first + r] = (int64_t)(uint64_t)rebuilt;
+      lengths[first + r] = (int32_t)(prefix + suffix);
+      last = rebuilt;
+      last_length = prefix + suffix;
+      rebuilt += last_length;
+      q += suffix;
+      continue;
+    }
     if (encoding == ENC_DELTA_LENGTH) {
       const int64_t length = sizes.next();
       if (sizes.bad || length > page.end - q) { page.bad = true; break; }
@@ -400,6 +474,7 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
     page.finish();
     if (!dictionary && q != page.end) page.bad = true;
     if (encoding == ENC_DELTA_LENGTH && k != sizes.total) page.bad = true;
+    if (encoding == ENC_DELTA_TEXT && k != text.prefixes.total) page.bad = true;
     if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
   }
   if (page.bad) xpu::raise(err, ERR_CORRUPT);

@@ -50,7 +50,8 @@ const int32_t T_STOP = 0, T_TRUE = 1, T_FALSE = 2, T_BYTE = 3, T_I16 = 4, T_I32 
               T_DOUBLE = 7, T_BINARY = 8, T_LIST = 9, T_SET = 10, T_MAP = 11, T_STRUCT = 12;
 const int64_t PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICTIONARY = 2, PAGE_DATA_V2 = 3;
 const int64_t ENCODING_PLAIN = 0, ENCODING_PLAIN_DICTIONARY = 2, ENCODING_RLE = 3, ENCODING_DELTA_BINARY_PACKED = 5,
-              ENCODING_DELTA_LENGTH_BYTE_ARRAY = 6, ENCODING_RLE_DICTIONARY = 8, ENCODING_BYTE_STREAM_SPLIT = 9;
+              ENCODING_DELTA_LENGTH_BYTE_ARRAY = 6, ENCODING_DELTA_BYTE_ARRAY = 7, ENCODING_RLE_DICTIONARY = 8,
+              ENCODING_BYTE_STREAM_SPLIT = 9;
 
 // A data page's Parquet encoding as parquet.h's ENC_*.
 XPU_FN int64_t kernel_encoding(int64_t encoding) {
@@ -58,6 +59,7 @@ XPU_FN int64_t kernel_encoding(int64_t encoding) {
     case ENCODING_PLAIN_DICTIONARY: case ENCODING_RLE_DICTIONARY: return ENC_DICTIONARY;
     case ENCODING_DELTA_BINARY_PACKED: return ENC_DELTA_BINARY;
     case ENCODING_DELTA_LENGTH_BYTE_ARRAY: return ENC_DELTA_LENGTH;
+    case ENCODING_DELTA_BYTE_ARRAY: return ENC_DELTA_TEXT;
     case ENCODING_BYTE_STREAM_SPLIT: return ENC_BYTE_STREAM_SPLIT;
     case ENCODING_RLE: return ENC_RLE;  // booleans (levels are never a data page's encoding)
     default: return ENC_PLAIN;
@@ -287,7 +289,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
         int64_t* w = dict_pages + c[C_DICT_SLOT] * PAGE_WORDS;
         w[W_DATA] = where; w[W_END] = where + size; w[W_LEVELS] = 0; w[W_LEVELS_LEN] = 0;
         w[W_VALUES] = h.values; w[W_FIRST_ROW] = c[C_DICT_BASE]; w[W_ENCODING] = ENC_PLAIN;
-        w[W_MAX_DEF] = 0; w[W_DICT] = 0; w[W_DICT_COUNT] = 0;
+        w[W_MAX_DEF] = 0; w[W_DICT] = 0; w[W_DICT_COUNT] = 0; w[W_SCRATCH] = 0; w[W_SCRATCH_LEN] = 0;
       }
     } else if (data) {
       const bool dictionary = h.encoding == ENCODING_PLAIN_DICTIONARY || h.encoding == ENCODING_RLE_DICTIONARY;
@@ -304,6 +306,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
         w[W_ENCODING] = kernel_encoding(h.encoding); w[W_MAX_DEF] = c[C_MAX_DEF];
         w[W_DICT] = c[C_WIDTH] == 0 ? c[C_DICT_BASE] : dict_where;
         w[W_DICT_COUNT] = dict_values < 0 ? 0 : dict_values;
+        w[W_SCRATCH] = 0; w[W_SCRATCH_LEN] = 0;  // DELTA_BYTE_ARRAY text: set once measured
       }
       ++pages;
       values += h.values;

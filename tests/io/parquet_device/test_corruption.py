@@ -739,16 +739,22 @@ def test_a_damaged_page_of_a_column_pyarrow_reads_for_the_device(tmp_path: Path)
 
 # ---- DELTA_BINARY_PACKED and DELTA_LENGTH_BYTE_ARRAY -----------------------------------------
 
+DELTA_COLUMNS = ["a", "p", "d"]
+
+
 def delta_file(path: Path) -> Path:
     """a: required int64, DELTA_BINARY_PACKED; p: required text, DELTA_LENGTH_BYTE_ARRAY;
-    uncompressed v1 pages (no levels: the page body is the encoded stream)."""
+    d: required text, DELTA_BYTE_ARRAY; uncompressed v1 pages (no levels: the page body is
+    the encoded stream)."""
     rows = 2000
     table = pa.table({"a": pa.array([k * 1000 + (k % 7) for k in range(rows)], pa.int64()),
-                      "p": pa.array([f"text {k}" for k in range(rows)])},
-                     schema=pa.schema([pa.field("a", pa.int64(), nullable=False),
-                                       pa.field("p", pa.string(), nullable=False)]))
+                      "p": pa.array([f"text {k}" for k in range(rows)]),
+                      "d": pa.array([f"shared prefix {k // 4}" for k in range(rows)])},
+                     schema=pa.schema([pa.field(c, pa.int64() if c == "a" else pa.string(), nullable=False)
+                                       for c in DELTA_COLUMNS]))
     pq.write_table(table, path, row_group_size=GROUP, compression="none", use_dictionary=False,
-                   column_encoding={"a": "DELTA_BINARY_PACKED", "p": "DELTA_LENGTH_BYTE_ARRAY"})
+                   column_encoding={"a": "DELTA_BINARY_PACKED", "p": "DELTA_LENGTH_BYTE_ARRAY",
+                                    "d": "DELTA_BYTE_ARRAY"})
     return path
 
 
@@ -757,11 +763,11 @@ def delta_damage(tmp_path: Path, cpu_harness: Any, column: str, edit: Any) -> Fi
     and decode: the host's reader must name it, and the batch path must decline."""
     good = delta_file(tmp_path / "delta.parquet")
     raw = good.read_bytes()
-    j = ["a", "p"].index(column)
+    j = DELTA_COLUMNS.index(column)
     at, header = next((at, h) for at, h in pages_any(good, 1, j) if h.type != DICTIONARY_PAGE)
     bad = damage(good, tmp_path / "bad.parquet", edit(raw, at + header.header_length))
     with pytest.raises(FileError) as e:
-        decode_all(cpu_harness, bad, ["a", "p"])
+        decode_all(cpu_harness, bad, DELTA_COLUMNS)
     assert_names(e.value, bad, 1, column)
     return e.value
 
@@ -807,3 +813,15 @@ def test_delta_lengths_that_overrun_the_page(tmp_path: Path, cpu_harness: Any) -
         assert len(new) == after - at and new != raw[at:after]
         return {at: new}
     delta_damage(tmp_path, cpu_harness, "p", edit)
+
+
+def test_a_delta_prefix_longer_than_the_value_before(tmp_path: Path, cpu_harness: Any) -> None:
+    """DELTA_BYTE_ARRAY: the first value's prefix length (the prefix stream's first value,
+    which must be 0: there is no value before) made 1."""
+    def edit(raw: bytes, body: int) -> dict[int, bytes]:
+        at = body
+        for _ in range(3):
+            _value, at = uleb(raw, at)
+        assert raw[at] == 0  # zigzag 0
+        return {at: b"\x02"}
+    delta_damage(tmp_path, cpu_harness, "d", edit)

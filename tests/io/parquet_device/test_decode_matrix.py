@@ -358,14 +358,19 @@ def test_delta_packed_extremes(tmp_path: Path, harness: Any) -> None:
         assert harness.check(path).host_columns == {}
 
 
-def test_delta_byte_array_text_is_read_by_pyarrow(tmp_path: Path, harness: Any) -> None:
-    """DELTA_BYTE_ARRAY (prefixes shared with the value before) is not decoded on the device:
-    named with its encoding, read by pyarrow, right."""
-    table = pa.table({"s": pa.array([f"common prefix {k // 3}" for k in range(2000)]),
-                      "i": pa.array(range(2000), pa.int64())})
-    path = write(table, tmp_path / "dba.parquet", use_dictionary=False, column_encoding={"s": "DELTA_BYTE_ARRAY"})
-    decoder = harness.check(path)
-    assert decoder.host_columns == {"s": "encoding DELTA_BYTE_ARRAY"}
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_delta_byte_array_text(tmp_path: Path, harness: Any, big_table: pa.Table, version: str) -> None:
+    """DELTA_BYTE_ARRAY text (each value a prefix of the one before plus a suffix, rebuilt on
+    the device): every text column of the matrix, sorted keys with long shared prefixes, and
+    row groups of 7 and of all rows."""
+    text = big_table.select(DELTA_TEXT)
+    keys = pa.table({"key": pa.array([f"customer#{k // 3:09d}/order#{k:07d}" for k in range(20_000)])})
+    for group, rows in ((7, 700), (20_000, 20_000)):
+        for name, table in (("matrix", text.slice(0, rows)), ("keys", keys.slice(0, rows))):
+            path = write(table, tmp_path / f"dba_{name}_{group}.parquet", data_page_version=version,
+                         use_dictionary=False, row_group_size=group, column_encoding="DELTA_BYTE_ARRAY")
+            assert "DELTA_BYTE_ARRAY" in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+            assert harness.check(path).host_columns == {}
 
 
 # ---- columns the device does not decode ------------------------------------------------------

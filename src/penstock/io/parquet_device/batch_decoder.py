@@ -199,7 +199,7 @@ class BatchDecoder:
         groups = len(run.groups)
         for c, index in enumerate(run.columns):
             part = slice(c * groups, (c + 1) * groups)
-            columns[index] = self._decode_column(index, run.rows, table[part], stats[part], layout,
+            columns[index] = self._decode_column(index, run.rows, run.groups, table[part], stats[part], layout,
                                                  errors[c:c + 1])
         return not be.to_host(errors).any()
 
@@ -232,8 +232,8 @@ class BatchDecoder:
         largest = {codec: int(max(stats[k, S_LARGEST] for k in range(n) if run.codecs[k] == codec))
                    for codec in spans}
         totals = {codec: int(sum(stats[k, S_DECODED] for k in range(n) if run.codecs[k] == codec)) for codec in spans}
-        return {"decoded": decoded, "decoded_size": decoded_size, "data_pages": data_pages, "dict_pages": dict_pages, "work": work, "spans": spans,
-                "largest": largest, "totals": totals}
+        return {"decoded": decoded, "decoded_size": decoded_size, "data_pages": data_pages, "dict_pages": dict_pages,
+                "work": work, "spans": spans, "largest": largest, "totals": totals}
 
     def _decompress(self, run: StoredRun, layout: dict[str, Any], errors: Any) -> None:
         be = self.backend
@@ -267,8 +267,8 @@ class BatchDecoder:
             layout["decoded"][:layout["decoded_size"]].set(target)
         self.decompression = "on the host"
 
-    def _decode_column(self, index: int, rows: int, table: np.ndarray, stats: np.ndarray, layout: dict[str, Any],
-                       err: Any) -> Column:
+    def _decode_column(self, index: int, rows: int, groups: list[int], table: np.ndarray, stats: np.ndarray,
+                       layout: dict[str, Any], err: Any) -> Column:
         be, rg = self.backend, self.row_groups
         t = rg.types[index]
         valid = be.empty(rows, np.uint8) if table[0, C_MAX_DEF] > 0 else None
@@ -283,16 +283,11 @@ class BatchDecoder:
                 dict_pages = layout["dict_pages"][slot * PAGE_WORDS:(slot + count) * PAGE_WORDS]
                 entries = int(np.maximum(stats[:, S_DICT_VALUES], 0).sum())
                 spans = rg._text_spans(count, dict_pages, entries, None, err) + (entries,)
-            if spans is not None and has_dict.all() and stats[:, S_ALL_DICT].all():
-                d_offsets, d_data = rg._gather(spans[0], spans[1], err)
-                indices = be.empty(rows, np.int32)  # every page indexes a dictionary: it stays so
-                self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, indices, valid,
-                                                               err])
-                return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
-                              dict_data=d_data)
-            starts, lengths = rg._text_spans(n_pages, pages, rows, valid, err, spans)
-            offsets, data = rg._gather(starts, lengths, err)
-            return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
+            name = rg.names[index]
+            delta_text = any("DELTA_BYTE_ARRAY" in rg.file.metadata.row_group(g).column(rg.leaf[name]).encodings
+                             for g in groups)
+            return rg.text_column(t, rows, n_pages, pages, spans, bool(has_dict.all() and stats[:, S_ALL_DICT].all()),
+                                  delta_text, valid, err)
         return rg.fixed_column(t, rows, n_pages, pages, rg.layout(rg.names[index]), valid, err)
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:

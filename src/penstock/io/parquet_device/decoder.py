@@ -25,14 +25,16 @@ from penstock.device.base import Backend
 from penstock.errors import DATA_CORRUPTED, FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
 from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.kernels import fixed_kernel, gather_kernel, spans_kernel
-from penstock.io.parquet_device.pages import DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, ChunkPages, \
+from penstock.io.parquet_device.kernels import delta_text_sizes_kernel, fixed_kernel, gather_kernel, spans_kernel
+from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, \
+    ChunkPages, \
     FixedLayout, Page, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
-PAGE_WORDS = 10  # kernels/parquet.h's page table
+PAGE_WORDS = 12  # kernels/parquet.h's page table
+W_SCRATCH, W_SCRATCH_LEN = 10, 11
 BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
 
 
@@ -287,19 +289,10 @@ class RowGroupDecoder:
         if t.kind is Kind.STRING:
             pages = be.to_device(self._page_table(chunk, where, base_raw, 0, dict_count))
             spans = self._dictionary_spans(dictionary, where, err) if dictionary is not None else None
-            d_offsets = d_data = None
-            if spans is not None:
-                d_offsets, d_data = self._gather(spans[0], spans[1], err)
-            n_pages = len(chunk.pages.data)
-            if d_offsets is not None and all(p.header.encoding in DICTIONARY_ENCODINGS for p in chunk.pages.data):
-                indices = be.empty(rows, np.int32)  # every page indexes the dictionary: it stays so
-                self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, indices, valid,
-                                                               err])
-                return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
-                              dict_data=d_data)
-            starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans)
-            offsets, data = self._gather(starts, lengths, err)
-            return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
+            encodings = {p.header.encoding for p in chunk.pages.data}
+            return self.text_column(t, rows, len(chunk.pages.data), pages, spans,
+                                    spans is not None and encodings <= set(DICTIONARY_ENCODINGS),
+                                    DELTA_BYTE_ARRAY in encodings, valid, err)
         layout = self.layout(chunk.name)
         dict_address = 0
         if dictionary is not None:
@@ -308,6 +301,37 @@ class RowGroupDecoder:
                 raise ValueError("dictionary page smaller than its values")
         pages = be.to_device(self._page_table(chunk, where, base_raw, dict_address, dict_count))
         return self.fixed_column(t, rows, len(chunk.pages.data), pages, layout, valid, err)
+
+    def text_column(self, t: Any, rows: int, n_pages: int, pages: Any, spans: tuple[Any, Any, int] | None,
+                    all_dictionary: bool, delta_text: bool, valid: Any, err: Any) -> Column:
+        """A text column from its pages (a page table on the device) and the spans of its
+        dictionaries' entries: dictionary-encoded still when every page indexes them."""
+        be = self.backend
+        if spans is not None and all_dictionary:
+            d_offsets, d_data = self._gather(spans[0], spans[1], err)
+            indices = be.empty(rows, np.int32)
+            self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err])
+            return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
+                          dict_data=d_data)
+        room = self._rebuild_room(n_pages, pages) if delta_text else None
+        starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans)
+        offsets, data = self._gather(starts, lengths, err)
+        del room  # the rebuilt values are gathered
+        return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
+
+    def _rebuild_room(self, n_pages: int, pages: Any) -> Any:
+        """Room for the DELTA_BYTE_ARRAY pages' values, rebuilt (each value shares a prefix
+        with the one before, so none lies whole in the page): measured per page, then each
+        page's W_SCRATCH / W_SCRATCH_LEN words point at its share."""
+        be = self.backend
+        sizes = be.zeros(max(n_pages, 1), np.int64)
+        self._launch(delta_text_sizes_kernel(), n_pages, [n_pages, pages, sizes])
+        host = be.to_host(sizes)[:n_pages]
+        room = be.empty(max(int(host.sum()), 1), np.uint8)
+        table = pages.reshape(n_pages, PAGE_WORDS)
+        table[:, W_SCRATCH] = be.to_device(be.address(room) + np.cumsum(host) - host)
+        table[:, W_SCRATCH_LEN] = be.to_device(host)
+        return room
 
     def layout(self, name: str) -> FixedLayout:
         column = self.file.metadata.schema.column(self.leaf[name])
@@ -356,7 +380,8 @@ class RowGroupDecoder:
     def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any, int]:
         start, end = where(dictionary)
         count = dictionary.header.num_values
-        table = np.array([[start, end, 0, 0, count, 0, 0, 0, 0, 0]], np.int64)
+        table = np.zeros((1, PAGE_WORDS), np.int64)
+        table[0, :5] = start, end, 0, 0, count
         starts, lengths = self._text_spans(1, self.backend.to_device(table), count, None, err)
         return starts, lengths, count
 

@@ -52,6 +52,13 @@ _GATHER = """XPU_KERNEL void parquet_gather(int64_t n, const int64_t* starts, co
 """
 
 
+_DELTA_TEXT_SIZES = """XPU_KERNEL void parquet_delta_text_sizes(int64_t n_pages, const int64_t* pages, int64_t* sizes) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(p, n_pages) { sizes[p] = pq::delta_text_size(pages + p * pq::PAGE_WORDS); }
+  XPU_PARALLEL_END
+}
+"""
+
 _PAGES_PRELUDE = '#include "xpu.h"\n#include "parquet_pages.h"\n\n'
 
 _COUNT_PAGES = """XPU_KERNEL void parquet_count_pages(int64_t n_chunks, const int64_t* chunks, int64_t* stats) {
@@ -89,6 +96,13 @@ def spans_kernel() -> KernelSpec:
 
 
 @functools.cache
+def delta_text_sizes_kernel() -> KernelSpec:
+    """The room each DELTA_BYTE_ARRAY page's values take, rebuilt."""
+    return KernelSpec("parquet_delta_text_sizes", _PRELUDE + _DELTA_TEXT_SIZES, ("i64", "ptr", "ptr"),
+                      installation=True)
+
+
+@functools.cache
 def count_pages_kernel() -> KernelSpec:
     """First pass over a batch's column chunks: pages, bytes to decompress, fitness."""
     return KernelSpec("parquet_count_pages", _PAGES_PRELUDE + _COUNT_PAGES, ("i64", "ptr", "ptr"), installation=True)
@@ -107,4 +121,5 @@ def gather_kernel() -> KernelSpec:
 
 
 def decode_kernels() -> list[KernelSpec]:
-    return [fixed_kernel(), spans_kernel(), gather_kernel(), count_pages_kernel(), lay_out_pages_kernel()]
+    return [fixed_kernel(), spans_kernel(), gather_kernel(), delta_text_sizes_kernel(), count_pages_kernel(),
+            lay_out_pages_kernel()]

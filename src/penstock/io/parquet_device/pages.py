@@ -2,7 +2,7 @@
 
 The host reads each column chunk's page headers (thrift.py) and lays its pages out: where
 each page's bytes sit in the chunk, which need decompressing and into how many bytes. A
-column the device cannot decode (nested, DELTA_BYTE_ARRAY text, a codec nvCOMP lacks) is named with the reason and read by pyarrow instead.
+column the device cannot decode (nested, unsigned or wide types, a codec nvCOMP lacks) is named with the reason and read by pyarrow instead.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from penstock.io.parquet_device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONAR
 
 # Parquet encodings (format/Encodings.md)
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
-DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, BYTE_STREAM_SPLIT = 5, 6, 9
+DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT = 5, 6, 7, 9
 DICTIONARY_ENCODINGS = (PLAIN_DICTIONARY, RLE_DICTIONARY)
 # kernels/parquet.h's page encodings (the page table's W_ENCODING)
 ENC_PLAIN, ENC_DICTIONARY, ENC_DELTA_BINARY, ENC_DELTA_LENGTH, ENC_BYTE_STREAM_SPLIT = 0, 1, 2, 3, 4
-ENC_RLE = 5
-KERNEL_ENCODING = {PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTIONARY: ENC_DICTIONARY,
+ENC_RLE, ENC_DELTA_TEXT = 5, 6
+KERNEL_ENCODING = {DELTA_BYTE_ARRAY: ENC_DELTA_TEXT, PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTIONARY: ENC_DICTIONARY,
                    DELTA_BINARY_PACKED: ENC_DELTA_BINARY, DELTA_LENGTH_BYTE_ARRAY: ENC_DELTA_LENGTH,
                    BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT, RLE: ENC_RLE}
 # kernels/parquet.h's modes: how a fixed-width page's values are written
@@ -121,7 +121,7 @@ def data_encodings(physical: str) -> frozenset[int]:
     elif physical in ("FLOAT", "DOUBLE"):
         kinds.add(BYTE_STREAM_SPLIT)
     elif physical == "BYTE_ARRAY":
-        kinds.add(DELTA_LENGTH_BYTE_ARRAY)
+        kinds |= {DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY}
     elif physical == "BOOLEAN":
         kinds = {PLAIN, RLE}  # never dictionary-encoded
     return frozenset(kinds)
