@@ -142,8 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     bi.set_defaults(run=cmd_bench_io)
 
     from penstock.server.cli import add_commands
+    from penstock.sort_command import add_sort_command
 
     add_commands(sub)
+    add_sort_command(sub)
 
     d = sub.add_parser("demo", help="generate SSB data if needed and run the 13 SSB queries")
     d.add_argument("--sf", type=positive, default=1.0)

@@ -1,0 +1,174 @@
+"""`penstock sort` (exec/spill/external_sort.py): files sorted under memory budgets far
+smaller than the data, compared with DuckDB's ORDER BY over the same file: the key sequence
+exactly, and the rows as a multiset (ties may come in any order)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+import pytest
+
+from penstock.errors import QueryError
+from penstock.exec.spill.directory import PREFIX, SpillDirectory, remove_leftovers
+from penstock.exec.spill.external_sort import parse_keys, sort_files
+
+ROWS = 120_000
+
+
+def events(rows: int = ROWS, seed: int = 3) -> pa.Table:
+    """Keys of every kind: int64 with a skewed value (a quarter of the rows), text with
+    NULLs, doubles, dates, and a payload column."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(-10**9, 10**9, rows)
+    k[rng.random(rows) < 0.25] = 42  # a skewed key
+    return pa.table({
+        "k": pa.array(k),
+        "s": pa.array([None if i % 13 == 0 else f"name-{(i * 7919) % 5000:05d}" for i in range(rows)]),
+        "f": pa.array([None if i % 29 == 0 else float(v) for i, v in enumerate(rng.normal(size=rows))]),
+        "d": pa.array(rng.integers(0, 20000, rows).astype("datetime64[D]")),
+        "payload": pa.array([f"row {i}" for i in range(rows)]),
+    })
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sort") / "events.parquet"
+    pq.write_table(events(), path, row_group_size=10_000)
+    return path
+
+
+def duckdb_order(path: Path, order_by: str) -> pa.Table:
+    return duckdb.sql(f"SELECT * FROM '{path}' ORDER BY {order_by}").to_arrow_table()
+
+
+def check(got: pa.Table, want: pa.Table, keys: list[str]) -> None:
+    assert got.num_rows == want.num_rows
+    for k in keys:
+        assert got.column(k).to_pylist() == want.column(k).to_pylist(), k
+    assert Counter(tuple(r.values()) for r in got.to_pylist()) == Counter(tuple(r.values()) for r in want.to_pylist())
+
+
+@pytest.mark.parametrize("by, order_by", [
+    ("k", "k"),
+    ("k:desc", "k DESC"),
+    ("s", "s"),  # NULLs last
+    ("s:desc", "s DESC NULLS FIRST"),  # PostgreSQL's default for DESC (DuckDB's is NULLS LAST)
+    ("s:nulls_first,k:desc", "s NULLS FIRST, k DESC"),
+    ("f:desc:nulls_last,d", "f DESC NULLS LAST, d"),
+    ("d,s,k", "d, s, k"),
+])
+def test_sorted_like_duckdb_under_a_small_budget(tmp_path: Path, source: Path, by: str, order_by: str) -> None:
+    """A 256 KiB budget for about 8 MiB of rows: many chunks and buckets, every key type,
+    ASC/DESC, NULLS FIRST/LAST, several keys, a payload column carried along."""
+    out = tmp_path / "sorted.parquet"
+    report = sort_files(source, parse_keys(by), out, memory_limit=256 << 10, spill_dir=tmp_path / "spill")
+    assert report.rows == ROWS and report.chunks > 10 and report.buckets > 10
+    check(pq.read_table(out), duckdb_order(source, order_by), [key.column for key in parse_keys(by)])
+    assert list((tmp_path / "spill").iterdir()) == []  # the job's directory is gone
+
+
+def test_the_skewed_key_is_one_bucket_over_the_budget_and_still_right(tmp_path: Path, source: Path) -> None:
+    """A quarter of the rows share k = 42: their bucket exceeds the budget and is said to."""
+    out = tmp_path / "sorted.arrow"
+    report = sort_files(source, parse_keys("k"), out, memory_limit=1 << 20, spill_dir=tmp_path / "spill")
+    assert report.oversized_buckets >= 1
+    check(ipc.open_file(str(out)).read_all(), duckdb_order(source, "k"), ["k"])
+
+
+def test_one_bucket_when_the_data_fits(tmp_path: Path, source: Path) -> None:
+    report = sort_files(source, parse_keys("payload"), tmp_path / "o.parquet", memory_limit=1 << 30,
+                        spill_dir=tmp_path / "spill")
+    assert report.buckets == 1
+    check(pq.read_table(tmp_path / "o.parquet"), duckdb_order(source, "payload"), ["payload"])
+
+
+def test_arrow_and_csv_inputs_and_an_empty_file(tmp_path: Path) -> None:
+    table = events(5000)
+    arrow = tmp_path / "e.arrow"
+    with ipc.new_file(str(arrow), table.schema) as w:
+        w.write_table(table)
+    sort_files(arrow, parse_keys("k,payload"), tmp_path / "a.parquet", memory_limit=64 << 10)
+    check(pq.read_table(tmp_path / "a.parquet"), duckdb.sql(f"SELECT * FROM read_parquet('{tmp_path}/a.parquet') "
+                                                            "ORDER BY k, payload").to_arrow_table(), ["k"])
+    csv = tmp_path / "e.csv"
+    csv.write_text("a,b\n3,x\n1,y\n2,z\n")
+    sort_files(csv, parse_keys("a"), tmp_path / "c.parquet")
+    assert pq.read_table(tmp_path / "c.parquet").column("a").to_pylist() == [1, 2, 3]
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(table.slice(0, 0), empty)
+    report = sort_files(empty, parse_keys("k"), tmp_path / "z.parquet")
+    assert report.rows == 0 and pq.read_table(tmp_path / "z.parquet").schema.names == table.schema.names
+
+
+def test_bad_keys_and_sources_are_clear_errors(tmp_path: Path, source: Path) -> None:
+    with pytest.raises(QueryError, match='column "nope" does not exist') as e:
+        sort_files(source, parse_keys("k,nope"), tmp_path / "o.parquet")
+    assert e.value.sqlstate == "42703"
+    with pytest.raises(QueryError, match="unknown option 'sideways'"):
+        parse_keys("k:sideways")
+    with pytest.raises(QueryError, match="no sort key"):
+        parse_keys(" , ")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_leftovers_of_dead_processes_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leftover = tmp_path / f"{PREFIX}{int(dead.stdout)}-abc"
+    leftover.mkdir()
+    (leftover / "bucket-000001.arrow").write_bytes(b"x" * 100)
+    alive = tmp_path / f"{PREFIX}{os.getppid()}-def"
+    alive.mkdir()
+    assert remove_leftovers(tmp_path) == [leftover]
+    assert not leftover.exists() and alive.exists()
+    with SpillDirectory(tmp_path) as spill:
+        assert spill.path is not None and spill.path.parent == tmp_path and spill.path.exists()
+        made = spill.path
+    assert not made.exists()
+
+
+def test_an_error_mid_sort_removes_the_spill_files(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure while writing buckets (here: the disk reports itself full) raises 53100
+    naming the directory, and leaves neither spill files nor a partial output."""
+    import errno
+
+    from penstock.exec.spill import external_sort
+
+    calls = {"n": 0}
+    real = external_sort._sorted_and_cut
+
+    def failing(*args: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args)
+
+    monkeypatch.setattr(external_sort, "_sorted_and_cut", failing)
+    with pytest.raises(QueryError) as e:
+        sort_files(source, parse_keys("k"), tmp_path / "o.parquet", memory_limit=256 << 10,
+                   spill_dir=tmp_path / "spill")
+    assert e.value.sqlstate == "53100" and str(tmp_path / "spill") in str(e.value)
+    assert list((tmp_path / "spill").iterdir()) == [] and not (tmp_path / "o.parquet").exists()
+
+
+def test_the_command_line(tmp_path: Path, source: Path) -> None:
+    out = tmp_path / "cli.parquet"
+    done = subprocess.run([sys.executable, "-m", "penstock.cli", "sort", str(source), "--by", "s,k", "--desc",
+                           "--out", str(out), "--memory-limit", "512KiB", "--spill-dir", str(tmp_path / "sp")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"sorted {ROWS:,} rows" in done.stdout and "buckets" in done.stdout
+    assert "partition:" in done.stderr or "sample:" in done.stderr  # progress lines
+    check(pq.read_table(out), duckdb_order(source, "s DESC NULLS FIRST, k DESC"), ["s", "k"])
+    bad = subprocess.run([sys.executable, "-m", "penstock.cli", "sort", str(source), "--by", "k", "--out",
+                          str(out), "--memory-limit", "lots"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "not a size" in bad.stderr
