@@ -77,12 +77,25 @@ def test_sorted_like_duckdb_under_a_small_budget(tmp_path: Path, source: Path, b
     assert list((tmp_path / "spill").iterdir()) == []  # the job's directory is gone
 
 
-def test_the_skewed_key_is_one_bucket_over_the_budget_and_still_right(tmp_path: Path, source: Path) -> None:
-    """A quarter of the rows share k = 42: their bucket exceeds the budget and is said to."""
+@pytest.mark.parametrize("by, order_by", [("k", "k"), ("k:desc,s", "k DESC, s"), ("s:nulls_first", "s NULLS FIRST")])
+def test_a_skewed_key_is_dealt_over_buckets(tmp_path: Path, source: Path, by: str, order_by: str) -> None:
+    """A quarter of the rows share k = 42 (2 MiB, twice the budget); s is NULL in 1/13 of
+    the rows: those rows are spread over the buckets of the splitters that hold the key, so
+    no bucket exceeds the budget, and the order is still DuckDB's."""
     out = tmp_path / "sorted.arrow"
-    report = sort_files(source, parse_keys("k"), out, memory_limit=1 << 20, spill_dir=tmp_path / "spill")
-    assert report.oversized_buckets >= 1
-    check(ipc.open_file(str(out)).read_all(), duckdb_order(source, "k"), ["k"])
+    report = sort_files(source, parse_keys(by), out, memory_limit=1 << 20, spill_dir=tmp_path / "spill")
+    assert report.oversized_buckets == 0, report
+    check(ipc.open_file(str(out)).read_all(), duckdb_order(source, order_by), [key.column for key in parse_keys(by)])
+
+
+def test_one_key_in_every_row(tmp_path: Path) -> None:
+    """Every key equal: all splitters repeat it; rows dealt over all buckets, none too big."""
+    path = tmp_path / "same.parquet"
+    pq.write_table(pa.table({"k": pa.array([7] * 50_000), "v": pa.array(range(50_000))}), path)
+    report = sort_files(path, parse_keys("k"), tmp_path / "o.parquet", memory_limit=128 << 10)
+    assert report.buckets > 4 and report.oversized_buckets == 0
+    got = pq.read_table(tmp_path / "o.parquet")
+    assert got.column("k").to_pylist() == [7] * 50_000 and sorted(got.column("v").to_pylist()) == list(range(50_000))
 
 
 def test_one_bucket_when_the_data_fits(tmp_path: Path, source: Path) -> None:

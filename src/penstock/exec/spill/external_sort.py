@@ -7,8 +7,8 @@
    orders the chunk and cuts it into buckets in one sort; each bucket's piece is appended
    to that bucket's spill file (Arrow IPC).
 3. Merge: bucket by bucket, in order, its pieces are read, sorted and appended to the output.
-   A bucket over the budget (one key holding many rows: its rows all go to one bucket) is
-   still sorted whole in memory, and counted; spreading a key's rows over buckets is to come.
+   A key holding many rows holds several splitters; its rows are dealt over their buckets.
+   A bucket still over the budget is sorted whole in memory, and counted.
 
 Chunks are sorted by pyarrow's multithreaded sort on the host; a GPU sorting the chunks is
 the next step (see docs/architecture.md). Keys follow PostgreSQL: ASC puts NULLs last, DESC
@@ -150,7 +150,9 @@ def _sample(dataset: ds.Dataset, keys: list[SortKey], budget: int) -> tuple[int,
 def _sorted_and_cut(chunk: pa.Table, keys: list[SortKey], splitters: pa.Table) -> Iterator[tuple[int, pa.Table]]:
     """The chunk's rows in order, as (bucket, rows) pieces: sorted together with the
     splitters, a splitter after the rows equal to it, so the count of splitters before a
-    row is its bucket."""
+    row is its bucket. A key so common that several splitters hold it (a skewed key) has its
+    rows dealt over those splitters' buckets: equal rows may go in any order, and every
+    bucket after the first of them starts with that key."""
     if splitters.num_rows == 0:
         yield 0, _sort(chunk, keys)
         return
@@ -163,10 +165,43 @@ def _sorted_and_cut(chunk: pa.Table, keys: list[SortKey], splitters: pa.Table) -
     tags = both.column(TAG).to_numpy()[order]
     bucket_of = np.cumsum(tags)[tags == 0]
     rows = order[tags == 0]
+    repeats = _repeats(splitters, names)
+    if repeats.max() > 1:  # rows equal to a repeated splitter: dealt over its buckets, round robin
+        nxt = np.minimum(bucket_of, splitters.num_rows - 1)
+        tied = (bucket_of < splitters.num_rows) & (repeats[nxt] > 1) & \
+            _rows_equal(chunk.select(names).take(pa.array(rows)), splitters.take(pa.array(nxt)), names)
+        spread = np.arange(rows.size) % np.maximum(repeats[nxt], 1)
+        bucket_of = np.where(tied, bucket_of + spread, bucket_of)
+        regroup = np.argsort(bucket_of, kind="stable")
+        rows, bucket_of = rows[regroup], bucket_of[regroup]
     cuts = np.flatnonzero(np.diff(bucket_of)) + 1
     for piece_rows, piece_buckets in zip(np.split(rows, cuts), np.split(bucket_of, cuts)):
         if piece_rows.size:
             yield int(piece_buckets[0]), chunk.take(pa.array(piece_rows))
+
+
+def _repeats(splitters: pa.Table, names: list[str]) -> np.ndarray:
+    """For each splitter, how many splitters from it on hold the same key (1: itself alone)."""
+    n = splitters.num_rows
+    same_as_next = np.zeros(n, bool)
+    if n > 1:
+        same_as_next[:-1] = _rows_equal(splitters.slice(0, n - 1), splitters.slice(1), names)
+    repeats = np.ones(n, np.int64)
+    for k in range(n - 2, -1, -1):
+        if same_as_next[k]:
+            repeats[k] = repeats[k + 1] + 1
+    return repeats
+
+
+def _rows_equal(a: pa.Table, b: pa.Table, names: list[str]) -> np.ndarray:
+    """Row by row, whether the keys are equal (NULL equal to NULL, as sorting places them)."""
+    equal = np.ones(a.num_rows, bool)
+    for name in names:
+        x, y = a.column(name), b.column(name)
+        same = pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
+        both_null = pc.and_(pc.is_null(x), pc.is_null(y)).to_numpy(zero_copy_only=False)
+        equal &= same | both_null
+    return equal
 
 
 def _sort_indices(table: pa.Table, keys: list[SortKey], extra: list[tuple[str, str]] | None = None) -> pa.Array:
