@@ -72,11 +72,29 @@ class _Prepared:
     reason: str | None = None
 
 
+def _memory_limit(memory_limit: int | None, gpu_memory_limit: int | None) -> int | None:
+    """memory_limit, or its older name gpu_memory_limit; both given must agree."""
+    if memory_limit is not None and gpu_memory_limit is not None and memory_limit != gpu_memory_limit:
+        raise PenstockError(f"memory_limit={memory_limit} and gpu_memory_limit={gpu_memory_limit} disagree "
+                            "(gpu_memory_limit is the older name of memory_limit: give one)")
+    limit = memory_limit if memory_limit is not None else gpu_memory_limit
+    if limit is not None and limit <= 0:
+        raise PenstockError(f"memory_limit={limit}: a limit must be a positive number of bytes")
+    return limit
+
+
 class Connection:
     def __init__(self, device: str = "auto", strict: bool = False,
                  gpu_memory_limit: int | None = None,
                  cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
-                 cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto"):
+                 cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto",
+                 memory_limit: int | None = None, host_memory_limit: int | None = None,
+                 spill_dir: str | os.PathLike[str] | None = None):
+        gpu_memory_limit = _memory_limit(memory_limit, gpu_memory_limit)
+        if host_memory_limit is not None and host_memory_limit <= 0:
+            raise PenstockError(f"host_memory_limit={host_memory_limit}: a limit must be a positive number of bytes")
+        self.host_memory_limit = host_memory_limit
+        self.spill_dir = spill_dir
         self.backend = get_backend(device, gpu_memory_limit)
         self.cache_limit = cache_limit
         self._cache_on_register: dict[str, Sequence[str] | None] = {
@@ -93,6 +111,15 @@ class Connection:
         if parquet_decode not in PARQUET_DECODE:
             raise PenstockError(f"parquet_decode={parquet_decode!r}: use one of {', '.join(PARQUET_DECODE)}")
         self.executor = Executor(self.backend, self._table, gpu_memory_limit, io, parquet_decode)
+
+    def sort(self, source: str | os.PathLike[str], by: str, out: str | os.PathLike[str],
+             descending: bool = False) -> Any:
+        """Sort files larger than memory (`penstock sort`) within host_memory_limit (default
+        1 GiB) and spill_dir: `by` is 'col[:asc|:desc][:nulls_first|:nulls_last],...'.
+        Returns the report (rows, chunks, buckets, bytes spilled, seconds)."""
+        from penstock.exec.spill.external_sort import parse_keys, sort_files
+
+        return sort_files(source, parse_keys(by, descending), out, self.host_memory_limit or 1 << 30, self.spill_dir)
 
     # -- catalog ------------------------------------------------------------------------------
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,
@@ -301,11 +328,16 @@ class Connection:
 
 def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None,
             cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
-            cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto") -> Connection:
+            cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto",
+            memory_limit: int | None = None, host_memory_limit: int | None = None,
+            spill_dir: str | os.PathLike[str] | None = None) -> Connection:
     """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores).
 
     strict: raise penstock.Unsupported instead of falling back to DataFusion.
-    gpu_memory_limit: bytes penstock may allocate on the GPU.
+    memory_limit: bytes of working memory on the executing device (the GPU's; on the CPU
+        backend, host memory); gpu_memory_limit is its older name.
+    host_memory_limit: bytes of host memory for staging and spilling (`Connection.sort`).
+    spill_dir: where spill files go (default: spill/ in the cache directory).
     cache: tables (or {table: [columns]}) to keep in device memory once registered.
     cache_limit: bytes the device-resident column cache may hold.
     io: how Arrow files reach the device: 'auto' (measured), 'pread', 'direct' (O_DIRECT),
@@ -313,7 +345,8 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
     parquet_decode: where Parquet pages are decompressed and decoded: 'auto' (by the device's
         kernels on a GPU, with nvCOMP; by pyarrow on the CPU backend), 'device', 'host'."""
     return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit, cache=cache,
-                      cache_limit=cache_limit, io=io, parquet_decode=parquet_decode)
+                      cache_limit=cache_limit, io=io, parquet_decode=parquet_decode, memory_limit=memory_limit,
+                      host_memory_limit=host_memory_limit, spill_dir=spill_dir)
 
 
 def _rename(table: pa.Table, names: list[str]) -> pa.Table:

@@ -185,3 +185,24 @@ def test_the_command_line(tmp_path: Path, source: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "penstock.cli", "sort", str(source), "--by", "k", "--out",
                           str(out), "--memory-limit", "lots"], capture_output=True, text=True)
     assert bad.returncode != 0 and "not a size" in bad.stderr
+
+
+def test_the_connection_budgets(tmp_path: Path, source: Path) -> None:
+    """connect(memory_limit=, host_memory_limit=, spill_dir=): memory_limit is the device's
+    working memory (gpu_memory_limit its older name, which must agree); the sort keeps to
+    host_memory_limit and spills under spill_dir."""
+    import penstock
+    from penstock import PenstockError
+
+    db = penstock.connect(device="cpu", memory_limit=64 << 20, host_memory_limit=512 << 10,
+                          spill_dir=tmp_path / "spill")
+    assert db.memory_limit == 64 << 20
+    assert penstock.connect(device="cpu", gpu_memory_limit=32 << 20).memory_limit == 32 << 20
+    with pytest.raises(PenstockError, match="disagree"):
+        penstock.connect(device="cpu", memory_limit=1 << 20, gpu_memory_limit=2 << 20)
+    with pytest.raises(PenstockError, match="positive"):
+        penstock.connect(device="cpu", host_memory_limit=0)
+    report = db.sort(source, "k:desc,payload", tmp_path / "o.parquet")
+    assert report.buckets > 5 and (tmp_path / "spill").is_dir() and list((tmp_path / "spill").iterdir()) == []
+    check(pq.read_table(tmp_path / "o.parquet"), duckdb_order(source, "k DESC, payload"), ["k", "payload"])
+    penstock.connect(device="cpu")  # lift the memory limit for the tests that follow in this process
