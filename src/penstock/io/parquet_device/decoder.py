@@ -12,7 +12,6 @@ the reason. A page that does not decode raises FileError naming file, row group 
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,7 @@ from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dty
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.kernels import delta_text_sizes_kernel, fixed_kernel, gather_kernel, spans_kernel
 from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, \
-    ChunkPages, \
-    FixedLayout, Page, data_encodings, fixed_layout, read_pages, \
+    ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
@@ -48,31 +46,6 @@ class _Chunk:
     length: int
     pages: ChunkPages
     max_def: int
-
-
-class PageCache:
-    """Parsed page headers of column chunks, by (file, mtime, size, row group, column): a
-    table's scans parse each chunk's headers once (the host's largest cost per row group).
-    Bounded by pages held; a full cache starts over."""
-
-    def __init__(self, max_pages: int = 1 << 20):
-        self.max_pages = max_pages
-        self.pages = 0
-        self.entries: dict[tuple[Any, ...], ChunkPages] = {}
-        self.lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> ChunkPages | None:
-        with self.lock:
-            return self.entries.get(key)
-
-    def put(self, key: tuple[Any, ...], pages: ChunkPages) -> None:
-        size = len(pages.data) + 1
-        with self.lock:
-            if self.pages + size > self.max_pages:
-                self.entries.clear()
-                self.pages = 0
-            self.entries[key] = pages
-            self.pages += size
 
 
 @dataclass

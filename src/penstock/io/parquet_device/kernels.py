@@ -1,4 +1,4 @@
-"""The decoding kernels (kernels/parquet.h): query-independent, so compiled once per
+"""The decoding kernels (kernels/parquet*.h): query-independent, so compiled once per
 installation (`penstock prebuild`) and cached with it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import functools
 
 from penstock.device.base import KernelSpec
 
-_PRELUDE = '#include "xpu.h"\n#include "parquet.h"\n\n'
+_PRELUDE = '#include "xpu.h"\n#include "parquet.h"\n#include "parquet_block.h"\n#include "parquet_text.h"\n\n'
 
 _FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages, int32_t in_width,
     int32_t out_width, int32_t mode, uint8_t* out, uint8_t* valid, int32_t* err) {

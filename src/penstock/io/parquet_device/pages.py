@@ -7,8 +7,10 @@ column the device cannot decode (nested, unsigned or wide types, a codec nvCOMP 
 
 from __future__ import annotations
 
+import threading
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -204,3 +206,28 @@ def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", v
     if values != num_values:
         raise ValueError(f"pages hold {values} values; the column chunk says {num_values}")
     return pages
+
+
+class PageCache:
+    """Parsed page headers of column chunks, by (file, mtime, size, row group, column): a
+    table's scans parse each chunk's headers once (the host's largest cost per row group).
+    Bounded by pages held; a full cache starts over."""
+
+    def __init__(self, max_pages: int = 1 << 20):
+        self.max_pages = max_pages
+        self.pages = 0
+        self.entries: dict[tuple[Any, ...], ChunkPages] = {}
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> ChunkPages | None:
+        with self.lock:
+            return self.entries.get(key)
+
+    def put(self, key: tuple[Any, ...], pages: ChunkPages) -> None:
+        size = len(pages.data) + 1
+        with self.lock:
+            if self.pages + size > self.max_pages:
+                self.entries.clear()
+                self.pages = 0
+            self.entries[key] = pages
+            self.pages += size

@@ -18,7 +18,8 @@ from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
 from penstock.io.parquet_device.batch_decoder import BatchDecoder
-from penstock.io.parquet_device.decoder import PageCache, RowGroupDecoder
+from penstock.io.parquet_device.decoder import RowGroupDecoder
+from penstock.io.parquet_device.pages import PageCache
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 

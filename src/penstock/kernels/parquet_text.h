@@ -1,0 +1,160 @@
+// parquet_text.h — Parquet pages of byte arrays (text) on the device: each row's span (address,
+// length) in PLAIN, DELTA_LENGTH_BYTE_ARRAY and dictionary pages; DELTA_BYTE_ARRAY values
+// rebuilt first, as each shares a prefix with the one before.
+#pragma once
+#include "xpu.h"
+#include "parquet.h"
+
+namespace pq {
+
+// DELTA_BYTE_ARRAY: the prefix lengths (DELTA_BINARY_PACKED), the suffix lengths (the same),
+// then the suffixes' bytes. Value k is value k-1's first prefix[k] bytes and suffix k.
+struct DeltaText {
+  DeltaReader prefixes, suffixes;
+  const uint8_t* data;  // the suffixes' bytes
+  int64_t bytes;        // the values' bytes, rebuilt
+  bool bad;
+
+  // Checks the streams fit the page and measures the rebuilt values.
+  XPU_METHOD void start(const uint8_t* from, const uint8_t* end) {
+    prefixes.start(from, end);
+    DeltaReader p = prefixes;
+    int64_t prefix_bytes = 0;  // each prefix is checked against the value before as values are rebuilt
+    for (int64_t v = 0; v < p.total && !p.bad; ++v) {
+      const int64_t length = p.next();
+      if (length < 0 || length > 0x7FFFFFFF) p.bad = true;
+      prefix_bytes += length;
+    }
+    suffixes.start(p.p, end);
+    DeltaReader q = suffixes;
+    int64_t suffix_bytes = 0;
+    for (int64_t v = 0; v < q.total && !q.bad; ++v) {
+      const int64_t length = q.next();
+      if (length < 0 || length > 0x7FFFFFFF) q.bad = true;
+      suffix_bytes += length;
+    }
+    data = q.p;
+    bad = prefixes.bad || p.bad || suffixes.bad || q.bad || prefixes.total != suffixes.total ||
+          suffix_bytes != end - q.p || prefix_bytes > ((int64_t)1 << 40);
+    bytes = bad ? 0 : prefix_bytes + suffix_bytes;
+  }
+};
+
+// The room a page's rebuilt DELTA_BYTE_ARRAY values need (0 for other pages or damage: the
+// decoding then finds too little room and says so).
+XPU_FN int64_t delta_text_size(const int64_t* w) {
+  if (w[W_ENCODING] != ENC_DELTA_TEXT) return 0;
+  PageCursor page;
+  page.start(w);
+  if (page.bad) return 0;
+  DeltaText text;
+  text.start(page.values, page.end);
+  return text.bytes;
+}
+
+// A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), DELTA_LENGTH_BYTE_ARRAY
+// (every length, DELTA_BINARY_PACKED, then every value's bytes), DELTA_BYTE_ARRAY (rebuilt in
+// the page's scratch room: W_SCRATCH), or indices into a dictionary
+// whose entries' spans are given from W_DICT on (a chunk whose dictionary grew too large goes
+// on in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather then copies
+// them into Arrow's layout.
+XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const int32_t* dict_lengths,
+                            int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
+  const int64_t dict_base = w[W_DICT], dict_count = w[W_DICT_COUNT];
+  PageCursor page;
+  page.start(w);
+  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW], encoding = w[W_ENCODING];
+  const bool dictionary = encoding == ENC_DICTIONARY;
+  if (encoding != ENC_PLAIN && encoding != ENC_DICTIONARY && encoding != ENC_DELTA_LENGTH &&
+      encoding != ENC_DELTA_TEXT) page.bad = true;
+  const uint8_t* q = page.values;
+  DeltaText text;  // DELTA_BYTE_ARRAY: values rebuilt one after another in the scratch room
+  uint8_t* rebuilt = (uint8_t*)(uint64_t)w[W_SCRATCH];
+  uint8_t* const rebuilt_end = rebuilt + w[W_SCRATCH_LEN];
+  const uint8_t* last = rebuilt;
+  int64_t last_length = 0;
+  if (!page.bad && encoding == ENC_DELTA_TEXT) {
+    text.start(page.values, page.end);
+    if (text.bad || text.prefixes.total > n || text.bytes > w[W_SCRATCH_LEN]) page.bad = true;
+    q = text.data;
+  }
+  Hybrid indices;
+  bool indices_started = false;
+  DeltaReader sizes;  // DELTA_LENGTH_BYTE_ARRAY: the lengths; the bytes start where they end
+  int64_t k = 0;
+  if (!page.bad && encoding == ENC_DELTA_LENGTH) {
+    sizes.start(page.values, page.end);
+    DeltaReader ahead = sizes;
+    int64_t bytes = 0;
+    for (int64_t v = 0; v < ahead.total && !ahead.bad; ++v) {
+      const int64_t length = ahead.next();
+      if (length < 0 || length > 0x7FFFFFFF) ahead.bad = true;
+      bytes += length;
+    }
+    if (sizes.bad || ahead.bad || sizes.total > n || bytes != page.end - ahead.p) page.bad = true;
+    q = ahead.p;
+  }
+  for (int64_t r = 0; r < n && !page.bad; ++r) {
+    const bool defined = page.defined();
+    if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
+    starts[first + r] = 0;
+    lengths[first + r] = 0;
+    if (!defined) continue;
+    ++k;
+    if (encoding == ENC_DELTA_TEXT) {
+      const int64_t prefix = text.prefixes.next(), suffix = text.suffixes.next();
+      if (text.prefixes.bad || text.suffixes.bad || prefix > last_length || suffix > page.end - q ||
+          prefix + suffix > rebuilt_end - rebuilt) { page.bad = true; break; }
+      for (int64_t b = 0; b < prefix; ++b) rebuilt[b] = last[b];
+      for (int64_t b = 0; b < suffix; ++b) rebuilt[prefix + b] = q[b];
+      starts[first + r] = (int64_t)(uint64_t)rebuilt;
+      lengths[first + r] = (int32_t)(prefix + suffix);
+      last = rebuilt;
+      last_length = prefix + suffix;
+      rebuilt += last_length;
+      q += suffix;
+      continue;
+    }
+    if (encoding == ENC_DELTA_LENGTH) {
+      const int64_t length = sizes.next();
+      if (sizes.bad || length > page.end - q) { page.bad = true; break; }
+      starts[first + r] = (int64_t)(uint64_t)q;
+      lengths[first + r] = (int32_t)length;
+      q += length;
+      continue;
+    }
+    if (dictionary) {
+      if (!indices_started) {
+        if (page.values >= page.end) { page.bad = true; break; }
+        indices.start(page.values + 1, page.end, page.values[0]);
+        indices_started = true;
+      }
+      const uint32_t index = indices.next();
+      if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
+      starts[first + r] = dict_starts[dict_base + index];
+      lengths[first + r] = dict_lengths[dict_base + index];
+      continue;
+    }
+    if (page.end - q < 4) { page.bad = true; break; }
+    const uint32_t length = le32(q);
+    q += 4;
+    if ((int64_t)length > page.end - q) { page.bad = true; break; }
+    starts[first + r] = (int64_t)(uint64_t)q;
+    lengths[first + r] = (int32_t)length;
+    q += length;
+  }
+  if (!page.bad && encoding == ENC_PLAIN) {
+    // values past the rows' own: whole ones only (fastparquet pads pages with empty strings)
+    while (q < page.end && page.end - q >= 4 && (int64_t)le32(q) <= page.end - q - 4) q += 4 + le32(q);
+  }
+  if (!page.bad) {
+    page.finish();
+    if (!dictionary && q != page.end) page.bad = true;
+    if (encoding == ENC_DELTA_LENGTH && k != sizes.total) page.bad = true;
+    if (encoding == ENC_DELTA_TEXT && k != text.prefixes.total) page.bad = true;
+    if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
+  }
+  if (page.bad) xpu::raise(err, ERR_CORRUPT);
+}
+
+}  // namespace pq
