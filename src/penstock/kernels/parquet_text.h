@@ -7,6 +7,20 @@
 
 namespace pq {
 
+// Reads a copy of a stream of lengths to its end: their sum, each 0 to 2^31 - 1, and where
+// the stream ends; `bad` set when a length is out of range or the stream is damaged.
+XPU_FN int64_t total_length(DeltaReader lengths, const uint8_t*& stream_end, bool& bad) {
+  int64_t bytes = 0;
+  for (int64_t v = 0; v < lengths.total && !lengths.bad; ++v) {
+    const int64_t length = lengths.next();
+    if (length < 0 || length > 0x7FFFFFFF) lengths.bad = true;
+    bytes += length;
+  }
+  stream_end = lengths.p;
+  bad = bad || lengths.bad;
+  return bytes;
+}
+
 // DELTA_BYTE_ARRAY: the prefix lengths (DELTA_BINARY_PACKED), the suffix lengths (the same),
 // then the suffixes' bytes. Value k is value k-1's first prefix[k] bytes and suffix k.
 struct DeltaText {
@@ -17,25 +31,15 @@ struct DeltaText {
 
   // Checks the streams fit the page and measures the rebuilt values.
   XPU_METHOD void start(const uint8_t* from, const uint8_t* end) {
+    bad = false;
     prefixes.start(from, end);
-    DeltaReader p = prefixes;
-    int64_t prefix_bytes = 0;  // each prefix is checked against the value before as values are rebuilt
-    for (int64_t v = 0; v < p.total && !p.bad; ++v) {
-      const int64_t length = p.next();
-      if (length < 0 || length > 0x7FFFFFFF) p.bad = true;
-      prefix_bytes += length;
-    }
-    suffixes.start(p.p, end);
-    DeltaReader q = suffixes;
-    int64_t suffix_bytes = 0;
-    for (int64_t v = 0; v < q.total && !q.bad; ++v) {
-      const int64_t length = q.next();
-      if (length < 0 || length > 0x7FFFFFFF) q.bad = true;
-      suffix_bytes += length;
-    }
-    data = q.p;
-    bad = prefixes.bad || p.bad || suffixes.bad || q.bad || prefixes.total != suffixes.total ||
-          suffix_bytes != end - q.p || prefix_bytes > ((int64_t)1 << 40);
+    const uint8_t* after_prefixes = from;
+    // each prefix is checked against the value before as values are rebuilt
+    const int64_t prefix_bytes = total_length(prefixes, after_prefixes, bad);
+    suffixes.start(after_prefixes, end);
+    const int64_t suffix_bytes = total_length(suffixes, data, bad);
+    bad = bad || prefixes.bad || suffixes.bad || prefixes.total != suffixes.total || suffix_bytes != end - data ||
+          prefix_bytes > ((int64_t)1 << 40);
     bytes = bad ? 0 : prefix_bytes + suffix_bytes;
   }
 };
@@ -84,15 +88,9 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
   int64_t k = 0;
   if (!page.bad && encoding == ENC_DELTA_LENGTH) {
     sizes.start(page.values, page.end);
-    DeltaReader ahead = sizes;
-    int64_t bytes = 0;
-    for (int64_t v = 0; v < ahead.total && !ahead.bad; ++v) {
-      const int64_t length = ahead.next();
-      if (length < 0 || length > 0x7FFFFFFF) ahead.bad = true;
-      bytes += length;
-    }
-    if (sizes.bad || ahead.bad || sizes.total > n || bytes != page.end - ahead.p) page.bad = true;
-    q = ahead.p;
+    bool bad = false;
+    const int64_t bytes = total_length(sizes, q, bad);
+    if (bad || sizes.bad || sizes.total > n || bytes != page.end - q) page.bad = true;
   }
   for (int64_t r = 0; r < n && !page.bad; ++r) {
     const bool defined = page.defined();
