@@ -7,6 +7,7 @@ import getpass
 import logging
 import signal
 import sys
+from typing import Any
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,7 +28,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     s.add_argument("--max-connections", type=int, default=64)
     s.add_argument("--max-message-mb", type=int, default=64, help="largest client message accepted (MiB)")
     s.add_argument("--device", default="auto", help="auto | gpu | cpu")
-    s.add_argument("--gpu-memory-limit", type=float, metavar="GiB", help="cap on the GPU memory penstock uses")
+    s.add_argument("--memory-limit", "--gpu-memory-limit", dest="memory_limit", type=float, metavar="GiB",
+                   help="cap on the executing device's memory (the GPU's; host memory on the CPU backend)")
+    s.add_argument("--host-memory-limit", type=float, metavar="GiB", help="host memory for staging and spilling")
+    s.add_argument("--spill-dir", metavar="DIR", help="where spill files go (default: spill/ in the cache directory)")
     s.add_argument("--gpu-slots", type=int, default=4, help="queries running on the GPU at once (each gets a "
                    "share of its memory)")
     s.add_argument("--cache", action="append", default=[], metavar="TABLE",
@@ -45,19 +49,28 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     a.set_defaults(run=cmd_user_add)
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from penstock.errors import PenstockError
+def server_config(args: argparse.Namespace) -> Any:
+    """The ServerConfig of `penstock serve`'s arguments (sizes in GiB become bytes)."""
     from penstock.server.database import ServerConfig
-    from penstock.server.server import Server
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    config = ServerConfig(
+    def gib(value: float | None) -> int | None:
+        return int(value * 2**30) if value else None
+
+    return ServerConfig(
         data_dir=args.data, roots=args.data_root, host=args.host, port=args.port, auth=args.auth,
         users_file=args.users, tls_cert=args.tls_cert, tls_key=args.tls_key,
         max_connections=args.max_connections, max_message_bytes=args.max_message_mb << 20, device=args.device,
-        gpu_memory_limit=int(args.gpu_memory_limit * 2**30) if args.gpu_memory_limit else None,
-        gpu_slots=args.gpu_slots, trust_remote=args.trust_remote, cache=args.cache,
-        cache_limit=int(args.cache_limit * 2**30) if args.cache_limit else None)
+        gpu_memory_limit=gib(args.memory_limit), host_memory_limit=gib(args.host_memory_limit),
+        spill_dir=args.spill_dir, gpu_slots=args.gpu_slots, trust_remote=args.trust_remote, cache=args.cache,
+        cache_limit=gib(args.cache_limit))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from penstock.errors import PenstockError
+    from penstock.server.server import Server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    config = server_config(args)
     try:
         server = Server(config)
     except (ValueError, OSError, PenstockError) as e:

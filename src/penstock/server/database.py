@@ -50,7 +50,9 @@ class ServerConfig:
     max_connections: int = 64
     max_message_bytes: int = 64 << 20
     device: str = "auto"
-    gpu_memory_limit: int | None = None
+    gpu_memory_limit: int | None = None  # the executing device's working memory (connect's memory_limit)
+    host_memory_limit: int | None = None  # host memory for staging and spilling
+    spill_dir: str | None = None
     gpu_slots: int = 4
     cache: list[str] = field(default_factory=list)  # tables whose columns stay in GPU memory
     cache_limit: int | None = None  # bytes for them (default: half the GPU memory budget)
@@ -68,7 +70,8 @@ class Database:
     def __init__(self, config: ServerConfig):
         self.config = config
         self.catalog = Catalog.open(config.data_dir, config.roots)
-        self.conn = penstock.connect(device=config.device, gpu_memory_limit=config.gpu_memory_limit,
+        self.conn = penstock.connect(device=config.device, memory_limit=config.gpu_memory_limit,
+                                     host_memory_limit=config.host_memory_limit, spill_dir=config.spill_dir,
                                      cache=config.cache or None, cache_limit=config.cache_limit)
         on_gpu = self.conn.backend.name != "cpu"
         self.cpu: Connection | None = penstock.connect(device="cpu") if on_gpu else None
