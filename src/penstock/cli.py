@@ -136,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="skip the first runs in fresh processes (two processes per query)")
         bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
         bs.set_defaults(run=cmd_bench, suite=name)
+    from penstock.bench.spill import add_spill_bench
+    from penstock.sort_command import parse_size
+
+    add_spill_bench(bsub, parse_size)
     bi = bsub.add_parser("io", help="print the hardware ceilings alone")
     bi.add_argument("--file", required=True, help="a large file to read (e.g. lineorder.arrow)")
     bi.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])

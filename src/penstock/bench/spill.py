@@ -1,0 +1,190 @@
+"""`penstock bench spill`: a sort past memory on penstock and on DuckDB, under the same
+memory limit, beside the I/O lower bound measured in the same run.
+
+    penstock bench spill --rows 200000000 --memory-limit 4GiB --dir /nvme/bench-spill
+
+The data, int64 keys uniformly at random with an int64 payload, is generated as a Parquet
+file in `--dir` (kept for the next run). penstock sorts it with `penstock sort`
+(exec/spill/external_sort.py), DuckDB with `COPY (SELECT * ... ORDER BY k) TO ...` under
+`SET memory_limit` and a temp directory in `--dir`. The lower bound is the sort's data read
+twice and written twice at the drive's rates, measured here: a file written with fsync,
+then read back after its pages were dropped from the page cache. Each output is checked to
+be sorted and whole. Only the sort case exists yet; the aggregation and join cases of the
+larger-than-memory issue are to come.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from penstock.bench.ceilings import drop_page_cache
+
+BATCH = 1 << 20
+PROBE_BYTES = 1 << 30  # at most this much written and read to measure the drive
+
+
+@dataclass
+class SpillSortResult:
+    rows: int
+    input_bytes: int  # the Parquet file
+    memory_limit: int
+    write_gbps: float
+    read_gbps: float
+    lower_bound_s: float  # two reads and two writes of the input's bytes
+    penstock_s: float
+    penstock_sorted: bool
+    penstock_buckets: int
+    penstock_spilled_bytes: int
+    duckdb_s: float | None = None
+    duckdb_sorted: bool | None = None
+    duckdb_error: str | None = None  # DuckDB could not sort under the limit
+
+    def lines(self) -> list[str]:
+        out = [f"sort of {self.rows:,} int64 keys with an int64 payload ({self.input_bytes / 2**30:.2f} GiB of Parquet), "
+               f"memory limit {self.memory_limit / 2**20:,.0f} MiB",
+               f"drive: write {self.write_gbps:.2f} GB/s, read {self.read_gbps:.2f} GB/s; I/O lower bound "
+               f"{self.lower_bound_s:.2f} s (two reads and two writes)",
+               f"penstock: {self.penstock_s:.2f} s ({self.penstock_s / self.lower_bound_s:.2f}x the lower bound), "
+               f"{self.penstock_buckets} buckets, {self.penstock_spilled_bytes / 2**30:.2f} GiB spilled, sorted: "
+               f"{'yes' if self.penstock_sorted else 'NO'}"]
+        if self.duckdb_error is not None:
+            out.append(f"DuckDB: failed under the same limit: {self.duckdb_error}")
+        if self.duckdb_s is not None:
+            out.append(f"DuckDB: {self.duckdb_s:.2f} s, sorted: {'yes' if self.duckdb_sorted else 'NO'}; penstock "
+                       f"{self.duckdb_s / self.penstock_s:.2f}x DuckDB")
+        return out
+
+
+def generate(path: Path, rows: int, seed: int = 1) -> Path:
+    """The input, made once per size and seed (written under a temporary name)."""
+    if path.exists() and pq.ParquetFile(path).metadata.num_rows == rows:
+        return path
+    rng = np.random.default_rng(seed)
+    partial = path.with_name(f".{path.name}.partial")
+    schema = pa.schema([("k", pa.int64()), ("payload", pa.int64())])
+    with pq.ParquetWriter(partial, schema, compression="none") as writer:
+        for start in range(0, rows, BATCH):
+            n = min(BATCH, rows - start)
+            writer.write_table(pa.table({"k": rng.integers(-2**62, 2**62, n),
+                                         "payload": np.arange(start, start + n, dtype=np.int64)}, schema=schema))
+    os.replace(partial, path)
+    return path
+
+
+def drive_rates(directory: Path, size: int) -> tuple[float, float]:
+    """(write, read) GB/s of the drive under `directory`: a file written with fsync, then
+    read back with its pages dropped from the page cache."""
+    size = max(min(size, PROBE_BYTES), 8 << 20)
+    probe = directory / ".penstock-drive-probe"
+    block = np.random.default_rng(0).integers(0, 256, 8 << 20, dtype=np.uint8).tobytes()
+    try:
+        started = time.perf_counter()
+        with open(probe, "wb") as f:
+            for _ in range(size // len(block)):
+                f.write(block)
+            f.flush()
+            os.fsync(f.fileno())
+        write = size / (time.perf_counter() - started) / 1e9
+        drop_page_cache([probe])
+        started = time.perf_counter()
+        with open(probe, "rb") as f:
+            while f.read(8 << 20):
+                pass
+        read = size / (time.perf_counter() - started) / 1e9
+    finally:
+        probe.unlink(missing_ok=True)
+    return write, read
+
+
+def sorted_and_whole(path: Path, rows: int) -> bool:
+    """Whether a file's k column never decreases and it holds `rows` rows."""
+    file = pq.ParquetFile(path)
+    last, seen = None, 0
+    for batch in file.iter_batches(columns=["k"], batch_size=BATCH):
+        k = batch.column(0).to_numpy()
+        if k.size == 0:
+            continue
+        if (last is not None and k[0] < last) or (k.size > 1 and bool(np.any(k[1:] < k[:-1]))):
+            return False
+        last, seen = k[-1], seen + k.size
+    return seen == rows
+
+
+def run_spill_sort(rows: int, memory_limit: int, directory: Path, duckdb_too: bool = True,
+                   log: Callable[[str], None] = lambda _m: None) -> SpillSortResult:
+    from penstock.exec.spill.external_sort import parse_keys, sort_files
+
+    directory.mkdir(parents=True, exist_ok=True)
+    source = generate(directory / f"sort-input-{rows}.parquet", rows)
+    size = source.stat().st_size
+    write, read = drive_rates(directory, size)
+    log(f"drive: write {write:.2f} GB/s, read {read:.2f} GB/s")
+    out = directory / "sorted-penstock.parquet"
+    drop_page_cache([source])
+    started = time.perf_counter()
+    report = sort_files(source, parse_keys("k"), out, memory_limit, directory / "spill", log)
+    seconds = time.perf_counter() - started
+    result = SpillSortResult(rows, size, memory_limit, write, read, 2 * size / (read * 1e9) + 2 * size / (write * 1e9),
+                             seconds, sorted_and_whole(out, rows), report.buckets, report.spilled_bytes)
+    out.unlink(missing_ok=True)
+    if duckdb_too:
+        import duckdb
+
+        try:
+            result.duckdb_s, result.duckdb_sorted = _duckdb_sort(source, directory, memory_limit, rows)
+        except duckdb.Error as e:
+            result.duckdb_error = str(e).splitlines()[0]
+    return result
+
+
+def _duckdb_sort(source: Path, directory: Path, memory_limit: int, rows: int) -> tuple[float, bool]:
+    import duckdb
+
+    out = directory / "sorted-duckdb.parquet"
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{max(memory_limit >> 20, 1)}MB'")
+    con.execute(f"SET temp_directory = '{directory / 'duckdb-tmp'}'")
+    con.execute("SET preserve_insertion_order = false")  # what it advises for data past memory
+    drop_page_cache([source])
+    started = time.perf_counter()
+    con.execute(f"COPY (SELECT * FROM read_parquet('{source}') ORDER BY k) TO '{out}' (FORMAT parquet)")
+    seconds = time.perf_counter() - started
+    whole = sorted_and_whole(out, rows)
+    out.unlink(missing_ok=True)
+    return seconds, whole
+
+
+def write_report(result: SpillSortResult, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "spill-sort.json"
+    path.write_text(json.dumps(asdict(result), indent=1))
+    return path
+
+
+def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
+    sp = bsub.add_parser("spill", help="a sort past memory on penstock and DuckDB, beside the I/O lower bound")
+    sp.add_argument("--rows", type=int, default=100_000_000)
+    sp.add_argument("--memory-limit", type=size, default=size("4GiB"))
+    sp.add_argument("--dir", default="data/bench-spill", help="where the data, spill files and outputs go")
+    sp.add_argument("--no-duckdb", action="store_true")
+    sp.add_argument("--out", default="bench-results", help="directory for the JSON report")
+    sp.set_defaults(run=cmd_bench_spill)
+
+
+def cmd_bench_spill(args: Any) -> int:
+    import sys
+
+    result = run_spill_sort(args.rows, args.memory_limit, Path(args.dir), not args.no_duckdb,
+                            lambda m: print(m, file=sys.stderr, flush=True))
+    print("\n".join(result.lines()))
+    print(f"wrote {write_report(result, Path(args.out))}", file=sys.stderr)
+    return 0 if result.penstock_sorted else 1
