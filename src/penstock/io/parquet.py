@@ -44,7 +44,7 @@ class ParquetTable:
         opened = [open_parquet(f) for f in files]
         self.schema = check_same_schema(files, [f.schema_arrow for f in opened])
         self._rows = sum(f.metadata.num_rows for f in opened)
-        self.page_cache: Any = None  # parquet_device.decoder.PageCache: parsed page headers, for the device decoder (io/parquet_device)
+        self.page_cache: Any = None  # parquet_device.pages.PageCache: the device decoder's parsed page headers
 
     def num_rows(self) -> int | None:
         return self._rows

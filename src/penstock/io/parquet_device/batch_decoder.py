@@ -29,7 +29,7 @@ from penstock.io.device_batch import Batch, Column
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import BLOCK, PAGE_WORDS, RowGroupDecoder, _validity
 from penstock.io.parquet_device.kernels import count_pages_kernel, fixed_kernel, lay_out_pages_kernel
-from penstock.io.parquet_device.pages import MODE_INDICES, data_encodings, fixed_layout
+from penstock.io.parquet_device.pages import MODE_INDICES, data_encodings
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
@@ -119,11 +119,7 @@ class BatchDecoder:
             column = meta.schema.column(j)
             t = rg.types[rg.names.index(name)]
             encodings = sum(1 << e for e in data_encodings(column.physical_type))
-            width = 0
-            if t.kind is not Kind.STRING:
-                layout = fixed_layout(column.physical_type, rg.file.schema_arrow.field(name).type, column.length or 0)
-                width = layout.in_width if layout is not None else 0
-                fits = fits and layout is not None
+            width = 0 if t.kind is Kind.STRING else rg.layout(name).in_width  # host_columns hold the others
             for k, g in enumerate(groups):
                 group = meta.row_group(g)
                 chunk = group.column(j)
@@ -282,7 +278,7 @@ class BatchDecoder:
                 slot, count = int(table[has_dict][0, C_DICT_SLOT]), int(has_dict.sum())
                 dict_pages = layout["dict_pages"][slot * PAGE_WORDS:(slot + count) * PAGE_WORDS]
                 entries = int(np.maximum(stats[:, S_DICT_VALUES], 0).sum())
-                spans = rg._text_spans(count, dict_pages, entries, None, err) + (entries,)
+                spans = rg._text_spans(count, dict_pages, entries, None, err)
             name = rg.names[index]
             delta_text = any("DELTA_BYTE_ARRAY" in rg.file.metadata.row_group(g).column(rg.leaf[name]).encodings
                              for g in groups)

@@ -275,7 +275,7 @@ class RowGroupDecoder:
         pages = be.to_device(self._page_table(chunk, where, base_raw, dict_address, dict_count))
         return self.fixed_column(t, rows, len(chunk.pages.data), pages, layout, valid, err)
 
-    def text_column(self, t: Any, rows: int, n_pages: int, pages: Any, spans: tuple[Any, Any, int] | None,
+    def text_column(self, t: Any, rows: int, n_pages: int, pages: Any, spans: tuple[Any, Any] | None,
                     all_dictionary: bool, delta_text: bool, valid: Any, err: Any) -> Column:
         """A text column from its pages (a page table on the device) and the spans of its
         dictionaries' entries: dictionary-encoded still when every page indexes them."""
@@ -342,21 +342,21 @@ class RowGroupDecoder:
         return table
 
     def _text_spans(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any,
-                    dictionary: tuple[Any, Any, int] | None = None) -> tuple[Any, Any]:
-        """Each row's (address, length); rows of dictionary pages point into the dictionary."""
+                    dictionary: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+        """Each row's (address, length); rows of dictionary pages point into the dictionary
+        (its entries' spans; each page's W_DICT_COUNT bounds its indices)."""
         be = self.backend
         starts, lengths = be.zeros(rows, np.int64), be.zeros(rows, np.int32)
-        d_starts, d_lengths, _count = dictionary if dictionary is not None else (None, None, 0)
+        d_starts, d_lengths = dictionary if dictionary is not None else (None, None)
         self._launch(spans_kernel(), n_pages, [n_pages, pages, d_starts, d_lengths, starts, lengths, valid, err])
         return starts, lengths
 
-    def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any, int]:
+    def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
         start, end = where(dictionary)
         count = dictionary.header.num_values
         table = np.zeros((1, PAGE_WORDS), np.int64)
         table[0, :5] = start, end, 0, 0, count
-        starts, lengths = self._text_spans(1, self.backend.to_device(table), count, None, err)
-        return starts, lengths, count
+        return self._text_spans(1, self.backend.to_device(table), count, None, err)
 
     def _gather(self, starts: Any, lengths: Any, err: Any) -> tuple[Any, Any]:
         """Arrow offsets and bytes of the spans (after checking the spans were read whole)."""

@@ -2,7 +2,8 @@
 
 The host reads each column chunk's page headers (thrift.py) and lays its pages out: where
 each page's bytes sit in the chunk, which need decompressing and into how many bytes. A
-column the device cannot decode (nested, unsigned or wide types, a codec nvCOMP lacks) is named with the reason and read by pyarrow instead.
+column the device cannot decode (nested, unsigned or wide types, a codec nvCOMP lacks) is
+named with the reason and read by pyarrow instead. PageCache keeps the parsed headers.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ DICTIONARY_ENCODINGS = (PLAIN_DICTIONARY, RLE_DICTIONARY)
 # kernels/parquet.h's page encodings (the page table's W_ENCODING)
 ENC_PLAIN, ENC_DICTIONARY, ENC_DELTA_BINARY, ENC_DELTA_LENGTH, ENC_BYTE_STREAM_SPLIT = 0, 1, 2, 3, 4
 ENC_RLE, ENC_DELTA_TEXT = 5, 6
-KERNEL_ENCODING = {DELTA_BYTE_ARRAY: ENC_DELTA_TEXT, PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTIONARY: ENC_DICTIONARY,
+KERNEL_ENCODING = {PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTIONARY: ENC_DICTIONARY,
                    DELTA_BINARY_PACKED: ENC_DELTA_BINARY, DELTA_LENGTH_BYTE_ARRAY: ENC_DELTA_LENGTH,
-                   BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT, RLE: ENC_RLE}
+                   DELTA_BYTE_ARRAY: ENC_DELTA_TEXT, BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT,
+                   RLE: ENC_RLE}  # RLE: booleans only
 # kernels/parquet.h's modes: how a fixed-width page's values are written
 MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN, MODE_BOOLEAN, MODE_INT96 = 0, 1, 2, 3, 4
 ENCODING_NAMES = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",

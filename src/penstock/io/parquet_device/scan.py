@@ -24,7 +24,7 @@ from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 
 
-READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # row groups read and parsed ahead, at once
+READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # runs of row groups read ahead, at once
 
 
 @dataclass
