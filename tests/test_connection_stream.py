@@ -21,7 +21,9 @@ def db(tmp_path: Path, device: str) -> penstock.Connection:
     t = pa.table({"a": np.arange(n, dtype=np.int64), "s": [f"v{i % 13}" for i in range(n)],
                   "z": np.where(np.arange(n) == n - 10, 0, 1).astype(np.int64)})
     pq.write_table(t, tmp_path / "t.parquet", row_group_size=20_000)
-    conn = penstock.connect(device=device)
+    # under a small cap the scan's batches are small, so the result comes in many pieces
+    # (uncapped, the GPU decodes all ten row groups as one batch)
+    conn = penstock.connect(device=device, memory_limit=2 << 20)
     conn.register("t", str(tmp_path / "t.parquet"))
     return conn
 

@@ -12,6 +12,7 @@ from penstock.exec.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
+from penstock.io.prefetch import DEPTH
 from penstock.io.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
 
@@ -27,7 +28,10 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
         direct = []
         for path in reader.files:
             mode, why = choose_read_path(ctx.backend, ctx.io, path)
-            share = ctx.memory_limit // 8 if ctx.memory_limit else None  # batches in flight
+            # in flight: the read-ahead queue's DEPTH, one waiting to enter it, the reader's
+            # next one (started before a batch is handed out) and the kernels' one; at a
+            # twelfth each they take under half the cap, the pipeline's tables the rest
+            share = ctx.memory_limit // (2 * (DEPTH + 3)) if ctx.memory_limit else None
             r = ArrowDeviceReader(path, source.names, source.types, ctx.backend, mode, max_bytes=share)
             if not r.supported():  # dictionaries or sliced buffers: pyarrow reads it
                 break
