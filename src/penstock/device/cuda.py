@@ -18,6 +18,7 @@ import numpy as np
 
 from penstock.device.base import Backend, CompiledKernel, KernelSpec, Readback
 from penstock.device.kernel_cache import write_atomically
+from penstock.device.pinned import PinnedStaging, default_limit
 from penstock.errors import PenstockError
 
 BLOCK = 256
@@ -77,6 +78,7 @@ class CudaBackend(Backend):
         cupy.cuda.set_allocator(self.pool.malloc)
         self.pinned_pool = cupy.cuda.PinnedMemoryPool()
         cupy.cuda.set_pinned_memory_allocator(self.pinned_pool.malloc)
+        self.staging = PinnedStaging(self._pin, default_limit())  # Parquet runs' staging
         self.memory_limit: int | None = None
         self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
         self.artifact_suffix = f"-{self.arch}.cubin"
@@ -148,8 +150,13 @@ class CudaBackend(Backend):
         return device
 
     def host_buffer(self, size: int) -> np.ndarray:
-        memory = self.cp.cuda.alloc_pinned_memory(max(size, 1))  # from pinned_pool; kept alive by the array
-        return np.frombuffer(memory, np.uint8, max(size, 1))
+        """Pinned when a block of the size's class is free, else pageable (and a block is
+        pinned in the background): see device/pinned.py."""
+        return self.staging.buffer(size)
+
+    def _pin(self, size: int) -> Any:
+        with self.device:  # the pinning thread has no current device of its own
+            return self.cp.cuda.PinnedMemoryPointer(self.cp.cuda.PinnedMemory(size), 0)
 
     def to_host(self, array: Any) -> np.ndarray:
         if isinstance(array, np.ndarray):

@@ -28,7 +28,8 @@ from penstock.device.base import Backend
 from penstock.io.device_batch import Batch, Column
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import BLOCK, PAGE_WORDS, RowGroupDecoder, _validity
-from penstock.io.parquet_device.kernels import count_pages_kernel, fixed_kernel, lay_out_pages_kernel
+from penstock.io.parquet_device.kernels import (check_decompressed_kernel, count_pages_kernel, fixed_kernel,
+                                                lay_out_pages_kernel)
 from penstock.io.parquet_device.pages import MODE_INDICES, data_encodings
 from penstock.plan.types import Kind
 
@@ -239,14 +240,13 @@ class BatchDecoder:
             return
         work = layout["work"]
         if be.name == "gpu" and nvcomp.nvcomp_library() is not None:
-            xp = be.xp
             for codec, (first, count) in spans.items():
                 part = slice(first, first + count)
                 statuses, _temp = nvcomp.decompress_lists(codec, count, work[0][part], work[1][part], work[2][part],
                                                           work[3][part], work[4][part], layout["largest"][codec],
                                                           layout["totals"][codec])
-                bad = xp.any((statuses != 0) | (work[4][part] != work[3][part]))
-                errors[-1:] += bad.astype(np.int32)
+                self._launch(check_decompressed_kernel(), count,
+                             [count, statuses, work[4][part], work[3][part], errors[-1:]])
             self.decompression = "nvCOMP on the GPU"
             return
         # on the host: pyarrow's codecs, into the decoded buffer (or a host copy of it on a GPU)

@@ -82,6 +82,18 @@ _LAY_OUT_PAGES = """XPU_KERNEL void parquet_lay_out_pages(int64_t n_chunks, cons
 }
 """
 
+# nvCOMP's per-page statuses and sizes checked where they lie (a CuPy expression would
+# compile CuPy's own kernels on a machine's first query: seconds)
+_CHECK_DECOMPRESSED = """XPU_KERNEL void parquet_check_decompressed(int64_t n, const int32_t* statuses,
+    const uint64_t* actual, const uint64_t* expected, int32_t* err) {
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(i, n) {
+    if (statuses[i] != 0 || actual[i] != expected[i]) err[0] = 1;
+  }
+  XPU_PARALLEL_END
+}
+"""
+
 
 @functools.cache
 def fixed_kernel() -> KernelSpec:
@@ -120,6 +132,13 @@ def gather_kernel() -> KernelSpec:
     return KernelSpec("parquet_gather", _PRELUDE + _GATHER, ("i64", "ptr", "ptr", "ptr", "ptr"), installation=True)
 
 
+@functools.cache
+def check_decompressed_kernel() -> KernelSpec:
+    """Flags a page nvCOMP failed on or that decompressed to another size than its header's."""
+    return KernelSpec("parquet_check_decompressed", '#include "xpu.h"\n\n' + _CHECK_DECOMPRESSED,
+                      ("i64", "ptr", "ptr", "ptr", "ptr"), installation=True)
+
+
 def decode_kernels() -> list[KernelSpec]:
     return [fixed_kernel(), spans_kernel(), gather_kernel(), delta_text_sizes_kernel(), count_pages_kernel(),
-            lay_out_pages_kernel()]
+            lay_out_pages_kernel(), check_decompressed_kernel()]
