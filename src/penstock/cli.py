@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--format", default="parquet", choices=["parquet", "arrow", "csv"])
     g.add_argument("--seed", type=int, default=1, help="ssb only (tpch is dbgen's fixed data)")
+    g.add_argument("--compression", default="snappy", choices=["snappy", "zstd", "lz4", "gzip", "none"],
+                   help="tpch only: the Parquet files' codec")
     g.set_defaults(run=cmd_gen)
 
     b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
@@ -288,9 +290,10 @@ def cmd_gen_tpch(args: argparse.Namespace) -> int:
     from penstock.datagen import generate_tpch
 
     started = time.perf_counter()
-    written = generate_tpch(args.out, args.sf, fmt=args.format, progress=True)
+    written = generate_tpch(args.out, args.sf, fmt=args.format, progress=True, compression=args.compression)
     files = sum(len(v) for v in written.values())
-    print(f"wrote TPC-H SF {args.sf:g} ({files} files, {args.format}) to {args.out} "
+    codec = f", {args.compression}" if args.format == "parquet" else ""
+    print(f"wrote TPC-H SF {args.sf:g} ({files} files, {args.format}{codec}) to {args.out} "
           f"in {time.perf_counter() - started:.1f} s")
     return 0
 

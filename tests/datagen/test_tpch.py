@@ -298,7 +298,21 @@ def test_interrupted_run_stops_tpchgen_and_leaves_nothing_partial(
     assert runs and all(r.process.returncode is not None for r in runs)
 
 
+def test_zstd_files_hold_the_same_data(tmp_path: Path, tiny: Path) -> None:
+    """--compression zstd: every column chunk ZSTD-compressed, the content unchanged."""
+    out = tmp_path / "zstd"
+    assert main(["gen", "tpch", "--sf", str(SF), "--out", str(out), "--compression", "zstd"]) == 0
+    for t in TABLES:
+        path = table_path(out, t, "parquet")
+        meta = pq.ParquetFile(path).metadata
+        assert {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups)
+                for c in range(meta.num_columns)} == {"ZSTD"}, t
+        assert pq.read_table(path).equals(pq.read_table(table_path(tiny, t, "parquet"))), t
+
+
 def test_unknown_format_and_sf_in_the_api(tmp_path: Path) -> None:
+    with pytest.raises(PenstockError, match="unknown Parquet compression"):
+        generate_tpch(tmp_path, SF, compression="brotli2", progress=False)
     with pytest.raises(PenstockError, match="unknown format"):
         generate_tpch(tmp_path, SF, fmt="orc", progress=False)
     with pytest.raises(PenstockError, match="scale factor"):

@@ -47,6 +47,7 @@ from penstock.errors import PenstockError
 from penstock.progress import Progress
 
 FORMATS = ("parquet", "arrow", "csv")
+PARQUET_CODECS = ("snappy", "zstd", "lz4", "gzip", "none")  # pyarrow's names
 MIN_SF = 0.0001  # 10,000 suppliers per unit of scale: below this, none (tpchgen panics)
 TPCHGEN = "tpchgen-cli"
 TPCHGEN_REQUIREMENT = "tpchgen-cli==4.0.0"
@@ -100,11 +101,13 @@ def generate_tpch(
     sf: float,
     fmt: str = "parquet",
     progress: bool = True,
+    compression: str = "snappy",
 ) -> dict[str, list[Path]]:
     """Write the eight TPC-H tables at scale ``sf`` into ``out_dir``, one file per table
     (``<table>.parquet|.arrow|.csv``).
 
-    ``fmt`` is "parquet" (Snappy, statistics, row groups of ``ROWS_PER_GROUP`` rows),
+    ``fmt`` is "parquet" (``compression``: one of PARQUET_CODECS, Snappy unless told;
+    statistics, row groups of ``ROWS_PER_GROUP`` rows),
     "arrow" (Arrow IPC file format, uncompressed, one record batch per group) or "csv"
     (with a header line). Returns table name -> files written. ``progress`` draws one bar,
     weighted by the tables' row counts, on stderr when it is a terminal. Raises
@@ -113,6 +116,8 @@ def generate_tpch(
     """
     if fmt not in FORMATS:
         raise PenstockError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if compression not in PARQUET_CODECS:
+        raise PenstockError(f"unknown Parquet compression {compression!r}; expected one of {', '.join(PARQUET_CODECS)}")
     if not (isinstance(sf, (int, float)) and math.isfinite(sf) and sf > 0):
         raise PenstockError(f"scale factor must be a number greater than 0, got {sf!r}")
     if table_rows("supplier", sf) < 1:  # dbgen divides by the supplier count
@@ -132,7 +137,7 @@ def generate_tpch(
                 bar.label = f"tpch {table:<9}"
                 path = table_path(out, table, fmt)
                 batches = _normalised(_files_of(generated, table), table)
-                _write_atomically(path, table, fmt, batches, bar.update)
+                _write_atomically(path, table, fmt, batches, bar.update, compression)
                 written[table] = [path]
     finally:
         generated.close()  # stops a tpchgen run still going ahead (error, interrupt)
@@ -291,8 +296,8 @@ def _normalised(files: Iterator[Path], table: str) -> Iterator[pa.RecordBatch]:
 
 
 class _ParquetSink:
-    def __init__(self, path: Path, table: str) -> None:
-        self._writer = pq.ParquetWriter(path, SCHEMAS[table], compression="snappy",
+    def __init__(self, path: Path, table: str, compression: str = "snappy") -> None:
+        self._writer = pq.ParquetWriter(path, SCHEMAS[table], compression=compression,
                                         write_statistics=True,
                                         use_dictionary=PARQUET_DICTIONARY.get(table, True))
 
@@ -332,18 +337,18 @@ class _CsvSink:
         self._writer.close()
 
 
-_SINKS: dict[str, Callable[[Path, str], Any]] = {
+_SINKS: dict[str, Callable[..., Any]] = {
     "parquet": _ParquetSink, "arrow": _ArrowSink, "csv": _CsvSink,
 }
 
 
 def _write_atomically(path: Path, table: str, fmt: str, batches: Iterator[pa.RecordBatch],
-                      on_rows: Callable[[int], None]) -> None:
+                      on_rows: Callable[[int], None], compression: str = "snappy") -> None:
     """Write all batches to ``.<name>.partial`` and rename it to ``path`` only on success."""
     partial = path.with_name(f".{path.name}.partial")
     try:
         try:
-            sink = _SINKS[fmt](partial, table)
+            sink = _ParquetSink(partial, table, compression) if fmt == "parquet" else _SINKS[fmt](partial, table)
         except OSError as e:
             raise PenstockError(f"cannot write {partial}: {e.strerror or e}") from None
         try:
