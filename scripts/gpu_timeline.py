@@ -1,39 +1,56 @@
-"""The GPU's timeline of repeated SSB queries on GPU-cached data: what ran on the device, when.
+"""The GPU's timeline of repeated queries: what ran on the device, and for how long.
 
 Records each query (after warm-up runs) with the PyTorch profiler (CUPTI sees every kernel and
-copy in the process, CuPy's and penstock's alike) and prints, per query, its wall time, the
-time the GPU was busy, and every device operation with its start (from the query's start),
-its duration and the idle gap before it: gaps are host work the GPU waited for.
+copy in the process, CuPy's, nvCOMP's and penstock's alike) and prints, per query, its wall
+time, the time the GPU was busy, and the device operations summed by name (count, total,
+longest); with --ops, every operation with its start, duration and the idle gap before it
+(gaps are host work the GPU waited for).
 
-usage: python scripts/gpu_timeline.py DATA_DIR [QUERY ...]
+usage: python scripts/gpu_timeline.py --data DIR [--suite ssb|tpch] [--format arrow|parquet]
+           [--cache] [--queries Q1.1,Q2.1] [--ops]
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import collections
 import time
 
 import penstock
-from penstock.datagen import register_ssb
-from penstock.datagen.ssb_queries import SSB_QUERIES
+from penstock.bench.suites import suite
 
 
-def main(data: str, names: list[str]) -> None:
+def main() -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--format", default="arrow")
+    ap.add_argument("--sf", type=float, default=10)
+    ap.add_argument("--cache", action="store_true", help="hold the tables' columns on the GPU")
+    ap.add_argument("--queries", default="")
+    ap.add_argument("--ops", action="store_true", help="every device operation, in order")
+    args = ap.parse_args()
+    chosen = suite(args.suite)
+    queries = chosen.queries(args.sf)
+    names = args.queries.split(",") if args.queries else list(queries)
     db = penstock.connect(device="gpu", strict=True)
-    register_ssb(db, data, "arrow", cache=True)
+    for table, path in chosen.files(args.data, args.format).items():
+        db.register(table, str(path))
+        if args.cache:
+            db.cache(table)
     for name in names:
         for _ in range(3):
-            db.sql(SSB_QUERIES[name])
+            db.sql(queries[name])
     walls: dict[str, float] = {}
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for name in names:
             db.backend.synchronize()
             with record_function(f"query {name}"):
                 started = time.perf_counter()
-                db.sql(SSB_QUERIES[name])
+                db.sql(queries[name])
                 walls[name] = time.perf_counter() - started
     events = prof.events()
     ranges = {e.name[len("query "):]: e.time_range for e in events if e.name.startswith("query ")}
@@ -45,15 +62,21 @@ def main(data: str, names: list[str]) -> None:
         ops = [e for e in device_ops if r.start <= e.time_range.start <= r.end]
         busy = sum(e.time_range.elapsed_us() for e in ops)
         print(f"== {name}: wall {walls[name] * 1e3:.2f} ms, GPU busy {busy / 1e3:.2f} ms, {len(ops)} device ops")
-        prev_end = r.start
+        by_name: dict[str, list[float]] = collections.defaultdict(list)
         for e in ops:
-            gap = e.time_range.start - prev_end
-            label = e.name.replace("\n", " ")[:48]
-            print(f"   +{(e.time_range.start - r.start) / 1e3:7.3f} ms  {e.time_range.elapsed_us():8.1f} us  "
-                  f"gap {gap:7.1f} us  {label}")
-            prev_end = max(prev_end, e.time_range.end)
-        print(f"   end of query {(r.end - prev_end):.1f} us after the last device op", flush=True)
+            by_name[e.name.replace("\n", " ")[:60]].append(e.time_range.elapsed_us())
+        for label, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:25]:
+            print(f"   {sum(times) / 1e3:9.2f} ms  x{len(times):<5} longest {max(times) / 1e3:8.2f} ms  {label}")
+        if args.ops:
+            prev_end = r.start
+            for e in ops:
+                gap = e.time_range.start - prev_end
+                print(f"   +{(e.time_range.start - r.start) / 1e3:7.3f} ms  {e.time_range.elapsed_us():8.1f} us  "
+                      f"gap {gap:7.1f} us  {e.name.replace(chr(10), ' ')[:48]}")
+                prev_end = max(prev_end, e.time_range.end)
+        print(f"   end of query {(r.end - max([r.start] + [e.time_range.end for e in ops])):.1f} us "
+              "after the last device op", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or list(SSB_QUERIES))
+    main()

@@ -1,7 +1,7 @@
 """Where a query's first run goes, in this (fresh) process: registers the suite's tables of
 --data, optionally caches their columns on the GPU (as the gpu tier does, untimed), runs each
 query once while sampling every thread's stack (the read-ahead and I/O threads too), then once
-more, and prints per query the plan/compile/execute split, the repeat's time, and the
+more (sampled too), and prints per query the plan/compile/execute split, the repeat's time, and the
 slowest calls by cumulative and by own time, all threads merged.
 
     PENSTOCK_CACHE_DIR=$(mktemp -d) python scripts/profile_first_run.py --suite tpch \\
@@ -113,12 +113,15 @@ def main() -> None:
         first = time.perf_counter() - started
         m: Any = result.metrics
         started = time.perf_counter()
-        db.sql(sql)
+        with Sampler() as repeat_sampler:
+            db.sql(sql)
         repeat = time.perf_counter() - started
         print(f"== {name}: first run {first * 1000:.0f} ms (plan {m.plan_seconds * 1000:.0f}, compile "
               f"{m.compile_seconds * 1000:.0f}, execute {m.execute_seconds * 1000:.0f}); repeat "
               f"{repeat * 1000:.0f} ms; engine {result.engine}")
         print(sampler.report(args.top))
+        print(f"-- {name}: the repeat")
+        print(repeat_sampler.report(args.top))
 
 
 if __name__ == "__main__":

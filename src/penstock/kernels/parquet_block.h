@@ -11,28 +11,31 @@ namespace pq {
 // headers of the definition levels (and another those of the dictionary indices) into a
 // table in shared memory, then every thread takes a row, finds its runs by binary search,
 // and a block-wide prefix sum over "has a value" gives each row its value's index.
-const int32_t MAX_RUNS = 1024;  // more runs in a page: its block falls back to one thread
+// A page of more runs than the table holds is read in windows: when the rows a step needs
+// pass the table's last run, the runs still needed move to its front and reading goes on
+// after them (pyarrow writes a million 2-bit values as one page of some 2000 runs).
+const int32_t MAX_RUNS = 1024;
 
 struct RunTable {
-  int32_t first[MAX_RUNS + 1];  // index of each run's first value; [count]: values in all
+  int32_t first[MAX_RUNS + 1];  // index of each run's first value; [count]: the values they hold
   int64_t data[MAX_RUNS];       // a bit-packed run's bits (an address); an RLE run: -(value + 1)
   int32_t count;
   int32_t width;
   bool reached_end;  // every run header of the section was read
-  bool overflow;     // more runs than MAX_RUNS
+  bool more;         // the table filled before the section's end: extend_runs reads on
   bool bad;
+  const uint8_t* next;  // the header after the last run read
+  const uint8_t* to;
+  int64_t enough;
 };
 
-// The runs of the hybrid stream [from, to) of `width`-bit values, until `enough` values.
-XPU_FN void build_runs(RunTable& t, const uint8_t* from, const uint8_t* to, int32_t width, int64_t enough) {
-  t.count = 0;
-  t.width = width;
-  t.bad = width < 0 || width > 32 || from > to;
-  t.overflow = false;
-  int64_t total = 0;
-  const uint8_t* p = from;
-  while (!t.bad && p < to && total < enough) {
-    if (t.count == MAX_RUNS) { t.overflow = true; break; }
+// Runs from `p` on, appended to the table, until it is full or holds `enough` values.
+XPU_FN void read_runs(RunTable& t, const uint8_t* p, int64_t total) {
+  const uint8_t* const to = t.to;
+  const int32_t width = t.width;
+  t.more = false;
+  while (!t.bad && p < to && total < t.enough) {
+    if (t.count == MAX_RUNS) { t.more = true; break; }
     const uint64_t header = uleb128(p, to, t.bad);
     if (t.bad) break;
     t.first[t.count] = (int32_t)total;
@@ -56,13 +59,24 @@ XPU_FN void build_runs(RunTable& t, const uint8_t* from, const uint8_t* to, int3
   }
   if (total >= (1ll << 31)) t.bad = true;
   t.first[t.count] = (int32_t)(total < (1ll << 31) ? total : 0);
-  if (!t.bad && !t.overflow) p = past_empty_runs(p, to, width);
+  if (!t.bad && !t.more) p = past_empty_runs(p, to, width);
+  t.next = p;
   t.reached_end = p == to;
+}
+
+// The runs of the hybrid stream [from, to) of `width`-bit values, until `enough` values.
+XPU_FN void build_runs(RunTable& t, const uint8_t* from, const uint8_t* to, int32_t width, int64_t enough) {
+  t.count = 0;
+  t.width = width;
+  t.to = to;
+  t.enough = enough;
+  t.bad = width < 0 || width > 32 || from > to;
+  read_runs(t, from, 0);
 }
 
 // The run holding value `at` (-1: none).
 XPU_FN int32_t find_run(const RunTable& t, int64_t at) {
-  if (at < 0 || at >= t.first[t.count]) return -1;
+  if (t.count == 0 || at < t.first[0] || at >= t.first[t.count]) return -1;
   int32_t lo = 0, hi = t.count - 1;
   while (lo < hi) {
     const int32_t mid = (lo + hi + 1) >> 1;
@@ -81,6 +95,22 @@ XPU_FN uint32_t run_value(const RunTable& t, int32_t run, int64_t at) {
   uint64_t word = 0;
   for (int32_t k = 0; k < need; ++k) word |= (uint64_t)bits[(bit >> 3) + k] << (8 * k);
   return (uint32_t)((word >> shift) & (t.width == 32 ? 0xFFFFFFFFull : ((1ull << t.width) - 1)));
+}
+
+// The next window (one thread): the runs from the one holding value `at` on move to the
+// front, and reading goes on after the last. A window that gains no values is damage.
+XPU_FN void extend_runs(RunTable& t, int64_t at) {
+  int32_t keep = find_run(t, at);
+  if (keep < 0) keep = t.count;
+  const int32_t kept = t.count - keep;
+  const int64_t total = t.first[t.count];
+  for (int32_t i = 0; i < kept; ++i) {
+    t.first[i] = t.first[keep + i];
+    t.data[i] = t.data[keep + i];
+  }
+  t.count = kept;
+  read_runs(t, t.next, total);
+  if (t.more && t.first[t.count] == total) t.bad = true;
 }
 
 // Whether `needed` values were there and the stream held nothing after the run of the last.
@@ -137,12 +167,11 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
       values = level_to;
     }
   }
-  if (threadIdx.x == 0) flags[0] = 0;  // 1: damage; 2: too many runs, decode with one thread
+  if (threadIdx.x == 0) flags[0] = 0;  // 1: damage
   __syncthreads();
   if (!bad && threadIdx.x == 0 && has_levels) {
     build_runs(levels, level_from, level_to, 1, n);
     if (levels.bad) flags[0] |= 1;
-    if (levels.overflow) flags[0] |= 2;
   }
   if (!bad && threadIdx.x == 32 && dictionary) {
     if (values >= end) {
@@ -150,7 +179,6 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
     } else {
       build_runs(indices, values + 1, end, values[0], n);
       if (indices.bad) atomicOr(&flags[0], 1);
-      if (indices.overflow) atomicOr(&flags[0], 2);
     }
   }
   __syncthreads();
@@ -158,13 +186,23 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
     if (threadIdx.x == 0) xpu::raise(err, ERR_CORRUPT);
     return;
   }
-  if (flags[0] & 2) {  // too many runs for the table: the page is read by one thread
-    if (threadIdx.x == 0) decode_fixed_page(w, in_width, out_width, mode, out, valid, err);
-    return;
-  }
   int64_t k_base = 0;
   bool damaged = false;
   for (int64_t base = 0; base < n; base += blockDim.x) {
+    // the tables' next windows, when this step's rows (or values) pass their last run; the
+    // conditions read shared memory only, so every thread takes the same branch
+    const bool levels_short = has_levels && levels.more && base + blockDim.x > levels.first[levels.count];
+    const bool indices_short = dictionary && indices.more && k_base + blockDim.x > indices.first[indices.count];
+    if (levels_short || indices_short) {
+      __syncthreads();  // no thread still reads the windows being replaced
+      if (threadIdx.x == 0 && levels_short) extend_runs(levels, base);
+      if (threadIdx.x == 32 && indices_short) extend_runs(indices, k_base);
+      __syncthreads();
+      if ((has_levels && levels.bad) || (dictionary && indices.bad)) {
+        if (threadIdx.x == 0) xpu::raise(err, ERR_CORRUPT);
+        return;
+      }
+    }
     const int64_t r = base + threadIdx.x;
     const bool in = r < n;
     bool defined = in;
@@ -195,7 +233,10 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
     }
     k_base += total;
   }
+  __syncthreads();  // the last step's reads of the tables are done
   if (threadIdx.x == 0) {
+    if (has_levels && levels.more) extend_runs(levels, n - 1);  // what follows the last run needed
+    if (dictionary && indices.more) extend_runs(indices, k_base - 1);
     if (has_levels && !runs_used_up(levels, n)) damaged = true;
     if (!dictionary && !whole_values_left(values + k_base * in_width, end, in_width)) damaged = true;
     if (dictionary && !runs_used_up(indices, k_base)) damaged = true;

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from penstock.io.parquet_device.pages import read_pages
 from penstock.plan import types as T
 
 SUPPORTED = ["i8", "i16", "i32", "i64", "f32", "f64", "day", "ts_ms", "ts_us", "ts_ns", "dec9", "dec18", "dec12",
@@ -173,6 +174,38 @@ def test_twenty_thousand_rows_default_pages(tmp_path: Path, harness: Any) -> Non
     path = tmp_path / "twenty.parquet"
     pq.write_table(table, path, compression="snappy", row_group_size=6_000)
     assert pq.ParquetFile(path).metadata.num_row_groups == 4
+    assert harness.check(path).host_columns == {}
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+def test_pages_of_thousands_of_runs(tmp_path: Path, harness: Any, compression: str, version: str) -> None:
+    """One large page per column whose levels and dictionary indices hold far more runs than
+    the GPU's run tables (1024): values and NULLs change every 9 rows (RLE runs) or at random
+    (bit-packed runs), so the block reads them window by window."""
+    rows = 60_000
+    rng = np.random.default_rng(5)
+    step = np.arange(rows) // 9
+    noisy = rng.integers(0, 5, rows)
+    table = pa.table({
+        "runs": pa.array(step % 3, pa.int64()),
+        "null_runs": pa.array([None if b % 2 else int(v) for b, v in zip(step, noisy)], pa.int32()),
+        "mixed": pa.array(np.where(step % 4 == 0, noisy, step % 7), pa.int64()),
+        "text": pa.array([None if b % 5 == 0 else f"t{b % 3}" for b in step]),
+        "req": pa.array(step % 6, pa.int32()),
+    }, schema=pa.schema([pa.field("runs", pa.int64()), pa.field("null_runs", pa.int32()),
+                         pa.field("mixed", pa.int64()), pa.field("text", pa.string()),
+                         pa.field("req", pa.int32(), nullable=False)]))
+    path = write(table, tmp_path / "runs.parquet", compression=compression, data_page_version=version,
+                 data_page_size=64 << 20, write_batch_size=rows, dictionary_pagesize_limit=1 << 20)
+    meta = pq.ParquetFile(path).metadata
+    data = path.read_bytes()
+    for c in range(meta.num_columns):
+        chunk = meta.row_group(0).column(c)
+        assert "RLE_DICTIONARY" in chunk.encodings or "PLAIN_DICTIONARY" in chunk.encodings
+        start = chunk.dictionary_page_offset or chunk.data_page_offset
+        pages = read_pages(memoryview(data)[start:start + chunk.total_compressed_size], rows, chunk.compression)
+        assert len(pages.data) <= 3, (chunk.path_in_schema, len(pages.data))  # pages of 20,000 rows at least
     assert harness.check(path).host_columns == {}
 
 

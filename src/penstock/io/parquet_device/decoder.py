@@ -348,7 +348,7 @@ class RowGroupDecoder:
         be = self.backend
         starts, lengths = be.zeros(rows, np.int64), be.zeros(rows, np.int32)
         d_starts, d_lengths = dictionary if dictionary is not None else (None, None)
-        self._launch(spans_kernel(), n_pages, [n_pages, pages, d_starts, d_lengths, starts, lengths, valid, err])
+        self._launch(spans_kernel(), n_pages * BLOCK, [n_pages, pages, d_starts, d_lengths, starts, lengths, valid, err])
         return starts, lengths
 
     def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
