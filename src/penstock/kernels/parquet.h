@@ -47,6 +47,8 @@ const int32_t MODE_INDICES = 1;
 const int32_t MODE_BIG_ENDIAN = 2;  // FIXED_LEN_BYTE_ARRAY decimals, sign-extended
 const int32_t MODE_BOOLEAN = 3;     // BOOLEAN: a bit a value (PLAIN) or RLE runs; a byte a row out
 const int32_t MODE_INT96 = 4;       // INT96 timestamps (nanoseconds of the day, Julian day) as ns
+const int32_t MODE_TEXT_INDICES = 5;  // MODE_INDICES on a text column's dictionary pages only:
+                                      // parquet_text_spans reads its other pages
 
 // Past runs that hold no values (an RLE run of length 0, a bit-packed run of 0 groups):
 // fastparquet ends index streams with such runs. Stops at anything else.
@@ -254,6 +256,10 @@ XPU_FN void copy_split(const uint8_t* streams, int64_t count, int64_t k, uint8_t
 // integers or BYTE_STREAM_SPLIT values.
 XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
                               uint8_t* out, uint8_t* valid, int32_t* err) {
+  if (mode == MODE_TEXT_INDICES) {
+    if (w[W_ENCODING] != ENC_DICTIONARY) return;
+    mode = MODE_INDICES;
+  }
   const uint8_t* dict = address(w[W_DICT]);
   const int64_t dict_count = w[W_DICT_COUNT];
   PageCursor page;

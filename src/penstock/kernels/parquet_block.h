@@ -139,6 +139,10 @@ XPU_FN int32_t block_prefix(bool flag, int32_t* warp_sums, int32_t& total) {
 XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
                                     uint8_t* out, uint8_t* valid, int32_t* err, RunTable& levels,
                                     RunTable& indices, int32_t* warp_sums, int32_t* flags) {
+  if (mode == MODE_TEXT_INDICES) {
+    if (w[W_ENCODING] != ENC_DICTIONARY) return;
+    mode = MODE_INDICES;
+  }
   const uint8_t* dict = address(w[W_DICT]);
   const int64_t dict_count = w[W_DICT_COUNT];
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];

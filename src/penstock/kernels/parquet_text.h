@@ -56,21 +56,39 @@ XPU_FN int64_t delta_text_size(const int64_t* w) {
   return text.bytes;
 }
 
+// The rows of a dictionary page, from their dictionary indices (parquet_fixed wrote them in
+// MODE_TEXT_INDICES, batch-wide, with the validity, and checked them): the entries' spans.
+// Rows from, from + step, ... (a GPU block's threads share a page).
+XPU_FN void dictionary_page_spans(const int64_t* w, const int32_t* indices, const int64_t* dict_starts,
+                                  const int32_t* dict_lengths, int64_t* starts, int32_t* lengths,
+                                  const uint8_t* valid, int64_t from, int64_t step) {
+  const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
+  for (int64_t r = from; r < n; r += step) {
+    const int64_t row = first + r;
+    const bool defined = valid == nullptr || valid[row] != 0;
+    starts[row] = defined ? dict_starts[indices[row]] : 0;
+    lengths[row] = defined ? dict_lengths[indices[row]] : 0;
+  }
+}
+
 // A page of byte arrays: PLAIN (each a 4-byte length, then the bytes), DELTA_LENGTH_BYTE_ARRAY
 // (every length, DELTA_BINARY_PACKED, then every value's bytes), DELTA_BYTE_ARRAY (rebuilt in
-// the page's scratch room: W_SCRATCH), or indices into a dictionary
-// whose entries' spans are given from W_DICT on (a chunk whose dictionary grew too large goes
-// on in PLAIN pages). Writes each row's address and length, 0 for NULLs; gather then copies
-// them into Arrow's layout.
-XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const int32_t* dict_lengths,
-                            int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
-  const int64_t dict_base = w[W_DICT], dict_count = w[W_DICT_COUNT];
+// the page's scratch room: W_SCRATCH), or indices into a dictionary whose entries' spans are
+// given (dictionary_page_spans; a chunk whose dictionary grew too large goes on in PLAIN
+// pages). Writes each row's address and length, 0 for NULLs; gather then copies them into
+// Arrow's layout.
+XPU_FN void text_page_spans(const int64_t* w, const int32_t* indices, const int64_t* dict_starts,
+                            const int32_t* dict_lengths, int64_t* starts, int32_t* lengths, uint8_t* valid,
+                            int32_t* err) {
+  if (w[W_ENCODING] == ENC_DICTIONARY) {
+    if (indices == nullptr) xpu::raise(err, ERR_CORRUPT);  // a dictionary page where none may be
+    else dictionary_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, 0, 1);
+    return;
+  }
   PageCursor page;
   page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW], encoding = w[W_ENCODING];
-  const bool dictionary = encoding == ENC_DICTIONARY;
-  if (encoding != ENC_PLAIN && encoding != ENC_DICTIONARY && encoding != ENC_DELTA_LENGTH &&
-      encoding != ENC_DELTA_TEXT) page.bad = true;
+  if (encoding != ENC_PLAIN && encoding != ENC_DELTA_LENGTH && encoding != ENC_DELTA_TEXT) page.bad = true;
   const uint8_t* q = page.values;
   DeltaText text;  // DELTA_BYTE_ARRAY: values rebuilt one after another in the scratch room
   uint8_t* rebuilt = (uint8_t*)(uint64_t)w[W_SCRATCH];
@@ -82,8 +100,6 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
     if (text.bad || text.prefixes.total > n || text.bytes > w[W_SCRATCH_LEN]) page.bad = true;
     q = text.data;
   }
-  Hybrid indices;
-  bool indices_started = false;
   DeltaReader sizes;  // DELTA_LENGTH_BYTE_ARRAY: the lengths; the bytes start where they end
   int64_t k = 0;
   if (!page.bad && encoding == ENC_DELTA_LENGTH) {
@@ -121,18 +137,6 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
       q += length;
       continue;
     }
-    if (dictionary) {
-      if (!indices_started) {
-        if (page.values >= page.end) { page.bad = true; break; }
-        indices.start(page.values + 1, page.end, page.values[0]);
-        indices_started = true;
-      }
-      const uint32_t index = indices.next();
-      if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
-      starts[first + r] = dict_starts[dict_base + index];
-      lengths[first + r] = dict_lengths[dict_base + index];
-      continue;
-    }
     if (page.end - q < 4) { page.bad = true; break; }
     const uint32_t length = le32(q);
     q += 4;
@@ -147,10 +151,9 @@ XPU_FN void text_page_spans(const int64_t* w, const int64_t* dict_starts, const 
   }
   if (!page.bad) {
     page.finish();
-    if (!dictionary && q != page.end) page.bad = true;
+    if (q != page.end) page.bad = true;
     if (encoding == ENC_DELTA_LENGTH && k != sizes.total) page.bad = true;
     if (encoding == ENC_DELTA_TEXT && k != text.prefixes.total) page.bad = true;
-    if (dictionary && indices_started && !PageCursor::used_up(indices)) page.bad = true;
   }
   if (page.bad) xpu::raise(err, ERR_CORRUPT);
 }

@@ -26,7 +26,7 @@ from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dty
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.kernels import delta_text_sizes_kernel, fixed_kernel, gather_kernel, spans_kernel
 from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, \
-    ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
+    MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
@@ -348,7 +348,13 @@ class RowGroupDecoder:
         be = self.backend
         starts, lengths = be.zeros(rows, np.int64), be.zeros(rows, np.int32)
         d_starts, d_lengths = dictionary if dictionary is not None else (None, None)
-        self._launch(spans_kernel(), n_pages * BLOCK, [n_pages, pages, d_starts, d_lengths, starts, lengths, valid, err])
+        indices = None
+        if dictionary is not None:  # the dictionary pages' indices first, a block a page on a GPU
+            indices = be.empty(rows, np.int32)
+            self._launch(fixed_kernel(), n_pages * BLOCK,
+                         [n_pages, pages, 4, 4, MODE_TEXT_INDICES, indices, valid, err])
+        self._launch(spans_kernel(), n_pages * BLOCK,
+                     [n_pages, pages, indices, d_starts, d_lengths, starts, lengths, valid, err])
         return starts, lengths
 
     def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:

@@ -29,8 +29,9 @@ _FIXED = """XPU_KERNEL void parquet_fixed(int64_t n_pages, const int64_t* pages,
 }
 """
 
-_SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* pages, const int64_t* dict_starts,
-    const int32_t* dict_lengths, int64_t* starts, int32_t* lengths, uint8_t* valid, int32_t* err) {
+_SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* pages, const int32_t* indices,
+    const int64_t* dict_starts, const int32_t* dict_lengths, int64_t* starts, int32_t* lengths, uint8_t* valid,
+    int32_t* err) {
 #ifdef XPU_GPU
   __shared__ uint8_t window[pq::TEXT_WINDOW];
   __shared__ int64_t shared[2];
@@ -38,15 +39,17 @@ _SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* p
     const int64_t* w = pages + p * pq::PAGE_WORDS;
     if (w[pq::W_ENCODING] == pq::ENC_PLAIN) {
       pq::plain_text_spans_block(w, starts, lengths, valid, err, window, shared);
+    } else if (w[pq::W_ENCODING] == pq::ENC_DICTIONARY && indices != nullptr) {
+      pq::dictionary_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, threadIdx.x, blockDim.x);
     } else if (threadIdx.x == 0) {
-      pq::text_page_spans(w, dict_starts, dict_lengths, starts, lengths, valid, err);
+      pq::text_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, err);
     }
     __syncthreads();
   }
 #else
   XPU_PARALLEL_BEGIN
   XPU_FOR(p, n_pages) {
-    pq::text_page_spans(pages + p * pq::PAGE_WORDS, dict_starts, dict_lengths, starts, lengths, valid, err);
+    pq::text_page_spans(pages + p * pq::PAGE_WORDS, indices, dict_starts, dict_lengths, starts, lengths, valid, err);
   }
   XPU_PARALLEL_END
 #endif
@@ -118,7 +121,7 @@ def fixed_kernel() -> KernelSpec:
 @functools.cache
 def spans_kernel() -> KernelSpec:
     return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS,
-                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
 
 
 @functools.cache
