@@ -162,60 +162,83 @@ XPU_FN void text_page_spans(const int64_t* w, const int32_t* indices, const int6
 // PLAIN text on the GPU. Each value's length prefix says where the next one starts, so one
 // thread must walk them in order; walking global memory it waits at every step (TPC-H's
 // comment columns: 7 ms a page). Here the block copies the page into shared memory a window
-// at a time, coalesced, and one thread walks the prefixes there; the same checks as
+// at a time (16-byte loads), one thread walks the prefixes there and notes each value's row
+// and span in shared memory, and the block writes them out; the same checks as
 // text_page_spans.
 const int32_t TEXT_WINDOW = 16384;
+const int32_t TEXT_NOTES = 1024;  // values a window's walk notes before the block writes them out
+
+struct TextWindow {
+  uint8_t bytes[TEXT_WINDOW + 16];  // from the 16-byte boundary at or before the walk's place
+  int64_t rows[TEXT_NOTES];
+  int64_t starts[TEXT_NOTES];
+  int32_t lengths[TEXT_NOTES];
+  int64_t next;   // where the next window starts (an address)
+  int32_t notes;  // values noted
+  int32_t state;  // 0 walking, 1 done, 2 damage
+};
 
 XPU_FN void plain_text_spans_block(const int64_t* w, int64_t* starts, int32_t* lengths, uint8_t* valid,
-                                   int32_t* err, uint8_t* window, int64_t* shared) {
+                                   int32_t* err, TextWindow& win) {
   PageCursor page;  // walked by thread 0; the others read its bounds
   page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
   const uint8_t* q = page.values;
   int64_t r = 0;
   bool waiting = false;  // row r has a value whose prefix lies past the window
-  // shared[0]: where the next window starts; shared[1]: 0 walking, 1 done, 2 damage
   if (threadIdx.x == 0) {
-    shared[0] = (int64_t)(uint64_t)page.values;
-    shared[1] = page.bad ? 2 : 0;
+    win.next = (int64_t)(uint64_t)page.values;
+    win.state = page.bad ? 2 : 0;
   }
   __syncthreads();
-  while (shared[1] == 0) {
-    const uint8_t* from = address(shared[0]);
+  while (win.state == 0) {
+    const uint8_t* from = address(win.next & ~(int64_t)15);
     const int64_t size = page.end - from < TEXT_WINDOW ? page.end - from : TEXT_WINDOW;
-    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) window[i] = from[i];
+    const int64_t whole = size / 16;
+    for (int64_t i = threadIdx.x; i < whole; i += blockDim.x) ((uint4*)win.bytes)[i] = ((const uint4*)from)[i];
+    for (int64_t i = whole * 16 + threadIdx.x; i < size; i += blockDim.x) win.bytes[i] = from[i];
     __syncthreads();
     if (threadIdx.x == 0) {
       const uint8_t* const window_end = from + size;
-      int64_t state = 0;
+      int32_t state = 0, notes = 0;
       for (; r < n; ++r) {
         const bool defined = waiting || page.defined();
         waiting = false;
         if (page.bad) { state = 2; break; }
-        if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
         if (!defined) {
+          if (valid != nullptr) valid[first + r] = 0;
           starts[first + r] = 0;
           lengths[first + r] = 0;
           continue;
         }
         if (page.end - q < 4) { state = 2; break; }
-        if (q < from || window_end - q < 4) { waiting = true; break; }  // the next window starts at q
-        const uint8_t* at = window + (q - from);
+        if (notes == TEXT_NOTES || q < from || window_end - q < 4) { waiting = true; break; }
+        const uint8_t* at = win.bytes + (q - from);
         const uint32_t length = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
         q += 4;
         if ((int64_t)length > page.end - q) { state = 2; break; }
-        starts[first + r] = (int64_t)(uint64_t)q;
-        lengths[first + r] = (int32_t)length;
+        win.rows[notes] = first + r;
+        win.starts[notes] = (int64_t)(uint64_t)q;
+        win.lengths[notes] = (int32_t)length;
+        ++notes;
         q += length;
       }
       if (state == 0 && !waiting) state = 1;
-      shared[0] = (int64_t)(uint64_t)q;
-      shared[1] = state;
+      win.next = (int64_t)(uint64_t)q;
+      win.notes = notes;
+      win.state = state;
     }
     __syncthreads();
+    for (int32_t i = threadIdx.x; i < win.notes; i += blockDim.x) {
+      const int64_t row = win.rows[i];
+      if (valid != nullptr) valid[row] = 1;
+      starts[row] = win.starts[i];
+      lengths[row] = win.lengths[i];
+    }
+    __syncthreads();  // the notes are written out before the next walk overwrites them
   }
   if (threadIdx.x == 0) {
-    bool bad = shared[1] == 2;
+    bool bad = win.state == 2;
     // values past the rows' own: whole ones only (fastparquet pads pages with empty strings)
     while (!bad && q < page.end && page.end - q >= 4 && (int64_t)le32(q) <= page.end - q - 4) q += 4 + le32(q);
     if (!bad) {

@@ -33,12 +33,11 @@ _SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* p
     const int64_t* dict_starts, const int32_t* dict_lengths, int64_t* starts, int32_t* lengths, uint8_t* valid,
     int32_t* err) {
 #ifdef XPU_GPU
-  __shared__ uint8_t window[pq::TEXT_WINDOW];
-  __shared__ int64_t shared[2];
+  __shared__ pq::TextWindow window;
   for (int64_t p = blockIdx.x; p < n_pages; p += gridDim.x) {
     const int64_t* w = pages + p * pq::PAGE_WORDS;
     if (w[pq::W_ENCODING] == pq::ENC_PLAIN) {
-      pq::plain_text_spans_block(w, starts, lengths, valid, err, window, shared);
+      pq::plain_text_spans_block(w, starts, lengths, valid, err, window);
     } else if (w[pq::W_ENCODING] == pq::ENC_DICTIONARY && indices != nullptr) {
       pq::dictionary_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, threadIdx.x, blockDim.x);
     } else if (threadIdx.x == 0) {
