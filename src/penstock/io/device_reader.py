@@ -312,6 +312,23 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
         stream.synchronize()
 
 
+def read_into_host(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: np.ndarray,
+                   threads: int = IO_THREADS) -> None:
+    """Ranges of a file read straight into host memory by the backend's I/O threads at once
+    (jobs: file offset, size, offset in `target`; cut them to CHUNK for an even share).
+    Raises FileError on a short read, after every thread stopped writing."""
+    if not jobs:
+        return
+    workers = min(threads, len(jobs))
+    pool = _pool(backend, "io", threads)
+    wait_ranges([pool.submit(_host_share, fd, jobs[k::workers], target) for k in range(workers)])
+
+
+def _host_share(fd: int, jobs: list[tuple[int, int, int]], target: np.ndarray) -> None:
+    for offset, size, at in jobs:
+        _pread_exactly(fd, memoryview(target)[at:at + size], offset, size)
+
+
 def _pread_exactly(fd: int, view: memoryview, offset: int, need: int) -> None:
     got = os.preadv(fd, [view], offset)
     if got < need:

@@ -25,7 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.device.base import Backend
+from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column
+from penstock.io.device_reader import CHUNK, read_into_host
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import BLOCK, PAGE_WORDS, RowGroupDecoder, _validity
 from penstock.io.parquet_device.kernels import (check_decompressed_kernel, count_pages_kernel, fixed_kernel,
@@ -141,13 +143,17 @@ class BatchDecoder:
         return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits)
 
     def _pread(self, spans: list[tuple[int, int]], raw: np.ndarray) -> bool:
+        """The run's chunks, cut into pieces that the I/O threads read at once (one thread
+        reading a run's 100 MB from the page cache took 24 ms: the first run's wait)."""
+        jobs, at = [], 0
+        for start, length in spans:
+            jobs += [(start + off, min(CHUNK, length - off), at + off) for off in range(0, length, CHUNK)]
+            at += length
         fd = os.open(self.row_groups.path, os.O_RDONLY)
         try:
-            at = 0
-            for start, length in spans:
-                if os.preadv(fd, [memoryview(raw)[at:at + length]], start) != length:
-                    return False  # past the end of the file: RowGroupDecoder names it
-                at += length
+            read_into_host(self.backend, fd, jobs, raw)
+        except FileError:
+            return False  # past the end of the file: RowGroupDecoder names it
         finally:
             os.close(fd)
         return True
