@@ -117,7 +117,7 @@ def run_query(state: SessionState, sql: str) -> Outcome:
     sql = pg_catalog.for_session(state, sql)
     s = state.settings
     executed = state.db.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
-                               state.cancelled)
+                               state.cancelled, s.memory_limit())
     result = executed.result
     notices = list(executed.notices)
     engine = describe_engine(result)

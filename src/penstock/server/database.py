@@ -197,52 +197,58 @@ class Database:
 
     # -- queries ----------------------------------------------------------------------------
     def execute(self, sql: str, check: Callable[[], None], policy: str = "wait",
-                max_wait: float | None = None, cancelled: threading.Event | None = None) -> Executed:
+                max_wait: float | None = None, cancelled: threading.Event | None = None,
+                session_limit: int | None = None) -> Executed:
         """Run a query under GPU admission. Catalog queries and queries for DataFusion do not
-        take a GPU slot; a query whose share of GPU memory is too small runs again alone."""
+        take a GPU slot; a query whose share of GPU memory is too small runs again alone.
+        `session_limit`: the session's own cap (SET penstock.memory_limit), below the rest."""
         sql = self.memo(("planner", sql), lambda: planner_sql(sql))
         prepared = self.conn.prepare(sql)
         if prepared.compiled is None or self.cpu is None:
-            return Executed(self.conn.sql(sql, check=check), [])
+            return Executed(self.conn.sql(sql, check=check, memory_limit=session_limit), [])
         grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
         if not grant.on_gpu:
             check()
-            return Executed(self.cpu.sql(sql, check=check), [self.busy_note(grant)], grant)
+            return Executed(self.cpu.sql(sql, check=check, memory_limit=session_limit), [self.busy_note(grant)], grant)
         try:
             try:
-                return Executed(self.conn.sql(sql, check=check, memory_limit=grant.memory_limit), [], grant)
+                return Executed(self.conn.sql(sql, check=check, memory_limit=lower(grant.memory_limit, session_limit)),
+                                [], grant)
             except QueryError as e:
-                if e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots:
-                    raise
+                if (e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots
+                        or lower(grant.memory_limit, session_limit) == session_limit):
+                    raise  # alone, the session's own cap would bind all the same
         finally:
             self.admission.release(grant)
         alone = self.admission.acquire("wait", None, alone=True, cancelled=cancelled)
         try:
             check()
-            result = self.conn.sql(sql, check=check, memory_limit=alone.memory_limit)
+            result = self.conn.sql(sql, check=check, memory_limit=lower(alone.memory_limit, session_limit))
             return Executed(result, ["the query's share of GPU memory was too small: it ran again alone"], alone)
         finally:
             self.admission.release(alone)
 
     def stream(self, sql: str, check: Callable[[], None], policy: str = "wait",
-               max_wait: float | None = None, cancelled: threading.Event | None = None) -> Executed:
+               max_wait: float | None = None, cancelled: threading.Event | None = None,
+               session_limit: int | None = None) -> Executed:
         """A query whose result goes to the client as it is made (penstock/streaming.py),
         under the same GPU admission as `execute`; the slot is held until the stream ends.
         (A plan that cannot stream runs through `execute`, with its retry alone.)"""
         sql = self.memo(("planner", sql), lambda: planner_sql(sql))
         prepared = self.conn.prepare(sql)
         if prepared.compiled is None or self.cpu is None:
-            return Executed(self.conn.stream(sql, check=check), [])
+            return Executed(self.conn.stream(sql, check=check, memory_limit=session_limit), [])
         if not streams(prepared.compiled.plan):
-            executed = self.execute(sql, check, policy, max_wait, cancelled)
+            executed = self.execute(sql, check, policy, max_wait, cancelled, session_limit)
             return Executed(finished(executed.result), executed.notices, executed.grant)
         grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
         try:
             if not grant.on_gpu:
                 check()
-                stream, notices = self.cpu.stream(sql, check=check), [self.busy_note(grant)]
+                stream, notices = self.cpu.stream(sql, check=check, memory_limit=session_limit), [self.busy_note(grant)]
             else:
-                stream, notices = self.conn.stream(sql, check=check, memory_limit=grant.memory_limit), []
+                stream = self.conn.stream(sql, check=check, memory_limit=lower(grant.memory_limit, session_limit))
+                notices = []
         except BaseException:
             self.admission.release(grant)
             raise
@@ -323,3 +329,10 @@ def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
 def register_options(options: dict[str, str]) -> dict[str, object]:
     """The catalog's CSV options as Connection.register's keywords (checked by csv_options)."""
     return {key: value if key == "delimiter" else flag(value) for key, value in options.items()}
+
+
+def lower(limit: int | None, other: int | None) -> int | None:
+    """The tighter of two memory caps (None: no cap)."""
+    if limit is None:
+        return other
+    return limit if other is None else min(limit, other)

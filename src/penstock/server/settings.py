@@ -5,7 +5,10 @@ Most settings only need to be accepted and shown back: clients and postgres_fdw 
 on connect. The ones with an effect here: statement_timeout (milliseconds, or with a unit),
 application_name, client_encoding (UTF8 only), and penstock's own
 ``penstock.gpu_admission`` (wait | cpu), ``penstock.gpu_wait`` (seconds) and
-``penstock.report_engine`` (on: a NOTICE names the engine of every query). TimeZone is
+``penstock.report_engine`` (on: a NOTICE names the engine of every query) and
+``penstock.memory_limit`` (this session's queries' working memory on the executing device,
+under the server's --memory-limit and its GPU admission share: '512MB', '2GB'; a plain
+number is kB, as PostgreSQL's memory settings read it; '' or 0: no session cap). TimeZone is
 accepted and shown, but times are computed and sent in UTC.
 """
 
@@ -67,6 +70,7 @@ DEFAULTS: dict[str, str] = {
     "penstock.gpu_admission": "wait",
     "penstock.gpu_wait": "",
     "penstock.report_engine": "off",
+    "penstock.memory_limit": "",
 }
 # The names PostgreSQL reports with ParameterStatus, as it spells them.
 REPORTED = {"application_name": "application_name", "client_encoding": "client_encoding",
@@ -78,6 +82,9 @@ REPORTED = {"application_name": "application_name", "client_encoding": "client_e
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes", "is_superuser",
              "max_identifier_length", "lc_collate", "lc_ctype", "block_size", "in_hot_standby", "max_connections"}
 _UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
+# PostgreSQL's memory units (powers of 1024), and the IEC spellings
+_UNITS_BYTES = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40,
+                "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
 
 def canonical(name: str) -> str:
@@ -90,6 +97,18 @@ def milliseconds(value: str, name: str) -> int:
     if not m:
         raise QueryError(f'invalid value for parameter "{name}": "{value}"', INVALID_PARAMETER_VALUE)
     return int(float(m.group(1)) * _UNITS_MS[m.group(2) or "ms"])
+
+
+def memory_bytes(value: str, name: str) -> int | None:
+    """A memory size ('512MB', '2 GB', '1.5GiB'; a plain number is kB), None for '' or 0."""
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)?\s*$", value)
+    if not value.strip():
+        return None
+    if not m or (m.group(2) or "kb").lower() not in _UNITS_BYTES:
+        raise QueryError(f'invalid value for parameter "{name}": "{value}" (a size such as 512MB or 2GB)',
+                         INVALID_PARAMETER_VALUE)
+    size = int(float(m.group(1)) * _UNITS_BYTES[(m.group(2) or "kb").lower()])
+    return size or None
 
 
 def command_line_options(options: str) -> dict[str, str]:
@@ -161,6 +180,8 @@ class Settings:
         if k == "penstock.gpu_admission" and value.lower() not in ("wait", "cpu"):
             raise QueryError('penstock.gpu_admission is "wait" (for a GPU slot) or "cpu" (run on the CPU '
                              "when the GPU is busy)", INVALID_PARAMETER_VALUE)
+        if k == "penstock.memory_limit":
+            memory_bytes(value, k)
         if k == "penstock.gpu_wait" and value.strip():
             milliseconds(value if re.search(r"[a-z]", value) else value + "s", k)
         return value
@@ -168,6 +189,10 @@ class Settings:
     def statement_timeout(self) -> float:
         """Seconds, 0 for none."""
         return int(self.get("statement_timeout")) / 1000
+
+    def memory_limit(self) -> int | None:
+        """Bytes this session's queries may use on the executing device, None: no session cap."""
+        return memory_bytes(self.get("penstock.memory_limit"), "penstock.memory_limit")
 
     def gpu_wait(self) -> float | None:
         raw = self.get("penstock.gpu_wait").strip()
