@@ -1,0 +1,56 @@
+"""A Parquet file's scan rate, for `penstock bench io`: every column the engine reads from
+it, decoded into the backend's columns the way a query's scan decodes them (the device's
+decoder on a GPU, pyarrow on the CPU backend), in file bytes per second, so it compares
+with the page-cache-to-device ceiling measured beside it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from penstock.errors import PenstockError
+
+
+@dataclass
+class ScanRate:
+    gbps: float  # file bytes per second, best of the repeats
+    seconds: float
+    columns: list[str]  # what was scanned (columns of types penstock does not read are left out)
+    read_path: str  # as EXPLAIN says it
+
+
+def parquet_scan_rate(backend: Any, path: Path, repeat: int = 3) -> ScanRate:
+    from penstock.io.device_batch import batch_from_arrow
+    from penstock.io.parquet import ParquetTable
+    from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
+    from penstock.plan.types import from_arrow
+
+    table = ParquetTable([path])
+    names, types = [], []
+    for field in table.schema:
+        try:
+            types.append(from_arrow(field.type, field.name))
+            names.append(field.name)
+        except PenstockError:
+            continue
+    if not names:
+        raise PenstockError(f"{path}: no column of a type penstock reads")
+    on_device = decode_on_device(backend, "auto")
+    best, read_path = float("inf"), "pyarrow"
+    for _ in range(repeat):
+        started = time.perf_counter()
+        if on_device:
+            report = ScanReport()
+            for scan in scan_on_device(table, backend, names, types, None, report):
+                del scan  # each batch is made and let go, as a pipeline consumes it
+            read_path = report.describe()
+        else:
+            for piece in table.scan(names, None, types):
+                if not piece.skipped:
+                    batch_from_arrow(piece.batch, types, backend)
+            read_path = "pyarrow (the CPU backend's Parquet reader)"
+        backend.synchronize()
+        best = min(best, time.perf_counter() - started)
+    return ScanRate(path.stat().st_size / best / 1e9, best, names, read_path)

@@ -1,0 +1,38 @@
+"""`penstock bench io` over a Parquet file: the engine's scan of every column it reads, in
+file bytes per second, beside the page-cache ceiling (bench/scan_rate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from penstock.bench.scan_rate import parquet_scan_rate
+from penstock.cli import main
+from penstock.device import get_backend
+
+
+def write_file(path: Path) -> Path:
+    rows = 200_000
+    rng = np.random.default_rng(2)
+    pq.write_table(pa.table({"k": pa.array(rng.integers(0, 10**9, rows)), "x": pa.array(rng.random(rows)),
+                             "s": pa.array([f"v{i % 97}" for i in range(rows)]),
+                             "nested": pa.array([[i] for i in range(rows)])}), path, row_group_size=50_000)
+    return path
+
+
+def test_the_scan_reads_every_column_it_can_and_says_how(tmp_path: Path) -> None:
+    rate = parquet_scan_rate(get_backend("cpu", None), write_file(tmp_path / "t.parquet"), repeat=2)
+    assert rate.columns == ["k", "x", "s"]  # a list column is not one penstock reads
+    assert rate.gbps > 0 and rate.seconds > 0
+    assert "pyarrow" in rate.read_path
+
+
+def test_bench_io_reports_the_scan_against_the_ceiling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "io", "--file", str(write_file(tmp_path / "t.parquet")), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("Parquet scan"))
+    assert "all 3 columns" in line and "% of the page cache ceiling" in line
