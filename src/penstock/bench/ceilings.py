@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from penstock.device.base import physical_memory
 from penstock.io.device_reader import staging_buffer
 
 CHUNK = 16 << 20
@@ -27,11 +28,7 @@ ALIGN = 4096
 
 def device_copy_gbps(backend: Any, nbytes: int = 2 << 30, repeat: int = 5) -> float:
     if backend.name != "gpu":  # host memory is the device: the two arrays take an eighth of it at most
-        try:
-            physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-            nbytes = max(min(nbytes, physical // 16), 64 << 20)
-        except (ValueError, OSError):
-            pass
+        nbytes = max(min(nbytes, physical_memory() // 16), 64 << 20)
     xp = backend.xp
     src = xp.ones(nbytes // 8, dtype=np.int64)
     dst = xp.empty_like(src)

@@ -348,7 +348,8 @@ def _write_atomically(path: Path, table: str, fmt: str, batches: Iterator[pa.Rec
     partial = path.with_name(f".{path.name}.partial")
     try:
         try:
-            sink = _ParquetSink(partial, table, compression) if fmt == "parquet" else _SINKS[fmt](partial, table)
+            options = {"compression": compression} if fmt == "parquet" else {}
+            sink = _SINKS[fmt](partial, table, **options)
         except OSError as e:
             raise PenstockError(f"cannot write {partial}: {e.strerror or e}") from None
         try:

@@ -60,6 +60,15 @@ def headers_digest() -> str:
     return _HEADERS_DIGEST[0]
 
 
+def physical_memory() -> int:
+    """The machine's memory in bytes (the CPU backend's device memory; 16 GiB when the
+    system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return 16 << 30
+
+
 class CompiledKernel(ABC):
     spec: KernelSpec
     compile_seconds: float = 0.0

@@ -15,7 +15,6 @@ class for next time, within a cap on the pinned bytes held.
 from __future__ import annotations
 
 import math
-import os
 import queue
 import threading
 import time
@@ -23,6 +22,8 @@ import weakref
 from typing import Any, Callable
 
 import numpy as np
+
+from penstock.device.base import physical_memory
 
 MIN_CLASS = 1 << 20  # smaller buffers are cheap to pin and not worth a class of their own
 STEPS = 4  # classes per doubling
@@ -52,16 +53,19 @@ class PinnedStaging:
         self.lock = threading.Lock()
         self.jobs: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.worker: threading.Thread | None = None
-        self.served = self.pageable = 0  # buffers handed out pinned / pageable (for tests, EXPLAIN)
+        self.served = self.pageable = 0  # buffers handed out pinned / pageable (the tests read them)
 
     def buffer(self, size: int) -> np.ndarray:
         """`size` bytes of host memory, pinned when a block of the class is free."""
         size = max(size, 1)
         block_size = size_class(size)
+        classes = [block_size]  # its own class, else one or two larger (under 42% unused)
+        for _ in range(2):
+            classes.append(size_class(classes[-1] + 1))
         with self.lock:
             block = None
-            for fits in (block_size, size_class(block_size + 1), size_class(size_class(block_size + 1) + 1)):
-                if self.free.get(fits):  # its own class, else one or two larger (under 42% unused)
+            for fits in classes:
+                if self.free.get(fits):
                     block, block_size = self.free[fits].pop(), fits
                     break
             if block is None:
@@ -118,8 +122,4 @@ class PinnedStaging:
 
 def default_limit() -> int:
     """Pinned bytes held at most: a quarter of the machine's memory, up to 32 GiB."""
-    try:
-        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        physical = 16 << 30
-    return min(physical // 4, 32 << 30)
+    return min(physical_memory() // 4, 32 << 30)

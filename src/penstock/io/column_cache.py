@@ -28,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from penstock.device.base import Backend
+from penstock.device.base import Backend, physical_memory
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.io.device_batch import Column
 from penstock.io.dictionary import cache_column
@@ -228,7 +228,4 @@ def default_limit(backend: Backend) -> int:
     cap = getattr(backend, "memory_limit", None) or getattr(backend, "total_memory", None)
     if cap:
         return int(cap) // 2
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
-    except (ValueError, OSError):
-        return 4 << 30
+    return physical_memory() // 4

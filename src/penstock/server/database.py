@@ -210,13 +210,13 @@ class Database:
         if not grant.on_gpu:
             check()
             return Executed(self.cpu.sql(sql, check=check, memory_limit=session_limit), [self.busy_note(grant)], grant)
+        limit = lower(grant.memory_limit, session_limit)
         try:
             try:
-                return Executed(self.conn.sql(sql, check=check, memory_limit=lower(grant.memory_limit, session_limit)),
-                                [], grant)
+                return Executed(self.conn.sql(sql, check=check, memory_limit=limit), [], grant)
             except QueryError as e:
-                if (e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots
-                        or lower(grant.memory_limit, session_limit) == session_limit):
+                session_bound = session_limit is not None and limit == session_limit
+                if e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots or session_bound:
                     raise  # alone, the session's own cap would bind all the same
         finally:
             self.admission.release(grant)
