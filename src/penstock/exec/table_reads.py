@@ -59,7 +59,7 @@ def read_parquet_on_device(ctx: "PipelineContext", metrics: PipelineMetrics, rea
     started = time.perf_counter()
     predicates = skip_predicates(source.skip_filters)
     for scan in scan_on_device(reader, ctx.backend, source.names, source.types, predicates, report,
-                               ctx.memory_limit):
+                               ctx.memory_limit, ctx.io):
         metrics.read_path = report.describe()
         if scan.batch is None:
             metrics.batches_skipped += 1

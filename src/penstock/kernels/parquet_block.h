@@ -119,6 +119,33 @@ XPU_FN bool runs_used_up(const RunTable& t, int64_t needed) {
   return !t.bad && t.reached_end && find_run(t, needed - 1) == t.count - 1;
 }
 
+// Where a page's definition levels and values are (v2 pages: the levels' place is in the
+// page table; v1: a 4-byte length, then the levels). Every thread of a block works it out
+// (the reads are cached). False: the levels' length passes the page's end.
+struct PageSections {
+  const uint8_t* level_from;
+  const uint8_t* level_to;
+  const uint8_t* values;
+  const uint8_t* end;
+
+  XPU_METHOD bool find(const int64_t* w) {
+    const uint8_t* data = address(w[W_DATA]);
+    end = address(w[W_END]);
+    level_from = level_to = values = data;
+    if (w[W_MAX_DEF] <= 0) return true;
+    if (w[W_LEVELS] != 0) {
+      level_from = address(w[W_LEVELS]);
+      level_to = level_from + w[W_LEVELS_LEN];
+      return true;
+    }
+    if (end - data < 4 || (int64_t)le32(data) > end - data - 4) return false;
+    level_from = data + 4;
+    level_to = level_from + le32(data);
+    values = level_to;
+    return true;
+  }
+};
+
 // Exclusive prefix sum of a 0/1 flag over the block; `total` gets the block's sum.
 XPU_FN int32_t block_prefix(bool flag, int32_t* warp_sums, int32_t& total) {
   const int32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -136,6 +163,13 @@ XPU_FN int32_t block_prefix(bool flag, int32_t* warp_sums, int32_t& total) {
   return before + below;
 }
 
+// Pages one thread reads in order (each delta needs the one before; byte-stream-split and
+// booleans): a kernel of their own (parquet_fixed_serial), as the registers their decoding
+// takes would halve the blocks of the block-wide kernel an SM holds.
+XPU_FN bool sequential_page(const int64_t* w, int32_t mode) {
+  return w[W_ENCODING] == ENC_DELTA_BINARY || w[W_ENCODING] == ENC_BYTE_STREAM_SPLIT || mode == MODE_BOOLEAN;
+}
+
 XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t out_width, int32_t mode,
                                     uint8_t* out, uint8_t* valid, int32_t* err, RunTable& levels,
                                     RunTable& indices, int32_t* warp_sums, int32_t* flags) {
@@ -146,31 +180,14 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
   const uint8_t* dict = address(w[W_DICT]);
   const int64_t dict_count = w[W_DICT_COUNT];
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
-  if (w[W_ENCODING] == ENC_DELTA_BINARY || w[W_ENCODING] == ENC_BYTE_STREAM_SPLIT || mode == MODE_BOOLEAN) {
-    // sequential encodings (each delta needs the one before) and booleans: one thread reads the page
-    if (threadIdx.x == 0) decode_fixed_page(w, in_width, out_width, mode, out, valid, err);
-    return;
-  }
+  if (sequential_page(w, mode)) return;  // parquet_fixed_serial's
   const bool dictionary = w[W_ENCODING] == ENC_DICTIONARY, has_levels = w[W_MAX_DEF] > 0;
-  const uint8_t* data = address(w[W_DATA]);
-  const uint8_t* end = address(w[W_END]);
-  // where the levels and the values are (every thread works it out; the reads are cached)
-  const uint8_t* level_from = data;
-  const uint8_t* level_to = data;
-  const uint8_t* values = data;
-  bool bad = false;
-  if (has_levels) {
-    if (w[W_LEVELS] != 0) {
-      level_from = address(w[W_LEVELS]);
-      level_to = level_from + w[W_LEVELS_LEN];
-    } else if (end - data < 4 || (int64_t)le32(data) > end - data - 4) {
-      bad = true;
-    } else {
-      level_from = data + 4;
-      level_to = level_from + le32(data);
-      values = level_to;
-    }
-  }
+  PageSections page;
+  bool bad = !page.find(w);
+  const uint8_t* const end = page.end;
+  const uint8_t* const values = page.values;
+  const uint8_t* const level_from = page.level_from;
+  const uint8_t* const level_to = page.level_to;
   if (threadIdx.x == 0) flags[0] = 0;  // 1: damage
   __syncthreads();
   if (!bad && threadIdx.x == 0 && has_levels) {
@@ -216,8 +233,9 @@ XPU_FN void decode_fixed_page_block(const int64_t* w, int32_t in_width, int32_t 
       if (run < 0 || level > 1) damaged = true;
       defined = level == 1;
     }
-    int32_t total = 0;
-    const int64_t k = k_base + block_prefix(defined, warp_sums, total);
+    // a required column's row r holds value r: no prefix sum, so no step waits for the others
+    int32_t total = (int32_t)(n - base < (int64_t)blockDim.x ? n - base : (int64_t)blockDim.x);
+    const int64_t k = has_levels ? k_base + block_prefix(defined, warp_sums, total) : r;
     if (in) {
       uint8_t* to = out + (first + r) * out_width;
       if (valid != nullptr) valid[first + r] = defined ? 1 : 0;

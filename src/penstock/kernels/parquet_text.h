@@ -4,6 +4,7 @@
 #pragma once
 #include "xpu.h"
 #include "parquet.h"
+#include "parquet_block.h"
 
 namespace pq {
 
@@ -160,93 +161,171 @@ XPU_FN void text_page_spans(const int64_t* w, const int32_t* indices, const int6
 
 #ifdef XPU_GPU
 // PLAIN text on the GPU. Each value's length prefix says where the next one starts, so one
-// thread must walk them in order; walking global memory it waits at every step (TPC-H's
-// comment columns: 7 ms a page). Here the block copies the page into shared memory a window
-// at a time (16-byte loads), one thread walks the prefixes there and notes each value's row
-// and span in shared memory, and the block writes them out; the same checks as
-// text_page_spans.
+// thread must walk them in order, and the walk is a page's critical path (TPC-H's comment
+// columns: pages of 20 000 values). It is kept to the least a step can do: the block copies
+// the page into shared memory a window at a time (16-byte loads), finds the rows' definition
+// levels as parquet_fixed does (a run table, a block-wide prefix sum), and thread 0 only
+// reads prefixes in shared memory, noting each value's span by its index among the step's
+// values; the block then writes every row out. A prefix past the window makes the block
+// load the next one (a value's bytes need not be in the window, only its prefix).
 const int32_t TEXT_WINDOW = 16384;
-const int32_t TEXT_NOTES = 1024;  // values a window's walk notes before the block writes them out
+const int32_t TEXT_NOTES = 1024;  // a step's values at most: its rows, one per thread
 
 struct TextWindow {
-  uint8_t bytes[TEXT_WINDOW + 16];  // from the 16-byte boundary at or before the walk's place
-  int64_t rows[TEXT_NOTES];
-  int64_t starts[TEXT_NOTES];
+  alignas(16) uint8_t bytes[TEXT_WINDOW + 16];  // from a 16-byte boundary
+  int64_t starts[TEXT_NOTES];  // the step's values' addresses
   int32_t lengths[TEXT_NOTES];
-  int64_t next;   // where the next window starts (an address)
-  int32_t notes;  // values noted
-  int32_t state;  // 0 walking, 1 done, 2 damage
+  RunTable levels;
+  int32_t warp_sums[32];
+  const uint8_t* from;  // the window's first byte in the page
+  int64_t size;         // bytes in the window
+  const uint8_t* next;  // thread 0's place when the window must move on
+  int32_t state;        // 0 walking, 1 the window must move on, 2 damage
 };
+
+// Four bytes at `at` of the window, little-endian (two aligned loads, whatever `at`).
+XPU_FN uint32_t window_le32(const TextWindow& win, int64_t at) {
+  const uint32_t* words = (const uint32_t*)win.bytes;
+  const uint32_t lo = words[at >> 2], hi = words[(at >> 2) + 1];
+  const int32_t shift = (int32_t)(at & 3) * 8;
+  return shift == 0 ? lo : (lo >> shift) | (hi << (32 - shift));
+}
+
+// Thread 0: the spans of values [v, count) from `q` on, while their prefixes lie in the
+// window; returns the values noted. Sets win.state: 1 when the window must move on, 2 on damage.
+XPU_FN int32_t walk_prefixes(TextWindow& win, const uint8_t*& q, const uint8_t* end, int32_t v, int32_t count) {
+  const uint8_t* const from = win.from;
+  const int64_t size = win.size;
+  int32_t state = 0;
+  for (; v < count; ++v) {
+    const int64_t at = q - from;
+    if (at < 0 || at + 4 > size) {
+      state = end - q < 4 ? 2 : 1;
+      break;
+    }
+    const uint32_t length = window_le32(win, at);
+    q += 4;
+    if ((int64_t)length > end - q) {
+      state = 2;
+      break;
+    }
+    win.starts[v] = (int64_t)(uint64_t)q;
+    win.lengths[v] = (int32_t)length;
+    q += length;
+  }
+  win.state = state;
+  win.next = q;
+  return v;
+}
+
+// The block copies the page's bytes from the 16-byte boundary at or before `at` into the window.
+XPU_FN void load_window(TextWindow& win, const uint8_t* at, const uint8_t* end) {
+  const uint8_t* from = address((int64_t)(uint64_t)at & ~(int64_t)15);
+  const int64_t size = end - from < TEXT_WINDOW ? end - from : TEXT_WINDOW;
+  const int64_t whole = size / 16;
+  for (int64_t i = threadIdx.x; i < whole; i += blockDim.x) ((uint4*)win.bytes)[i] = ((const uint4*)from)[i];
+  for (int64_t i = whole * 16 + threadIdx.x; i < size; i += blockDim.x) win.bytes[i] = from[i];
+  if (threadIdx.x == 0) {
+    win.from = from;
+    win.size = size;
+  }
+}
+
+// Text spans copied into Arrow's layout. A thread copying its own row's bytes touches a
+// different place from its neighbours at every step; here a warp takes 32 rows and copies
+// them one after another, a byte a lane, so neighbouring lanes read and write neighbouring bytes.
+XPU_FN void gather_spans_warp(int64_t n, const int64_t* starts, const int32_t* lengths, const int64_t* offsets,
+                              uint8_t* dst) {
+  const int32_t lane = threadIdx.x & 31;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i - lane < n; i += stride) {
+    const bool in = i < n;
+    const int64_t my_start = in ? starts[i] : 0, my_offset = in ? offsets[i] : 0;
+    const int32_t my_length = in ? lengths[i] : 0;
+    for (int32_t j = 0; j < 32; ++j) {
+      const uint8_t* from = address(__shfl_sync(0xFFFFFFFFu, (long long)my_start, j));
+      uint8_t* to = dst + __shfl_sync(0xFFFFFFFFu, (long long)my_offset, j);
+      const int32_t length = __shfl_sync(0xFFFFFFFFu, my_length, j);
+      for (int32_t k = lane; k < length; k += 32) to[k] = from[k];
+    }
+  }
+}
+
+// Pages the block-wide kernel takes: PLAIN, and dictionary indices where a dictionary is
+// given. The others (DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY, damage) go to a kernel of
+// their own, a thread a page (text_page_spans): its registers would leave one block an SM.
+XPU_FN bool block_text_page(const int64_t* w, const int32_t* indices) {
+  return w[W_ENCODING] == ENC_PLAIN || (w[W_ENCODING] == ENC_DICTIONARY && indices != nullptr);
+}
 
 XPU_FN void plain_text_spans_block(const int64_t* w, int64_t* starts, int32_t* lengths, uint8_t* valid,
                                    int32_t* err, TextWindow& win) {
-  PageCursor page;  // walked by thread 0; the others read its bounds
-  page.start(w);
   const int64_t n = w[W_VALUES], first = w[W_FIRST_ROW];
-  const uint8_t* q = page.values;
-  int64_t r = 0;
-  bool waiting = false;  // row r has a value whose prefix lies past the window
+  const bool has_levels = w[W_MAX_DEF] > 0;
+  PageSections page;
+  const bool found = page.find(w);
+  const uint8_t* const end = page.end;
+  const uint8_t* q = page.values;  // thread 0's place: the next value's prefix
   if (threadIdx.x == 0) {
-    win.next = (int64_t)(uint64_t)page.values;
-    win.state = page.bad ? 2 : 0;
+    win.state = found ? 0 : 2;
+    win.from = q;
+    win.size = 0;  // nothing loaded: the first walk asks for a window
+    if (found && has_levels) {
+      build_runs(win.levels, page.level_from, page.level_to, 1, n);
+      if (win.levels.bad) win.state = 2;
+    }
   }
   __syncthreads();
-  while (win.state == 0) {
-    const uint8_t* from = address(win.next & ~(int64_t)15);
-    const int64_t size = page.end - from < TEXT_WINDOW ? page.end - from : TEXT_WINDOW;
-    const int64_t whole = size / 16;
-    for (int64_t i = threadIdx.x; i < whole; i += blockDim.x) ((uint4*)win.bytes)[i] = ((const uint4*)from)[i];
-    for (int64_t i = whole * 16 + threadIdx.x; i < size; i += blockDim.x) win.bytes[i] = from[i];
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      const uint8_t* const window_end = from + size;
-      int32_t state = 0, notes = 0;
-      for (; r < n; ++r) {
-        const bool defined = waiting || page.defined();
-        waiting = false;
-        if (page.bad) { state = 2; break; }
-        if (!defined) {
-          if (valid != nullptr) valid[first + r] = 0;
-          starts[first + r] = 0;
-          lengths[first + r] = 0;
-          continue;
-        }
-        if (page.end - q < 4) { state = 2; break; }
-        if (notes == TEXT_NOTES || q < from || window_end - q < 4) { waiting = true; break; }
-        const uint8_t* at = win.bytes + (q - from);
-        const uint32_t length = (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
-        q += 4;
-        if ((int64_t)length > page.end - q) { state = 2; break; }
-        win.rows[notes] = first + r;
-        win.starts[notes] = (int64_t)(uint64_t)q;
-        win.lengths[notes] = (int32_t)length;
-        ++notes;
-        q += length;
+  bool damaged = false;
+  int64_t base = 0;
+  for (; base < n && win.state == 0; base += blockDim.x) {
+    if (has_levels && win.levels.more && base + blockDim.x > win.levels.first[win.levels.count]) {
+      __syncthreads();  // no thread still reads the run table being replaced
+      if (threadIdx.x == 0) {
+        extend_runs(win.levels, base);
+        if (win.levels.bad) win.state = 2;
       }
-      if (state == 0 && !waiting) state = 1;
-      win.next = (int64_t)(uint64_t)q;
-      win.notes = notes;
-      win.state = state;
+      __syncthreads();
+      if (win.state != 0) break;
     }
-    __syncthreads();
-    for (int32_t i = threadIdx.x; i < win.notes; i += blockDim.x) {
-      const int64_t row = win.rows[i];
-      if (valid != nullptr) valid[row] = 1;
-      starts[row] = win.starts[i];
-      lengths[row] = win.lengths[i];
+    const int64_t r = base + threadIdx.x;
+    const bool in = r < n;
+    bool defined = in;
+    if (in && has_levels) {
+      const int32_t run = find_run(win.levels, r);
+      const uint32_t level = run < 0 ? 0 : run_value(win.levels, run, r);
+      if (run < 0 || level > 1) damaged = true;
+      defined = level == 1;
     }
-    __syncthreads();  // the notes are written out before the next walk overwrites them
+    int32_t count = 0;
+    const int32_t k = block_prefix(defined, win.warp_sums, count);
+    int32_t walked = 0;  // thread 0's
+    for (;;) {
+      if (threadIdx.x == 0) walked = walk_prefixes(win, q, end, walked, count);
+      __syncthreads();
+      if (win.state != 1) break;
+      __syncthreads();  // every thread saw the state before thread 0 resets it
+      if (threadIdx.x == 0) win.state = 0;
+      load_window(win, win.next, end);
+      __syncthreads();
+    }
+    if (win.state != 0) break;
+    if (in) {
+      if (valid != nullptr) valid[first + r] = defined ? 1 : 0;
+      starts[first + r] = defined ? win.starts[k] : 0;
+      lengths[first + r] = defined ? win.lengths[k] : 0;
+    }
+    __syncthreads();  // the spans are written out before the next walk overwrites them
   }
   if (threadIdx.x == 0) {
     bool bad = win.state == 2;
     // values past the rows' own: whole ones only (fastparquet pads pages with empty strings)
-    while (!bad && q < page.end && page.end - q >= 4 && (int64_t)le32(q) <= page.end - q - 4) q += 4 + le32(q);
-    if (!bad) {
-      page.finish();
-      bad = page.bad || q != page.end;
-    }
-    if (bad) xpu::raise(err, ERR_CORRUPT);
+    while (!bad && q < end && end - q >= 4 && (int64_t)le32(q) <= end - q - 4) q += 4 + le32(q);
+    if (!bad && has_levels && win.levels.more) extend_runs(win.levels, n - 1);  // what follows the last run
+    if (!bad && has_levels && !runs_used_up(win.levels, n)) bad = true;
+    if (bad || q != end) damaged = true;
   }
+  if (damaged) xpu::raise(err, ERR_CORRUPT);
 }
 #endif
 

@@ -176,14 +176,16 @@ def test_explain_names_the_read_path_and_the_fallback_columns(dbs: dict[str, Any
     """The device path says where pages were decompressed, and names each column pyarrow
     read instead with its reason; a table of supported columns names none."""
     read = line(explain(dbs["device"], "SELECT sum(u), count(b), sum(x) FROM t WHERE b"), "read path:")
-    assert read.startswith("read path: Parquet decoded on the device (decompressed on the host); read by pyarrow: ")
+    assert read.startswith("read path: Parquet decoded on the device (read from the page cache into host memory; "
+                           "decompressed on the host); read by pyarrow: ")
     fallbacks = read.split("; read by pyarrow: ")[1]
     assert fallbacks.split(", ") == ["u (INT32 as uint32)"]  # booleans are decoded on the device
 
     read = line(explain(dbs["device"], "SELECT sum(x), count(g), max(m) FROM t"), "read path:")
-    assert read == "read path: Parquet decoded on the device (decompressed on the host)"
+    assert read == ("read path: Parquet decoded on the device (read from the page cache into host memory; "
+                    "decompressed on the host)")
     read = line(explain(connect("device", plain_file), "SELECT sum(x), count(g) FROM t"), "read path:")
-    assert read == "read path: Parquet decoded on the device"  # nothing to decompress
+    assert read == "read path: Parquet decoded on the device (read from the page cache into host memory)"
     read = line(explain(dbs["host"], "SELECT sum(x), count(b) FROM t"), "read path:")
     assert read == "read path: pyarrow parquet reader, then copy"
 

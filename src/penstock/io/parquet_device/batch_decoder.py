@@ -27,12 +27,11 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column
-from penstock.io.device_reader import CHUNK, read_into_host
+from penstock.io.device_reader import CHUNK, read_into_host, read_ranges
 from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.decoder import BLOCK, PAGE_WORDS, RowGroupDecoder, _validity
-from penstock.io.parquet_device.kernels import (check_decompressed_kernel, count_pages_kernel, fixed_kernel,
-                                                lay_out_pages_kernel)
-from penstock.io.parquet_device.pages import MODE_INDICES, data_encodings
+from penstock.io.parquet_device.decoder import PAGE_WORDS, RowGroupDecoder
+from penstock.io.parquet_device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
+from penstock.io.parquet_device.pages import data_encodings
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
@@ -50,12 +49,13 @@ class StoredRun:
     """The host's part of a batch: the chunks' stored bytes and the chunk table."""
     groups: list[int]
     rows: int
-    raw: np.ndarray
+    raw: Any  # host memory, or device memory when read straight there
     chunks: np.ndarray  # (columns x groups, CHUNK_WORDS); C_DATA an offset in `raw` until decoding
     columns: list[int]  # the device-decoded columns (positions in the output), column-major in `chunks`
     codecs: list[str]  # per chunk
     nbytes: int
     fits: bool  # False: a chunk's metadata already says this path will not do (RowGroupDecoder will)
+    on_device: bool = False  # `raw` is device memory
 
 
 class BatchDecoder:
@@ -91,6 +91,12 @@ class BatchDecoder:
         stored bytes, the decompressed pages and the columns made (a bound)."""
         return sum(self._footprint(g) for g in groups)
 
+    def stored_bytes(self, groups: list[int]) -> int:
+        """The bytes `read` reads for these row groups (their device-decoded chunks)."""
+        meta = self.row_groups.file.metadata
+        return sum(meta.row_group(g).column(self.row_groups.leaf[name]).total_compressed_size
+                   for g in groups for name in self._device_names())
+
     def _footprint(self, group: int) -> int:
         meta = self.row_groups.file.metadata.row_group(group)
         total = 0
@@ -103,9 +109,12 @@ class BatchDecoder:
         return [n for n in self.row_groups.names if n not in self.row_groups.host_columns]
 
     # -- the host's part ---------------------------------------------------------------------------
-    def read(self, groups: list[int]) -> StoredRun:
+    def read(self, groups: list[int], to_device: bool = False, direct: bool = False) -> StoredRun:
         """The chunks' stored bytes, one after another in one buffer (a thread may run this
-        ahead), and the chunk table without device addresses."""
+        ahead), and the chunk table without device addresses. `to_device`: the buffer is
+        device memory, filled by the I/O threads' copies (on a GPU whose pages nvCOMP
+        decompresses: the copy then overlaps the decoding of the run before); `direct`: read
+        with O_DIRECT (data on the drive)."""
         rg = self.row_groups
         meta = rg.file.metadata
         names = self._device_names()
@@ -137,21 +146,26 @@ class BatchDecoder:
                 codecs.append(chunk.compression)
                 spans.append((start, length))
                 at += max(length, 0)
-        raw = self.backend.host_buffer(at)
+        raw = self.backend.empty(max(at, 1), np.uint8) if to_device else self.backend.host_buffer(at)
         if fits:
-            fits = self._pread(spans, raw)
-        return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits)
+            fits = self._pread(spans, raw, to_device, direct)
+        return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits,
+                         to_device)
 
-    def _pread(self, spans: list[tuple[int, int]], raw: np.ndarray) -> bool:
+    def _pread(self, spans: list[tuple[int, int]], raw: Any, to_device: bool, direct: bool) -> bool:
         """The run's chunks, cut into pieces that the I/O threads read at once (one thread
         reading a run's 100 MB from the page cache took 24 ms: the first run's wait)."""
         jobs, at = [], 0
         for start, length in spans:
             jobs += [(start + off, min(CHUNK, length - off), at + off) for off in range(0, length, CHUNK)]
             at += length
-        fd = os.open(self.row_groups.path, os.O_RDONLY)
+        direct = direct and to_device  # O_DIRECT needs the I/O threads' aligned staging
+        fd = os.open(self.row_groups.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0))
         try:
-            read_into_host(self.backend, fd, jobs, raw)
+            if to_device:
+                read_ranges(self.backend, fd, jobs, raw, direct)
+            else:
+                read_into_host(self.backend, fd, jobs, raw)
         except FileError:
             return False  # past the end of the file: RowGroupDecoder names it
         finally:
@@ -186,7 +200,7 @@ class BatchDecoder:
 
     def _decode_columns(self, run: StoredRun, columns: list[Column | None]) -> bool:
         be = self.backend
-        raw = be.to_device(run.raw)
+        raw = run.raw if run.on_device else be.to_device(run.raw)
         table = run.chunks.copy()
         table[:, C_DATA] += be.address(raw)
         n = len(table)

@@ -24,7 +24,8 @@ from penstock.device.base import Backend
 from penstock.errors import DATA_CORRUPTED, FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
 from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.kernels import delta_text_sizes_kernel, fixed_kernel, gather_kernel, spans_kernel
+from penstock.io.parquet_device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
+                                                gather_kernel, spans_kernel, spans_serial_kernel)
 from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, \
     MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
@@ -283,7 +284,7 @@ class RowGroupDecoder:
         if spans is not None and all_dictionary:
             d_offsets, d_data = self._gather(spans[0], spans[1], err)
             indices = be.empty(rows, np.int32)
-            self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err])
+            self._fixed_pages(n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err)
             return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
                           dict_data=d_data)
         room = self._rebuild_room(n_pages, pages) if delta_text else None
@@ -319,8 +320,7 @@ class RowGroupDecoder:
         out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
         if out.itemsize != layout.out_width:
             raise ValueError(f"{layout} as {t}")
-        self._launch(fixed_kernel(), n_pages * BLOCK, [n_pages, pages, layout.in_width, layout.out_width, layout.mode,
-                                                       out, valid, err])
+        self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err)
         values = be.xp.packbits(out, bitorder="little") if layout.bits else out
         return Column(t, rows, values=values, validity=_validity(be, valid))
 
@@ -351,11 +351,19 @@ class RowGroupDecoder:
         indices = None
         if dictionary is not None:  # the dictionary pages' indices first, a block a page on a GPU
             indices = be.empty(rows, np.int32)
-            self._launch(fixed_kernel(), n_pages * BLOCK,
-                         [n_pages, pages, 4, 4, MODE_TEXT_INDICES, indices, valid, err])
-        self._launch(spans_kernel(), n_pages * BLOCK,
-                     [n_pages, pages, indices, d_starts, d_lengths, starts, lengths, valid, err])
+            self._fixed_pages(n_pages, pages, 4, 4, MODE_TEXT_INDICES, indices, valid, err)
+        args = [n_pages, pages, indices, d_starts, d_lengths, starts, lengths, valid, err]
+        self._launch(spans_kernel(), n_pages * BLOCK, args)
+        self._launch(spans_serial_kernel(), n_pages, args)
         return starts, lengths
+
+    def _fixed_pages(self, n_pages: int, pages: Any, in_width: int, out_width: int, mode: int, out: Any,
+                     valid: Any, err: Any) -> None:
+        """parquet_fixed over the pages (a block a page on a GPU), then parquet_fixed_serial
+        for the pages a thread must read in order (on a GPU; the CPU's kernel took them all)."""
+        args = [n_pages, pages, in_width, out_width, mode, out, valid, err]
+        self._launch(fixed_kernel(), n_pages * BLOCK, args)
+        self._launch(fixed_serial_kernel(), n_pages, args)
 
     def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
         start, end = where(dictionary)
@@ -368,10 +376,13 @@ class RowGroupDecoder:
         """Arrow offsets and bytes of the spans (after checking the spans were read whole)."""
         be, xp = self.backend, self.backend.xp
         rows = int(lengths.size)
-        if int(be.to_host(err)[0]):
-            raise ValueError("a text page does not decode")
         ends = xp.cumsum(lengths, dtype=np.int64)
-        total = int(ends[-1]) if rows else 0
+        # one wait for both: the error flag (a damaged page's spans may point anywhere, so
+        # nothing is gathered before it is read) and the bytes to make room for
+        flag, last = be.to_host_many([err[:1], ends[-1:] if rows else xp.zeros(1, np.int64)])
+        if int(flag[0]):
+            raise ValueError("a text page does not decode")
+        total = int(last[0])
         if total >= 2**31:
             raise ValueError("more than 2 GiB of text in one column chunk")
         offsets = xp.zeros(rows + 1, np.int64)

@@ -38,11 +38,9 @@ _SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* p
     const int64_t* w = pages + p * pq::PAGE_WORDS;
     if (w[pq::W_ENCODING] == pq::ENC_PLAIN) {
       pq::plain_text_spans_block(w, starts, lengths, valid, err, window);
-    } else if (w[pq::W_ENCODING] == pq::ENC_DICTIONARY && indices != nullptr) {
+    } else if (pq::block_text_page(w, indices)) {
       pq::dictionary_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, threadIdx.x, blockDim.x);
-    } else if (threadIdx.x == 0) {
-      pq::text_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, err);
-    }
+    }  // the other pages: parquet_text_spans_serial
     __syncthreads();
   }
 #else
@@ -55,8 +53,44 @@ _SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* p
 }
 """
 
+# on a GPU, the pages the block-wide kernels leave (a thread a page); on the CPU, nothing
+# (parquet_fixed and parquet_text_spans take every page there)
+_FIXED_SERIAL = """XPU_KERNEL void parquet_fixed_serial(int64_t n_pages, const int64_t* pages, int32_t in_width,
+    int32_t out_width, int32_t mode, uint8_t* out, uint8_t* valid, int32_t* err) {
+#ifdef XPU_GPU
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(p, n_pages) {
+    const int64_t* w = pages + p * pq::PAGE_WORDS;
+    if (mode != pq::MODE_TEXT_INDICES && pq::sequential_page(w, mode)) {
+      pq::decode_fixed_page(w, in_width, out_width, mode, out, valid, err);
+    }
+  }
+  XPU_PARALLEL_END
+#endif
+}
+"""
+
+_SPANS_SERIAL = """XPU_KERNEL void parquet_text_spans_serial(int64_t n_pages, const int64_t* pages, const int32_t* indices,
+    const int64_t* dict_starts, const int32_t* dict_lengths, int64_t* starts, int32_t* lengths, uint8_t* valid,
+    int32_t* err) {
+#ifdef XPU_GPU
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(p, n_pages) {
+    const int64_t* w = pages + p * pq::PAGE_WORDS;
+    if (!pq::block_text_page(w, indices)) {
+      pq::text_page_spans(w, indices, dict_starts, dict_lengths, starts, lengths, valid, err);
+    }
+  }
+  XPU_PARALLEL_END
+#endif
+}
+"""
+
 _GATHER = """XPU_KERNEL void parquet_gather(int64_t n, const int64_t* starts, const int32_t* lengths,
     const int64_t* offsets, uint8_t* dst) {
+#ifdef XPU_GPU
+  pq::gather_spans_warp(n, starts, lengths, offsets, dst);
+#else
   XPU_PARALLEL_BEGIN
   XPU_FOR(i, n) {
     const uint8_t* from = pq::address(starts[i]);
@@ -64,6 +98,7 @@ _GATHER = """XPU_KERNEL void parquet_gather(int64_t n, const int64_t* starts, co
     for (int32_t k = 0; k < lengths[i]; ++k) to[k] = from[k];
   }
   XPU_PARALLEL_END
+#endif
 }
 """
 
@@ -118,6 +153,18 @@ def fixed_kernel() -> KernelSpec:
 
 
 @functools.cache
+def fixed_serial_kernel() -> KernelSpec:
+    return KernelSpec("parquet_fixed_serial", _PRELUDE + _FIXED_SERIAL,
+                      ("i64", "ptr", "i32", "i32", "i32", "ptr", "ptr", "ptr"), installation=True)
+
+
+@functools.cache
+def spans_serial_kernel() -> KernelSpec:
+    return KernelSpec("parquet_text_spans_serial", _PRELUDE + _SPANS_SERIAL,
+                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+
+
+@functools.cache
 def spans_kernel() -> KernelSpec:
     return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS,
                       ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
@@ -156,5 +203,5 @@ def check_decompressed_kernel() -> KernelSpec:
 
 
 def decode_kernels() -> list[KernelSpec]:
-    return [fixed_kernel(), spans_kernel(), gather_kernel(), delta_text_sizes_kernel(), count_pages_kernel(),
+    return [fixed_kernel(), fixed_serial_kernel(), spans_kernel(), spans_serial_kernel(), gather_kernel(), delta_text_sizes_kernel(), count_pages_kernel(),
             lay_out_pages_kernel(), check_decompressed_kernel()]

@@ -17,7 +17,9 @@ from typing import Any, Iterator
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
-from penstock.io.parquet_device.batch_decoder import BatchDecoder
+from penstock.io.read_path import choose as choose_read_path
+from penstock.io.parquet_device import nvcomp
+from penstock.io.parquet_device.batch_decoder import BatchDecoder, StoredRun
 from penstock.io.parquet_device.decoder import RowGroupDecoder
 from penstock.io.parquet_device.pages import PageCache
 from penstock.io.stats import ColumnPredicate
@@ -41,11 +43,13 @@ class ScanReport:
     host_columns: dict[str, str] = field(default_factory=dict)
     decompression: set[str] = field(default_factory=set)
     host_groups: int = 0  # row groups pyarrow read whole: decoding them would not fit the memory limit
+    reads: set[str] = field(default_factory=set)  # how the stored bytes travelled
 
     def describe(self) -> str:
         text = "Parquet decoded on the device"
-        if self.decompression - {"none"}:
-            text += f" (decompressed {', '.join(sorted(self.decompression - {'none'}))})"
+        details = sorted(self.reads) + [f"decompressed {d}" for d in sorted(self.decompression - {"none"})]
+        if details:
+            text += f" ({'; '.join(details)})"
         if self.host_columns:
             text += "; read by pyarrow: " + ", ".join(f"{c} ({why})" for c, why in self.host_columns.items())
         if self.host_groups:
@@ -56,13 +60,17 @@ class ScanReport:
 
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
                    predicates: list[ColumnPredicate] | None, report: ScanReport,
-                   memory_limit: int | None = None) -> Iterator[DeviceScan]:
+                   memory_limit: int | None = None, io: str = "auto") -> Iterator[DeviceScan]:
     """Runs of row groups decoded together (BatchDecoder), their stored bytes read ahead in
     threads; a run BatchDecoder declines goes through RowGroupDecoder row group by row group.
     Under a memory limit, a row group whose decoding needs more than an eighth of it (its
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
-    batches in flight are held to an eighth elsewhere (exec/table_reads.py)."""
+    batches in flight are held to an eighth elsewhere (exec/table_reads.py).
+    On a GPU whose pages nvCOMP decompresses, the runs read ahead go straight to device
+    memory (their copies overlap the decoding before them) while READ_AHEAD runs' stored
+    bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
+    device_decompression = backend.name == "gpu" and nvcomp.nvcomp_library() is not None
     try:
         for path in table.files:
             file = open_parquet(path)
@@ -71,7 +79,16 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
             decoder = RowGroupDecoder(backend, path, file, names, types, page_cache_of(table))
             batches = BatchDecoder(decoder)
             runs = batches.plan([g for g in range(meta.num_row_groups) if g not in refuted], memory_limit)
-            pending = deque(pool.submit(batches.read, run) for run in runs[:READ_AHEAD])
+            largest = max((batches.stored_bytes(run) for run in runs), default=0)
+            to_device = device_decompression and (memory_limit is None or READ_AHEAD * largest <= memory_limit // 8)
+            direct = to_device and io == "direct" and choose_read_path(backend, io, path)[0] == "direct"
+            report.reads.add(("read with O_DIRECT" if direct else "read from the page cache")
+                             + (" into device memory" if to_device else " into host memory"))
+
+            def read(run: list[int]) -> StoredRun:
+                return batches.read(run, to_device, direct)
+
+            pending = deque(pool.submit(read, run) for run in runs[:READ_AHEAD])
             queued = iter(runs[READ_AHEAD:])
             starts = {run[0] for run in runs}
             for g in range(meta.num_row_groups):
@@ -83,7 +100,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
                 stored = pending.popleft().result()
                 following = next(queued, None)
                 if following is not None:
-                    pending.append(pool.submit(batches.read, following))
+                    pending.append(pool.submit(read, following))
                 too_big = memory_limit is not None and batches.footprint(stored.groups) > memory_limit // 8
                 batch = None if too_big else batches.decode(stored)  # a row group alone over the share
                 if batch is not None:
