@@ -270,7 +270,14 @@ def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], ta
         return []
     workers = min(threads, len(jobs))
     pool = _pool(backend, "io", threads)
-    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
+    # The I/O threads copy on streams of their own. The target's memory may have been freed
+    # a moment ago by work still queued on the caller's stream (the pool hands it out again
+    # in that stream's order): their copies wait for everything queued there so far.
+    queued = None
+    if backend.name == "gpu":
+        queued = backend.xp.cuda.Event(disable_timing=True)
+        queued.record()
+    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct, queued) for k in range(workers)]
 
 
 def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
@@ -286,11 +293,15 @@ def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
         raise failure
 
 
-def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
+def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
+                queued: Any = None) -> None:
     """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
-    so the read into one overlaps the copy out of the other."""
+    so the read into one overlaps the copy out of the other; its copies wait for `queued`
+    (an event on the caller's stream)."""
     gpu = backend.name == "gpu"
     stream = _thread_stream(backend) if gpu else None
+    if stream is not None and queued is not None:
+        stream.wait_event(queued)
     for k, (offset, size, at) in enumerate(jobs):
         if not gpu and not direct:  # host memory is the "device": read straight into it
             _pread_exactly(fd, memoryview(target[at:at + size]), offset, size)

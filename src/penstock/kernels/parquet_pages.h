@@ -40,6 +40,8 @@ const int32_t S_LARGEST = 3;     // the largest of those pages, decompressed
 const int32_t S_DICT_VALUES = 4; // entries of its dictionary page; -1: none
 const int32_t S_ALL_DICT = 5;    // 1: every data page is dictionary-encoded
 const int32_t S_WORK = 6;        // pages to decompress (the dictionary page included)
+const int32_t S_SEEN = 7;        // bit e set: a data page in Parquet encoding e (the host launches
+                                 // the kernels for pages read in order only where one is)
 
 const int64_t STATUS_OK = 0;
 const int64_t STATUS_DAMAGED = 1;   // the host's reader says what
@@ -253,6 +255,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
   int64_t values = 0, pages = 0, decoded = 0, largest = 0, work = 0, dict_values = -1, dict_where = 0;
   int64_t status = STATUS_OK;
   bool all_dict = true;
+  int64_t seen = 0;
   while (values < wanted && status == STATUS_OK) {
     if (at >= end) { status = STATUS_DAMAGED; break; }
     const PageInfo h = read_page_header(at, end);
@@ -297,6 +300,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
       if (h.type == PAGE_DATA && h.level_encoding != ENCODING_RLE) { status = STATUS_HOST; break; }
       if (dictionary && dict_values < 0) { status = STATUS_DAMAGED; break; }
       all_dict = all_dict && dictionary;
+      seen |= 1ll << h.encoding;
       if (fill) {
         int64_t* w = data_pages + (c[C_PAGE_BASE] + pages) * PAGE_WORDS;
         w[W_DATA] = where; w[W_END] = where + size;
@@ -320,7 +324,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
   if (!fill) {
     stats[S_STATUS] = status; stats[S_PAGES] = pages; stats[S_DECODED] = decoded; stats[S_LARGEST] = largest;
     stats[S_DICT_VALUES] = dict_values; stats[S_ALL_DICT] = all_dict ? 1 : 0; stats[S_WORK] = work;
-    stats[7] = 0;
+    stats[S_SEEN] = seen;
   }
 }
 

@@ -31,14 +31,17 @@ from penstock.io.device_reader import CHUNK, read_into_host, read_ranges
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet_device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
-from penstock.io.parquet_device.pages import data_encodings
+from penstock.io.parquet_device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
+                                              DELTA_LENGTH_BYTE_ARRAY, data_encodings)
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
 CHUNK_WORDS, STAT_WORDS = 13, 8
 C_DATA, C_LENGTH, C_VALUES, C_FIRST_ROW, C_COMPRESSED, C_MAX_DEF, C_WIDTH = 0, 1, 2, 3, 4, 5, 6
 C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE, C_ENCODINGS = 7, 8, 9, 10, 11, 12
-S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK = 0, 1, 2, 3, 4, 5, 6
+S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK, S_SEEN = 0, 1, 2, 3, 4, 5, 6, 7
+# pages a thread reads in order (their kernels are launched only for a column that has one)
+SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 << DELTA_BYTE_ARRAY) | (1 << BYTE_STREAM_SPLIT)
 
 BATCH_ROWS = 1 << 23  # rows a batch of row groups gathers, at most (a row group larger is one batch)
 BATCH_BYTES = 1 << 30  # device bytes its decoding may take without a memory limit (a limit: an eighth)
@@ -292,19 +295,19 @@ class BatchDecoder:
         n_pages = int(stats[:, S_PAGES].sum())
         pages = layout["data_pages"][first_page * PAGE_WORDS:(first_page + n_pages) * PAGE_WORDS]
         has_dict = stats[:, S_DICT_VALUES] >= 0
+        seen = int(np.bitwise_or.reduce(stats[:, S_SEEN]))  # the encodings of its pages, as walked
+        serial = bool(seen & SEQUENTIAL)
         if t.kind is Kind.STRING:
             spans = None
             if has_dict.any():
                 slot, count = int(table[has_dict][0, C_DICT_SLOT]), int(has_dict.sum())
                 dict_pages = layout["dict_pages"][slot * PAGE_WORDS:(slot + count) * PAGE_WORDS]
                 entries = int(np.maximum(stats[:, S_DICT_VALUES], 0).sum())
-                spans = rg._text_spans(count, dict_pages, entries, None, err)
-            name = rg.names[index]
-            delta_text = any("DELTA_BYTE_ARRAY" in rg.file.metadata.row_group(g).column(rg.leaf[name]).encodings
-                             for g in groups)
+                spans = rg._text_spans(count, dict_pages, entries, None, err, serial=False)  # PLAIN pages
+            delta_text = bool(seen & (1 << DELTA_BYTE_ARRAY))
             return rg.text_column(t, rows, n_pages, pages, spans, bool(has_dict.all() and stats[:, S_ALL_DICT].all()),
-                                  delta_text, valid, err)
-        return rg.fixed_column(t, rows, n_pages, pages, rg.layout(rg.names[index]), valid, err)
+                                  delta_text, valid, err, serial)
+        return rg.fixed_column(t, rows, n_pages, pages, rg.layout(rg.names[index]), valid, err, serial)
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
         self.backend.launch(self.backend.compile(spec), rows, args)

@@ -26,8 +26,8 @@ from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dty
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
                                                 gather_kernel, spans_kernel, spans_serial_kernel)
-from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_INDICES, \
-    MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
+from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_BOOLEAN, \
+    MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
 from penstock.io.parquet_device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
@@ -277,18 +277,19 @@ class RowGroupDecoder:
         return self.fixed_column(t, rows, len(chunk.pages.data), pages, layout, valid, err)
 
     def text_column(self, t: Any, rows: int, n_pages: int, pages: Any, spans: tuple[Any, Any] | None,
-                    all_dictionary: bool, delta_text: bool, valid: Any, err: Any) -> Column:
+                    all_dictionary: bool, delta_text: bool, valid: Any, err: Any, serial: bool = True) -> Column:
         """A text column from its pages (a page table on the device) and the spans of its
-        dictionaries' entries: dictionary-encoded still when every page indexes them."""
+        dictionaries' entries: dictionary-encoded still when every page indexes them.
+        `serial`: pages a thread reads in order may be among them (DELTA_*)."""
         be = self.backend
         if spans is not None and all_dictionary:
             d_offsets, d_data = self._gather(spans[0], spans[1], err)
             indices = be.empty(rows, np.int32)
-            self._fixed_pages(n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err)
+            self._fixed_pages(n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err, serial=False)
             return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
                           dict_data=d_data)
         room = self._rebuild_room(n_pages, pages) if delta_text else None
-        starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans)
+        starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans, serial)
         offsets, data = self._gather(starts, lengths, err)
         del room  # the rebuilt values are gathered
         return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
@@ -314,13 +315,14 @@ class RowGroupDecoder:
         return layout
 
     def fixed_column(self, t: Any, rows: int, n_pages: int, pages: Any, layout: FixedLayout, valid: Any,
-                     err: Any) -> Column:
-        """A fixed-width column from its pages (a page table on the device), one launch."""
+                     err: Any, serial: bool = True) -> Column:
+        """A fixed-width column from its pages (a page table on the device). `serial`: pages
+        a thread reads in order may be among them (DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)."""
         be = self.backend
         out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
         if out.itemsize != layout.out_width:
             raise ValueError(f"{layout} as {t}")
-        self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err)
+        self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err, serial)
         values = be.xp.packbits(out, bitorder="little") if layout.bits else out
         return Column(t, rows, values=values, validity=_validity(be, valid))
 
@@ -342,7 +344,7 @@ class RowGroupDecoder:
         return table
 
     def _text_spans(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any,
-                    dictionary: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+                    dictionary: tuple[Any, Any] | None = None, serial: bool = True) -> tuple[Any, Any]:
         """Each row's (address, length); rows of dictionary pages point into the dictionary
         (its entries' spans; each page's W_DICT_COUNT bounds its indices)."""
         be = self.backend
@@ -351,26 +353,30 @@ class RowGroupDecoder:
         indices = None
         if dictionary is not None:  # the dictionary pages' indices first, a block a page on a GPU
             indices = be.empty(rows, np.int32)
-            self._fixed_pages(n_pages, pages, 4, 4, MODE_TEXT_INDICES, indices, valid, err)
+            self._fixed_pages(n_pages, pages, 4, 4, MODE_TEXT_INDICES, indices, valid, err, serial=False)
         args = [n_pages, pages, indices, d_starts, d_lengths, starts, lengths, valid, err]
         self._launch(spans_kernel(), n_pages * BLOCK, args)
-        self._launch(spans_serial_kernel(), n_pages, args)
+        if serial:
+            self._launch(spans_serial_kernel(), n_pages, args)
         return starts, lengths
 
     def _fixed_pages(self, n_pages: int, pages: Any, in_width: int, out_width: int, mode: int, out: Any,
-                     valid: Any, err: Any) -> None:
-        """parquet_fixed over the pages (a block a page on a GPU), then parquet_fixed_serial
-        for the pages a thread must read in order (on a GPU; the CPU's kernel took them all)."""
+                     valid: Any, err: Any, serial: bool = True) -> None:
+        """parquet_fixed over the pages (a block a page on a GPU), then, where `serial` says
+        some may be among them or the column is boolean, parquet_fixed_serial for the pages a
+        thread must read in order (on a GPU; the CPU's kernel took them all). A launch costs
+        the host about as much as a small page's decoding: none is made for nothing."""
         args = [n_pages, pages, in_width, out_width, mode, out, valid, err]
         self._launch(fixed_kernel(), n_pages * BLOCK, args)
-        self._launch(fixed_serial_kernel(), n_pages, args)
+        if serial or mode == MODE_BOOLEAN:
+            self._launch(fixed_serial_kernel(), n_pages, args)
 
     def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
         start, end = where(dictionary)
         count = dictionary.header.num_values
         table = np.zeros((1, PAGE_WORDS), np.int64)
         table[0, :5] = start, end, 0, 0, count
-        return self._text_spans(1, self.backend.to_device(table), count, None, err)
+        return self._text_spans(1, self.backend.to_device(table), count, None, err, serial=False)
 
     def _gather(self, starts: Any, lengths: Any, err: Any) -> tuple[Any, Any]:
         """Arrow offsets and bytes of the spans (after checking the spans were read whole)."""

@@ -27,6 +27,9 @@ from penstock.plan.types import DataType
 
 
 READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # runs of row groups read ahead, at once
+# PENSTOCK_PARQUET_READ=host keeps the runs' bytes in host memory until their decoding (for
+# measuring; by default they go straight to device memory where the device decompresses)
+READ_TO_DEVICE = os.environ.get("PENSTOCK_PARQUET_READ", "device") != "host"
 
 
 @dataclass
@@ -70,7 +73,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     memory (their copies overlap the decoding before them) while READ_AHEAD runs' stored
     bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
-    device_decompression = backend.name == "gpu" and nvcomp.nvcomp_library() is not None
+    device_decompression = READ_TO_DEVICE and backend.name == "gpu" and nvcomp.nvcomp_library() is not None
     try:
         for path in table.files:
             file = open_parquet(path)
