@@ -323,6 +323,25 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
         stream.synchronize()
 
 
+def upload_from_thread(backend: Backend, host: np.ndarray) -> Any:
+    """`host` copied into new device memory on the calling thread's own stream, so a thread
+    reading ahead copies while the device computes; returns once the copy is done. The copy
+    waits for the work queued on the default stream (the new array may reuse memory that
+    work freed a moment ago). The CPU backend just moves it."""
+    if backend.name != "gpu":
+        return backend.to_device(host)
+    xp = backend.xp
+    device = xp.empty(host.nbytes, np.uint8)
+    queued = xp.cuda.Event(disable_timing=True)
+    queued.record()
+    stream = _thread_stream(backend)
+    stream.wait_event(queued)
+    runtime = xp.cuda.runtime
+    runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice, stream.ptr)
+    stream.synchronize()
+    return device
+
+
 def read_into_host(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: np.ndarray,
                    threads: int = IO_THREADS) -> None:
     """Ranges of a file read straight into host memory by the backend's I/O threads at once

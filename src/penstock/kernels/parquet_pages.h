@@ -32,7 +32,7 @@ const int32_t C_WORK_BASE = 11;  // second pass: its first entry in the decompre
 const int32_t C_ENCODINGS = 12;  // bit e set: data pages in Parquet encoding e are decoded here
 
 // What the first pass says about a chunk, in the stats table.
-const int32_t STAT_WORDS = 8;
+const int32_t STAT_WORDS = 10;
 const int32_t S_STATUS = 0;      // STATUS_*
 const int32_t S_PAGES = 1;       // data pages
 const int32_t S_DECODED = 2;     // bytes its compressed pages decompress to
@@ -40,6 +40,8 @@ const int32_t S_LARGEST = 3;     // the largest of those pages, decompressed
 const int32_t S_DICT_VALUES = 4; // entries of its dictionary page; -1: none
 const int32_t S_ALL_DICT = 5;    // 1: every data page is dictionary-encoded
 const int32_t S_WORK = 6;        // pages to decompress (the dictionary page included)
+const int32_t S_DICT_BYTES = 8;  // its dictionary page's bytes, decompressed (bound the entries' text)
+const int32_t S_DATA_BYTES = 9;  // its data pages' values and v1 levels, decompressed (bound PLAIN text)
 const int32_t S_SEEN = 7;        // bit e set: a data page in Parquet encoding e (the host launches
                                  // the kernels for pages read in order only where one is)
 
@@ -255,7 +257,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
   int64_t values = 0, pages = 0, decoded = 0, largest = 0, work = 0, dict_values = -1, dict_where = 0;
   int64_t status = STATUS_OK;
   bool all_dict = true;
-  int64_t seen = 0;
+  int64_t seen = 0, dict_bytes = 0, data_bytes = 0;
   while (values < wanted && status == STATUS_OK) {
     if (at >= end) { status = STATUS_DAMAGED; break; }
     const PageInfo h = read_page_header(at, end);
@@ -288,6 +290,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
       if (c[C_WIDTH] > 0 && (h.values > size || h.values * c[C_WIDTH] > size)) { status = STATUS_DAMAGED; break; }
       dict_values = h.values;
       dict_where = where;
+      dict_bytes = size;
       if (fill) {
         int64_t* w = dict_pages + c[C_DICT_SLOT] * PAGE_WORDS;
         w[W_DATA] = where; w[W_END] = where + size; w[W_LEVELS] = 0; w[W_LEVELS_LEN] = 0;
@@ -301,6 +304,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
       if (dictionary && dict_values < 0) { status = STATUS_DAMAGED; break; }
       all_dict = all_dict && dictionary;
       seen |= 1ll << h.encoding;
+      data_bytes += size;
       if (fill) {
         int64_t* w = data_pages + (c[C_PAGE_BASE] + pages) * PAGE_WORDS;
         w[W_DATA] = where; w[W_END] = where + size;
@@ -324,7 +328,7 @@ XPU_FN void walk_chunk(const int64_t* c, int64_t* stats, bool fill, int64_t* dat
   if (!fill) {
     stats[S_STATUS] = status; stats[S_PAGES] = pages; stats[S_DECODED] = decoded; stats[S_LARGEST] = largest;
     stats[S_DICT_VALUES] = dict_values; stats[S_ALL_DICT] = all_dict ? 1 : 0; stats[S_WORK] = work;
-    stats[S_SEEN] = seen;
+    stats[S_SEEN] = seen; stats[S_DICT_BYTES] = dict_bytes; stats[S_DATA_BYTES] = data_bytes;
   }
 }
 

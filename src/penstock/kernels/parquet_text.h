@@ -235,7 +235,7 @@ XPU_FN void load_window(TextWindow& win, const uint8_t* at, const uint8_t* end) 
 // different place from its neighbours at every step; here a warp takes 32 rows and copies
 // them one after another, a byte a lane, so neighbouring lanes read and write neighbouring bytes.
 XPU_FN void gather_spans_warp(int64_t n, const int64_t* starts, const int32_t* lengths, const int64_t* offsets,
-                              uint8_t* dst) {
+                              uint8_t* dst, int64_t capacity, int32_t* err) {
   const int32_t lane = threadIdx.x & 31;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i - lane < n; i += stride) {
@@ -246,6 +246,10 @@ XPU_FN void gather_spans_warp(int64_t n, const int64_t* starts, const int32_t* l
       const uint8_t* from = address(__shfl_sync(0xFFFFFFFFu, (long long)my_start, j));
       uint8_t* to = dst + __shfl_sync(0xFFFFFFFFu, (long long)my_offset, j);
       const int32_t length = __shfl_sync(0xFFFFFFFFu, my_length, j);
+      if (to - dst + length > capacity) {
+        if (lane == 0) xpu::raise(err, ERR_CORRUPT);
+        continue;
+      }
       for (int32_t k = lane; k < length; k += 32) to[k] = from[k];
     }
   }

@@ -27,7 +27,7 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column
-from penstock.io.device_reader import CHUNK, read_into_host, read_ranges
+from penstock.io.device_reader import CHUNK, read_into_host, read_ranges, upload_from_thread
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet_device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
@@ -36,10 +36,12 @@ from penstock.io.parquet_device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PA
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
-CHUNK_WORDS, STAT_WORDS = 13, 8
+CHUNK_WORDS, STAT_WORDS = 13, 10
 C_DATA, C_LENGTH, C_VALUES, C_FIRST_ROW, C_COMPRESSED, C_MAX_DEF, C_WIDTH = 0, 1, 2, 3, 4, 5, 6
 C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE, C_ENCODINGS = 7, 8, 9, 10, 11, 12
 S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK, S_SEEN = 0, 1, 2, 3, 4, 5, 6, 7
+S_DICT_BYTES, S_DATA_BYTES = 8, 9
+DICTIONARY_PAGES = (1 << 2) | (1 << 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
 # pages a thread reads in order (their kernels are launched only for a column that has one)
 SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 << DELTA_BYTE_ARRAY) | (1 << BYTE_STREAM_SPLIT)
 
@@ -114,10 +116,11 @@ class BatchDecoder:
     # -- the host's part ---------------------------------------------------------------------------
     def read(self, groups: list[int], to_device: bool = False, direct: bool = False) -> StoredRun:
         """The chunks' stored bytes, one after another in one buffer (a thread may run this
-        ahead), and the chunk table without device addresses. `to_device`: the buffer is
-        device memory, filled by the I/O threads' copies (on a GPU whose pages nvCOMP
-        decompresses: the copy then overlaps the decoding of the run before); `direct`: read
-        with O_DIRECT (data on the drive)."""
+        ahead), and the chunk table without device addresses. `to_device`: the buffer ends
+        in device memory, copied by the reading thread (on a GPU whose pages nvCOMP
+        decompresses: the copy then overlaps the decoding of the run before, instead of
+        holding it up); `direct`: read with O_DIRECT by the I/O threads, which copy their
+        aligned pieces up themselves."""
         rg = self.row_groups
         meta = rg.file.metadata
         names = self._device_names()
@@ -149,23 +152,25 @@ class BatchDecoder:
                 codecs.append(chunk.compression)
                 spans.append((start, length))
                 at += max(length, 0)
-        raw = self.backend.empty(max(at, 1), np.uint8) if to_device else self.backend.host_buffer(at)
+        direct = direct and to_device  # O_DIRECT needs the I/O threads' aligned staging
+        raw = self.backend.empty(max(at, 1), np.uint8) if direct else self.backend.host_buffer(at)
         if fits:
-            fits = self._pread(spans, raw, to_device, direct)
+            fits = self._pread(spans, raw, direct)
+        if fits and to_device and not direct:
+            raw = upload_from_thread(self.backend, raw)  # the pinned block goes back to the staging
         return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits,
                          to_device)
 
-    def _pread(self, spans: list[tuple[int, int]], raw: Any, to_device: bool, direct: bool) -> bool:
+    def _pread(self, spans: list[tuple[int, int]], raw: Any, direct: bool) -> bool:
         """The run's chunks, cut into pieces that the I/O threads read at once (one thread
         reading a run's 100 MB from the page cache took 24 ms: the first run's wait)."""
         jobs, at = [], 0
         for start, length in spans:
             jobs += [(start + off, min(CHUNK, length - off), at + off) for off in range(0, length, CHUNK)]
             at += length
-        direct = direct and to_device  # O_DIRECT needs the I/O threads' aligned staging
         fd = os.open(self.row_groups.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0))
         try:
-            if to_device:
+            if direct:
                 read_ranges(self.backend, fd, jobs, raw, direct)
             else:
                 read_into_host(self.backend, fd, jobs, raw)
@@ -305,8 +310,11 @@ class BatchDecoder:
                 entries = int(np.maximum(stats[:, S_DICT_VALUES], 0).sum())
                 spans = rg._text_spans(count, dict_pages, entries, None, err, serial=False)  # PLAIN pages
             delta_text = bool(seen & (1 << DELTA_BYTE_ARRAY))
+            # the values lie whole in their pages unless rebuilt (DELTA_BYTE_ARRAY) or looked up
+            in_pages = not delta_text and not seen & DICTIONARY_PAGES
             return rg.text_column(t, rows, n_pages, pages, spans, bool(has_dict.all() and stats[:, S_ALL_DICT].all()),
-                                  delta_text, valid, err, serial)
+                                  delta_text, valid, err, serial, dictionary_bytes=int(stats[:, S_DICT_BYTES].sum()),
+                                  text_bytes=int(stats[:, S_DATA_BYTES].sum()) if in_pages else None)
         return rg.fixed_column(t, rows, n_pages, pages, rg.layout(rg.names[index]), valid, err, serial)
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:

@@ -277,20 +277,22 @@ class RowGroupDecoder:
         return self.fixed_column(t, rows, len(chunk.pages.data), pages, layout, valid, err)
 
     def text_column(self, t: Any, rows: int, n_pages: int, pages: Any, spans: tuple[Any, Any] | None,
-                    all_dictionary: bool, delta_text: bool, valid: Any, err: Any, serial: bool = True) -> Column:
+                    all_dictionary: bool, delta_text: bool, valid: Any, err: Any, serial: bool = True,
+                    dictionary_bytes: int | None = None, text_bytes: int | None = None) -> Column:
         """A text column from its pages (a page table on the device) and the spans of its
         dictionaries' entries: dictionary-encoded still when every page indexes them.
-        `serial`: pages a thread reads in order may be among them (DELTA_*)."""
+        `serial`: pages a thread reads in order may be among them (DELTA_*); the bytes
+        (bounds: see _gather) of the dictionaries' entries and of the rows' values, if known."""
         be = self.backend
         if spans is not None and all_dictionary:
-            d_offsets, d_data = self._gather(spans[0], spans[1], err)
+            d_offsets, d_data = self._gather(spans[0], spans[1], err, dictionary_bytes)
             indices = be.empty(rows, np.int32)
             self._fixed_pages(n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err, serial=False)
             return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
                           dict_data=d_data)
         room = self._rebuild_room(n_pages, pages) if delta_text else None
         starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans, serial)
-        offsets, data = self._gather(starts, lengths, err)
+        offsets, data = self._gather(starts, lengths, err, text_bytes)
         del room  # the rebuilt values are gathered
         return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
 
@@ -378,11 +380,20 @@ class RowGroupDecoder:
         table[0, :5] = start, end, 0, 0, count
         return self._text_spans(1, self.backend.to_device(table), count, None, err, serial=False)
 
-    def _gather(self, starts: Any, lengths: Any, err: Any) -> tuple[Any, Any]:
-        """Arrow offsets and bytes of the spans (after checking the spans were read whole)."""
+    def _gather(self, starts: Any, lengths: Any, err: Any, bound: int | None = None) -> tuple[Any, Any]:
+        """Arrow offsets and bytes of the spans. With a `bound` on their bytes (the pages they
+        lie in), nothing waits: the buffer is made that large and the kernel copies only if
+        no page raised `err` (the caller reads it once the batch is done). Without, the host
+        reads the flag and the total first."""
         be, xp = self.backend, self.backend.xp
         rows = int(lengths.size)
         ends = xp.cumsum(lengths, dtype=np.int64)
+        offsets = xp.zeros(rows + 1, np.int64)
+        offsets[1:] = ends
+        if bound is not None and bound < 2**31:
+            data = be.empty(max(bound, 1), np.uint8)
+            self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets, data, bound, err])
+            return offsets.astype(np.int32), data
         # one wait for both: the error flag (a damaged page's spans may point anywhere, so
         # nothing is gathered before it is read) and the bytes to make room for
         flag, last = be.to_host_many([err[:1], ends[-1:] if rows else xp.zeros(1, np.int64)])
@@ -391,10 +402,8 @@ class RowGroupDecoder:
         total = int(last[0])
         if total >= 2**31:
             raise ValueError("more than 2 GiB of text in one column chunk")
-        offsets = xp.zeros(rows + 1, np.int64)
-        offsets[1:] = ends
         data = be.empty(max(total, 1), np.uint8)
-        self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets, data])
+        self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets, data, total, err])
         return offsets.astype(np.int32), data[:total]
 
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:

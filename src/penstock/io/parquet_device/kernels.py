@@ -86,16 +86,23 @@ _SPANS_SERIAL = """XPU_KERNEL void parquet_text_spans_serial(int64_t n_pages, co
 }
 """
 
+# the spans are copied only if no page of the column raised `err` (a damaged page's spans
+# may point anywhere); a span past `capacity` raises it
 _GATHER = """XPU_KERNEL void parquet_gather(int64_t n, const int64_t* starts, const int32_t* lengths,
-    const int64_t* offsets, uint8_t* dst) {
+    const int64_t* offsets, uint8_t* dst, int64_t capacity, int32_t* err) {
+  if (err[0] != 0) return;
 #ifdef XPU_GPU
-  pq::gather_spans_warp(n, starts, lengths, offsets, dst);
+  pq::gather_spans_warp(n, starts, lengths, offsets, dst, capacity, err);
 #else
   XPU_PARALLEL_BEGIN
   XPU_FOR(i, n) {
     const uint8_t* from = pq::address(starts[i]);
     uint8_t* to = dst + offsets[i];
-    for (int32_t k = 0; k < lengths[i]; ++k) to[k] = from[k];
+    if (offsets[i] + lengths[i] > capacity) {
+      xpu::raise(err, pq::ERR_CORRUPT);
+    } else {
+      for (int32_t k = 0; k < lengths[i]; ++k) to[k] = from[k];
+    }
   }
   XPU_PARALLEL_END
 #endif
@@ -192,7 +199,8 @@ def lay_out_pages_kernel() -> KernelSpec:
 
 @functools.cache
 def gather_kernel() -> KernelSpec:
-    return KernelSpec("parquet_gather", _PRELUDE + _GATHER, ("i64", "ptr", "ptr", "ptr", "ptr"), installation=True)
+    return KernelSpec("parquet_gather", _PRELUDE + _GATHER, ("i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr"),
+                      installation=True)
 
 
 @functools.cache

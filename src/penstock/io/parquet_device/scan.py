@@ -28,7 +28,7 @@ from penstock.plan.types import DataType
 
 READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # runs of row groups read ahead, at once
 # PENSTOCK_PARQUET_READ=host keeps the runs' bytes in host memory until their decoding (for
-# measuring; by default they go straight to device memory where the device decompresses)
+# measuring; by default the reading thread copies them up where the device decompresses)
 READ_TO_DEVICE = os.environ.get("PENSTOCK_PARQUET_READ", "device") != "host"
 
 
@@ -69,8 +69,8 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     Under a memory limit, a row group whose decoding needs more than an eighth of it (its
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
     batches in flight are held to an eighth elsewhere (exec/table_reads.py).
-    On a GPU whose pages nvCOMP decompresses, the runs read ahead go straight to device
-    memory (their copies overlap the decoding before them) while READ_AHEAD runs' stored
+    On a GPU whose pages nvCOMP decompresses, the reading threads copy the runs they read
+    ahead to device memory (the copies overlap the decoding before them) while READ_AHEAD runs' stored
     bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
     device_decompression = READ_TO_DEVICE and backend.name == "gpu" and nvcomp.nvcomp_library() is not None
@@ -85,8 +85,8 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
             largest = max((batches.stored_bytes(run) for run in runs), default=0)
             to_device = device_decompression and (memory_limit is None or READ_AHEAD * largest <= memory_limit // 8)
             direct = to_device and io == "direct" and choose_read_path(backend, io, path)[0] == "direct"
-            report.reads.add(("read with O_DIRECT" if direct else "read from the page cache")
-                             + (" into device memory" if to_device else " into host memory"))
+            report.reads.add("read with O_DIRECT into device memory" if direct else
+                             "read from the page cache" + (", copied ahead" if to_device else " into host memory"))
 
             def read(run: list[int]) -> StoredRun:
                 return batches.read(run, to_device, direct)
