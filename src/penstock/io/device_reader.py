@@ -270,14 +270,7 @@ def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], ta
         return []
     workers = min(threads, len(jobs))
     pool = _pool(backend, "io", threads)
-    # The I/O threads copy on streams of their own. The target's memory may have been freed
-    # a moment ago by work still queued on the caller's stream (the pool hands it out again
-    # in that stream's order): their copies wait for everything queued there so far.
-    queued = None
-    if backend.name == "gpu":
-        queued = backend.xp.cuda.Event(disable_timing=True)
-        queued.record()
-    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct, queued) for k in range(workers)]
+    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
 
 
 def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
@@ -293,15 +286,11 @@ def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
         raise failure
 
 
-def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                queued: Any = None) -> None:
+def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
     """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
-    so the read into one overlaps the copy out of the other; its copies wait for `queued`
-    (an event on the caller's stream)."""
+    so the read into one overlaps the copy out of the other."""
     gpu = backend.name == "gpu"
     stream = _thread_stream(backend) if gpu else None
-    if stream is not None and queued is not None:
-        stream.wait_event(queued)
     for k, (offset, size, at) in enumerate(jobs):
         if not gpu and not direct:  # host memory is the "device": read straight into it
             _pread_exactly(fd, memoryview(target[at:at + size]), offset, size)
@@ -323,20 +312,26 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
         stream.synchronize()
 
 
+def thread_device_buffer(backend: Backend, size: int) -> Any:
+    """Device memory for the I/O threads' copies (read_ranges, upload_from_thread) to fill.
+    On a GPU it comes from the calling thread's stream's share of CuPy's pool: memory freed
+    on the default stream is handed out again in that stream's order, so a copy on another
+    stream could overwrite it under work still queued there (a query's lost rows)."""
+    if backend.name != "gpu":
+        return backend.empty(size, np.uint8)
+    with _thread_stream(backend):
+        return backend.xp.empty(max(size, 1), np.uint8)
+
+
 def upload_from_thread(backend: Backend, host: np.ndarray) -> Any:
-    """`host` copied into new device memory on the calling thread's own stream, so a thread
-    reading ahead copies while the device computes; returns once the copy is done. The copy
-    waits for the work queued on the default stream (the new array may reuse memory that
-    work freed a moment ago). The CPU backend just moves it."""
+    """`host` copied into new device memory (thread_device_buffer) on the calling thread's
+    own stream, so a thread reading ahead copies while the device computes; returns once the
+    copy is done. The CPU backend just moves it."""
     if backend.name != "gpu":
         return backend.to_device(host)
-    xp = backend.xp
-    device = xp.empty(host.nbytes, np.uint8)
-    queued = xp.cuda.Event(disable_timing=True)
-    queued.record()
+    device = thread_device_buffer(backend, host.nbytes)
     stream = _thread_stream(backend)
-    stream.wait_event(queued)
-    runtime = xp.cuda.runtime
+    runtime = backend.xp.cuda.runtime
     runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice, stream.ptr)
     stream.synchronize()
     return device
