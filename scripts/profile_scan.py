@@ -5,7 +5,7 @@ more timing the batch decoder's phases on the host (summed per phase; reads run 
 so their sum can pass the wall time) and recording the device's operations with the PyTorch
 profiler (CUPTI), summed by name, with the GPU's busy time against the wall time.
 
-usage: python scripts/profile_scan.py FILE.parquet [--ops]
+usage: python scripts/profile_scan.py FILE.parquet [--ops] [--switch-interval SECONDS]
 """
 
 from __future__ import annotations
@@ -48,7 +48,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
     ap.add_argument("--ops", action="store_true")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="the interpreter's GIL switch interval (default 0.005 s), to see what the threads' contention costs")
     args = ap.parse_args()
+    if args.switch_interval is not None:
+        import sys
+
+        sys.setswitchinterval(args.switch_interval)
     path = Path(args.file)
     db = penstock.connect(device="gpu")
     be = db.backend
