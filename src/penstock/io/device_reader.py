@@ -255,22 +255,23 @@ class ArrowDeviceReader:
 
 
 def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                threads: int = IO_THREADS) -> None:
+                threads: int = IO_THREADS, after: Any = None) -> None:
     """Read each (file offset, size, target offset) range of `fd` into the device array
     `target`. The backend's long-lived I/O threads split the ranges; on a GPU each thread
     reads into its own pinned buffer and copies it up on its own stream, so 16 reads and
-    copies are in flight at once, as in the host ceiling the benchmark measures."""
-    wait_ranges(start_ranges(backend, fd, jobs, target, direct, threads))
+    copies are in flight at once, as in the host ceiling the benchmark measures. `after`: an
+    event their copies wait for (after_default_stream)."""
+    wait_ranges(start_ranges(backend, fd, jobs, target, direct, threads, after))
 
 
 def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                 threads: int = IO_THREADS) -> list[Future]:
+                 threads: int = IO_THREADS, after: Any = None) -> list[Future]:
     """read_ranges without waiting: the futures of the I/O threads' shares (wait_ranges)."""
     if not jobs:
         return []
     workers = min(threads, len(jobs))
     pool = _pool(backend, "io", threads)
-    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
+    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct, after) for k in range(workers)]
 
 
 def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
@@ -286,11 +287,14 @@ def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
         raise failure
 
 
-def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
+def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
+                after: Any = None) -> None:
     """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
     so the read into one overlaps the copy out of the other."""
     gpu = backend.name == "gpu"
     stream = _thread_stream(backend) if gpu else None
+    if stream is not None and after is not None:
+        stream.wait_event(after)
     for k, (offset, size, at) in enumerate(jobs):
         if not gpu and not direct:  # host memory is the "device": read straight into it
             _pread_exactly(fd, memoryview(target[at:at + size]), offset, size)
@@ -312,25 +316,29 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
         stream.synchronize()
 
 
-def thread_device_buffer(backend: Backend, size: int) -> Any:
-    """Device memory for the I/O threads' copies (read_ranges, upload_from_thread) to fill.
-    On a GPU it comes from the calling thread's stream's share of CuPy's pool: memory freed
-    on the default stream is handed out again in that stream's order, so a copy on another
-    stream could overwrite it under work still queued there (a query's lost rows)."""
+def after_default_stream(backend: Backend) -> Any:
+    """An event on the default stream, for a copy on another stream into memory just taken
+    from CuPy's pool: the pool hands out memory that work queued on the default stream freed
+    a moment ago (in that stream's order), so a copy that does not wait for that work can
+    overwrite a buffer queued kernels still read (a query's lost rows). Taking the memory
+    from the copying stream's own share of the pool instead leaves blocks cached there that
+    a memory cap never gets back. None on the CPU backend."""
     if backend.name != "gpu":
-        return backend.empty(size, np.uint8)
-    with _thread_stream(backend):
-        return backend.xp.empty(max(size, 1), np.uint8)
+        return None
+    event = backend.xp.cuda.Event(disable_timing=True)
+    event.record(backend.xp.cuda.Stream.null)
+    return event
 
 
 def upload_from_thread(backend: Backend, host: np.ndarray) -> Any:
-    """`host` copied into new device memory (thread_device_buffer) on the calling thread's
-    own stream, so a thread reading ahead copies while the device computes; returns once the
+    """`host` copied into new device memory on the calling thread's own stream, so a thread
+    reading ahead copies while the device computes (after_default_stream); returns once the
     copy is done. The CPU backend just moves it."""
     if backend.name != "gpu":
         return backend.to_device(host)
-    device = thread_device_buffer(backend, host.nbytes)
+    device = backend.xp.empty(max(host.nbytes, 1), np.uint8)
     stream = _thread_stream(backend)
+    stream.wait_event(after_default_stream(backend))
     runtime = backend.xp.cuda.runtime
     runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice, stream.ptr)
     stream.synchronize()

@@ -27,7 +27,8 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column
-from penstock.io.device_reader import CHUNK, read_into_host, read_ranges, thread_device_buffer, upload_from_thread
+from penstock.io.device_reader import (CHUNK, after_default_stream, read_into_host, read_ranges,
+                                      upload_from_thread)
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet_device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
@@ -153,7 +154,7 @@ class BatchDecoder:
                 spans.append((start, length))
                 at += max(length, 0)
         direct = direct and to_device  # O_DIRECT needs the I/O threads' aligned staging
-        raw = thread_device_buffer(self.backend, at) if direct else self.backend.host_buffer(at)
+        raw = self.backend.empty(max(at, 1), np.uint8) if direct else self.backend.host_buffer(at)
         if fits:
             fits = self._pread(spans, raw, direct)
         if fits and to_device and not direct:
@@ -171,7 +172,7 @@ class BatchDecoder:
         fd = os.open(self.row_groups.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0))
         try:
             if direct:
-                read_ranges(self.backend, fd, jobs, raw, direct)
+                read_ranges(self.backend, fd, jobs, raw, direct, after=after_default_stream(self.backend))
             else:
                 read_into_host(self.backend, fd, jobs, raw)
         except FileError:
