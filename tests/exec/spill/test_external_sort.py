@@ -173,6 +173,40 @@ def test_an_error_mid_sort_removes_the_spill_files(tmp_path: Path, source: Path,
     assert list((tmp_path / "spill").iterdir()) == [] and not (tmp_path / "o.parquet").exists()
 
 
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Any:
+    """A 1 MiB tmpfs mounted for the test (a real full disk); the test is skipped, saying so,
+    where this machine will not mount one (no root or no CAP_SYS_ADMIN; the simulated full
+    disk above still runs there)."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], capture_output=True)
+
+
+def test_a_full_disk_raises_53100_and_loses_nothing(tmp_path: Path, source: Path, small_filesystem: Path) -> None:
+    """Spill files on a 1 MiB filesystem, for a sort that spills several MiB: the write that
+    finds the disk full raises 53100 naming the spill directory; the job's files are gone
+    (the filesystem is empty again), no partial output is left, the input is untouched, and a
+    sort with room afterwards works."""
+    spill = small_filesystem / "spill"
+    before = source.read_bytes()
+    with pytest.raises(QueryError) as e:
+        sort_files(source, parse_keys("k"), tmp_path / "o.parquet", memory_limit=256 << 10, spill_dir=spill)
+    assert e.value.sqlstate == "53100" and str(spill) in str(e.value)
+    assert not (tmp_path / "o.parquet").exists()
+    assert [p for p in spill.rglob("*") if p.is_file()] == []
+    assert source.read_bytes() == before
+    sort_files(source, parse_keys("k"), tmp_path / "o.parquet", memory_limit=256 << 10, spill_dir=tmp_path / "room")
+    check(pq.read_table(tmp_path / "o.parquet"), duckdb_order(source, "k"), ["k"])
+
+
 def test_the_command_line(tmp_path: Path, source: Path) -> None:
     out = tmp_path / "cli.parquet"
     done = subprocess.run([sys.executable, "-m", "penstock.cli", "sort", str(source), "--by", "s,k", "--desc",
