@@ -187,7 +187,8 @@ def small_filesystem(tmp_path: Path) -> Any:
     try:
         yield mount_point
     finally:
-        subprocess.run(["umount", str(mount_point)], capture_output=True)
+        gone = subprocess.run(["umount", str(mount_point)], capture_output=True, text=True)
+        assert gone.returncode == 0, f"the small filesystem is still busy: {gone.stderr}"  # files left open
 
 
 def test_a_full_disk_raises_53100_and_loses_nothing(tmp_path: Path, source: Path, small_filesystem: Path) -> None:
@@ -205,6 +206,31 @@ def test_a_full_disk_raises_53100_and_loses_nothing(tmp_path: Path, source: Path
     assert source.read_bytes() == before
     sort_files(source, parse_keys("k"), tmp_path / "o.parquet", memory_limit=256 << 10, spill_dir=tmp_path / "room")
     check(pq.read_table(tmp_path / "o.parquet"), duckdb_order(source, "k"), ["k"])
+
+
+def test_an_interrupted_sort_removes_its_spill_files(tmp_path: Path) -> None:
+    """`penstock sort` interrupted (SIGINT, Ctrl-C) while it spills: it exits with 130, its
+    spill files and its private directory are gone and no partial output is left."""
+    import signal
+    import time
+
+    big = tmp_path / "big.parquet"
+    pq.write_table(events(600_000, seed=5), big, row_group_size=10_000)
+    spill, out = tmp_path / "spill", tmp_path / "out.parquet"
+    job = subprocess.Popen([sys.executable, "-m", "penstock.cli", "sort", str(big), "--by", "s,k", "--out", str(out),
+                            "--memory-limit", "512KiB", "--spill-dir", str(spill)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and job.poll() is None:
+        if spill.exists() and any(p.is_file() for p in list(spill.rglob("*"))):
+            break
+        time.sleep(0.01)
+    assert job.poll() is None, "the sort ended before it spilled anything"
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=60)
+    assert job.returncode == 130, err
+    assert list(spill.iterdir()) == []
+    assert not out.exists()
 
 
 def test_the_command_line(tmp_path: Path, source: Path) -> None:

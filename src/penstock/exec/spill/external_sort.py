@@ -23,7 +23,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -217,7 +217,7 @@ def _sort(table: pa.Table, keys: list[SortKey]) -> pa.Table:
 def _partition(batches: Iterator[pa.RecordBatch], keys: list[SortKey], splitters: pa.Table, spill: SpillDirectory,
                report: SortReport, say: Callable[[str], None]) -> dict[int, Path]:
     """Each chunk sorted and cut into its buckets' pieces, appended to the buckets' files."""
-    writers: dict[int, ipc.RecordBatchFileWriter] = {}
+    writers: dict[int, tuple[Any, pa.NativeFile]] = {}
     paths: dict[int, Path] = {}
     try:
         for batch in batches:
@@ -228,8 +228,8 @@ def _partition(batches: Iterator[pa.RecordBatch], keys: list[SortKey], splitters
             for bucket, piece in _sorted_and_cut(chunk, keys, splitters):
                 if bucket not in writers:
                     paths[bucket] = spill.file(f"bucket-{bucket:06d}.arrow")
-                    writers[bucket] = ipc.new_file(str(paths[bucket]), piece.schema)
-                writers[bucket].write_table(piece)
+                    writers[bucket] = _open_writer(paths[bucket], piece.schema, parquet=False)
+                writers[bucket][0].write_table(piece)
                 report.spilled_bytes += piece.nbytes
                 spill.bytes_written += piece.nbytes
             if report.chunks % 16 == 0:
@@ -237,11 +237,8 @@ def _partition(batches: Iterator[pa.RecordBatch], keys: list[SortKey], splitters
     except OSError as e:
         raise spill.full(e) from e
     finally:
-        for writer in writers.values():
-            try:
-                writer.close()
-            except OSError:
-                pass
+        for writer, sink in writers.values():
+            _close(writer, sink)
     return paths
 
 
@@ -251,27 +248,50 @@ def _merge(buckets: dict[int, Path], schema: pa.Schema, keys: list[SortKey], out
     renamed when whole)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    writer: pq.ParquetWriter | ipc.RecordBatchFileWriter | None = None
+    parquet = out.suffix.lower() == ".parquet"
+    opened: tuple[Any, pa.NativeFile] | None = None
     try:
         for bucket in sorted(buckets):
-            table = ipc.open_file(str(buckets[bucket])).read_all()
-            if writer is None:
-                writer = pq.ParquetWriter(str(partial), table.schema) if out.suffix.lower() == ".parquet" \
-                    else ipc.new_file(str(partial), table.schema)
+            with ipc.open_file(str(buckets[bucket])) as reader:
+                table = reader.read_all()
+            if opened is None:
+                opened = _open_writer(partial, table.schema, parquet)
             if table.nbytes > budget:
                 report.oversized_buckets += 1  # a key that holds many rows: sorted whole, over the budget
-            writer.write_table(_sort(table, keys))
+            opened[0].write_table(_sort(table, keys))
             buckets[bucket].unlink()
             say(f"merge: bucket {bucket + 1} of {report.buckets} written")
-        if writer is None:  # no rows: an empty file of the input's schema
-            writer = pq.ParquetWriter(str(partial), schema) if out.suffix.lower() == ".parquet" \
-                else ipc.new_file(str(partial), schema)
+        if opened is None:  # no rows: an empty file of the input's schema
+            opened = _open_writer(partial, schema, parquet)
+        writer, sink = opened
+        opened = None
         writer.close()
-        writer = None
+        sink.close()
         os.replace(partial, out)
     except OSError as e:
         raise spill.full(e) from e
     finally:
-        if writer is not None:
-            writer.close()
+        if opened is not None:
+            _close(*opened)
         partial.unlink(missing_ok=True)
+
+
+def _open_writer(path: Path, schema: pa.Schema, parquet: bool) -> tuple[Any, pa.NativeFile]:
+    """A Parquet or Arrow IPC writer over a file this module opens itself, so that it can
+    close the file when the writer cannot (_close)."""
+    sink = pa.OSFile(str(path), "wb")
+    return (pq.ParquetWriter(sink, schema) if parquet else ipc.new_file(sink, schema)), sink
+
+
+def _close(writer: Any, sink: pa.NativeFile) -> None:
+    """After a failure: a writer's footer may not fit the full disk, and its close then
+    fails before it closes its file. The file is closed all the same: an open file keeps its
+    space, and its filesystem busy, after it is deleted, until the process lets it go."""
+    try:
+        writer.close()
+    except OSError:
+        pass
+    try:
+        sink.close()
+    except OSError:
+        pass
