@@ -62,20 +62,30 @@ def main() -> None:
         ops = [e for e in device_ops if r.start <= e.time_range.start <= r.end]
         busy = sum(e.time_range.elapsed_us() for e in ops)
         print(f"== {name}: wall {walls[name] * 1e3:.2f} ms, GPU busy {busy / 1e3:.2f} ms, {len(ops)} device ops")
-        by_name: dict[str, list[float]] = collections.defaultdict(list)
-        for e in ops:
-            by_name[e.name.replace("\n", " ")[:60]].append(e.time_range.elapsed_us())
-        for label, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:25]:
-            print(f"   {sum(times) / 1e3:9.2f} ms  x{len(times):<5} longest {max(times) / 1e3:8.2f} ms  {label}")
+        print_ops_by_name(ops, 25)
         if args.ops:
-            prev_end = r.start
-            for e in ops:
-                gap = e.time_range.start - prev_end
-                print(f"   +{(e.time_range.start - r.start) / 1e3:7.3f} ms  {e.time_range.elapsed_us():8.1f} us  "
-                      f"gap {gap:7.1f} us  {e.name.replace(chr(10), ' ')[:48]}")
-                prev_end = max(prev_end, e.time_range.end)
+            print_op_timeline(ops, r.start)
         print(f"   end of query {(r.end - max([r.start] + [e.time_range.end for e in ops])):.1f} us "
               "after the last device op", flush=True)
+
+
+def print_ops_by_name(ops: list, top: int) -> None:
+    """The device operations summed by name: total, count, longest (the `top` largest)."""
+    by_name: dict[str, list[float]] = collections.defaultdict(list)
+    for e in ops:
+        by_name[e.name.replace("\n", " ")[:60]].append(e.time_range.elapsed_us())
+    for label, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        print(f"   {sum(times) / 1e3:9.2f} ms  x{len(times):<5} longest {max(times) / 1e3:8.2f} ms  {label}")
+
+
+def print_op_timeline(ops: list, origin: float) -> None:
+    """Every operation in order: its start after `origin`, its length and the idle gap before it."""
+    prev_end = origin
+    for e in ops:
+        gap = e.time_range.start - prev_end
+        print(f"   +{(e.time_range.start - origin) / 1e3:8.3f} ms  {e.time_range.elapsed_us():8.1f} us  "
+              f"gap {gap:8.1f} us  {e.name.replace(chr(10), ' ')[:48]}")
+        prev_end = max(prev_end, e.time_range.end)
 
 
 if __name__ == "__main__":

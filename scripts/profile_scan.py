@@ -42,6 +42,7 @@ def main() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     import penstock
+    from gpu_timeline import print_op_timeline, print_ops_by_name  # scripts/ is on the path
     from penstock.bench.scan_rate import parquet_scan_rate
     from penstock.io.parquet_device import batch_decoder, decoder, nvcomp
 
@@ -80,19 +81,9 @@ def main() -> None:
                         key=lambda e: e.time_range.start)
     busy = sum(e.time_range.elapsed_us() for e in device_ops)
     print(f"device: busy {busy / 1e3:.2f} ms of {wall * 1e3:.1f} ms, {len(device_ops)} ops")
-    by_name: dict[str, list[float]] = collections.defaultdict(list)
-    for e in device_ops:
-        by_name[e.name.replace("\n", " ")[:60]].append(e.time_range.elapsed_us())
-    for label, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:30]:
-        print(f"   {sum(times) / 1e3:9.2f} ms  x{len(times):<5} longest {max(times) / 1e3:8.2f} ms  {label}")
+    print_ops_by_name(device_ops, 30)
     if args.ops and device_ops:
-        origin = device_ops[0].time_range.start
-        prev_end = origin
-        for e in device_ops:
-            gap = e.time_range.start - prev_end
-            print(f"   +{(e.time_range.start - origin) / 1e3:8.3f} ms  {e.time_range.elapsed_us():8.1f} us  "
-                  f"gap {gap:8.1f} us  {e.name.replace(chr(10), ' ')[:48]}")
-            prev_end = max(prev_end, e.time_range.end)
+        print_op_timeline(device_ops, device_ops[0].time_range.start)
 
 
 if __name__ == "__main__":

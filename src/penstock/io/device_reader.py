@@ -257,7 +257,9 @@ class ArrowDeviceReader:
 def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
                 threads: int = IO_THREADS, after: Any = None) -> None:
     """Read each (file offset, size, target offset) range of `fd` into the device array
-    `target`. The backend's long-lived I/O threads split the ranges; on a GPU each thread
+    `target` (or host memory: read straight into, unless O_DIRECT needs the aligned staging;
+    cut the ranges to CHUNK for an even share). The backend's long-lived I/O threads split
+    the ranges; on a GPU each thread
     reads into its own pinned buffer and copies it up on its own stream, so 16 reads and
     copies are in flight at once, as in the host ceiling the benchmark measures. `after`: an
     event their copies wait for (after_default_stream)."""
@@ -291,13 +293,13 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
                 after: Any = None) -> None:
     """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
     so the read into one overlaps the copy out of the other."""
-    gpu = backend.name == "gpu"
-    stream = _thread_stream(backend) if gpu else None
+    host_target = isinstance(target, np.ndarray)  # the CPU backend's "device", or a host buffer
+    stream = _thread_stream(backend) if backend.name == "gpu" and not host_target else None
     if stream is not None and after is not None:
         stream.wait_event(after)
     for k, (offset, size, at) in enumerate(jobs):
-        if not gpu and not direct:  # host memory is the "device": read straight into it
-            _pread_exactly(fd, memoryview(target[at:at + size]), offset, size)
+        if host_target and not direct:  # read straight into it
+            _pread_exactly(fd, memoryview(target)[at:at + size], offset, size)
             continue
         lo = offset // ALIGN * ALIGN if direct else offset
         hi = (offset + size + ALIGN - 1) // ALIGN * ALIGN if direct else offset + size
@@ -343,23 +345,6 @@ def upload_from_thread(backend: Backend, host: np.ndarray) -> Any:
     runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice, stream.ptr)
     stream.synchronize()
     return device
-
-
-def read_into_host(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: np.ndarray,
-                   threads: int = IO_THREADS) -> None:
-    """Ranges of a file read straight into host memory by the backend's I/O threads at once
-    (jobs: file offset, size, offset in `target`; cut them to CHUNK for an even share).
-    Raises FileError on a short read, after every thread stopped writing."""
-    if not jobs:
-        return
-    workers = min(threads, len(jobs))
-    pool = _pool(backend, "io", threads)
-    wait_ranges([pool.submit(_host_share, fd, jobs[k::workers], target) for k in range(workers)])
-
-
-def _host_share(fd: int, jobs: list[tuple[int, int, int]], target: np.ndarray) -> None:
-    for offset, size, at in jobs:
-        _pread_exactly(fd, memoryview(target)[at:at + size], offset, size)
 
 
 def _pread_exactly(fd: int, view: memoryview, offset: int, need: int) -> None:

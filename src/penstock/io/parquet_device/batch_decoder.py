@@ -27,13 +27,12 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column
-from penstock.io.device_reader import (CHUNK, after_default_stream, read_into_host, read_ranges,
-                                      upload_from_thread)
+from penstock.io.device_reader import CHUNK, after_default_stream, read_ranges, upload_from_thread
 from penstock.io.parquet_device import nvcomp
 from penstock.io.parquet_device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet_device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
 from penstock.io.parquet_device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
-                                              DELTA_LENGTH_BYTE_ARRAY, data_encodings)
+                                              DELTA_LENGTH_BYTE_ARRAY, DICTIONARY_ENCODINGS, data_encodings)
 from penstock.plan.types import Kind
 
 # kernels/parquet_pages.h's chunk and stats tables
@@ -42,7 +41,7 @@ C_DATA, C_LENGTH, C_VALUES, C_FIRST_ROW, C_COMPRESSED, C_MAX_DEF, C_WIDTH = 0, 1
 C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE, C_ENCODINGS = 7, 8, 9, 10, 11, 12
 S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK, S_SEEN = 0, 1, 2, 3, 4, 5, 6, 7
 S_DICT_BYTES, S_DATA_BYTES = 8, 9
-DICTIONARY_PAGES = (1 << 2) | (1 << 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
+DICTIONARY_PAGES = sum(1 << e for e in DICTIONARY_ENCODINGS)
 # pages a thread reads in order (their kernels are launched only for a column that has one)
 SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 << DELTA_BYTE_ARRAY) | (1 << BYTE_STREAM_SPLIT)
 
@@ -171,10 +170,8 @@ class BatchDecoder:
             at += length
         fd = os.open(self.row_groups.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0))
         try:
-            if direct:
-                read_ranges(self.backend, fd, jobs, raw, direct, after=after_default_stream(self.backend))
-            else:
-                read_into_host(self.backend, fd, jobs, raw)
+            after = after_default_stream(self.backend) if direct else None  # `raw` is device memory then
+            read_ranges(self.backend, fd, jobs, raw, direct, after=after)
         except FileError:
             return False  # past the end of the file: RowGroupDecoder names it
         finally:
@@ -268,7 +265,7 @@ class BatchDecoder:
             self.decompression = "none"
             return
         work = layout["work"]
-        if be.name == "gpu" and nvcomp.nvcomp_library() is not None:
+        if nvcomp.on_device(be):
             for codec, (first, count) in spans.items():
                 part = slice(first, first + count)
                 statuses, _temp = nvcomp.decompress_lists(codec, count, work[0][part], work[1][part], work[2][part],

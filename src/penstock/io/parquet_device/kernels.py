@@ -153,28 +153,29 @@ _CHECK_DECOMPRESSED = """XPU_KERNEL void parquet_check_decompressed(int64_t n, c
 """
 
 
+# each serial kernel takes its block-wide sibling's arguments (the decoder launches both with one list)
+_FIXED_PARAMS = ("i64", "ptr", "i32", "i32", "i32", "ptr", "ptr", "ptr")
+_SPANS_PARAMS = ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr")
+
+
 @functools.cache
 def fixed_kernel() -> KernelSpec:
-    return KernelSpec("parquet_fixed", _PRELUDE + _FIXED,
-                      ("i64", "ptr", "i32", "i32", "i32", "ptr", "ptr", "ptr"), installation=True)
+    return KernelSpec("parquet_fixed", _PRELUDE + _FIXED, _FIXED_PARAMS, installation=True)
 
 
 @functools.cache
 def fixed_serial_kernel() -> KernelSpec:
-    return KernelSpec("parquet_fixed_serial", _PRELUDE + _FIXED_SERIAL,
-                      ("i64", "ptr", "i32", "i32", "i32", "ptr", "ptr", "ptr"), installation=True)
-
-
-@functools.cache
-def spans_serial_kernel() -> KernelSpec:
-    return KernelSpec("parquet_text_spans_serial", _PRELUDE + _SPANS_SERIAL,
-                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+    return KernelSpec("parquet_fixed_serial", _PRELUDE + _FIXED_SERIAL, _FIXED_PARAMS, installation=True)
 
 
 @functools.cache
 def spans_kernel() -> KernelSpec:
-    return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS,
-                      ("i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr"), installation=True)
+    return KernelSpec("parquet_text_spans", _PRELUDE + _SPANS, _SPANS_PARAMS, installation=True)
+
+
+@functools.cache
+def spans_serial_kernel() -> KernelSpec:
+    return KernelSpec("parquet_text_spans_serial", _PRELUDE + _SPANS_SERIAL, _SPANS_PARAMS, installation=True)
 
 
 @functools.cache
@@ -211,5 +212,5 @@ def check_decompressed_kernel() -> KernelSpec:
 
 
 def decode_kernels() -> list[KernelSpec]:
-    return [fixed_kernel(), fixed_serial_kernel(), spans_kernel(), spans_serial_kernel(), gather_kernel(), delta_text_sizes_kernel(), count_pages_kernel(),
-            lay_out_pages_kernel(), check_decompressed_kernel()]
+    return [fixed_kernel(), fixed_serial_kernel(), spans_kernel(), spans_serial_kernel(), gather_kernel(),
+            delta_text_sizes_kernel(), count_pages_kernel(), lay_out_pages_kernel(), check_decompressed_kernel()]

@@ -57,6 +57,12 @@ class PageError(ValueError):
         self.column = column
 
 
+def on_device(backend: Any) -> bool:
+    """Whether this backend's pages are decompressed by nvCOMP on the GPU (else pyarrow's
+    codecs on the host)."""
+    return backend.name == "gpu" and nvcomp_library() is not None
+
+
 @functools.cache
 def nvcomp_library() -> ctypes.CDLL | None:
     """libnvcomp from the nvidia-libnvcomp wheel (or PENSTOCK_NVCOMP_LIB), else None."""

@@ -70,10 +70,10 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
     batches in flight are held to an eighth elsewhere (exec/table_reads.py).
     On a GPU whose pages nvCOMP decompresses, the reading threads copy the runs they read
-    ahead to device memory (the copies overlap the decoding before them) while READ_AHEAD runs' stored
-    bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
+    ahead to device memory (the copies overlap the decoding before them) while READ_AHEAD
+    runs' stored bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
-    device_decompression = READ_TO_DEVICE and backend.name == "gpu" and nvcomp.nvcomp_library() is not None
+    device_decompression = READ_TO_DEVICE and nvcomp.on_device(backend)
     try:
         for path in table.files:
             file = open_parquet(path)
