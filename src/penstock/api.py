@@ -111,6 +111,7 @@ class Connection:
         if parquet_decode not in PARQUET_DECODE:
             raise PenstockError(f"parquet_decode={parquet_decode!r}: use one of {', '.join(PARQUET_DECODE)}")
         self.executor = Executor(self.backend, self._table, gpu_memory_limit, io, parquet_decode)
+        self.executor.host_memory_limit, self.executor.spill_dir = host_memory_limit, spill_dir
 
     def sort(self, source: str | os.PathLike[str], by: str, out: str | os.PathLike[str],
              descending: bool = False) -> Any:
@@ -336,7 +337,9 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
     strict: raise penstock.Unsupported instead of falling back to DataFusion.
     memory_limit: bytes of working memory on the executing device (the GPU's; on the CPU
         backend, host memory); gpu_memory_limit is its older name.
-    host_memory_limit: bytes of host memory for staging and spilling (`Connection.sort`).
+    host_memory_limit: bytes of host memory for staging and spilling (`Connection.sort`;
+        intermediate results moved off the device past memory_limit go to spill files past
+        it; default: no limit).
     spill_dir: where spill files go (default: spill/ in the cache directory).
     cache: tables (or {table: [columns]}) to keep in device memory once registered.
     cache_limit: bytes the device-resident column cache may hold.

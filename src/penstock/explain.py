@@ -78,6 +78,12 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
                    f"  kernels: {pm.kernel_seconds * 1000:.2f} ms" + (f"  reruns: {pm.reruns}" if pm.reruns else ""))
         if pm.read_path and pm.bytes_read:
             out.append(f"    read path: {pm.read_path}")
+        if pm.partitions:
+            out.append(f"    partitioned: {pm.partitions} passes over the input, one per partition of the keys' hashes "
+                       f"(the hash table did not fit its share of memory)")
+        if pm.spilled_host_bytes or pm.spilled_disk_bytes:
+            out.append(f"    spilled: {pm.spilled_host_bytes:,} bytes to host memory, "
+                       f"{pm.spilled_disk_bytes:,} bytes to spill files")
         if pm.cache_hits:
             encoded = f"; {pm.cache_dictionaries} text dictionary-encoded" if pm.cache_dictionaries else ""
             out.append(f"    column cache: hit ({pm.cache_hits} columns, {pm.cache_bytes:,} bytes in device memory{encoded})")

@@ -151,6 +151,11 @@ class AggregateSinkGen:
         g, L = self.g, self.layout
         h, nm, s, ins = g.out.fresh("h"), g.out.fresh("nm"), g.out.fresh("slot"), g.out.fresh("ins")
         g.out.line(f"const uint64_t {h} = {K.hash_keys(keys, null_aware=True)};")
+        # a partitioned aggregation (exec/partitioned_aggregate.py) runs once per partition
+        # of the keys' hashes: rows of other partitions are left for their own passes
+        part_mask = g.params.get(SinkPart("part_mask"), "uint64_t", "u64", "a")
+        part_index = g.params.get(SinkPart("part_index"), "uint64_t", "u64", "a")
+        g.out.line(f"if ((({h} >> xpu::PARTITION_SHIFT) & {part_mask}) != {part_index}) {g.reject};")
         bits = " | ".join(f"({k.n} ? {1 << j}ull : 0ull)" for j, k in enumerate(keys) if k.nullable) or "0ull"
         g.out.line(f"const uint64_t {nm} = {bits};")
         equal = " && ".join(

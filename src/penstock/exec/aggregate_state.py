@@ -19,7 +19,8 @@ from penstock.codegen.agg_layout import AggLayout
 from penstock.codegen.fixed_kernels import rehash
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
-from penstock.errors import OUT_OF_MEMORY, QueryError
+from penstock.errors import QueryError
+from penstock.exec.errors import TableTooLarge
 from penstock.exec.kernels import compile_kernel
 
 MIN_SLOTS = 1 << 12
@@ -31,6 +32,10 @@ GROWTH = 8  # a full table grows to hold this many times its entries (bounded by
 SAMPLE_SHARE = 64
 MIN_WINDOW = 1 << 13
 HEADROOM = 1.15
+# An aggregation's tables and arena may take this share of the memory budget: a rehash holds
+# the old table beside the new, and batches in flight and the output need the rest. Past it
+# a grouped aggregation runs partitioned (exec/partitioned_aggregate.py).
+TABLE_SHARE = 4
 
 
 def estimate_groups(after_one: int, after_two: int, window: int, rows_left: int) -> int:
@@ -79,17 +84,23 @@ class HashTable:
         return int(self.backend.scalar(self.count))
 
     def grow(self, entries: int, label: str, limit_bytes: int | None) -> None:
-        """Room for `entries` entries under the load limit (rehashing what is there)."""
+        """Room for `entries` entries under the load limit (rehashing what is there);
+        TableTooLarge past a share of `limit_bytes` or the device's memory."""
         want = max(next_pow2(int(entries / MAX_LOAD) + 1), MIN_SLOTS)
         if want <= self.capacity:
             return
-        if limit_bytes is not None and want * self.width * 8 > limit_bytes:
-            raise QueryError(f"{label} needs a hash table of {want * self.width * 8 / 2**20:.0f} MiB for "
-                             f"{entries:,} entries, more than gpu_memory_limit ({limit_bytes / 2**20:,.0f} MiB) allows",
-                             OUT_OF_MEMORY)
+        need = want * self.width * 8
+        if limit_bytes is not None and need > limit_bytes // TABLE_SHARE:
+            raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {entries:,} entries, "
+                                f"more than its share of memory_limit ({limit_bytes / 2**20:,.0f} MiB) allows", need)
+        try:
+            slots = self.backend.zeros(want * self.width, np.uint64)
+        except self.backend.out_of_memory as e:
+            raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {entries:,} entries, "
+                                f"more than the device has free", need) from e
         old, old_capacity = self.slots, self.capacity
         self.capacity = want
-        self.slots = self.backend.zeros(want * self.width, np.uint64)
+        self.slots = slots
         kernel = compile_kernel(self.backend, rehash())
         self.backend.launch(kernel, old_capacity, [old_capacity, old, self.width, self.slots, self.mask])
 
@@ -105,7 +116,9 @@ class _Snapshot:
 class AggregateState:
     def __init__(self, backend: Backend, layout: AggLayout, finalize: Kernel, label: str,
                  memory_limit: int | None = None, expected: tuple[int, int] = (0, 0),
-                 finalize_binding: Callable[[Any], list[Any]] | None = None):
+                 finalize_binding: Callable[[Any], list[Any]] | None = None, partition: tuple[int, int] = (0, 0)):
+        """`partition` (mask, index): only keys whose hash bits (kernels/hash_table.h,
+        PARTITION_SHIFT) masked equal the index enter the table; (0, 0) is every key."""
         from penstock.exec.binder import compile_binding
 
         self.backend = backend
@@ -114,6 +127,7 @@ class AggregateState:
         self.finalize_binding = finalize_binding or compile_binding(finalize)
         self.label = label
         self.memory_limit = memory_limit
+        self.partition = partition
         # [groups | arena bytes | entries of each DISTINCT set]: one array, read back at once;
         # the error word follows it in the same allocation (one memset)
         words = backend.zeros(3 + layout.distinct_sets, np.uint64)
@@ -124,7 +138,7 @@ class AggregateState:
         # grouped: room for what the plan needed last time, allocated at once (no rehash)
         capacity = max(next_pow2(int(max(expected_groups, MIN_SLOTS // 2) / MAX_LOAD) + 1), MIN_SLOTS) \
             if layout.grouped else 1
-        if memory_limit is not None and capacity * layout.width * 8 > memory_limit:
+        if memory_limit is not None and capacity * layout.width * 8 > memory_limit // TABLE_SHARE:
             capacity = 1  # grow() below raises the error that names the size
         self.table = HashTable(backend, layout.width, capacity, self.counts[0:1])
         self.arena_cursor = self.counts[1:2]
@@ -241,14 +255,21 @@ class AggregateState:
 
     def _grown(self, table: HashTable) -> int:
         """Entries a full table grows to hold: at least twice what filled it (the bound is
-        an estimate where joins multiply rows)."""
+        an estimate where joins multiply rows), but no more than its share of a memory
+        budget holds while that is more than what filled it."""
         filled = max(table.entries(), table.limit)
-        return max(min(GROWTH * filled, self.entries_bound), 2 * filled)
+        want = max(min(GROWTH * filled, self.entries_bound), 2 * filled)
+        if self.memory_limit is not None:
+            slots = 1 << max((self.memory_limit // TABLE_SHARE // (table.width * 8)).bit_length() - 1, 0)
+            most = int(slots * MAX_LOAD) - 1
+            if most > filled:
+                want = min(want, most)
+        return want
 
     def _new_arena(self, size: int) -> None:
-        if self.memory_limit is not None and size > self.memory_limit:
-            raise QueryError(f"{self.label} needs {size / 2**20:.0f} MiB for text values, more than "
-                             f"gpu_memory_limit ({self.memory_limit / 2**20:,.0f} MiB) allows", OUT_OF_MEMORY)
+        if self.memory_limit is not None and size > self.memory_limit // TABLE_SHARE:
+            raise TableTooLarge(f"{self.label} needs {size / 2**20:,.0f} MiB for text values, more than its "
+                                f"share of memory_limit ({self.memory_limit / 2**20:,.0f} MiB) allows", size)
         self.arenas.append(self.arena)
         self.arena = self.backend.zeros(size, np.uint8)
         self.arena_cursor[...] = 0
@@ -264,6 +285,7 @@ class AggregateState:
             "distinct_mask": lambda: self.distinct[column].mask,
             "distinct_count": lambda: self.distinct[column].count,
             "distinct_limit": lambda: self.distinct[column].limit,
+            "part_mask": lambda: self.partition[0], "part_index": lambda: self.partition[1],
         }
         return parts[part]()
 

@@ -13,7 +13,7 @@ from penstock.codegen.kernel import (BatchStart, BuildPart, Constant, ConstantTe
 from penstock.io.device_batch import Batch, Column
 
 AGGREGATE_PARTS = {"table", "mask", "groups", "limit", "arena", "arena_cursor", "arena_capacity",
-                   "distinct_table", "distinct_mask", "distinct_count", "distinct_limit"}
+                   "distinct_table", "distinct_mask", "distinct_count", "distinct_limit", "part_mask", "part_index"}
 
 
 @dataclass

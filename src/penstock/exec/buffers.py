@@ -7,23 +7,27 @@ dictionaries. Bitmaps are packed little-endian, as Arrow's.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from penstock.device.base import Backend
+from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow, validity_bits
 from penstock.plan.types import DataType, Kind
 
 
 class BufferStore:
     """The query's buffers. Steps that work on the host (sort, limit) leave their output as
-    an Arrow table there; it moves to the device only if a pipeline reads it."""
+    an Arrow table there; it moves to the device only if a pipeline reads it. A buffer too
+    large for device memory has parts off the device (`off_device`: host memory, then spill
+    files), read after its device batches and uploaded one part at a time."""
 
-    def __init__(self, types: dict[int, list[DataType]], backend: Backend):
+    def __init__(self, types: dict[int, list[DataType]], backend: Backend, off_device: OffDeviceStore | None = None):
         self.types = types
         self.backend = backend
+        self.off_device = off_device or OffDeviceStore()
         self.batches: dict[int, list[Batch]] = {b: [] for b in types}
         self.host: dict[int, pa.Table] = {}
         self.sorted_by: dict[int, list[tuple[int, bool, bool]]] = {}  # host tables already in an order
@@ -42,17 +46,45 @@ class BufferStore:
             self.sorted_by[buffer] = sorted_by
 
     def device_batches(self, buffer: int) -> list[Batch]:
+        """The buffer's batches on the device (not its parts off the device: each_batch)."""
         if buffer in self.host and not self.batches[buffer]:
             table = self.host[buffer]
             if table.num_rows:
                 self.batches[buffer].append(arrow_to_batch(self.backend, table, self.types[buffer]))
         return self.batches[buffer]
 
+    def each_batch(self, buffer: int) -> Iterator[Batch]:
+        """All of the buffer's rows as device batches: those on the device, then each part
+        held off it, uploaded when its turn comes."""
+        yield from self.device_batches(buffer)
+        for table in self.off_device.tables(buffer):
+            if table.num_rows:
+                yield arrow_to_batch(self.backend, table, self.types[buffer])
+
+    def move_off_device(self, buffer: int) -> tuple[int, str]:
+        """Move the buffer's device batches to host memory (or a spill file past the host
+        budget); returns (bytes moved, tier)."""
+        batches, self.batches[buffer] = self.batches[buffer], []
+        if not batches:
+            return 0, "host"
+        table = buffer_to_arrow(self.backend, batches, self.types[buffer])
+        return table.nbytes, self.off_device.add(buffer, table)
+
+    def device_bytes(self, buffer: int) -> int:
+        return sum(c.nbytes for b in self.batches[buffer] for c in b.columns)
+
     def arrow(self, buffer: int) -> pa.Table:
         """All of the buffer as an Arrow table (columns c0, c1, ...) on the host."""
         if buffer in self.host:
             return self.host[buffer]
-        return buffer_to_arrow(self.backend, self.batches[buffer], self.types[buffer])
+        table = buffer_to_arrow(self.backend, self.batches[buffer], self.types[buffer])
+        if not self.off_device.holds(buffer):
+            return table
+        return pa.concat_tables([table, *self.off_device.tables(buffer)])
+
+    def close(self) -> None:
+        """Forget what is held off the device and remove the query's spill files."""
+        self.off_device.close()
 
 
 def unpack_bits(backend: Backend, bits: Any, n: int) -> Any:

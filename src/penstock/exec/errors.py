@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from penstock.errors import QueryError
+from penstock.errors import OUT_OF_MEMORY, QueryError
 
 ERR_TABLE_FULL = 4  # a hash table ran out of room: grow it (or, with trusted sizes, run again)
 KERNEL_ERRORS = {
@@ -30,3 +30,15 @@ class RunAgain(Exception):
         super().__init__(f"run again without the ranges of joins {joins} and sizes of pipelines {pipelines}")
         self.joins = joins or []
         self.pipelines = pipelines or []
+
+
+class TableTooLarge(QueryError):
+    """An aggregation's hash table (or its text arena) would not fit its share of the
+    memory budget. A grouped aggregation catches it and runs again partitioned by the keys'
+    hashes (exec/partitioned_aggregate.py); anywhere else it is the 53200 it carries."""
+
+    def __init__(self, message: str, needed_bytes: int):
+        super().__init__(message, OUT_OF_MEMORY)
+        self.needed_bytes = needed_bytes
+        self.progress: float | None = None  # share of the input rows the pass had run when it stopped
+        self.groups: int | None = None  # groups its table held then (one: partitioning cannot help)

@@ -33,6 +33,7 @@ from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.small_sorts import SmallSort, small_sorts
+from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch
@@ -118,6 +119,8 @@ class Executor:
         self.open_table = open_table
         self.memory_limit = memory_limit
         self.column_cache: Any = None  # set when the connection caches columns
+        self.host_memory_limit: int | None = None  # host memory for results moved off the device
+        self.spill_dir: Any = None  # where spill files go (exec/spill/directory.py)
         # plans whose CUDA graphs are kept: id -> (plan, graph, device bytes), oldest first
         self._replays: OrderedDict[int, tuple[weakref.ref[Any], weakref.ref[Any], int]] = OrderedDict()
         self._replays_lock = threading.Lock()
@@ -191,21 +194,27 @@ class Executor:
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                   limit: int | None, emit: Callable[[Batch], None] | None = None) -> pa.Table:
-        store = BufferStore(compiled.plan.buffer_types, self.backend)
+        store = BufferStore(compiled.plan.buffer_types, self.backend,
+                            OffDeviceStore(self.host_memory_limit, self.spill_dir))
         if emit is not None:
             store.emitters[compiled.plan.result_buffer] = emit
         ctx = self.context(compiled, store, check, limit)
         early = self.read_early(compiled, ctx, metrics)
         try:
-            for step in compiled.plan.steps:
-                if not in_table_step(step, ctx):
-                    settle_now(self.backend, ctx.pending_fills)
-                self.step(step, compiled, ctx, metrics, early)
-        finally:
-            for runner in early.values():
-                runner.stop_reading()
-        settle_now(self.backend, ctx.pending_fills)
-        return self.result(compiled.plan, store)
+            try:
+                for step in compiled.plan.steps:
+                    if not in_table_step(step, ctx):
+                        settle_now(self.backend, ctx.pending_fills)
+                    self.step(step, compiled, ctx, metrics, early)
+            finally:
+                for runner in early.values():
+                    runner.stop_reading()
+            settle_now(self.backend, ctx.pending_fills)
+            return self.result(compiled.plan, store)
+        finally:  # spill files go however the run ends
+            metrics.spilled_host_bytes = store.off_device.totals.host_bytes
+            metrics.spilled_disk_bytes = store.off_device.totals.disk_bytes
+            store.close()
 
     def read_early(self, compiled: CompiledPlan, ctx: PipelineContext,
                    metrics: QueryMetrics) -> dict[int, PipelineRunner]:

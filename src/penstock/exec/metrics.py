@@ -35,6 +35,9 @@ class PipelineMetrics:
     cache_bytes: int = 0
     cache_dictionaries: int = 0  # of them, text the cache keeps dictionary-encoded
     groups: int | None = None  # rows an aggregation put out (its groups), once finished
+    partitions: int = 0  # passes of an aggregation run partitioned by its keys' hashes (0: not)
+    spilled_host_bytes: int = 0  # its output moved off the device, to host memory
+    spilled_disk_bytes: int = 0  # and to spill files
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked
     timed_by: tuple[Any, Any, Any] | None = None
 
@@ -88,6 +91,8 @@ class QueryMetrics:
     # how the device work ran when not step by step (exec/steady_runs.py)
     device_run: str = ""
     wait_seconds: float = 0.0  # a steady run's wait for its device work and its one read-back
+    spilled_host_bytes: int = 0  # intermediate results moved off the device, to host memory
+    spilled_disk_bytes: int = 0  # and to spill files
 
     def restart(self) -> None:
         """Forget what a run that is being redone another way recorded."""
@@ -95,3 +100,4 @@ class QueryMetrics:
         self.steps.clear()
         self.device_run = ""
         self.wait_seconds = 0.0
+        self.spilled_host_bytes = self.spilled_disk_bytes = 0

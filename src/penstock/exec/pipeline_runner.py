@@ -16,7 +16,7 @@ from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat
 from penstock.exec.deferred import AggregateFinish, Deferred, NotSteady
-from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, kernel_error
+from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, TableTooLarge, kernel_error
 from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
@@ -86,6 +86,7 @@ class PipelineRunner:
         self.expected = expected  # (groups, arena bytes) an earlier run of the same plan needed
         self.seen: tuple[int, int] | None = None
         self.early: ReadAhead[Batch] | None = None  # the source's reading, started ahead of time
+        self.count_rows = True  # whether launches add to the operators' row counts (one pass of several does)
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
@@ -106,7 +107,7 @@ class PipelineRunner:
             reader = self.ctx.open_table(source.table)
             yield from prefetch(lambda: self.read_table(reader, source))
         elif isinstance(source, BufferSource):
-            yield from self.ctx.store.device_batches(source.buffer)
+            yield from self.ctx.store.each_batch(source.buffer)
         elif isinstance(source, ValuesSource):
             if source.table.num_columns == 0:
                 yield Batch([], source.table.num_rows)
@@ -182,7 +183,7 @@ class PipelineRunner:
         settle(pending, rest)  # first: a failed map makes this launch's words meaningless
         self.metrics.kernel_seconds += time.perf_counter() - started
         code = int(words[0]) & 0xFFFFFFFF
-        if code == 0:
+        if code == 0 and self.count_rows:
             self.metrics.add_counters(words[1:1 + self.n_counters])
         return code, words[1 + self.n_counters:]
 
@@ -259,43 +260,79 @@ class PipelineRunner:
 
     def run_aggregate(self, sink: AggregateSink) -> None:
         layout = layout_of(sink)
-        assert self.finalize is not None
-        agg = AggregateState(self.be, layout, self.finalize, f"hash aggregation of pipeline {self.p.id} ({self.p.label})",
-                             self.ctx.memory_limit, self.expected, self.finalize_binding)
-        self.finalize_binding = agg.finalize_binding
         if self.ctx.deferred is not None:
-            self.defer_aggregate(sink, agg)
+            self.defer_aggregate(sink, self.new_aggregate(layout))
             return
-        fanout = self.fanout()
-        total, done = self.input_rows(), 0
-        for batch in self.batches():
-            self.metrics.batches += 1
-            rows_to_come = max(total - done, batch.length) if total is not None else batch.length
-            done += batch.length
-            for span in agg.spans(batch.length, fanout):  # a first run's first batch: two windows, then the rest
-                while True:
-                    agg.prepare((span[1] - span[0]) * fanout)
-                    self.fresh_status(0)
-                    code, _ = self.launch(batch, None, agg, span)
-                    if code != ERR_TABLE_FULL:
-                        break
-                    if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
-                        raise RunAgain(pipelines=[self.p.id])
-                    agg.overflowed()  # restored and grown: run the span again
-                    self.metrics.reruns += 1
-                if code:
-                    self.fail(code)
-                agg.window_done(span, rows_to_come - span[1], fanout)
+        try:
+            agg = self.aggregate_rows(layout)
+        except TableTooLarge as too_large:
+            if not layout.grouped:
+                raise
+            from penstock.exec.partitioned_aggregate import run_partitioned
+
+            run_partitioned(self, sink, layout, too_large)
+            return
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
         self.metrics.groups = groups
+        self.emit_groups(sink, agg, whole=True)
+
+    def new_aggregate(self, layout: Any, partition: tuple[int, int] = (0, 0)) -> AggregateState:
+        assert self.finalize is not None
+        label = f"hash aggregation of pipeline {self.p.id} ({self.p.label})"
+        agg = AggregateState(self.be, layout, self.finalize, label, self.ctx.memory_limit,
+                             self.expected if partition == (0, 0) else (0, 0), self.finalize_binding, partition)
+        self.finalize_binding = agg.finalize_binding
+        return agg
+
+    def aggregate_rows(self, layout: Any, partition: tuple[int, int] = (0, 0)) -> AggregateState:
+        """One pass over the input into a new aggregation (of the keys in `partition` only)."""
+        total, done, progress = self.input_rows(), 0, 0.0
+        batches = self.batches()
+        agg: AggregateState | None = None
+        try:
+            agg = self.new_aggregate(layout, partition)
+            fanout = self.fanout()
+            for batch in batches:
+                self.metrics.batches += 1
+                rows_to_come = max(total - done, batch.length) if total is not None else batch.length
+                done += batch.length
+                for span in agg.spans(batch.length, fanout):  # a first run's first batch: two windows, then the rest
+                    if total:  # how far a pass got, should its table outgrow memory
+                        progress = (done - batch.length + span[0]) / total
+                    while True:
+                        agg.prepare((span[1] - span[0]) * fanout)
+                        self.fresh_status(0)
+                        code, _ = self.launch(batch, None, agg, span)
+                        if code != ERR_TABLE_FULL:
+                            break
+                        if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
+                            raise RunAgain(pipelines=[self.p.id])
+                        agg.overflowed()  # restored and grown: run the span again
+                        self.metrics.reruns += 1
+                    if code:
+                        self.fail(code)
+                    agg.window_done(span, rows_to_come - span[1], fanout)
+        except TableTooLarge as e:
+            e.progress = progress if total else None
+            e.groups = agg.table.entries() if agg is not None and agg.layout.grouped else None
+            raise
+        finally:
+            batches.close()  # a pass given up stops its reading at once
+        return agg
+
+    def emit_groups(self, sink: AggregateSink, agg: AggregateState, whole: bool) -> int:
+        """Finish the aggregation's groups into the sink's buffer; returns how many. `whole`:
+        these are all of the buffer's rows (a small result may then be put together on the
+        host, sorted; a partition's groups are only a part of it)."""
+        groups, arena_bytes = agg.sizes()
         state = self.output_state(sink, groups, arena_bytes)
         while True:
             agg.finish(state)
             # a small result only host steps read comes back whole with the status words,
             # and is put together on the host: no second read-back, no device gathers
             sort = self.small_sort(state)
-            parts = state.readback_parts(sort) if self.result_to_host(sink, state) else []
+            parts = state.readback_parts(sort) if whole and self.result_to_host(sink, state) else []
             err, words, *copies = self.be.to_host_many([agg.err, state.status, *(a for _, a in parts)])
             code = int(err[0])
             if code:
@@ -308,6 +345,7 @@ class PipelineRunner:
             self.ctx.store.put_host(sink.buffer, buffer_to_arrow(self.be, [out], sink.types), sort.keys if sort else None)
         elif out.length:
             self.ctx.store.add(sink.buffer, out)
+        return out.length
 
     def defer_aggregate(self, sink: AggregateSink, agg: AggregateState) -> None:
         """A steady run's aggregation: one launch over the cached table with the sizes the
@@ -358,7 +396,7 @@ class PipelineRunner:
 
 def build_batch(be: Backend, store: BufferStore, buffer: int) -> Batch:
     types = store.types[buffer]
-    batches = store.device_batches(buffer)
+    batches = list(store.each_batch(buffer))
     if not batches:
         return arrow_to_batch(be, pa.table({f"c{i}": pa.array([], type=to_arrow(t)) for i, t in enumerate(types)}),
                               types)

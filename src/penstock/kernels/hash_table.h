@@ -13,6 +13,9 @@
 namespace xpu {
 
 const uint64_t SLOT_BUSY = 1ull << 63;
+// A partitioned aggregation keeps the rows whose hash, shifted by this, masked, equals its
+// partition's index: bits above those that place a slot (bit 7 up) in any table that fits.
+const int32_t PARTITION_SHIFT = 48;
 
 XPU_FN uint64_t slot_tag(uint64_t hash) { return (hash | 1) & ~SLOT_BUSY; }
 

@@ -1,0 +1,88 @@
+"""A grouped aggregation too large for its share of memory, run partition by partition.
+
+When an aggregation's hash table or text arena would pass its share of the memory budget
+(aggregate_state.TABLE_SHARE; the device's free memory when no budget is set), the pipeline
+runs again once per partition of the group keys' hashes: each pass reads the whole input,
+its kernel keeps only the rows whose key hash falls in the pass's partition
+(kernels/hash_table.h, PARTITION_SHIFT), and the pass's groups, disjoint from every other
+pass's, are finished and added to the output. A partition that still does not fit is split
+in two and each half runs again, so a skewed key costs its partition more passes, not a
+failure; one key too large for memory alone is the only error (53200). The output moves
+down the tiers as it grows: past a share of the budget its device batches go to host memory,
+past host_memory_limit to spill files (exec/spill/off_device.py).
+
+Rereading the input once per partition trades scans for memory: from the column cache a
+pass costs a scan at memory bandwidth, from files a read of the referenced columns. A hash
+table's size, not the input's, sets the number of passes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from penstock.exec.aggregate_state import TABLE_SHARE, next_pow2
+from penstock.exec.errors import TableTooLarge
+from penstock.plan.physical import AggregateSink
+
+if TYPE_CHECKING:
+    from penstock.exec.pipeline_runner import PipelineRunner
+
+MAX_PARTITION_BITS = 15  # kernels/hash_table.h: hash bits 48..62 choose the partition
+FIRST_SPLIT = 4  # without a budget to size from, the first split's partitions
+MAX_SPLIT = 256  # partitions one failed pass splits into
+OUTPUT_SHARE = 4  # output held on the device before it moves to host memory: this share of the budget
+
+
+def split_ways(error: TableTooLarge, budget: int | None) -> int:
+    """Into how many partitions to split keys whose table stopped with `error`: enough that
+    each holds about half its share of the budget, judged by the bytes the table asked for
+    and by how far through the input it got (a table full after a tenth of the rows would
+    fill about ten times over)."""
+    ways = FIRST_SPLIT if budget is None else -(-2 * error.needed_bytes // max(budget // TABLE_SHARE, 1))
+    if error.progress:
+        ways = max(ways, int(1.25 / error.progress) + 1)
+    return min(max(next_pow2(ways), 2), MAX_SPLIT)
+
+
+def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, too_large: TableTooLarge) -> None:
+    """Run the runner's aggregation partition by partition (after a pass over every key
+    raised `too_large`); the groups of every partition go to the sink's buffer."""
+    ctx, metrics = runner.ctx, runner.metrics
+    budget = ctx.memory_limit or getattr(runner.be, "total_memory", None)
+    runner.stop_reading()  # a table read early serves one pass: the passes read it again
+    runner.early = None
+    count = split_ways(too_large, budget)
+    todo = deque((count - 1, index) for index in range(count))  # (mask, index) of each partition
+    metrics.counters = []
+    runner.count_rows = True  # the operators' rows are counted in the first pass that completes
+    passes = groups = 0
+    while todo:
+        mask, index = todo.popleft()
+        ctx.check()
+        passes += 1
+        try:
+            agg = runner.aggregate_rows(layout, (mask, index))
+        except TableTooLarge as e:
+            if mask + 1 >= 1 << MAX_PARTITION_BITS or (e.groups is not None and e.groups <= 1):
+                raise TableTooLarge(f"{e.message}, even partitioned {mask + 1:,} ways by its keys' hashes: "
+                                    f"a single group needs more than the memory budget", e.needed_bytes) from e
+            ways = min(split_ways(e, budget), (1 << MAX_PARTITION_BITS) // (mask + 1))
+            wider = (mask + 1) * ways - 1  # the partition's keys, told apart by `ways` times as many hash values
+            todo.extendleft(reversed([(wider, index + k * (mask + 1)) for k in range(ways)]))
+            if runner.count_rows:
+                metrics.counters = []
+            continue
+        runner.count_rows = False
+        groups += runner.emit_groups(sink, agg, whole=False)
+        del agg  # its tables go back to the pool before the next pass
+        if budget is not None and ctx.store.device_bytes(sink.buffer) > budget // OUTPUT_SHARE:
+            moved, tier = ctx.store.move_off_device(sink.buffer)
+            if tier == "host":
+                metrics.spilled_host_bytes += moved
+            else:
+                metrics.spilled_disk_bytes += moved
+    runner.count_rows = True
+    metrics.groups = groups
+    metrics.partitions = passes
+    runner.seen = None  # the next run starts unpartitioned and finds out again
