@@ -9,8 +9,8 @@ file in `--dir` (kept for the next run). penstock sorts it with `penstock sort`
 `SET memory_limit` and a temp directory in `--dir`. The lower bound is the sort's data read
 twice and written twice at the drive's rates, measured here: a file written with fsync,
 then read back after its pages were dropped from the page cache. Each output is checked to
-be sorted and whole. Only the sort case exists yet; the aggregation and join cases of the
-larger-than-memory issue are to come.
+be sorted and whole. `--case groupby` runs a GROUP BY past the budget instead
+(bench/spill_groupby.py); `--case all` both. The join case is still to come.
 """
 
 from __future__ import annotations
@@ -163,16 +163,19 @@ def _duckdb_sort(source: Path, directory: Path, memory_limit: int, rows: int) ->
     return seconds, whole
 
 
-def write_report(result: SpillSortResult, out: Path) -> Path:
+def write_report(result: Any, out: Path, name: str = "spill-sort.json") -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "spill-sort.json"
+    path = out / name
     path.write_text(json.dumps(asdict(result), indent=1))
     return path
 
 
 def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
     sp = bsub.add_parser("spill", help="a sort past memory on penstock and DuckDB, beside the I/O lower bound")
+    sp.add_argument("--case", choices=["sort", "groupby", "all"], default="sort")
     sp.add_argument("--rows", type=int, default=100_000_000)
+    sp.add_argument("--groups", type=int, default=None, help="groups of the groupby case (default: --rows)")
+    sp.add_argument("--device", default="auto", help="the groupby case's device: auto, gpu, cpu")
     sp.add_argument("--memory-limit", type=size, default=size("4GiB"))
     sp.add_argument("--dir", default="data/bench-spill", help="where the data, spill files and outputs go")
     sp.add_argument("--no-duckdb", action="store_true")
@@ -183,8 +186,21 @@ def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
 def cmd_bench_spill(args: Any) -> int:
     import sys
 
-    result = run_spill_sort(args.rows, args.memory_limit, Path(args.dir), not args.no_duckdb,
-                            lambda m: print(m, file=sys.stderr, flush=True))
-    print("\n".join(result.lines()))
-    print(f"wrote {write_report(result, Path(args.out))}", file=sys.stderr)
-    return 0 if result.penstock_sorted else 1
+    from penstock.bench.spill_groupby import run_spill_groupby
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    ok = True
+    if args.case in ("sort", "all"):
+        result = run_spill_sort(args.rows, args.memory_limit, Path(args.dir), not args.no_duckdb, log)
+        print("\n".join(result.lines()))
+        log(f"wrote {write_report(result, Path(args.out))}")
+        ok &= result.penstock_sorted
+    if args.case in ("groupby", "all"):
+        grouped = run_spill_groupby(args.rows, args.groups or args.rows, args.memory_limit, Path(args.dir),
+                                    args.device, not args.no_duckdb, log)
+        print("\n".join(grouped.lines()))
+        log(f"wrote {write_report(grouped, Path(args.out), 'spill-groupby.json')}")
+        ok &= grouped.same is not False
+    return 0 if ok else 1

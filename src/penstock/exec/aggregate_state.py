@@ -158,6 +158,7 @@ class AggregateState:
         self.entries_bound = 0  # an upper bound on the groups so far, known without a read
         self.sampled = False  # the first large batch ran its two windows (spans)
         self.window_counts: list[list[int]] = []  # `counts` after each window
+        self.estimated_groups = 0  # the groups the windows predicted for the whole input (0: none)
         if not layout.grouped:  # the one global slot exists from the start
             self._run_finalize(mode=0, sink=None)
 
@@ -196,6 +197,8 @@ class AggregateState:
             [(d, 2 + k, f"{self.label} (DISTINCT)") for k, d in enumerate(self.distinct)]
         for table, at, label in tables:
             estimate = estimate_groups(after_one[at], after_two[at], stop - first, left)
+            if table is self.table:
+                self.estimated_groups = estimate
             wanted = self._affordable(table, min(int(estimate * HEADROOM), after_two[at] + left * fanout))
             if wanted > table.limit:
                 table.grow(wanted, label, self.memory_limit)

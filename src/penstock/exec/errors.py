@@ -42,3 +42,5 @@ class TableTooLarge(QueryError):
         self.needed_bytes = needed_bytes
         self.progress: float | None = None  # share of the input rows the pass had run when it stopped
         self.groups: int | None = None  # groups its table held then (one: partitioning cannot help)
+        self.slot_bytes: int | None = None  # bytes of one of its table's slots
+        self.estimated_groups = 0  # groups its first windows predicted for the whole input (0: none)

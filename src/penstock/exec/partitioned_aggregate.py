@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from penstock.exec.aggregate_state import TABLE_SHARE, next_pow2
+from penstock.exec.aggregate_state import MAX_LOAD, TABLE_SHARE, next_pow2
 from penstock.exec.errors import TableTooLarge
 from penstock.plan.physical import AggregateSink
 
@@ -31,17 +31,27 @@ if TYPE_CHECKING:
 MAX_PARTITION_BITS = 15  # kernels/hash_table.h: hash bits 48..62 choose the partition
 FIRST_SPLIT = 4  # without a budget to size from, the first split's partitions
 MAX_SPLIT = 256  # partitions one failed pass splits into
+FILL = 0.8  # of the entries a partition's table may hold at its share, the most split_ways plans for
 OUTPUT_SHARE = 4  # output held on the device before it moves to host memory: this share of the budget
 
 
 def split_ways(error: TableTooLarge, budget: int | None) -> int:
-    """Into how many partitions to split keys whose table stopped with `error`: enough that
-    each holds about half its share of the budget, judged by the bytes the table asked for
-    and by how far through the input it got (a table full after a tenth of the rows would
-    fill about ten times over)."""
-    ways = FIRST_SPLIT if budget is None else -(-2 * error.needed_bytes // max(budget // TABLE_SHARE, 1))
-    if error.progress:
-        ways = max(ways, int(1.25 / error.progress) + 1)
+    """Into how many partitions to split keys whose table stopped with `error`, so that each
+    partition's table ends at most FILL full at its share of the budget: the groups the table
+    held, scaled by how far through the input it got (a table full after a tenth of the rows
+    would fill about ten times over), or the groups its sampled windows predicted if more
+    (aggregate_state.estimate_groups); else the bytes it asked for. An overestimate costs
+    passes, an underestimate a split of the partition later."""
+    if budget is None:
+        return FIRST_SPLIT
+    share = max(budget // TABLE_SHARE, 1)
+    if error.groups and error.progress and error.slot_bytes:
+        slots = 1 << max((share // error.slot_bytes).bit_length() - 1, 0)
+        room = max(int(slots * MAX_LOAD * FILL), 1)
+        groups = max(int(error.groups / error.progress), error.estimated_groups)
+        ways = -(-groups // room)
+    else:
+        ways = -(-2 * error.needed_bytes // share)
     return min(max(next_pow2(ways), 2), MAX_SPLIT)
 
 

@@ -299,7 +299,7 @@ class PipelineRunner:
                 done += batch.length
                 for span in agg.spans(batch.length, fanout):  # a first run's first batch: two windows, then the rest
                     if total:  # how far a pass got, should its table outgrow memory
-                        progress = (done - batch.length + span[0]) / total
+                        progress = (done - batch.length + span[1]) / total
                     while True:
                         agg.prepare((span[1] - span[0]) * fanout)
                         self.fresh_status(0)
@@ -316,6 +316,8 @@ class PipelineRunner:
         except TableTooLarge as e:
             e.progress = progress if total else None
             e.groups = agg.table.entries() if agg is not None and agg.layout.grouped else None
+            e.slot_bytes = agg.layout.width * 8 if agg is not None else None
+            e.estimated_groups = agg.estimated_groups if agg is not None else 0
             raise
         finally:
             batches.close()  # a pass given up stops its reading at once
