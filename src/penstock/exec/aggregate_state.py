@@ -116,9 +116,11 @@ class _Snapshot:
 class AggregateState:
     def __init__(self, backend: Backend, layout: AggLayout, finalize: Kernel, label: str,
                  memory_limit: int | None = None, expected: tuple[int, int] = (0, 0),
-                 finalize_binding: Callable[[Any], list[Any]] | None = None, partition: tuple[int, int] = (0, 0)):
+                 finalize_binding: Callable[[Any], list[Any]] | None = None, partition: tuple[int, int] = (0, 0),
+                 presize: int = 0):
         """`partition` (mask, index): only keys whose hash bits (kernels/hash_table.h,
-        PARTITION_SHIFT) masked equal the index enter the table; (0, 0) is every key."""
+        PARTITION_SHIFT) masked equal the index enter the table; (0, 0) is every key.
+        `presize`: groups to make room for at once (an estimate: not trusted like `expected`)."""
         from penstock.exec.binder import compile_binding
 
         self.backend = backend
@@ -143,7 +145,9 @@ class AggregateState:
         self.table = HashTable(backend, layout.width, capacity, self.counts[0:1])
         self.arena_cursor = self.counts[1:2]
         if layout.grouped:
-            self.table.grow(max(expected_groups, MIN_SLOTS // 2), label, memory_limit)
+            most = self._most_entries(layout.width)
+            presize = min(presize, most) if most is not None else presize
+            self.table.grow(max(expected_groups, presize, MIN_SLOTS // 2), label, memory_limit)
         self.distinct = [HashTable(backend, layout.distinct_width(k), MIN_SLOTS, self.counts[2 + k:3 + k])
                          for k in range(layout.distinct_sets)]
         self.arenas: list[Any] = []  # earlier arena chunks: the tables still point into them
@@ -262,12 +266,17 @@ class AggregateState:
         budget holds while that is more than what filled it."""
         filled = max(table.entries(), table.limit)
         want = max(min(GROWTH * filled, self.entries_bound), 2 * filled)
-        if self.memory_limit is not None:
-            slots = 1 << max((self.memory_limit // TABLE_SHARE // (table.width * 8)).bit_length() - 1, 0)
-            most = int(slots * MAX_LOAD) - 1
-            if most > filled:
-                want = min(want, most)
+        most = self._most_entries(table.width)
+        if most is not None and most > filled:
+            want = min(want, most)
         return want
+
+    def _most_entries(self, width: int) -> int | None:
+        """Entries a table of `width`-word slots holds within its share of the memory budget."""
+        if self.memory_limit is None:
+            return None
+        slots = 1 << max((self.memory_limit // TABLE_SHARE // (width * 8)).bit_length() - 1, 0)
+        return int(slots * MAX_LOAD) - 1
 
     def _new_arena(self, size: int) -> None:
         if self.memory_limit is not None and size > self.memory_limit // TABLE_SHARE:

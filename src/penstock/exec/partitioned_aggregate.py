@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from penstock.exec.aggregate_state import MAX_LOAD, TABLE_SHARE, next_pow2
+from penstock.exec.aggregate_state import HEADROOM, MAX_LOAD, TABLE_SHARE, next_pow2
 from penstock.exec.errors import TableTooLarge
 from penstock.plan.physical import AggregateSink
 
@@ -32,19 +32,21 @@ MAX_PARTITION_BITS = 15  # kernels/hash_table.h: hash bits 48..62 choose the par
 FIRST_SPLIT = 4  # without a budget to size from, the first split's partitions
 MAX_SPLIT = 256  # partitions one failed pass splits into
 FILL = 0.8  # of the entries a partition's table may hold at its share, the most split_ways plans for
-OUTPUT_SHARE = 4  # output held on the device before it moves to host memory: this share of the budget
+OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget
 
 
-def split_ways(error: TableTooLarge, budget: int | None) -> int:
-    """Into how many partitions to split keys whose table stopped with `error`, so that each
-    partition's table ends at most FILL full at its share of the budget: the groups the table
+def split_ways(error: TableTooLarge, budget: int | None) -> tuple[int, int]:
+    """Into how many partitions to split keys whose table stopped with `error`, and how
+    many groups those keys are thought to have (0: not known). Each partition's table
+    should end at most FILL full at its share of the budget. The groups are those the table
     held, scaled by how far through the input it got (a table full after a tenth of the rows
-    would fill about ten times over), or the groups its sampled windows predicted if more
-    (aggregate_state.estimate_groups); else the bytes it asked for. An overestimate costs
-    passes, an underestimate a split of the partition later."""
+    would fill about ten times over), or those its sampled windows predicted if more
+    (aggregate_state.estimate_groups); without either, the bytes it asked for decide. An
+    overestimate costs passes, an underestimate a split of the partition later."""
     if budget is None:
-        return FIRST_SPLIT
+        return FIRST_SPLIT, 0
     share = max(budget // TABLE_SHARE, 1)
+    groups = 0
     if error.groups and error.progress and error.slot_bytes:
         slots = 1 << max((share // error.slot_bytes).bit_length() - 1, 0)
         room = max(int(slots * MAX_LOAD * FILL), 1)
@@ -52,7 +54,7 @@ def split_ways(error: TableTooLarge, budget: int | None) -> int:
         ways = -(-groups // room)
     else:
         ways = -(-2 * error.needed_bytes // share)
-    return min(max(next_pow2(ways), 2), MAX_SPLIT)
+    return min(max(next_pow2(ways), 2), MAX_SPLIT), groups
 
 
 def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, too_large: TableTooLarge) -> None:
@@ -62,24 +64,26 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     budget = ctx.memory_limit or getattr(runner.be, "total_memory", None)
     runner.stop_reading()  # a table read early serves one pass: the passes read it again
     runner.early = None
-    count = split_ways(too_large, budget)
-    todo = deque((count - 1, index) for index in range(count))  # (mask, index) of each partition
+    count, groups_thought = split_ways(too_large, budget)
+    # (mask, index, groups expected) of each partition; its table is made that size at once
+    todo = deque((count - 1, index, groups_thought // count) for index in range(count))
     metrics.counters = []
     runner.count_rows = True  # the operators' rows are counted in the first pass that completes
     passes = groups = 0
     while todo:
-        mask, index = todo.popleft()
+        mask, index, expected = todo.popleft()
         ctx.check()
         passes += 1
         try:
-            agg = runner.aggregate_rows(layout, (mask, index))
+            agg = runner.aggregate_rows(layout, (mask, index), int(expected * HEADROOM))
         except TableTooLarge as e:
-            if mask + 1 >= 1 << MAX_PARTITION_BITS or (e.groups is not None and e.groups <= 1):
+            if mask + 1 >= 1 << MAX_PARTITION_BITS or e.groups == 1:
                 raise TableTooLarge(f"{e.message}, even partitioned {mask + 1:,} ways by its keys' hashes: "
                                     f"a single group needs more than the memory budget", e.needed_bytes) from e
-            ways = min(split_ways(e, budget), (1 << MAX_PARTITION_BITS) // (mask + 1))
+            ways, groups_thought = split_ways(e, budget)
+            ways = min(ways, (1 << MAX_PARTITION_BITS) // (mask + 1))
             wider = (mask + 1) * ways - 1  # the partition's keys, told apart by `ways` times as many hash values
-            todo.extendleft(reversed([(wider, index + k * (mask + 1)) for k in range(ways)]))
+            todo.extendleft(reversed([(wider, index + k * (mask + 1), groups_thought // ways) for k in range(ways)]))
             if runner.count_rows:
                 metrics.counters = []
             continue

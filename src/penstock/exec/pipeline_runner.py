@@ -263,11 +263,16 @@ class PipelineRunner:
         if self.ctx.deferred is not None:
             self.defer_aggregate(sink, self.new_aggregate(layout))
             return
+        too_large: TableTooLarge | None = None
         try:
             agg = self.aggregate_rows(layout)
-        except TableTooLarge as too_large:
+        except TableTooLarge as e:
             if not layout.grouped:
                 raise
+            # kept without its traceback, whose frames hold the pass's tables
+            too_large = e.with_traceback(None)
+            too_large.__cause__ = too_large.__context__ = None
+        if too_large is not None:
             from penstock.exec.partitioned_aggregate import run_partitioned
 
             run_partitioned(self, sink, layout, too_large)
@@ -277,21 +282,23 @@ class PipelineRunner:
         self.metrics.groups = groups
         self.emit_groups(sink, agg, whole=True)
 
-    def new_aggregate(self, layout: Any, partition: tuple[int, int] = (0, 0)) -> AggregateState:
+    def new_aggregate(self, layout: Any, partition: tuple[int, int] = (0, 0), presize: int = 0) -> AggregateState:
         assert self.finalize is not None
         label = f"hash aggregation of pipeline {self.p.id} ({self.p.label})"
         agg = AggregateState(self.be, layout, self.finalize, label, self.ctx.memory_limit,
-                             self.expected if partition == (0, 0) else (0, 0), self.finalize_binding, partition)
+                             self.expected if partition == (0, 0) else (0, 0), self.finalize_binding, partition,
+                             presize)
         self.finalize_binding = agg.finalize_binding
         return agg
 
-    def aggregate_rows(self, layout: Any, partition: tuple[int, int] = (0, 0)) -> AggregateState:
-        """One pass over the input into a new aggregation (of the keys in `partition` only)."""
+    def aggregate_rows(self, layout: Any, partition: tuple[int, int] = (0, 0), presize: int = 0) -> AggregateState:
+        """One pass over the input into a new aggregation (of the keys in `partition` only,
+        with room for `presize` groups from the start)."""
         total, done, progress = self.input_rows(), 0, 0.0
         batches = self.batches()
         agg: AggregateState | None = None
         try:
-            agg = self.new_aggregate(layout, partition)
+            agg = self.new_aggregate(layout, partition, presize)
             fanout = self.fanout()
             for batch in batches:
                 self.metrics.batches += 1
@@ -314,14 +321,29 @@ class PipelineRunner:
                         self.fail(code)
                     agg.window_done(span, rows_to_come - span[1], fanout)
         except TableTooLarge as e:
-            e.progress = progress if total else None
-            e.groups = agg.table.entries() if agg is not None and agg.layout.grouped else None
-            e.slot_bytes = agg.layout.width * 8 if agg is not None else None
-            e.estimated_groups = agg.estimated_groups if agg is not None else 0
-            raise
+            raise self.too_large(e, agg, progress if total else None)
+        except self.be.out_of_memory as e:
+            # the device ran out while the table held a good part of the budget: partitioning
+            # shrinks the table (an allocation failing beside a small table is the step's error)
+            budget = self.ctx.memory_limit or getattr(self.be, "total_memory", None)
+            table_bytes = int(agg.table.slots.nbytes) if agg is not None else 0
+            if agg is None or not agg.layout.grouped or budget is None or table_bytes <= budget // 16:
+                raise
+            ran_out = TableTooLarge(f"{agg.label} ran out of device memory with a hash table of "
+                                    f"{table_bytes / 2**20:,.0f} MiB ({e})", 2 * table_bytes)
+            raise self.too_large(ran_out, agg, progress if total else None) from e
         finally:
             batches.close()  # a pass given up stops its reading at once
         return agg
+
+    @staticmethod
+    def too_large(error: TableTooLarge, agg: AggregateState | None, progress: float | None) -> TableTooLarge:
+        """`error` with what the pass knew when it stopped (partitioned_aggregate.split_ways)."""
+        error.progress = progress
+        error.groups = agg.table.entries() if agg is not None and agg.layout.grouped else None
+        error.slot_bytes = agg.layout.width * 8 if agg is not None else None
+        error.estimated_groups = agg.estimated_groups if agg is not None else 0
+        return error
 
     def emit_groups(self, sink: AggregateSink, agg: AggregateState, whole: bool) -> int:
         """Finish the aggregation's groups into the sink's buffer; returns how many. `whole`:

@@ -79,6 +79,8 @@ class ReadAhead(Generic[T]):
 
     def close(self) -> None:
         self.stop.set()
+        if threading.current_thread() is self.worker:  # collected in its own thread: it stops on its own
+            return
         while self.worker.is_alive():
             try:
                 self.queue.get_nowait()
