@@ -279,9 +279,12 @@ class AggregateState:
         return int(slots * MAX_LOAD) - 1
 
     def _new_arena(self, size: int) -> None:
-        if self.memory_limit is not None and size > self.memory_limit // TABLE_SHARE:
-            raise TableTooLarge(f"{self.label} needs {size / 2**20:,.0f} MiB for text values, more than its "
-                                f"share of memory_limit ({self.memory_limit / 2**20:,.0f} MiB) allows", size)
+        # the arenas so far stay (the tables point into them): they, the new one and the
+        # table share the aggregation's part of the budget
+        held = size + sum(int(a.size) for a in self.arenas) + int(self.arena.size) + int(self.table.slots.nbytes)
+        if self.memory_limit is not None and held > self.memory_limit // TABLE_SHARE:
+            raise TableTooLarge(f"{self.label} needs {held / 2**20:,.0f} MiB for its table and text values, more "
+                                f"than its share of memory_limit ({self.memory_limit / 2**20:,.0f} MiB) allows", held)
         self.arenas.append(self.arena)
         self.arena = self.backend.zeros(size, np.uint8)
         self.arena_cursor[...] = 0
