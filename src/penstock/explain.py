@@ -81,6 +81,9 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
         if pm.partitions:
             out.append(f"    partitioned: {pm.partitions} passes over the input, one per partition of the keys' hashes "
                        f"(the hash table did not fit its share of memory)")
+        if pm.join_partitions:
+            out.append(f"    partitioned join: {pm.join_partitions} passes over the input, one per partition of "
+                       f"the join's build keys (its hash table did not fit its share of memory)")
         if pm.spilled_host_bytes or pm.spilled_disk_bytes:
             out.append(f"    spilled: {pm.spilled_host_bytes:,} bytes to host memory, "
                        f"{pm.spilled_disk_bytes:,} bytes to spill files")

@@ -1,6 +1,7 @@
 """SET penstock.memory_limit (server/settings.py, server/database.py): a session's own cap on
 its queries' working memory, below the server's --memory-limit and GPU admission share. A
-join whose hash table cannot fit under it fails with 53200 and the session goes on."""
+query that cannot fit under it (one group's DISTINCT set over every row: partitioning by the
+group key cannot split it) fails with 53200 and the session goes on."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from penstock.server.database import Database, ServerConfig, lower
 from penstock.server.settings import Settings, memory_bytes
 from server.conftest import Running
 
-GROUPS = 400_000  # a join's hash table over 400,000 keys: well over 8 MiB
-QUERY = "SELECT count(*) AS n FROM u AS a JOIN u AS b ON a.u = b.u"
+GROUPS = 400_000  # a DISTINCT set of 400,000 values in one group: well over 8 MiB
+QUERY = "SELECT v, count(DISTINCT u) AS n FROM u GROUP BY v"
 
 
 def write_groups(path: Path) -> Path:
@@ -74,6 +75,6 @@ def test_set_over_the_wire_caps_the_session(pg_server: Running) -> None:
                 conn.execute(QUERY).fetchall()
             assert e.value.sqlstate == "53200"
             conn.execute("RESET penstock.memory_limit")
-            assert conn.execute(QUERY).fetchall() == [(GROUPS,)]
+            assert conn.execute(QUERY).fetchall() == [(1, GROUPS)]
         finally:
             conn.execute("DROP TABLE u")

@@ -1,7 +1,9 @@
 """The hash-join build kernel: insert every build row under its key's hash.
 
 Mode 0 inserts rows (rows with a NULL key are left out: they match nothing, but a NOT IN
-must know they exist, so the kernel raises a flag). Mode 1, run after, measures the largest
+must know they exist, so the kernel raises a flag). A partitioned join inserts only the rows
+of one partition of the keys' hashes (the NULL flag is raised in every partition); mode 2
+only counts them (in the multiplicity word), to size the partition's table. Mode 1, run after, measures the largest
 number of build rows that share a key; the executor uses it to bound how many rows a probe
 can produce, so output buffers and aggregation tables are sized before a kernel runs.
 For a single integer-like key, mode 1 also records the key's range, which decides whether
@@ -48,6 +50,11 @@ def generate_build(step: BuildHashTable) -> Kernel:
     nulls = " || ".join(k.n for k in keys if k.nullable) or "false"
     out.line(f"if ({nulls}) {{ if ({mode} == 0) *{has_null} = 1; continue; }}")
     out.line(f"const uint64_t h = {K.hash_keys(keys)};")
+    # a partitioned join (exec/partitioned_join.py) builds one partition of the keys' hashes at a time
+    part_mask = params.get(JoinTablePart(step.join, "part_mask"), "uint64_t", "u64", "j")
+    part_index = params.get(JoinTablePart(step.join, "part_index"), "uint64_t", "u64", "j")
+    out.line(f"if (((h >> xpu::PARTITION_SHIFT) & {part_mask}) != {part_index}) continue;")
+    out.line(f"if ({mode} == 2) {{ xpu::atomic_add((uint64_t*){most}, (uint64_t)1); continue; }}  // count the partition's rows")
     out.open(f"if ({mode} == 0)")
     out.line(f"if (!xpu::join_insert({slots}, {mask}, h, i)) xpu::raise({err}, xpu::ERR_TABLE_FULL);")
     out.line("continue;")

@@ -202,6 +202,7 @@ class PipelineGen:
         g, out = self.g, self.out
         keys = [g.compile(e) for e in op.probe_keys]
         key_null = " || ".join(v.n for v in keys if v.nullable) or "false"
+        self.partition_filter(op, keys, self.reject[-1])
         start = self.probe_start(op, keys)
         pr, r = f"p{probe}", f"r{probe}"
         label = f"{op.kind.value} join #{k + 1}"
@@ -245,6 +246,18 @@ class PipelineGen:
             out.close()
         else:
             self.semi_anti(op, k, probe, keys, key_null, start, label)
+
+    def partition_filter(self, op: ProbeOp, keys: list[Val], reject: str) -> None:
+        """A partitioned join (exec/partitioned_join.py) probes one partition of its keys'
+        hashes per pass over the input: a row of another partition is dropped (`reject`),
+        to be probed in its own pass; a row with a NULL key belongs to partition 0."""
+        if not keys:
+            return
+        mask = self.params.get(JoinTablePart(op.join, "part_mask"), "uint64_t", "u64", "j")
+        index = self.params.get(JoinTablePart(op.join, "part_index"), "uint64_t", "u64", "j")
+        key_null = " || ".join(v.n for v in keys if v.nullable) or "false"
+        self.out.line(f"if ({mask} != 0 && ((({key_null}) ? 0ull : (({K.hash_keys(keys)} >> xpu::PARTITION_SHIFT) "
+                      f"& {mask})) != {index})) {reject};")
 
     def probe_start(self, op: ProbeOp, keys: list[Val]) -> str:
         """The expression starting a walk over the build rows that may match the keys."""

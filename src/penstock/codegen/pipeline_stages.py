@@ -57,6 +57,7 @@ def test(gen: PipelineGen, op: Operator, probe: int, reject: str) -> None:
     if op.kind is not JoinKind.INNER:
         return  # an outer probe keeps every row; semi and anti probes run in the last stage
     keys = [g.compile(e) for e in op.probe_keys]
+    gen.partition_filter(op, keys, reject)
     start = gen.probe_start(op, keys)
     found, pr, r = out.fresh("found"), f"p{probe}", f"r{probe}"
     out.line(f"bool {found} = false;")

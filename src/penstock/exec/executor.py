@@ -24,7 +24,8 @@ from penstock.device.tiers import tiered_for
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.deferred import NotSteady
-from penstock.exec.errors import RunAgain
+from penstock.exec.errors import RunAgain, TableTooLarge
+from penstock.exec.partitioned_join import partition_join
 from penstock.exec.in_table_builds import cached_table, settle_now
 from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
@@ -297,7 +298,20 @@ class Executor:
             if filled is not None and not filled.failed and batch.length < MAX_DIRECT_ROWS:
                 join = JoinState(be, batch, True, label, ctx.memory_limit, filled=filled)
             else:
-                join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)
+                try:
+                    join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)
+                except TableTooLarge as too_large:
+                    if not step.key_columns or ctx.deferred is not None:
+                        raise
+                    parted = partition_join(be, batch, compiled.builds[step.join], label, ctx.memory_limit,
+                                            too_large.with_traceback(None))
+                    ctx.joins[step.join] = parted
+                    compiled.direct_ranges.pop(step.join, None)
+                    metrics.steps.append(StepMetrics(
+                        f"hash build (join #{step.join}, partitioned {len(parted.parts)} ways by key hash: "
+                        f"a table per pass of the pipeline that probes it)", device, batch.length, batch.length,
+                        time.perf_counter() - started))
+                    return
                 if step.key_columns:
                     join.build(compiled.builds[step.join], label)
                     if len(step.key_columns) == 1:

@@ -9,9 +9,9 @@ import numpy as np
 from penstock.codegen.fixed_kernels import fill_direct_map
 from penstock.codegen.kernel import JoinTablePart, Kernel
 from penstock.device.base import Backend
-from penstock.errors import OUT_OF_MEMORY, PROGRAM_LIMIT_EXCEEDED, QueryError
-from penstock.exec.aggregate_state import next_pow2
-from penstock.exec.errors import kernel_error
+from penstock.errors import PROGRAM_LIMIT_EXCEEDED, QueryError
+from penstock.exec.aggregate_state import TABLE_SHARE, next_pow2
+from penstock.exec.errors import ERR_TABLE_FULL, TableTooLarge, kernel_error
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.io.device_batch import Batch, numpy_dtype
@@ -28,10 +28,14 @@ MAX_DIRECT_ROWS = 2**31 - 1  # a direct map holds row + 1 in an int32
 
 class JoinState:
     def __init__(self, backend: Backend, batch: Batch, keyed: bool, label: str = "hash join",
-                 memory_limit: int | None = None, filled: DirectFill | None = None):
+                 memory_limit: int | None = None, filled: DirectFill | None = None,
+                 partition: tuple[int, int] = (0, 0), table_rows: int | None = None):
         """The join over `batch`; with `filled`, a direct map its build pipeline filled
-        without failure, which is then all the join needs (no hash table is built)."""
+        without failure, which is then all the join needs (no hash table is built).
+        `partition` (mask, index): the table holds only the rows whose key hash falls in it
+        (exec/partitioned_join.py), sized for `table_rows` of them."""
         self.backend = backend
+        self.partition = partition
         self.batch = batch
         self.rows = batch.length
         self.keyed = keyed
@@ -48,16 +52,19 @@ class JoinState:
             self.key_bounds = (filled.lo, filled.lo + filled.span - 1)
             self.direct, self.direct_min, self.direct_range = filled.direct, filled.lo, filled.span
             return
-        self.capacity = max(next_pow2(2 * self.rows), 16)
+        self.capacity = max(next_pow2(2 * (self.rows if table_rows is None else table_rows)), 16)
         if self.capacity > 2 ** 32:  # probes keep a slot's position in 32 bits (hash_table.h)
             raise QueryError(f"{label} has {self.rows:,} build rows; a hash join holds at most 2^31",
                              PROGRAM_LIMIT_EXCEEDED)
         need = 16 * self.capacity
-        if memory_limit is not None and need > memory_limit:  # checked before allocating it
-            raise QueryError(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "
-                             f"more than gpu_memory_limit ({memory_limit / 2**20:,.0f} MiB) allows",
-                             OUT_OF_MEMORY)
-        self.slots = backend.zeros(2 * self.capacity, np.uint64)
+        if memory_limit is not None and need > memory_limit // TABLE_SHARE:  # checked before allocating it
+            raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "
+                                f"more than its share of memory_limit ({memory_limit / 2**20:,.0f} MiB) allows", need)
+        try:
+            self.slots = backend.zeros(2 * self.capacity, np.uint64)
+        except backend.out_of_memory as e:
+            raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "
+                                f"more than the device has free", need) from e
         # [error | has-NULL flag | most rows with one key | key min | key max]: read back once
         start = np.array([0, 0, 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min], dtype=np.int64)
         self.status = backend.to_device(start).view(np.uint64)
@@ -83,6 +90,9 @@ class JoinState:
             self.backend.launch(compiled, self.rows, bind(kernel, ctx))
         words = self.backend.to_host(self.status)
         code = int(words[0]) & 0xFFFFFFFF
+        if code == ERR_TABLE_FULL and self.partition != (0, 0):  # more of the rows fell in it than sized for
+            raise TableTooLarge(f"{label}: partition {self.partition[1]} of {self.partition[0] + 1} holds more rows "
+                                f"than its table of {self.capacity:,} slots", 32 * self.capacity)
         if code:
             raise kernel_error(code, label)
         self.has_null = bool(int(words[1]) & 0xFFFFFFFF)
@@ -90,6 +100,15 @@ class JoinState:
         lo, hi = (int(w) for w in words[3:5].view(np.int64))
         if any(p.role == JoinTablePart(_join_of(kernel), "key_range") for p in kernel.params) and lo <= hi:
             self.key_bounds = (lo, hi)
+
+    def count_rows(self, kernel: Kernel) -> int:
+        """Rows with a non-NULL key in this join's partition (the build kernel's mode 2)."""
+        from penstock.exec.binder import BindContext, bind
+
+        compiled = compile_kernel(self.backend, kernel)
+        ctx = BindContext(rows=self.rows, err=self.err, mode=2, batch=self.batch, joins={_join_of(kernel): self})
+        self.backend.launch(compiled, self.rows, bind(kernel, ctx))
+        return int(self.backend.to_host(self.status)[2])
 
     def make_direct(self, key_column: int) -> None:
         """A direct map for a unique, dense, NULL-free integer key (most star-schema
@@ -131,6 +150,10 @@ class JoinState:
             return self.direct_min
         if part == "direct_range":
             return self.direct_range
+        if part == "part_mask":
+            return self.partition[0]
+        if part == "part_index":
+            return self.partition[1]
         raise KeyError(part)
 
     @property

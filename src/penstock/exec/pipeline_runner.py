@@ -12,6 +12,7 @@ import pyarrow as pa
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend, CompiledKernel
+from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat
@@ -20,6 +21,7 @@ from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, TableTooLarge, kernel
 from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
+from penstock.exec.partitioned_join import PartitionedJoin
 from penstock.exec.small_sorts import SmallSort
 from penstock.exec.table_reads import read_table
 from penstock.io.prefetch import ReadAhead, prefetch
@@ -90,9 +92,37 @@ class PipelineRunner:
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
-        for batch in self.source_batches():
-            self.ctx.check()
-            yield batch
+        """The source's batches; once per partition of a partitioned join the pipeline probes
+        (exec/partitioned_join.py), with that partition's table built before each pass."""
+        parted = [self.ctx.joins[op.join] for op in self.probes
+                  if isinstance(self.ctx.joins.get(op.join), PartitionedJoin)]
+        if len(parted) > 1:
+            raise QueryError(f"pipeline {self.p.id} probes {len(parted)} joins too large for memory; "
+                             "one partitioned join per pipeline is supported", OUT_OF_MEMORY)
+        if not parted:
+            for batch in self.source_batches():
+                self.ctx.check()
+                yield batch
+            return
+        self.stop_reading()  # a table read early serves one pass
+        self.early = None
+        self.metrics.join_partitions = len(parted[0].parts)
+        # the scan and the operators before the probe see every row in every pass: their
+        # counts are one pass's; the probe's output and what follows add up over the passes
+        before = 1 + next(i for i, op in enumerate(self.p.ops)
+                          if isinstance(op, ProbeOp) and self.ctx.joins[op.join] is parted[0])
+        once: list[int] | None = None
+        try:
+            for n, part in enumerate(parted[0].parts):
+                if n == 1:
+                    once = list(self.metrics.counters[:before])
+                parted[0].use(part)
+                for batch in self.source_batches():
+                    self.ctx.check()
+                    yield batch
+        finally:
+            if once is not None:
+                self.metrics.counters[:before] = once
 
     def source_batches(self) -> Iterator[Batch]:
         source = self.p.source
