@@ -9,8 +9,8 @@ file in `--dir` (kept for the next run). penstock sorts it with `penstock sort`
 `SET memory_limit` and a temp directory in `--dir`. The lower bound is the sort's data read
 twice and written twice at the drive's rates, measured here: a file written with fsync,
 then read back after its pages were dropped from the page cache. Each output is checked to
-be sorted and whole. `--case groupby` runs a GROUP BY past the budget instead
-(bench/spill_groupby.py); `--case all` both. The join case is still to come.
+be sorted and whole. `--case groupby` and `--case join` run a GROUP BY and a join whose hash
+tables pass the budget instead (bench/spill_query.py); `--case all` all three.
 """
 
 from __future__ import annotations
@@ -171,11 +171,11 @@ def write_report(result: Any, out: Path, name: str = "spill-sort.json") -> Path:
 
 
 def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
-    sp = bsub.add_parser("spill", help="a sort past memory on penstock and DuckDB, beside the I/O lower bound")
-    sp.add_argument("--case", choices=["sort", "groupby", "all"], default="sort")
+    sp = bsub.add_parser("spill", help="a sort, GROUP BY or join past memory on penstock and DuckDB")
+    sp.add_argument("--case", choices=["sort", "groupby", "join", "all"], default="sort")
     sp.add_argument("--rows", type=int, default=100_000_000)
     sp.add_argument("--groups", type=int, default=None, help="groups of the groupby case (default: --rows)")
-    sp.add_argument("--device", default="auto", help="the groupby case's device: auto, gpu, cpu")
+    sp.add_argument("--device", default="auto", help="the groupby and join cases' device: auto, gpu, cpu")
     sp.add_argument("--memory-limit", type=size, default=size("4GiB"))
     sp.add_argument("--dir", default="data/bench-spill", help="where the data, spill files and outputs go")
     sp.add_argument("--no-duckdb", action="store_true")
@@ -186,7 +186,7 @@ def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
 def cmd_bench_spill(args: Any) -> int:
     import sys
 
-    from penstock.bench.spill_groupby import run_spill_groupby
+    from penstock.bench.spill_query import run_spill_query
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -197,10 +197,10 @@ def cmd_bench_spill(args: Any) -> int:
         print("\n".join(result.lines()))
         log(f"wrote {write_report(result, Path(args.out))}")
         ok &= result.penstock_sorted
-    if args.case in ("groupby", "all"):
-        grouped = run_spill_groupby(args.rows, args.groups or args.rows, args.memory_limit, Path(args.dir),
-                                    args.device, not args.no_duckdb, log)
-        print("\n".join(grouped.lines()))
-        log(f"wrote {write_report(grouped, Path(args.out), 'spill-groupby.json')}")
-        ok &= grouped.same is not False
+    for case in [c for c in ("groupby", "join") if args.case in (c, "all")]:
+        query = run_spill_query(case, args.rows, args.groups or args.rows, args.memory_limit, Path(args.dir),
+                                args.device, not args.no_duckdb, log)
+        print("\n".join(query.lines()))
+        log(f"wrote {write_report(query, Path(args.out), f'spill-{case}.json')}")
+        ok &= query.same is not False
     return 0 if ok else 1

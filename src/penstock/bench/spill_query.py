@@ -1,0 +1,152 @@
+"""`penstock bench spill --case groupby|join`: a query whose hash table the memory budget
+cannot hold, on penstock and on DuckDB under the same memory limit, same Parquet files.
+
+    penstock bench spill --case groupby --rows 100000000 --groups 100000000 --memory-limit 4GiB
+    penstock bench spill --case join --rows 100000000 --memory-limit 4GiB
+
+groupby: an int64 key taking `--groups` distinct values in random order and an int64 value,
+
+    SELECT count(*), sum(s), sum(n), sum(k % 1000003 * n) FROM (SELECT k, sum(v) AS s,
+        count(*) AS n FROM t GROUP BY k) AS g
+
+join: a build side of `--rows` / 2 unique keys in random order and a probe side of `--rows`
+rows whose keys hit it half the time,
+
+    SELECT count(*), sum(b.v), sum(p.w), sum(p.k % 1000003) FROM p JOIN b ON p.k = b.k
+
+Sums over the groups or matches check the answers against each other without the time of
+handing 10^8 rows to Python. The data is generated as Parquet in `--dir` (kept for the next
+run); the page cache is dropped before each engine. penstock's line names its engine and how
+many partitioned passes ran (exec/partitioned_aggregate.py, exec/partitioned_join.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from penstock.bench.ceilings import drop_page_cache
+
+BATCH = 1 << 22
+QUERIES = {
+    "groupby": ("SELECT count(*) AS groups, sum(s) AS total, sum(n) AS rows_in, sum(k % 1000003 * n) AS check_sum "
+                "FROM (SELECT k, sum(v) AS s, count(*) AS n FROM t GROUP BY k) AS g"),
+    "join": ("SELECT count(*) AS matches, sum(b.v) AS build_sum, sum(p.w) AS probe_sum, sum(p.k % 1000003) AS check_sum "
+             "FROM p JOIN b ON p.k = b.k"),
+}
+
+
+@dataclass
+class SpillQueryResult:
+    case: str
+    description: str
+    input_bytes: int
+    memory_limit: int
+    device: str
+    engine: str
+    penstock_s: float
+    passes: int  # partitioned passes (0: the table fit)
+    spilled_host_bytes: int
+    spilled_disk_bytes: int
+    answer: list[int]
+    duckdb_s: float | None = None
+    duckdb_answer: list[int] | None = None
+    duckdb_error: str | None = None
+
+    @property
+    def same(self) -> bool | None:
+        return None if self.duckdb_answer is None else self.answer == self.duckdb_answer
+
+    def lines(self) -> list[str]:
+        out = [f"{self.description} ({self.input_bytes / 2**30:.2f} GiB of Parquet), memory limit "
+               f"{self.memory_limit / 2**20:,.0f} MiB",
+               f"penstock ({self.engine}): {self.penstock_s:.2f} s, {self.passes or 1} pass"
+               f"{'es' if self.passes > 1 else ''} over the input, spilled {self.spilled_host_bytes / 2**30:.2f} GiB "
+               f"to host memory and {self.spilled_disk_bytes / 2**30:.2f} GiB to files"]
+        if self.duckdb_error is not None:
+            out.append(f"DuckDB: failed under the same limit: {self.duckdb_error}")
+        if self.duckdb_s is not None:
+            out.append(f"DuckDB: {self.duckdb_s:.2f} s; penstock {self.duckdb_s / self.penstock_s:.2f}x DuckDB; "
+                       f"same answer: {'yes' if self.same else 'NO'}")
+        return out
+
+
+def write_parquet(path: Path, columns: dict[str, np.ndarray]) -> Path:
+    """A Parquet file of int64 columns (written under a temporary name, kept once whole)."""
+    rows = len(next(iter(columns.values())))
+    if path.exists() and pq.ParquetFile(path).metadata.num_rows == rows:
+        return path
+    partial = path.with_name(f".{path.name}.partial")
+    schema = pa.schema([(name, pa.int64()) for name in columns])
+    with pq.ParquetWriter(partial, schema, compression="snappy") as writer:
+        for start in range(0, rows, BATCH):
+            writer.write_table(pa.table({n: c[start:start + BATCH] for n, c in columns.items()}, schema=schema),
+                               row_group_size=1 << 20)
+    os.replace(partial, path)
+    return path
+
+
+def generate(case: str, directory: Path, rows: int, groups: int, seed: int = 1) -> tuple[dict[str, Path], str]:
+    """The case's tables (name -> file) and a description of them."""
+    rng = np.random.default_rng(seed)
+    if case == "groupby":
+        path = directory / f"groupby-input-{rows}-{groups}.parquet"
+        if not (path.exists() and pq.ParquetFile(path).metadata.num_rows == rows):
+            write_parquet(path, {"k": rng.permutation(rows) % groups, "v": rng.integers(0, 1000, rows)})
+        return {"t": path}, f"GROUP BY of {rows:,} rows into {groups:,} groups"
+    build_rows = rows // 2
+    build = directory / f"join-build-{build_rows}.parquet"
+    probe = directory / f"join-probe-{rows}.parquet"
+    if not (build.exists() and probe.exists() and pq.ParquetFile(probe).metadata.num_rows == rows):
+        write_parquet(build, {"k": rng.permutation(build_rows) * 2, "v": rng.integers(0, 1000, build_rows)})
+        write_parquet(probe, {"k": rng.integers(0, 2 * build_rows, rows), "w": rng.integers(0, 1000, rows)})
+    return {"b": build, "p": probe}, f"join of {rows:,} probe rows with {build_rows:,} unique build keys"
+
+
+def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, directory: Path, device: str = "auto",
+                    duckdb_too: bool = True, log: Callable[[str], None] = lambda _m: None) -> SpillQueryResult:
+    import penstock
+
+    directory.mkdir(parents=True, exist_ok=True)
+    files, description = generate(case, directory, rows, groups)
+    query = QUERIES[case]
+    db = penstock.connect(device=device, memory_limit=memory_limit, spill_dir=directory / "spill")
+    for name, path in files.items():
+        db.register(name, str(path))
+    log(f"penstock on {db.backend.describe()}")
+    drop_page_cache(list(files.values()))
+    started = time.perf_counter()
+    result = db.sql(query)
+    seconds = time.perf_counter() - started
+    answer = [int(v) for v in result.to_arrow().to_pylist()[0].values()]
+    plan = db.explain(query, analyze=True)  # a second run, for its counts only
+    passes = int(m.group(1)) if (m := re.search(r"partitioned(?: join)?: (\d+) passes", plan)) else 0
+    spilled = re.search(r"spilled: ([\d,]+) bytes to host memory, ([\d,]+) bytes", plan)
+    host, disk = (int(spilled.group(i).replace(",", "")) for i in (1, 2)) if spilled else (0, 0)
+    out = SpillQueryResult(case, description, sum(p.stat().st_size for p in files.values()), memory_limit,
+                           db.backend.describe(), result.engine, seconds, passes, host, disk, answer)
+    if duckdb_too:
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute(f"SET memory_limit = '{max(memory_limit >> 20, 1)}MB'")
+        con.execute(f"SET temp_directory = '{directory / 'duckdb-tmp'}'")
+        for name, path in files.items():
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
+        drop_page_cache(list(files.values()))
+        try:
+            started = time.perf_counter()
+            row = con.execute(query).fetchone()
+            out.duckdb_s = time.perf_counter() - started
+            out.duckdb_answer = [int(v) for v in row] if row else None
+        except duckdb.Error as e:
+            out.duckdb_error = str(e).splitlines()[0]
+    return out
