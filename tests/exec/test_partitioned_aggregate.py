@@ -66,21 +66,6 @@ def close(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
     return True
 
 
-# On the GPU, memory outside the aggregation's share (batches read ahead and decoded, nvCOMP's
-# scratch) is not yet admitted against the budget (issue 17, item 4): under budgets of tens of
-# MiB some allocation beside the aggregation can still run out (53200). That outcome is
-# expected to fail; a wrong answer still fails.
-GPU_GAP = "GPU memory beside the aggregation is not admitted against small budgets yet (issue 17, item 4)"
-
-
-@pytest.fixture(autouse=True)
-def gpu_memory_gap(request: pytest.FixtureRequest) -> None:
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("device") == "gpu":
-        raises = None if request.node.name.startswith("test_one_group") else QueryError
-        request.applymarker(pytest.mark.xfail(reason=GPU_GAP, raises=raises, strict=False))
-
-
 @pytest.fixture
 def spill_dir(tmp_path: Path) -> Path:
     return tmp_path / "spill"

@@ -23,7 +23,6 @@ import pytest
 
 import penstock
 from penstock.device import get_backend
-from penstock.errors import QueryError
 from penstock.io.column_cache import cache_of
 
 MiB = 1 << 20
@@ -172,13 +171,10 @@ def test_hash_join_build_over_the_cap_runs_partitioned(tmp_path: Path, device: s
     penstock.connect(device=device)
 
 
-def test_aggregation_over_the_cap_runs_partitioned(tmp_path: Path, device: str, request: pytest.FixtureRequest) -> None:
+def test_aggregation_over_the_cap_runs_partitioned(tmp_path: Path, device: str) -> None:
     """400,000 groups do not fit a table under 8 MiB (4,000,000 under 64 MiB on the GPU,
     whose batches in flight take more): the aggregation runs partitioned by its keys'
     hashes (exec/partitioned_aggregate.py) and answers; EXPLAIN ANALYZE says so."""
-    if device == "gpu":  # see tests/exec/test_partitioned_aggregate.py, GPU_GAP
-        request.applymarker(pytest.mark.xfail(reason="GPU memory beside the aggregation is not admitted against "
-                                              "small budgets yet (issue 17, item 4)", raises=QueryError, strict=False))
     rows = 400_000 if device == "cpu" else 4_000_000
     t = pa.table({"u": pa.array(np.arange(rows, dtype=np.int64)), "v": pa.array(np.ones(rows, dtype=np.int64))})
     pq.write_table(t, tmp_path / "u.parquet")
