@@ -23,15 +23,14 @@ from penstock.device.base import Backend, CompiledKernel
 from penstock.device.tiers import tiered_for
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
-from penstock.exec.deferred import NotSteady
-from penstock.exec.errors import RunAgain, TableTooLarge
-from penstock.exec.partitioned_join import partition_join
+from penstock.exec.errors import RunAgain
 from penstock.exec.in_table_builds import cached_table, settle_now
-from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState, direct_map, direct_map_kernels
+from penstock.exec.join_build import build_join
+from penstock.exec.join_state import direct_map, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
-from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner, build_batch
+from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.small_sorts import SmallSort, small_sorts
 from penstock.exec.spill.off_device import OffDeviceStore
@@ -62,6 +61,9 @@ class CompiledPlan:
     runs_quick_builds: bool = False  # some kernel may still be a quick build (cleared once none is)
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
     agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # pipeline -> (partitions, groups) its aggregation ran partitioned in last time: the next
+    # run starts partitioned (exec/partitioned_aggregate.py)
+    agg_partitions: dict[int, tuple[int, int]] = field(default_factory=dict)
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
     # fills the next run's map (plan/direct_builds.py)
     direct_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -241,9 +243,11 @@ class Executor:
         pm.compile_seconds = first.compile_seconds if not first.cached else 0.0
         # a quick build is asked for again: its optimised build once that replaced it
         kc = compile_kernel(self.backend, kernel) if first.quick else first
-        return PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
-                              compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
-                              compiled.finalize_bindings.get(p.id))
+        runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
+                                compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
+                                compiled.finalize_bindings.get(p.id))
+        runner.partitions_known = compiled.agg_partitions.get(p.id)
+        return runner
 
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
                 limit: int | None) -> PipelineContext:
@@ -269,7 +273,6 @@ class Executor:
     def run_step(self, step: Any, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics,
                  early: dict[int, PipelineRunner]) -> None:
         be, store = self.backend, ctx.store
-        device = be.describe()
         started = time.perf_counter()
         if isinstance(step, RunPipeline):
             p = step.pipeline
@@ -288,44 +291,11 @@ class Executor:
                 compiled.finalize_bindings[p.id] = runner.finalize_binding
             if runner.seen is not None:
                 compiled.agg_sizes[p.id] = runner.seen
+                compiled.agg_partitions.pop(p.id, None)
+            if runner.partitioned is not None:
+                compiled.agg_partitions[p.id] = runner.partitioned
         elif isinstance(step, BuildHashTable):
-            label = f"join #{step.join} build"
-            filled = ctx.direct_fills.pop(step.join, None)
-            if ctx.deferred is not None and (filled is None or filled.build is None):
-                raise NotSteady(f"join #{step.join} would build from written rows")
-            batch = filled.build if filled is not None and filled.build is not None else \
-                build_batch(be, store, step.buffer)
-            if filled is not None and not filled.failed and batch.length < MAX_DIRECT_ROWS:
-                join = JoinState(be, batch, True, label, ctx.memory_limit, filled=filled)
-            else:
-                try:
-                    join = JoinState(be, batch, bool(step.key_columns), label, ctx.memory_limit)
-                except TableTooLarge as too_large:
-                    if not step.key_columns or ctx.deferred is not None:
-                        raise
-                    parted = partition_join(be, batch, compiled.builds[step.join], label, ctx.memory_limit,
-                                            too_large.with_traceback(None))
-                    ctx.joins[step.join] = parted
-                    compiled.direct_ranges.pop(step.join, None)
-                    metrics.steps.append(StepMetrics(
-                        f"hash build (join #{step.join}, partitioned {len(parted.parts)} ways by key hash: "
-                        f"a table per pass of the pipeline that probes it)", device, batch.length, batch.length,
-                        time.perf_counter() - started))
-                    return
-                if step.key_columns:
-                    join.build(compiled.builds[step.join], label)
-                    if len(step.key_columns) == 1:
-                        join.make_direct(step.key_columns[0])
-                if join.direct is not None and join.key_bounds is not None:
-                    compiled.direct_ranges[step.join] = join.key_bounds
-                else:
-                    compiled.direct_ranges.pop(step.join, None)
-            ctx.joins[step.join] = join
-            how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
-            how += " filled by its pipeline" if join.slots is None and join.direct is not None else ""
-            how += ", rows kept in the cached table" if filled is not None and filled.build is not None else ""
-            metrics.steps.append(StepMetrics(f"hash build (join #{step.join}{how})", device, batch.length,
-                                             batch.length, time.perf_counter() - started))
+            metrics.steps.append(build_join(be, step, compiled, ctx, started))
         elif isinstance(step, SortBuffer):
             self.sort(step, store, metrics, started)
         elif isinstance(step, LimitBuffer):

@@ -57,19 +57,22 @@ def split_ways(error: TableTooLarge, budget: int | None) -> tuple[int, int]:
     return min(max(next_pow2(ways), 2), MAX_SPLIT), groups
 
 
-def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, too_large: TableTooLarge) -> None:
-    """Run the runner's aggregation partition by partition (after a pass over every key
-    raised `too_large`); the groups of every partition go to the sink's buffer."""
+def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, too_large: TableTooLarge | None,
+                    known: tuple[int, int] | None = None) -> None:
+    """Run the runner's aggregation partition by partition, after a pass over every key
+    raised `too_large`, or as an earlier run of the plan found it must (`known`: partitions
+    and groups, what runner.partitioned records for the next run); the groups of every
+    partition go to the sink's buffer."""
     ctx, metrics = runner.ctx, runner.metrics
     budget = ctx.memory_limit or getattr(runner.be, "total_memory", None)
     runner.stop_reading()  # a table read early serves one pass: the passes read it again
     runner.early = None
-    count, groups_thought = split_ways(too_large, budget)
+    count, groups_thought = split_ways(too_large, budget) if too_large is not None else known or (FIRST_SPLIT, 0)
     # (mask, index, groups expected) of each partition; its table is made that size at once
     todo = deque((count - 1, index, groups_thought // count) for index in range(count))
     metrics.counters = []
     runner.count_rows = True  # the operators' rows are counted in the first pass that completes
-    passes = groups = 0
+    passes = groups = widest = 0
     while todo:
         mask, index, expected = todo.popleft()
         ctx.check()
@@ -88,6 +91,7 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
                 metrics.counters = []
             continue
         runner.count_rows = False
+        widest = max(widest, mask + 1)
         groups += runner.emit_groups(sink, agg, whole=False)
         del agg  # its tables go back to the pool before the next pass
         if budget is not None and ctx.store.device_bytes(sink.buffer) > budget // OUTPUT_SHARE:
@@ -99,4 +103,5 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     runner.count_rows = True
     metrics.groups = groups
     metrics.partitions = passes
-    runner.seen = None  # the next run starts unpartitioned and finds out again
+    runner.seen = None
+    runner.partitioned = (widest, groups)  # the next run starts with as many partitions
