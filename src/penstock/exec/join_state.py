@@ -52,7 +52,9 @@ class JoinState:
             self.key_bounds = (filled.lo, filled.lo + filled.span - 1)
             self.direct, self.direct_min, self.direct_range = filled.direct, filled.lo, filled.span
             return
-        self.capacity = max(next_pow2(2 * (self.rows if table_rows is None else table_rows)), 16)
+        # a join without keys visits every build row (a nested loop): no table to fill
+        wanted = 0 if not keyed else self.rows if table_rows is None else table_rows
+        self.capacity = max(next_pow2(2 * wanted), 16)
         if self.capacity > 2 ** 32:  # probes keep a slot's position in 32 bits (hash_table.h)
             raise QueryError(f"{label} has {self.rows:,} build rows; a hash join holds at most 2^31",
                              PROGRAM_LIMIT_EXCEEDED)
