@@ -138,7 +138,7 @@ class AggregateRunning:
     def too_large(error: TableTooLarge, agg: AggregateState | None, progress: float | None) -> TableTooLarge:
         """`error` with what the pass knew when it stopped (partitioned_aggregate.split_ways)."""
         error.progress = progress
-        error.groups = agg.table.entries() if agg is not None and agg.layout.grouped else None
+        error.groups = max(agg.table.entries(), agg.filled) if agg is not None and agg.layout.grouped else None
         error.slot_bytes = agg.layout.width * 8 if agg is not None else None
         error.estimated_groups = agg.estimated_groups if agg is not None else 0
         return error

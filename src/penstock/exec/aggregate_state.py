@@ -163,6 +163,7 @@ class AggregateState:
         self.sampled = False  # the first large batch ran its two windows (spans)
         self.window_counts: list[list[int]] = []  # `counts` after each window
         self.estimated_groups = 0  # the groups the windows predicted for the whole input (0: none)
+        self.filled = 0  # the most groups the table held before an overflow was undone
         if not layout.grouped:  # the one global slot exists from the start
             self._run_finalize(mode=0, sink=None)
 
@@ -241,6 +242,7 @@ class AggregateState:
             raise QueryError(f"internal error: {self.label} overflowed a table sized to fit", "XX000")
         counts = self.seen_counts if self.seen_counts is not None else self.backend.to_host(self.counts)
         self.seen_counts = None
+        self.filled = max(self.filled, int(counts[0]))
         table_full = int(counts[0]) >= self.table.limit
         distinct_full = [int(counts[2 + k]) >= d.limit for k, d in enumerate(self.distinct)]
         arena_full = int(counts[1]) > int(self.arena.size)

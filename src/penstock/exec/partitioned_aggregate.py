@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 MAX_PARTITION_BITS = 15  # kernels/hash_table.h: hash bits 48..62 choose the partition
 FIRST_SPLIT = 4  # without a budget to size from, the first split's partitions
 MAX_SPLIT = 256  # partitions one failed pass splits into
+OVERFULL = 1.5  # the groups a stopped table had seen, for each it held
 FILL = 0.8  # of the entries a partition's table may hold at its share, the most split_ways plans for
 OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget
 
@@ -50,7 +51,8 @@ def split_ways(error: TableTooLarge, budget: int | None) -> tuple[int, int]:
     if error.groups and error.progress and error.slot_bytes:
         slots = 1 << max((share // error.slot_bytes).bit_length() - 1, 0)
         room = max(int(slots * MAX_LOAD * FILL), 1)
-        groups = max(int(error.groups / error.progress), error.estimated_groups)
+        # the table was full when it stopped: its groups are a floor on what the rows so far hold
+        groups = max(int(error.groups * OVERFULL / error.progress), error.estimated_groups)
         ways = -(-groups // room)
     else:
         ways = -(-2 * error.needed_bytes // share)
