@@ -123,8 +123,7 @@ class AggregateRunning:
             # the device ran out while the table held a good part of the budget: partitioning
             # shrinks the table (an allocation failing beside a small table is the step's error)
             budget = self.ctx.memory_limit or getattr(self.be, "total_memory", None)
-            table_bytes = int(agg.table.slots.nbytes) + sum(int(a.size) for a in [*agg.arenas, agg.arena]) \
-                if agg is not None else 0
+            table_bytes = agg.held_bytes() if agg is not None else 0
             if agg is None or not agg.layout.grouped or budget is None or table_bytes <= budget // 16:
                 raise
             ran_out = TableTooLarge(f"{agg.label} ran out of device memory with a hash table of "

@@ -57,6 +57,13 @@ def estimate_groups(after_one: int, after_two: int, window: int, rows_left: int)
     return min(linear, int(after_one / (1.0 - repeat)) + 1)
 
 
+def entries_within(budget: int, slot_bytes: int) -> int:
+    """Entries a table of `slot_bytes` slots holds under the load limit within its share of
+    a memory budget (TABLE_SHARE; tables have a power of two of slots)."""
+    slots = 1 << max((budget // TABLE_SHARE // slot_bytes).bit_length() - 1, 0)
+    return int(slots * MAX_LOAD) - 1
+
+
 def next_pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
@@ -275,15 +282,16 @@ class AggregateState:
 
     def _most_entries(self, width: int) -> int | None:
         """Entries a table of `width`-word slots holds within its share of the memory budget."""
-        if self.memory_limit is None:
-            return None
-        slots = 1 << max((self.memory_limit // TABLE_SHARE // (width * 8)).bit_length() - 1, 0)
-        return int(slots * MAX_LOAD) - 1
+        return None if self.memory_limit is None else entries_within(self.memory_limit, width * 8)
+
+    def held_bytes(self) -> int:
+        """Device bytes the group table and the text arenas hold (they share TABLE_SHARE)."""
+        return int(self.table.slots.nbytes) + sum(int(a.size) for a in self.arenas) + int(self.arena.size)
 
     def _new_arena(self, size: int) -> None:
         # the arenas so far stay (the tables point into them): they, the new one and the
         # table share the aggregation's part of the budget
-        held = size + sum(int(a.size) for a in self.arenas) + int(self.arena.size) + int(self.table.slots.nbytes)
+        held = size + self.held_bytes()
         if self.memory_limit is not None and held > self.memory_limit // TABLE_SHARE:
             raise TableTooLarge(f"{self.label} needs {held / 2**20:,.0f} MiB for its table and text values, more "
                                 f"than its share of memory_limit ({self.memory_limit / 2**20:,.0f} MiB) allows", held)

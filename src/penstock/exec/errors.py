@@ -33,9 +33,10 @@ class RunAgain(Exception):
 
 
 class TableTooLarge(QueryError):
-    """An aggregation's hash table (or its text arena) would not fit its share of the
-    memory budget. A grouped aggregation catches it and runs again partitioned by the keys'
-    hashes (exec/partitioned_aggregate.py); anywhere else it is the 53200 it carries."""
+    """A hash table (an aggregation's, with its text arenas, or a join's) would not fit its
+    share of the memory budget. A grouped aggregation or a keyed join catches it and runs
+    partitioned by the keys' hashes (exec/partitioned_aggregate.py, exec/partitioned_join.py);
+    anywhere else it is the 53200 it carries."""
 
     def __init__(self, message: str, needed_bytes: int):
         super().__init__(message, OUT_OF_MEMORY)

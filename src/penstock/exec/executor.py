@@ -215,8 +215,6 @@ class Executor:
             settle_now(self.backend, ctx.pending_fills)
             return self.result(compiled.plan, store)
         finally:  # spill files go however the run ends
-            metrics.spilled_host_bytes = store.off_device.totals.host_bytes
-            metrics.spilled_disk_bytes = store.off_device.totals.disk_bytes
             store.close()
 
     def read_early(self, compiled: CompiledPlan, ctx: PipelineContext,

@@ -11,7 +11,7 @@ from penstock.codegen.kernel import JoinTablePart, Kernel
 from penstock.device.base import Backend
 from penstock.errors import PROGRAM_LIMIT_EXCEEDED, QueryError
 from penstock.exec.aggregate_state import TABLE_SHARE, next_pow2
-from penstock.exec.errors import ERR_TABLE_FULL, TableTooLarge, kernel_error
+from penstock.exec.errors import TableTooLarge, kernel_error
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.io.device_batch import Batch, numpy_dtype
@@ -33,7 +33,7 @@ class JoinState:
         """The join over `batch`; with `filled`, a direct map its build pipeline filled
         without failure, which is then all the join needs (no hash table is built).
         `partition` (mask, index): the table holds only the rows whose key hash falls in it
-        (exec/partitioned_join.py), sized for `table_rows` of them."""
+        (exec/partitioned_join.py), sized for `table_rows` of them (counted: it cannot fill)."""
         self.backend = backend
         self.partition = partition
         self.batch = batch
@@ -92,9 +92,6 @@ class JoinState:
             self.backend.launch(compiled, self.rows, bind(kernel, ctx))
         words = self.backend.to_host(self.status)
         code = int(words[0]) & 0xFFFFFFFF
-        if code == ERR_TABLE_FULL and self.partition != (0, 0):  # more of the rows fell in it than sized for
-            raise TableTooLarge(f"{label}: partition {self.partition[1]} of {self.partition[0] + 1} holds more rows "
-                                f"than its table of {self.capacity:,} slots", 32 * self.capacity)
         if code:
             raise kernel_error(code, label)
         self.has_null = bool(int(words[1]) & 0xFFFFFFFF)

@@ -92,8 +92,6 @@ class QueryMetrics:
     # how the device work ran when not step by step (exec/steady_runs.py)
     device_run: str = ""
     wait_seconds: float = 0.0  # a steady run's wait for its device work and its one read-back
-    spilled_host_bytes: int = 0  # intermediate results moved off the device, to host memory
-    spilled_disk_bytes: int = 0  # and to spill files
 
     def restart(self) -> None:
         """Forget what a run that is being redone another way recorded."""
@@ -101,4 +99,3 @@ class QueryMetrics:
         self.steps.clear()
         self.device_run = ""
         self.wait_seconds = 0.0
-        self.spilled_host_bytes = self.spilled_disk_bytes = 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from penstock.exec.aggregate_state import HEADROOM, MAX_LOAD, TABLE_SHARE, next_pow2
+from penstock.exec.aggregate_state import HEADROOM, TABLE_SHARE, entries_within, next_pow2
 from penstock.exec.errors import TableTooLarge
 from penstock.plan.physical import AggregateSink
 
@@ -49,8 +49,7 @@ def split_ways(error: TableTooLarge, budget: int | None) -> tuple[int, int]:
     share = max(budget // TABLE_SHARE, 1)
     groups = 0
     if error.groups and error.progress and error.slot_bytes:
-        slots = 1 << max((share // error.slot_bytes).bit_length() - 1, 0)
-        room = max(int(slots * MAX_LOAD * FILL), 1)
+        room = max(int(entries_within(budget, error.slot_bytes) * FILL), 1)
         # the table was full when it stopped: its groups are a floor on what the rows so far hold
         groups = max(int(error.groups * OVERFULL / error.progress), error.estimated_groups)
         ways = -(-groups // room)

@@ -46,7 +46,6 @@ class PartitionedJoin:
     memory_limit: int | None
     parts: list[tuple[int, int, int]] = field(default_factory=list)  # (mask, index, rows to size for)
     multiplicity: int = 0
-    has_null: bool = False
     current: JoinState | None = None
     _matched: Any = None
 
@@ -108,6 +107,5 @@ def partition_join(backend: Backend, batch: Batch, kernel: Kernel, label: str, m
         state = join.build((mask, index, rows))
         join.parts.append((mask, index, rows))
         join.multiplicity = max(join.multiplicity, state.multiplicity)
-        join.has_null |= state.has_null
         del state
     return join

@@ -21,14 +21,6 @@ from penstock.exec.spill.directory import SpillDirectory
 
 
 @dataclass
-class SpillTotals:
-    """Bytes a query moved off the device, by tier (EXPLAIN ANALYZE, the bench)."""
-
-    host_bytes: int = 0
-    disk_bytes: int = 0
-
-
-@dataclass
 class OffDevice:
     """One buffer's parts held off the device, in the order they were added."""
 
@@ -52,7 +44,6 @@ class OffDeviceStore:
         self.spill_dir = spill_dir
         self.buffers: dict[int, OffDevice] = {}
         self.directory: SpillDirectory | None = None
-        self.totals = SpillTotals()
         self.files = 0
 
     def holds(self, buffer: int) -> bool:
@@ -69,10 +60,8 @@ class OffDeviceStore:
         if self.host_memory_limit is None or self.host_bytes() + size <= self.host_memory_limit:
             held.parts.append(table)
             held.host_bytes += size
-            self.totals.host_bytes += size
             return "host"
         held.parts.append(self.write(table))
-        self.totals.disk_bytes += size
         return "disk"
 
     def write(self, table: pa.Table) -> Path:
