@@ -115,12 +115,18 @@ class Connection:
 
     def sort(self, source: str | os.PathLike[str], by: str, out: str | os.PathLike[str],
              descending: bool = False) -> Any:
-        """Sort files larger than memory (`penstock sort`) within host_memory_limit (default
-        1 GiB) and spill_dir: `by` is 'col[:asc|:desc][:nulls_first|:nulls_last],...'.
-        Returns the report (rows, chunks, buckets, bytes spilled, seconds)."""
+        """Sort files larger than memory (`penstock sort`) into `out`, spilling under
+        spill_dir: `by` is 'col[:asc|:desc][:nulls_first|:nulls_last],...'. On a GPU
+        connection chunks sort on the GPU within memory_limit (default 4 GiB) and host
+        memory_limit (default twice that); on the CPU within host_memory_limit (default
+        1 GiB). Returns the report (rows, chunks, buckets, bytes spilled, device, seconds)."""
         from penstock.exec.spill.external_sort import parse_keys, sort_files
 
-        return sort_files(source, parse_keys(by, descending), out, self.host_memory_limit or 1 << 30, self.spill_dir)
+        keys = parse_keys(by, descending)
+        if self.backend.name == "cpu":
+            return sort_files(source, keys, out, self.host_memory_limit or 1 << 30, self.spill_dir)
+        return sort_files(source, keys, out, self.memory_limit or 4 << 30, self.spill_dir, device="gpu",
+                          host_memory_limit=self.host_memory_limit)
 
     # -- catalog ------------------------------------------------------------------------------
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,

@@ -1,6 +1,7 @@
 """`penstock sort IN --by COL[,COL...] [--desc] --out OUT`: files sorted past memory.
 
     penstock sort data/events --by device_id,ts:desc --out sorted.parquet --memory-limit 2GiB
+    penstock sort big.parquet --by k --out k.parquet --device gpu --memory-limit 4GiB --host-memory-limit 8GiB
 
 Keys are columns, each optionally `:asc`/`:desc` and `:nulls_first`/`:nulls_last` (NULLs as
 PostgreSQL places them by default); --desc makes descending the default. The work is
@@ -36,8 +37,13 @@ def add_sort_command(sub: Any) -> None:
                                                "and :nulls_first or :nulls_last")
     s.add_argument("--desc", action="store_true", help="descending unless a key says :asc")
     s.add_argument("--out", required=True, help="the sorted file: .parquet, else Arrow IPC")
+    s.add_argument("--device", choices=["auto", "gpu", "cpu"], default="auto",
+                   help="where chunks sort: the GPU (keys of fixed-width types; text keys sort on the host) "
+                        "or the host; auto: the GPU when there is one")
     s.add_argument("--memory-limit", type=parse_size, default=parse_size("1GiB"),
-                   help="host memory for the rows in flight (e.g. 512MiB, 4GiB)")
+                   help="the sorting device's memory for rows in flight: the GPU's, or host memory (e.g. 4GiB)")
+    s.add_argument("--host-memory-limit", type=parse_size, default=None,
+                   help="with the GPU sorting: host memory for rows in flight (default: twice --memory-limit)")
     s.add_argument("--spill-dir", default=None, help="where temporary files go (default: spill/ in the cache "
                                                      "directory); removed when the sort ends")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -49,9 +55,11 @@ def cmd_sort(args: argparse.Namespace) -> int:
 
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     report = sort_files(args.source, parse_keys(args.by, args.desc), args.out, args.memory_limit, args.spill_dir,
-                        progress)
+                        progress, args.device, args.host_memory_limit)
     print(f"sorted {report.rows:,} rows ({report.input_bytes / 2**20:,.1f} MiB) into {args.out} in "
-          f"{report.seconds:.2f} s: {report.chunks} chunks, {report.buckets} buckets, "
+          f"{report.seconds:.2f} s on the {report.device}"
+          + (f" ({report.why_host})" if report.why_host else "")
+          + f": {report.chunks} chunks, {report.buckets} buckets, "
           f"{report.spilled_bytes / 2**20:,.1f} MiB spilled"
           + (f"; {report.oversized_buckets} buckets over the memory limit (a key holding many rows)"
              if report.oversized_buckets else ""))

@@ -2,6 +2,11 @@
 memory limit, beside the I/O lower bound measured in the same run.
 
     penstock bench spill --rows 200000000 --memory-limit 4GiB --dir /nvme/bench-spill
+    penstock bench spill --device gpu --memory-limit 4GiB --host-memory-limit 8GiB ...
+
+On the GPU, --memory-limit is the GPU's budget and --host-memory-limit the host's (default
+twice the GPU's); DuckDB gets the host budget as its memory_limit. On the CPU both engines
+get --memory-limit.
 
 The data, int64 keys uniformly at random with an int64 payload, is generated as a Parquet
 file in `--dir` (kept for the next run). penstock sorts it with `penstock sort`
@@ -37,6 +42,8 @@ class SpillSortResult:
     rows: int
     input_bytes: int  # the Parquet file
     memory_limit: int
+    host_memory_limit: int | None
+    device: str  # where penstock's chunks sorted
     write_gbps: float
     read_gbps: float
     lower_bound_s: float  # two reads and two writes of the input's bytes
@@ -47,15 +54,21 @@ class SpillSortResult:
     duckdb_s: float | None = None
     duckdb_sorted: bool | None = None
     duckdb_error: str | None = None  # DuckDB could not sort under the limit
+    penstock_phases: dict[str, float] | None = None  # sample, partition, merge
+    penstock_stages: dict[str, float] | None = None  # busy seconds per pipeline stage
 
     def lines(self) -> list[str]:
         out = [f"sort of {self.rows:,} int64 keys with an int64 payload ({self.input_bytes / 2**30:.2f} GiB of Parquet), "
-               f"memory limit {self.memory_limit / 2**20:,.0f} MiB",
+               f"memory limit {self.memory_limit / 2**20:,.0f} MiB on the {self.device}"
+               + (f", host memory limit {self.host_memory_limit / 2**20:,.0f} MiB" if self.host_memory_limit else ""),
                f"drive: write {self.write_gbps:.2f} GB/s, read {self.read_gbps:.2f} GB/s; I/O lower bound "
                f"{self.lower_bound_s:.2f} s (two reads and two writes)",
                f"penstock: {self.penstock_s:.2f} s ({self.penstock_s / self.lower_bound_s:.2f}x the lower bound), "
                f"{self.penstock_buckets} buckets, {self.penstock_spilled_bytes / 2**30:.2f} GiB spilled, sorted: "
                f"{'yes' if self.penstock_sorted else 'NO'}"]
+        if self.penstock_phases:
+            out.append("penstock phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in self.penstock_phases.items())
+                       + "; stages busy: " + ", ".join(f"{k} {v:.2f} s" for k, v in (self.penstock_stages or {}).items()))
         if self.duckdb_error is not None:
             out.append(f"DuckDB: failed under the same limit: {self.duckdb_error}")
         if self.duckdb_s is not None:
@@ -120,7 +133,8 @@ def sorted_and_whole(path: Path, rows: int) -> bool:
 
 
 def run_spill_sort(rows: int, memory_limit: int, directory: Path, duckdb_too: bool = True,
-                   log: Callable[[str], None] = lambda _m: None) -> SpillSortResult:
+                   log: Callable[[str], None] = lambda _m: None, device: str = "cpu",
+                   host_memory_limit: int | None = None) -> SpillSortResult:
     from penstock.exec.spill.external_sort import parse_keys, sort_files
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -131,16 +145,19 @@ def run_spill_sort(rows: int, memory_limit: int, directory: Path, duckdb_too: bo
     out = directory / "sorted-penstock.parquet"
     drop_page_cache([source])
     started = time.perf_counter()
-    report = sort_files(source, parse_keys("k"), out, memory_limit, directory / "spill", log)
+    report = sort_files(source, parse_keys("k"), out, memory_limit, directory / "spill", log, device,
+                        host_memory_limit)
     seconds = time.perf_counter() - started
-    result = SpillSortResult(rows, size, memory_limit, write, read, 2 * size / (read * 1e9) + 2 * size / (write * 1e9),
-                             seconds, sorted_and_whole(out, rows), report.buckets, report.spilled_bytes)
+    result = SpillSortResult(rows, size, memory_limit, host_memory_limit if report.device == "gpu" else None,
+                             report.device, write, read, 2 * size / (read * 1e9) + 2 * size / (write * 1e9),
+                             seconds, sorted_and_whole(out, rows), report.buckets, report.spilled_bytes,
+                             penstock_phases=report.phases, penstock_stages=report.stage_seconds)
     out.unlink(missing_ok=True)
     if duckdb_too:
         import duckdb
 
         try:
-            result.duckdb_s, result.duckdb_sorted = _duckdb_sort(source, directory, memory_limit, rows)
+            result.duckdb_s, result.duckdb_sorted = _duckdb_sort(source, directory, report.host_budget, rows)
         except duckdb.Error as e:
             result.duckdb_error = str(e).splitlines()[0]
     return result
@@ -175,8 +192,10 @@ def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
     sp.add_argument("--case", choices=["sort", "groupby", "join", "all"], default="sort")
     sp.add_argument("--rows", type=int, default=100_000_000)
     sp.add_argument("--groups", type=int, default=None, help="groups of the groupby case (default: --rows)")
-    sp.add_argument("--device", default="auto", help="the groupby and join cases' device: auto, gpu, cpu")
-    sp.add_argument("--memory-limit", type=size, default=size("4GiB"))
+    sp.add_argument("--device", default="auto", help="penstock's device: auto, gpu, cpu")
+    sp.add_argument("--memory-limit", type=size, default=size("4GiB"), help="the device's memory (DuckDB: its limit)")
+    sp.add_argument("--host-memory-limit", type=size, default=None,
+                    help="the sort on the GPU: host memory for rows in flight (default: twice --memory-limit)")
     sp.add_argument("--dir", default="data/bench-spill", help="where the data, spill files and outputs go")
     sp.add_argument("--no-duckdb", action="store_true")
     sp.add_argument("--out", default="bench-results", help="directory for the JSON report")
@@ -193,7 +212,8 @@ def cmd_bench_spill(args: Any) -> int:
 
     ok = True
     if args.case in ("sort", "all"):
-        result = run_spill_sort(args.rows, args.memory_limit, Path(args.dir), not args.no_duckdb, log)
+        result = run_spill_sort(args.rows, args.memory_limit, Path(args.dir), not args.no_duckdb, log, args.device,
+                                args.host_memory_limit)
         print("\n".join(result.lines()))
         log(f"wrote {write_report(result, Path(args.out))}")
         ok &= result.penstock_sorted

@@ -154,10 +154,10 @@ def test_an_error_mid_sort_removes_the_spill_files(tmp_path: Path, source: Path,
     naming the directory, and leaves neither spill files nor a partial output."""
     import errno
 
-    from penstock.exec.spill import external_sort
+    from penstock.exec.spill import chunk_sort_host
 
     calls = {"n": 0}
-    real = external_sort._sorted_and_cut
+    real = chunk_sort_host.sorted_and_cut
 
     def failing(*args: Any) -> Any:
         calls["n"] += 1
@@ -165,7 +165,7 @@ def test_an_error_mid_sort_removes_the_spill_files(tmp_path: Path, source: Path,
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(*args)
 
-    monkeypatch.setattr(external_sort, "_sorted_and_cut", failing)
+    monkeypatch.setattr(chunk_sort_host, "sorted_and_cut", failing)
     with pytest.raises(QueryError) as e:
         sort_files(source, parse_keys("k"), tmp_path / "o.parquet", memory_limit=256 << 10,
                    spill_dir=tmp_path / "spill")

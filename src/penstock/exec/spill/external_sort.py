@@ -1,19 +1,23 @@
 """Sorting files larger than memory, after xtr2sort: sample, bucket, sort each bucket.
 
-1. Sample: the key columns are read (only they), every k-th row kept; the sorted sample's
-   quantiles become splitters, so that each bucket should hold about half a memory budget.
-2. Partition: the input is read in chunks of about a quarter of the budget; each chunk is
-   sorted together with the splitters (a splitter after the rows equal to it), which both
-   orders the chunk and cuts it into buckets in one sort; each bucket's piece is appended
-   to that bucket's spill file (Arrow IPC).
+1. Sample: the key columns of a few row groups spread over the input (all of it where the
+   format has no row groups) are read, every k-th row kept; the sorted sample's quantiles
+   become splitters, so that each bucket should fit one chunk.
+2. Partition: the input is read in chunks sized to the budgets; each chunk is sorted together
+   with the splitters (a splitter after the rows equal to it), which both orders the chunk
+   and cuts it into buckets in one sort; each bucket's piece is appended to that bucket's
+   spill file (Arrow IPC).
 3. Merge: bucket by bucket, in order, its pieces are read, sorted and appended to the output.
    A key holding many rows holds several splitters; its rows are dealt over their buckets.
-   A bucket still over the budget is sorted whole in memory, and counted.
+   A bucket still over the budget is sorted whole on the host, and counted.
 
-Chunks are sorted by pyarrow's multithreaded sort on the host; a GPU sorting the chunks is
-the next step (see docs/architecture.md). Keys follow PostgreSQL: ASC puts NULLs last, DESC
-first, unless NULLS FIRST/LAST says otherwise. Temporary files live in a private spill
-directory (spill/directory.py), removed however the sort ends.
+Both passes are pipelines (stages.py): reading, copying in, sorting, copying out and
+writing run on threads of their own, so a chunk is read while the one before it sorts and
+the one before that is written. On the GPU (`device='gpu'`, keys of fixed-width types) the
+chunks are sorted as radix sorts of key words (chunk_sort_words.py); on the CPU, or for text
+keys, by Arrow's sort (chunk_sort_host.py). Keys follow PostgreSQL: ASC puts NULLs last,
+DESC first, unless NULLS FIRST/LAST says otherwise; NaN above every number. Temporary files
+live in a private spill directory (spill/directory.py), removed however the sort ends.
 """
 
 from __future__ import annotations
@@ -27,29 +31,26 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from penstock.errors import UNDEFINED_COLUMN, QueryError
+from penstock.errors import UNDEFINED_COLUMN, PenstockError, QueryError
+from penstock.exec.spill.chunk_sort_host import HostChunkSorter, Piece, sort_table
+from penstock.exec.spill.chunk_sort_words import WordChunkSorter, word_sortable
 from penstock.exec.spill.directory import SpillDirectory
+from penstock.exec.spill.sort_keys import SortKey, parse_keys
+from penstock.exec.spill.stages import StageTimes, run_stages
 from penstock.io.tables import guess_format, list_files
 
+__all__ = ["SortKey", "SortReport", "parse_keys", "sort_files"]
+
 SAMPLE_ROWS = 1 << 17  # rows of keys kept to choose splitters
-TAG = "__penstock_splitter"
-
-
-@dataclass(frozen=True)
-class SortKey:
-    column: str
-    descending: bool = False
-    nulls_first: bool | None = None  # None: PostgreSQL's default (NULLS LAST for ASC, FIRST for DESC)
-
-    @property
-    def placement(self) -> str:
-        first = self.descending if self.nulls_first is None else self.nulls_first
-        return "at_start" if first else "at_end"
+SAMPLE_GROUPS = 32  # Parquet row groups read for the sample, spread over the input
+MAX_BUCKETS = 800  # each bucket holds an open file while the input is partitioned
+BUCKET_FILL = 0.7  # a bucket's expected rows, as a share of a chunk (the sample is not exact)
+HOST_CHUNKS = 8  # chunks in host memory at once: queued, in each stage, being written
+DEVICE_CHUNKS = 3  # chunks on the GPU at once: copying in, sorting, copying out
 
 
 @dataclass
@@ -59,37 +60,25 @@ class SortReport:
     chunks: int = 0
     buckets: int = 0
     spilled_bytes: int = 0
-    oversized_buckets: int = 0  # buckets over the budget (a skewed key), sorted whole in memory
+    oversized_buckets: int = 0  # buckets over a chunk (a skewed key), sorted whole on the host
+    device: str = "host"  # where chunks were sorted: 'gpu' or 'host'
+    why_host: str = ""  # why a GPU sort ran on the host instead
+    host_budget: int = 0  # host memory for rows in flight, as used
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
-
-
-def parse_keys(text: str, descending: bool = False) -> list[SortKey]:
-    """'a,b:desc,c:asc:nulls_first' -> keys; `descending` is the default direction."""
-    keys = []
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        name, *flags = part.split(":")
-        desc, nulls = descending, None
-        for flag in (f.strip().lower() for f in flags):
-            if flag in ("asc", "desc"):
-                desc = flag == "desc"
-            elif flag in ("nulls_first", "nulls_last"):
-                nulls = flag == "nulls_first"
-            else:
-                raise QueryError(f"sort key {part!r}: unknown option {flag!r} (asc, desc, nulls_first, nulls_last)",
-                                 "22023")
-        keys.append(SortKey(name, desc, nulls))
-    if not keys:
-        raise QueryError("no sort key given", "22023")
-    return keys
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # busy time per pipeline stage
 
 
 def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | os.PathLike[str],
                memory_limit: int = 1 << 30, spill_dir: str | os.PathLike[str] | None = None,
-               progress: Callable[[str], None] | None = None) -> SortReport:
+               progress: Callable[[str], None] | None = None, device: str = "cpu",
+               host_memory_limit: int | None = None, check: Callable[[], None] | None = None) -> SortReport:
     """Sort the table at `source` (a file, directory or glob of Parquet, Arrow IPC or CSV)
-    by `keys` into `out` (.parquet, else Arrow IPC), within about `memory_limit` bytes of
-    host memory for the data in flight."""
+    by `keys` into `out` (.parquet, else Arrow IPC).
+
+    `memory_limit`: the sorting device's working memory (the GPU's under device='gpu', else
+    host memory). `host_memory_limit`: host memory for the rows in flight on the GPU path
+    (default twice memory_limit). `check` is called between chunks (a cancel raises there)."""
     started = time.perf_counter()
     say = progress or (lambda _text: None)
     location = os.fspath(source)
@@ -100,140 +89,132 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
     if missing:
         raise QueryError(f"column \"{missing[0]}\" does not exist in {location}", UNDEFINED_COLUMN)
     report = SortReport()
+    xp = _device_arrays(device, dataset.schema, keys, report)
     budget = max(int(memory_limit), 1 << 16)
+    host_budget = max(int(host_memory_limit or 2 * budget), 1 << 16) if xp is not None else budget
+    report.host_budget = host_budget
     with SpillDirectory(spill_dir) as spill:
         tick = time.perf_counter()
-        rows, row_bytes, splitters = _sample(dataset, keys, budget)
+        rows, row_bytes, sample = _sample(dataset, keys)
+        chunk_rows = _chunk_rows(budget, host_budget, row_bytes, len(keys), xp is not None)
+        splitters = _splitters(sample, keys, rows, chunk_rows)
         report.phases["sample"] = time.perf_counter() - tick
-        say(f"sample: {rows:,} rows, about {row_bytes:.0f} bytes a row; {len(splitters) + 1} buckets")
-        report.buckets = len(splitters) + 1
+        report.buckets = splitters.num_rows + 1
+        say(f"sample: {rows:,} rows, about {row_bytes:.0f} bytes a row; chunks of {chunk_rows:,} rows sorted on "
+            f"the {report.device}; {report.buckets} buckets")
+        times = StageTimes()
         tick = time.perf_counter()
-        buckets = _partition(dataset.to_batches(batch_size=_chunk_rows(budget, row_bytes)), keys, splitters,
-                             spill, report, say)
+        chunks = (pa.Table.from_batches([b]) for b in dataset.to_batches(batch_size=chunk_rows) if b.num_rows)
+        buckets = _partition(chunks, _sorter(keys, xp, splitters), spill, report, say, check, times)
         report.phases["partition"] = time.perf_counter() - tick
         tick = time.perf_counter()
-        _merge(buckets, dataset.schema, keys, Path(out), budget, spill, report, say)
+        _merge(buckets, dataset.schema, keys, xp, Path(out), chunk_rows, spill, report, say, check, times)
         report.phases["merge"] = time.perf_counter() - tick
+        report.stage_seconds = times.busy
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _chunk_rows(budget: int, row_bytes: float) -> int:
-    """Rows a chunk holds: a quarter of the budget (the chunk, its sorted copy and the
-    pieces being written fit in it)."""
-    return max(1024, int(budget / 4 / max(row_bytes, 1.0)))
+def _device_arrays(device: str, schema: pa.Schema, keys: list[SortKey], report: SortReport) -> Any:
+    """CuPy where chunks sort on the GPU, else None (Arrow's sort on the host)."""
+    if device == "cpu":
+        return None
+    from penstock.device.registry import gpu_available
+
+    if not gpu_available():
+        if device == "gpu":
+            raise PenstockError("device='gpu' was asked for, but no usable CUDA GPU was found")
+        return None
+    if not word_sortable(schema, keys):
+        report.why_host = "a key is not of a fixed-width type (text, nested)"
+        return None
+    import cupy
+
+    report.device = "gpu"
+    return cupy
 
 
-def _sample(dataset: ds.Dataset, keys: list[SortKey], budget: int) -> tuple[int, float, pa.Table]:
-    """(rows, bytes a row, splitters): the key columns read once, every k-th row kept."""
+def _sorter(keys: list[SortKey], xp: Any, splitters: pa.Table | None = None) -> HostChunkSorter | WordChunkSorter:
+    return HostChunkSorter(keys, splitters) if xp is None else WordChunkSorter(keys, xp, splitters)
+
+
+def _chunk_rows(budget: int, host_budget: int, row_bytes: float, key_count: int, on_device: bool) -> int:
+    """Rows a chunk holds. On the host a sixth of the budget (a chunk being read, one
+    queued, one sorting with its sorted copy, pieces being written). On the GPU the tighter
+    of: DEVICE_CHUNKS chunks with their key words, orders and gathered copy within the
+    device budget, and HOST_CHUNKS chunks within the host budget."""
+    row_bytes = max(row_bytes, 1.0)
+    if not on_device:
+        return max(1024, int(budget / 6 / row_bytes))
+    device_row = 2 * row_bytes + 16 * key_count + 48
+    return max(1024, int(min(budget / DEVICE_CHUNKS / device_row, host_budget / HOST_CHUNKS / row_bytes)))
+
+
+def _sample(dataset: ds.Dataset, keys: list[SortKey]) -> tuple[int, float, pa.Table]:
+    """(rows, bytes a row, a sample of the keys): the key columns of SAMPLE_GROUPS row
+    groups spread over the input (Parquet), else of all of it, every k-th row kept."""
     names = [k.column for k in keys]
     rows = dataset.count_rows()
-    step = max(1, rows // SAMPLE_ROWS)
-    kept = []
-    seen = 0
-    for batch in dataset.to_batches(columns=names):
+    fragments = list(dataset.get_fragments())
+    if fragments and all(isinstance(f, ds.ParquetFileFragment) for f in fragments):
+        groups = [g for f in fragments for g in f.split_by_row_group()]
+        if len(groups) > SAMPLE_GROUPS:
+            groups = [groups[int(i * len(groups) / SAMPLE_GROUPS)] for i in range(SAMPLE_GROUPS)]
+        parts: Iterator[Any] = (g.to_table(columns=names) for g in groups)
+        scanned = sum(g.count_rows() for g in groups)
+    else:
+        parts, scanned = dataset.to_batches(columns=names), rows
+    step = max(1, scanned // SAMPLE_ROWS)
+    kept, seen = [], 0
+    for part in parts:
         start = (-seen) % step
-        if start < batch.num_rows:
-            kept.append(batch.take(pa.array(np.arange(start, batch.num_rows, step))))
-        seen += batch.num_rows
-    sample = pa.Table.from_batches(kept, schema=None if kept else pa.schema([dataset.schema.field(n) for n in names]))
+        if start < part.num_rows:
+            kept.append(pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part)
+            kept[-1] = kept[-1].take(pa.array(np.arange(start, part.num_rows, step)))
+        seen += part.num_rows
+    schema = pa.schema([dataset.schema.field(n) for n in names])
+    sample = pa.concat_tables(kept) if kept else schema.empty_table()
     head = dataset.head(min(rows, 1000))
     row_bytes = head.nbytes / max(head.num_rows, 1) if head.num_rows else 1.0
-    buckets = max(1, math.ceil(rows * row_bytes / (budget / 2)))
+    return rows, row_bytes, sample
+
+
+def _splitters(sample: pa.Table, keys: list[SortKey], rows: int, chunk_rows: int) -> pa.Table:
+    """The sample's quantiles cutting the input into buckets of about BUCKET_FILL chunks."""
+    buckets = min(MAX_BUCKETS, max(1, math.ceil(rows / (BUCKET_FILL * chunk_rows))))
     if buckets == 1 or sample.num_rows == 0:
-        return rows, row_bytes, sample.slice(0, 0)
-    ordered = sample.take(_sort_indices(sample, keys))
+        return sample.slice(0, 0)
+    ordered = sort_table(sample, keys)
     at = [int(ordered.num_rows * b / buckets) for b in range(1, buckets)]
-    return rows, row_bytes, ordered.take(pa.array(sorted(set(at)), pa.int64()))
+    return ordered.take(pa.array(sorted(set(at)), pa.int64()))
 
 
-def _sorted_and_cut(chunk: pa.Table, keys: list[SortKey], splitters: pa.Table) -> Iterator[tuple[int, pa.Table]]:
-    """The chunk's rows in order, as (bucket, rows) pieces: sorted together with the
-    splitters, a splitter after the rows equal to it, so the count of splitters before a
-    row is its bucket. A key so common that several splitters hold it (a skewed key) has its
-    rows dealt over those splitters' buckets: equal rows may go in any order, and every
-    bucket after the first of them starts with that key."""
-    if splitters.num_rows == 0:
-        yield 0, _sort(chunk, keys)
-        return
-    names = [k.column for k in keys]
-    both = pa.concat_tables([chunk.select(names).append_column(TAG, pa.array(np.zeros(chunk.num_rows, np.int8))),
-                             splitters.select(names).append_column(TAG, pa.array(np.ones(splitters.num_rows,
-                                                                                          np.int8)))],
-                            promote_options="permissive")
-    order = _sort_indices(both, keys, extra=[(TAG, "ascending")]).to_numpy()
-    tags = both.column(TAG).to_numpy()[order]
-    bucket_of = np.cumsum(tags)[tags == 0]
-    rows = order[tags == 0]
-    repeats = _repeats(splitters, names)
-    if repeats.max() > 1:  # rows equal to a repeated splitter: dealt over its buckets, round robin
-        nxt = np.minimum(bucket_of, splitters.num_rows - 1)
-        tied = (bucket_of < splitters.num_rows) & (repeats[nxt] > 1) & \
-            _rows_equal(chunk.select(names).take(pa.array(rows)), splitters.take(pa.array(nxt)), names)
-        spread = np.arange(rows.size) % np.maximum(repeats[nxt], 1)
-        bucket_of = np.where(tied, bucket_of + spread, bucket_of)
-        regroup = np.argsort(bucket_of, kind="stable")
-        rows, bucket_of = rows[regroup], bucket_of[regroup]
-    cuts = np.flatnonzero(np.diff(bucket_of)) + 1
-    for piece_rows, piece_buckets in zip(np.split(rows, cuts), np.split(bucket_of, cuts)):
-        if piece_rows.size:
-            yield int(piece_buckets[0]), chunk.take(pa.array(piece_rows))
-
-
-def _repeats(splitters: pa.Table, names: list[str]) -> np.ndarray:
-    """For each splitter, how many splitters from it on hold the same key (1: itself alone)."""
-    n = splitters.num_rows
-    same_as_next = np.zeros(n, bool)
-    if n > 1:
-        same_as_next[:-1] = _rows_equal(splitters.slice(0, n - 1), splitters.slice(1), names)
-    repeats = np.ones(n, np.int64)
-    for k in range(n - 2, -1, -1):
-        if same_as_next[k]:
-            repeats[k] = repeats[k + 1] + 1
-    return repeats
-
-
-def _rows_equal(a: pa.Table, b: pa.Table, names: list[str]) -> np.ndarray:
-    """Row by row, whether the keys are equal (NULL equal to NULL, as sorting places them)."""
-    equal = np.ones(a.num_rows, bool)
-    for name in names:
-        x, y = a.column(name), b.column(name)
-        same = pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
-        both_null = pc.and_(pc.is_null(x), pc.is_null(y)).to_numpy(zero_copy_only=False)
-        equal &= same | both_null
-    return equal
-
-
-def _sort_indices(table: pa.Table, keys: list[SortKey], extra: list[tuple[str, str]] | None = None) -> pa.Array:
-    sort_keys = [(k.column, "descending" if k.descending else "ascending", k.placement) for k in keys]
-    sort_keys += [(name, order, "at_end") for name, order in extra or []]
-    return pc.sort_indices(table, sort_keys=sort_keys)
-
-
-def _sort(table: pa.Table, keys: list[SortKey]) -> pa.Table:
-    return table.take(_sort_indices(table, keys))
-
-
-def _partition(batches: Iterator[pa.RecordBatch], keys: list[SortKey], splitters: pa.Table, spill: SpillDirectory,
-               report: SortReport, say: Callable[[str], None]) -> dict[int, Path]:
+def _partition(chunks: Iterator[pa.Table], sorter: HostChunkSorter | WordChunkSorter, spill: SpillDirectory,
+               report: SortReport, say: Callable[[str], None], check: Callable[[], None] | None,
+               times: StageTimes) -> dict[int, Path]:
     """Each chunk sorted and cut into its buckets' pieces, appended to the buckets' files."""
     writers: dict[int, tuple[Any, pa.NativeFile]] = {}
     paths: dict[int, Path] = {}
+
+    def counted(chunk: pa.Table) -> pa.Table:
+        report.rows += chunk.num_rows
+        report.input_bytes += chunk.nbytes
+        report.chunks += 1
+        return chunk
+
+    def append(pieces: list[Piece]) -> None:
+        for bucket, piece in pieces:
+            if bucket not in writers:
+                paths[bucket] = spill.file(f"bucket-{bucket:06d}.arrow")
+                writers[bucket] = _open_writer(paths[bucket], piece.schema, parquet=False)
+            writers[bucket][0].write_table(piece)
+            report.spilled_bytes += piece.nbytes
+            spill.bytes_written += piece.nbytes
+        if report.chunks % 16 == 0:
+            say(f"partition: {report.rows:,} rows in {report.chunks} chunks, {report.spilled_bytes:,} bytes spilled")
+
     try:
-        for batch in batches:
-            chunk = pa.Table.from_batches([batch])
-            report.rows += chunk.num_rows
-            report.input_bytes += chunk.nbytes
-            report.chunks += 1
-            for bucket, piece in _sorted_and_cut(chunk, keys, splitters):
-                if bucket not in writers:
-                    paths[bucket] = spill.file(f"bucket-{bucket:06d}.arrow")
-                    writers[bucket] = _open_writer(paths[bucket], piece.schema, parquet=False)
-                writers[bucket][0].write_table(piece)
-                report.spilled_bytes += piece.nbytes
-                spill.bytes_written += piece.nbytes
-            if report.chunks % 16 == 0:
-                say(f"partition: {report.rows:,} rows in {report.chunks} chunks, {report.spilled_bytes:,} bytes spilled")
+        run_stages((counted(c) for c in chunks), _named(sorter), append, depth=1, check=check, times=times)
     except OSError as e:
         raise spill.full(e) from e
     finally:
@@ -242,25 +223,46 @@ def _partition(batches: Iterator[pa.RecordBatch], keys: list[SortKey], splitters
     return paths
 
 
-def _merge(buckets: dict[int, Path], schema: pa.Schema, keys: list[SortKey], out: Path, budget: int,
-           spill: SpillDirectory, report: SortReport, say: Callable[[str], None]) -> None:
+def _named(sorter: HostChunkSorter | WordChunkSorter) -> list[tuple[str, Callable[[Any], Any]]]:
+    steps = sorter.steps()
+    names = ["sort"] if len(steps) == 1 else ["copy in", "sort", "copy out"]
+    return list(zip(names, steps))
+
+
+def _merge(buckets: dict[int, Path], schema: pa.Schema, keys: list[SortKey], xp: Any, out: Path, chunk_rows: int,
+           spill: SpillDirectory, report: SortReport, say: Callable[[str], None], check: Callable[[], None] | None,
+           times: StageTimes) -> None:
     """Each bucket in order, sorted, appended to the output (written under a temporary name,
-    renamed when whole)."""
+    renamed when whole). A bucket past twice a chunk (a key too common to deal, or a poor
+    sample) is sorted whole on the host and counted."""
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
     parquet = out.suffix.lower() == ".parquet"
     opened: tuple[Any, pa.NativeFile] | None = None
-    try:
-        for bucket in sorted(buckets):
-            with ipc.open_file(str(buckets[bucket])) as reader:
-                table = reader.read_all()
+    written = 0
+
+    def read(bucket: int) -> pa.Table | _SortedWhole:
+        with ipc.open_file(pa.memory_map(str(buckets[bucket]))) as reader:
+            table = reader.read_all()
+        buckets[bucket].unlink()
+        if table.num_rows > 2 * chunk_rows:
+            report.oversized_buckets += 1
+            return _SortedWhole(sort_table(table, keys))
+        return table
+
+    def write(pieces: list[Piece] | _SortedWhole) -> None:
+        nonlocal opened, written
+        for _bucket, piece in [(0, pieces.table)] if isinstance(pieces, _SortedWhole) else pieces:
             if opened is None:
-                opened = _open_writer(partial, table.schema, parquet)
-            if table.nbytes > budget:
-                report.oversized_buckets += 1  # a key that holds many rows: sorted whole, over the budget
-            opened[0].write_table(_sort(table, keys))
-            buckets[bucket].unlink()
-            say(f"merge: bucket {bucket + 1} of {report.buckets} written")
+                opened = _open_writer(partial, piece.schema, parquet)
+            opened[0].write_table(piece)
+        written += 1
+        if written % 16 == 0 or written == len(buckets):
+            say(f"merge: bucket {written} of {len(buckets)} written")
+
+    stages = [(name, _passing(step)) for name, step in _named(_sorter(keys, xp))]
+    try:
+        run_stages((read(b) for b in sorted(buckets)), stages, write, depth=1, check=check, times=times)
         if opened is None:  # no rows: an empty file of the input's schema
             opened = _open_writer(partial, schema, parquet)
         writer, sink = opened
@@ -274,6 +276,17 @@ def _merge(buckets: dict[int, Path], schema: pa.Schema, keys: list[SortKey], out
         if opened is not None:
             _close(*opened)
         partial.unlink(missing_ok=True)
+
+
+@dataclass
+class _SortedWhole:
+    """A bucket too large for a chunk, already sorted on the host: the sort steps pass it on."""
+
+    table: pa.Table
+
+
+def _passing(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda item: item if isinstance(item, _SortedWhole) else step(item)
 
 
 def _open_writer(path: Path, schema: pa.Schema, parquet: bool) -> tuple[Any, pa.NativeFile]:

@@ -1,0 +1,118 @@
+"""Chunks sorted and cut into buckets on the host with Arrow's sort: any key type (text
+included), the CPU backend's sorter and the GPU's for keys it cannot turn into words.
+
+A chunk is sorted together with the splitters (a splitter after the rows equal to it),
+which both orders the chunk and cuts it into buckets in one sort: the count of splitters
+before a row is its bucket. A key so common that several splitters hold it (a skewed key)
+has its rows dealt over those splitters' buckets: equal rows may go in any order, and every
+bucket after the first of them starts with that key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from penstock.exec.spill.sort_keys import SortKey
+
+TAG = "__penstock_splitter"
+
+Piece = tuple[int, pa.Table]  # (bucket, rows in order)
+
+
+class HostChunkSorter:
+    """Sorts with pyarrow; its pipeline is one step (the sort and cut)."""
+
+    device = "host"
+
+    def __init__(self, keys: list[SortKey], splitters: pa.Table | None = None):
+        self.keys = keys
+        self.splitters = splitters if splitters is not None and splitters.num_rows else None
+
+    def steps(self) -> list[Callable[[Any], Any]]:
+        return [self.sort_and_cut]
+
+    def sort_and_cut(self, chunk: pa.Table) -> list[Piece]:
+        return sorted_and_cut(chunk, self.keys, self.splitters)
+
+
+def sorted_and_cut(chunk: pa.Table, keys: list[SortKey], splitters: pa.Table | None) -> list[Piece]:
+    """The chunk's rows in order, as (bucket, rows) pieces."""
+    if splitters is None:
+        return [(0, sort_table(chunk, keys))]
+    names = [k.column for k in keys]
+    both = pa.concat_tables([chunk.select(names).append_column(TAG, pa.array(np.zeros(chunk.num_rows, np.int8))),
+                             splitters.select(names).append_column(TAG, pa.array(np.ones(splitters.num_rows,
+                                                                                          np.int8)))],
+                            promote_options="permissive")
+    order = sort_indices(both, keys, extra=[(TAG, "ascending")]).to_numpy()
+    tags = both.column(TAG).to_numpy()[order]
+    bucket_of = np.cumsum(tags)[tags == 0]
+    rows = order[tags == 0]
+    repeats = splitter_repeats(_rows_equal(splitters.slice(0, max(splitters.num_rows - 1, 0)), splitters.slice(1),
+                                           names))
+    if repeats.max() > 1:  # rows equal to a repeated splitter: dealt over its buckets, round robin
+        nxt = np.minimum(bucket_of, splitters.num_rows - 1)
+        tied = (bucket_of < splitters.num_rows) & (repeats[nxt] > 1) & \
+            _rows_equal(chunk.select(names).take(pa.array(rows)), splitters.take(pa.array(nxt)), names)
+        bucket_of, rows = deal(np, bucket_of, rows, tied, repeats[nxt])
+    cuts = np.flatnonzero(np.diff(bucket_of)) + 1
+    return [(int(b[0]), chunk.take(pa.array(r))) for r, b in zip(np.split(rows, cuts), np.split(bucket_of, cuts))
+            if r.size]
+
+
+def splitter_repeats(same_as_next: np.ndarray) -> np.ndarray:
+    """For each splitter, how many splitters from it on hold the same key (1: itself
+    alone), from whether each splitter equals the one after it."""
+    n = same_as_next.size + 1
+    repeats = np.ones(n, np.int64)
+    for k in range(n - 2, -1, -1):
+        if same_as_next[k]:
+            repeats[k] = repeats[k + 1] + 1
+    return repeats
+
+
+def deal(xp: Any, bucket_of: Any, rows: Any, tied: Any, repeats: Any) -> tuple[Any, Any]:
+    """Rows tied with a repeated splitter spread round robin over its buckets; then the
+    rows regrouped by bucket (stable: each bucket's rows stay in order)."""
+    spread = xp.arange(rows.size) % xp.maximum(repeats, 1)
+    bucket_of = xp.where(tied, bucket_of + spread, bucket_of)
+    regroup = xp.argsort(bucket_of, kind="stable")
+    return bucket_of[regroup], rows[regroup]
+
+
+def _rows_equal(a: pa.Table, b: pa.Table, names: list[str]) -> np.ndarray:
+    """Row by row, whether the keys are equal (NULL equal to NULL, as sorting places them)."""
+    equal = np.ones(a.num_rows, bool)
+    for name in names:
+        x, y = a.column(name), b.column(name)
+        same = pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
+        both_null = pc.and_(pc.is_null(x), pc.is_null(y)).to_numpy(zero_copy_only=False)
+        equal &= same | both_null
+    return equal
+
+
+def sort_indices(table: pa.Table, keys: list[SortKey], extra: list[tuple[str, str]] | None = None) -> pa.Array:
+    """Row order by `keys`. Arrow places NaN next to the NULLs; PostgreSQL above every
+    number: a float key is preceded by whether it is NaN, sorted the same way."""
+    columns: dict[str, Any] = {}
+    sort_keys: list[tuple[str, str, str]] = []
+    for i, key in enumerate(keys):
+        column = table.column(key.column)
+        order = "descending" if key.descending else "ascending"
+        if pa.types.is_floating(column.type):
+            columns[f"nan{i}"] = pc.is_nan(column)
+            sort_keys.append((f"nan{i}", order, key.placement))
+        columns[f"k{i}"] = column
+        sort_keys.append((f"k{i}", order, key.placement))
+    for name, order in extra or []:
+        columns[name] = table.column(name)
+        sort_keys.append((name, order, "at_end"))
+    return pc.sort_indices(pa.table(columns), sort_keys=sort_keys)
+
+
+def sort_table(table: pa.Table, keys: list[SortKey]) -> pa.Table:
+    return table.take(sort_indices(table, keys))
