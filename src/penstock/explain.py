@@ -146,5 +146,7 @@ def step_line(step: Any, sm: Any) -> str:
         text = f"Scalar subquery from buffer {step.buffer} -> ${step.slot}"
     if sm is not None:
         extra = sm.label.split(", ", 1)[1].rstrip(")") + "; " if ", direct map" in sm.label else ""
-        text += f"  [{extra}{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}; {sm.seconds * 1000:.2f} ms]"
+        spilled = f"; spilled {sm.spilled_disk_bytes:,} bytes to spill files" if sm.spilled_disk_bytes else ""
+        text += (f"  [{extra}{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}{spilled}; "
+                 f"{sm.seconds * 1000:.2f} ms]")
     return text

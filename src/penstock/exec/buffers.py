@@ -17,6 +17,8 @@ from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow, validity_bits
 from penstock.plan.types import DataType, Kind
 
+OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget
+
 
 class BufferStore:
     """The query's buffers. Steps that work on the host (sort, limit) leave their output as
@@ -72,6 +74,33 @@ class BufferStore:
 
     def device_bytes(self, buffer: int) -> int:
         return sum(c.nbytes for b in self.batches[buffer] for c in b.columns)
+
+    def total_bytes(self, buffer: int) -> int:
+        """The buffer's bytes wherever they are: device, host, spill files."""
+        held = self.off_device.held(buffer)
+        on_host = self.host[buffer].nbytes if buffer in self.host else 0
+        return self.device_bytes(buffer) + on_host + held.host_bytes + held.disk_bytes
+
+    def rows(self, buffer: int) -> int:
+        on_host = self.host[buffer].num_rows if buffer in self.host else 0
+        return sum(b.length for b in self.batches[buffer]) + on_host + self.off_device.held(buffer).rows
+
+    def each_table(self, buffer: int) -> Iterator[pa.Table]:
+        """All of the buffer's rows as host tables, one part at a time (columns c0, c1, ...):
+        a host table, or each device batch read back, then the parts held off the device."""
+        if buffer in self.host:
+            yield self.host[buffer]
+            return
+        for batch in self.batches[buffer]:
+            yield buffer_to_arrow(self.backend, [batch], self.types[buffer])
+        yield from self.off_device.tables(buffer)
+
+    def hold_within(self, buffer: int, device_share: int) -> tuple[int, str]:
+        """Move the buffer off the device once its device batches pass `device_share`
+        bytes; returns (bytes moved, tier), (0, '') when it stays."""
+        if self.device_bytes(buffer) <= device_share:
+            return 0, ""
+        return self.move_off_device(buffer)
 
     def arrow(self, buffer: int) -> pa.Table:
         """All of the buffer as an Arrow table (columns c0, c1, ...) on the host."""

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
@@ -33,6 +32,7 @@ from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.small_sorts import SmallSort, small_sorts
+from penstock.exec.sort_step import run_sort
 from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.io.column_cache import table_key
@@ -295,27 +295,13 @@ class Executor:
         elif isinstance(step, BuildHashTable):
             metrics.steps.append(build_join(be, step, compiled, ctx, started))
         elif isinstance(step, SortBuffer):
-            self.sort(step, store, metrics, started)
+            metrics.steps.append(run_sort(step, store, be, ctx.memory_limit, ctx.check))
         elif isinstance(step, LimitBuffer):
             self.limit(step, store, metrics, started)
         elif isinstance(step, EvalSubquery):
             ctx.runtime[step.slot] = self.subquery_value(step, store)
 
     # -- breakers on whole buffers (host side, through Arrow) --------------------------------
-    def sort(self, step: SortBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
-        table = store.arrow(step.source)
-        where = "host"
-        keys = step.total_order(table.num_columns)
-        if store.sorted_by.get(step.source) == keys:  # the device sorted it before the read-back
-            out = table if step.limit is None else table.slice(0, step.limit)
-            where = f"{self.backend.describe()}, sorted before the read-back"
-        else:
-            order = sort_indices(table, keys)
-            out = table.take(order if step.limit is None else order.slice(0, step.limit))
-        store.put_host(step.target, out)
-        metrics.steps.append(StepMetrics("sort" + (f" (top {step.limit})" if step.limit is not None else ""),
-                                         where, table.num_rows, out.num_rows, time.perf_counter() - started))
-
     def limit(self, step: LimitBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
         table = store.arrow(step.source)
         count = table.num_rows - step.offset if step.count is None else step.count
@@ -339,31 +325,6 @@ class Executor:
         if step.type.kind is Kind.TIMESTAMP:
             return value.cast(pa.int64()).as_py(), False
         return value.as_py(), False
-
-
-def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> Any:
-    """Row order for ORDER BY with per-key direction and NULLS FIRST/LAST (stable).
-
-    Text compares by bytes (C collation). NaN sorts above every number, as in PostgreSQL:
-    Arrow places NaN next to the NULLs instead, so a float key is preceded by a key that
-    is true for NaN (NULL for NULL), sorted the same way. Returns an Arrow array: `take`
-    with it is much cheaper than with a numpy array, and a one-chunk table sorts faster as
-    a record batch (small results are one chunk).
-    """
-    columns: list[Any] = []
-    sort_keys: list[tuple[str, str, str]] = []
-    for c, asc, first in keys:
-        column = table.column(c)
-        order, nulls = "ascending" if asc else "descending", "at_start" if first else "at_end"
-        if pa.types.is_floating(column.type):
-            sort_keys.append((f"k{len(columns)}", order, nulls))
-            columns.append(pc.is_nan(column))
-        sort_keys.append((f"k{len(columns)}", order, nulls))
-        columns.append(column)
-    named = pa.table(columns, names=[f"k{i}" for i in range(len(columns))]) if columns else table
-    if named.num_columns and all(c.num_chunks == 1 for c in named.columns):
-        named = named.to_batches()[0]
-    return pc.sort_indices(named, sort_keys=sort_keys)
 
 
 def _forget(plan_ref: weakref.ref[Any], graph_ref: weakref.ref[Any]) -> bool:

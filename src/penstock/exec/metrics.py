@@ -79,6 +79,7 @@ class StepMetrics:
     rows_in: int = 0
     rows_out: int = 0
     seconds: float = 0.0
+    spilled_disk_bytes: int = 0  # written to spill files (an ORDER BY past memory)
 
 
 @dataclass

@@ -33,7 +33,6 @@ FIRST_SPLIT = 4  # without a budget to size from, the first split's partitions
 MAX_SPLIT = 256  # partitions one failed pass splits into
 OVERFULL = 1.5  # the groups a stopped table had seen, for each it held
 FILL = 0.8  # of the entries a partition's table may hold at its share, the most split_ways plans for
-OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget
 
 
 def split_ways(error: TableTooLarge, budget: int | None) -> tuple[int, int]:
@@ -95,12 +94,7 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
         widest = max(widest, mask + 1)
         groups += runner.emit_groups(sink, agg, whole=False)
         del agg  # its tables go back to the pool before the next pass
-        if budget is not None and ctx.store.device_bytes(sink.buffer) > budget // OUTPUT_SHARE:
-            moved, tier = ctx.store.move_off_device(sink.buffer)
-            if tier == "host":
-                metrics.spilled_host_bytes += moved
-            else:
-                metrics.spilled_disk_bytes += moved
+        runner.hold_output(sink.buffer)
     runner.count_rows = True
     metrics.groups = groups
     metrics.partitions = passes

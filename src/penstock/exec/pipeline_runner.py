@@ -15,7 +15,7 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate_pipeline import AggregateRunning
 from penstock.exec.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
-from penstock.exec.buffers import BufferStore, arrow_to_batch, concat
+from penstock.exec.buffers import OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
 from penstock.exec.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
 from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
@@ -274,10 +274,23 @@ class PipelineRunner(AggregateRunning):
                               status=self.fresh_status(state.status_words))
             if out.length:
                 self.ctx.store.add(sink.buffer, out)
+                self.hold_output(sink.buffer)
             written += out.length
             self.bind_context.batch_start += batch.length
             if sink.limit is not None and written >= sink.limit:
                 break
+
+    def hold_output(self, buffer: int) -> None:
+        """The buffer's device batches move to host memory (then spill files) once they pass
+        OUTPUT_SHARE of the memory budget (a result or an ORDER BY's input past memory)."""
+        budget = self.ctx.memory_limit or getattr(self.be, "total_memory", None)
+        if budget is None:
+            return
+        moved, tier = self.ctx.store.hold_within(buffer, budget // OUTPUT_SHARE)
+        if tier == "host":
+            self.metrics.spilled_host_bytes += moved
+        elif tier == "disk":
+            self.metrics.spilled_disk_bytes += moved
 
     def enter_table_rows(self, state: MaterializeState, fill: DirectFill) -> None:
         """One launch over the cached table that only fills the direct map; its status is

@@ -114,7 +114,7 @@ def test_the_whole_sort_with_words(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     CuPy), under a budget that makes many chunks and buckets and a skewed key."""
     source = tmp_path / "mixed.parquet"
     pq.write_table(mixed(60_000, seed=3), source, row_group_size=4_000)
-    monkeypatch.setattr(external_sort, "_device_arrays", lambda *_args: np)
+    monkeypatch.setattr(external_sort, "device_arrays", lambda *_args: np)
     out = tmp_path / "sorted.parquet"
     report = sort_files(source, parse_keys(by), out, memory_limit=1 << 20, host_memory_limit=1 << 20,
                         spill_dir=tmp_path / "spill")

@@ -80,7 +80,6 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
     host memory). `host_memory_limit`: host memory for the rows in flight on the GPU path
     (default twice memory_limit). `check` is called between chunks (a cancel raises there)."""
     started = time.perf_counter()
-    say = progress or (lambda _text: None)
     location = os.fspath(source)
     files = list_files(location)
     fmt = guess_format(files, location)
@@ -89,33 +88,37 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
     if missing:
         raise QueryError(f"column \"{missing[0]}\" does not exist in {location}", UNDEFINED_COLUMN)
     report = SortReport()
-    xp = _device_arrays(device, dataset.schema, keys, report)
-    budget = max(int(memory_limit), 1 << 16)
-    host_budget = max(int(host_memory_limit or 2 * budget), 1 << 16) if xp is not None else budget
-    report.host_budget = host_budget
+    xp = device_arrays(device, dataset.schema, keys, report)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    opened: tuple[Any, pa.NativeFile] | None = None
     with SpillDirectory(spill_dir) as spill:
-        tick = time.perf_counter()
-        rows, row_bytes, sample = _sample(dataset, keys)
-        chunk_rows = _chunk_rows(budget, host_budget, row_bytes, len(keys), xp is not None)
-        splitters = _splitters(sample, keys, rows, chunk_rows)
-        report.phases["sample"] = time.perf_counter() - tick
-        report.buckets = splitters.num_rows + 1
-        say(f"sample: {rows:,} rows, about {row_bytes:.0f} bytes a row; chunks of {chunk_rows:,} rows sorted on "
-            f"the {report.device}; {report.buckets} buckets")
-        times = StageTimes()
-        tick = time.perf_counter()
-        chunks = (pa.Table.from_batches([b]) for b in dataset.to_batches(batch_size=chunk_rows) if b.num_rows)
-        buckets = _partition(chunks, _sorter(keys, xp, splitters), spill, report, say, check, times)
-        report.phases["partition"] = time.perf_counter() - tick
-        tick = time.perf_counter()
-        _merge(buckets, dataset.schema, keys, xp, Path(out), chunk_rows, spill, report, say, check, times)
-        report.phases["merge"] = time.perf_counter() - tick
-        report.stage_seconds = times.busy
+        job = SortJob(keys, xp, memory_limit, host_memory_limit, spill, report, progress, check)
+        try:
+            opened = _open_writer(partial, dataset.schema, out.suffix.lower() == ".parquet")
+            tick = time.perf_counter()
+            rows, row_bytes, sample = _sample(dataset, keys)
+            report.phases["sample"] = time.perf_counter() - tick
+            job.run(lambda chunk_rows: (pa.Table.from_batches([b])
+                                        for b in dataset.to_batches(batch_size=chunk_rows) if b.num_rows),
+                    rows, row_bytes, sample, opened[0].write_table)
+            writer, sink = opened
+            opened = None
+            writer.close()
+            sink.close()
+            os.replace(partial, out)
+        except OSError as e:
+            raise spill.full(e) from e
+        finally:
+            if opened is not None:
+                _close(*opened)
+            partial.unlink(missing_ok=True)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _device_arrays(device: str, schema: pa.Schema, keys: list[SortKey], report: SortReport) -> Any:
+def device_arrays(device: str, schema: pa.Schema, keys: list[SortKey], report: SortReport) -> Any:
     """CuPy where chunks sort on the GPU, else None (Arrow's sort on the host)."""
     if device == "cpu":
         return None
@@ -134,8 +137,118 @@ def _device_arrays(device: str, schema: pa.Schema, keys: list[SortKey], report: 
     return cupy
 
 
+class SortJob:
+    """One out-of-core sort: its keys, sorter, budgets, spill directory and report. `run`
+    takes the input as chunks (read again for the partition pass) and hands the sorted rows
+    to `emit` in order."""
+
+    def __init__(self, keys: list[SortKey], xp: Any, memory_limit: int, host_memory_limit: int | None,
+                 spill: SpillDirectory, report: SortReport, progress: Callable[[str], None] | None = None,
+                 check: Callable[[], None] | None = None):
+        self.keys, self.xp, self.spill, self.report, self.check = keys, xp, spill, report, check
+        self.say = progress or (lambda _text: None)
+        self.budget = max(int(memory_limit), 1 << 16)
+        self.host_budget = max(int(host_memory_limit or 2 * self.budget), 1 << 16) if xp is not None else self.budget
+        report.host_budget = self.host_budget
+        self.times = StageTimes()
+        self.chunk_rows = 0
+
+    def run(self, chunks: Callable[[int], Iterator[pa.Table]], rows: int, row_bytes: float, sample: pa.Table,
+            emit: Callable[[pa.Table], None]) -> None:
+        report = self.report
+        self.chunk_rows = _chunk_rows(self.budget, self.host_budget, row_bytes, len(self.keys), self.xp is not None)
+        splitters = _splitters(sample, self.keys, rows, self.chunk_rows)
+        report.buckets = splitters.num_rows + 1
+        self.say(f"sample: {rows:,} rows, about {row_bytes:.0f} bytes a row; chunks of {self.chunk_rows:,} rows "
+                 f"sorted on the {report.device}; {report.buckets} buckets")
+        tick = time.perf_counter()
+        try:
+            buckets = self.partition(chunks(self.chunk_rows), splitters)
+            report.phases["partition"] = time.perf_counter() - tick
+            tick = time.perf_counter()
+            self.merge(buckets, emit)
+        except OSError as e:
+            raise self.spill.full(e) from e
+        report.phases["merge"] = time.perf_counter() - tick
+        report.stage_seconds = self.times.busy
+
+    def partition(self, chunks: Iterator[pa.Table], splitters: pa.Table) -> dict[int, Path]:
+        """Each chunk sorted and cut into its buckets' pieces, appended to the buckets' files."""
+        report, spill = self.report, self.spill
+        writers: dict[int, tuple[Any, pa.NativeFile]] = {}
+        paths: dict[int, Path] = {}
+
+        def counted(chunk: pa.Table) -> pa.Table:
+            report.rows += chunk.num_rows
+            report.input_bytes += chunk.nbytes
+            report.chunks += 1
+            return chunk
+
+        def append(pieces: list[Piece]) -> None:
+            for bucket, piece in pieces:
+                if bucket not in writers:
+                    paths[bucket] = spill.file(f"bucket-{bucket:06d}.arrow")
+                    writers[bucket] = _open_writer(paths[bucket], piece.schema, parquet=False)
+                writers[bucket][0].write_table(piece)
+                report.spilled_bytes += piece.nbytes
+                spill.bytes_written += piece.nbytes
+            if report.chunks % 16 == 0:
+                self.say(f"partition: {report.rows:,} rows in {report.chunks} chunks, {report.spilled_bytes:,} bytes "
+                         f"spilled")
+
+        try:
+            run_stages((counted(c) for c in chunks), _named(_sorter(self.keys, self.xp, splitters)), append, depth=1,
+                       check=self.check, times=self.times)
+        finally:
+            for writer, sink in writers.values():
+                _close(writer, sink)
+        return paths
+
+    def merge(self, buckets: dict[int, Path], emit: Callable[[pa.Table], None]) -> None:
+        """Each bucket in order, sorted, handed to `emit`. A bucket past twice a chunk (a key
+        too common to deal, or a poor sample) is sorted whole on the host and counted."""
+        written = 0
+
+        def read(bucket: int) -> pa.Table | _SortedWhole:
+            with ipc.open_file(pa.memory_map(str(buckets[bucket]))) as reader:
+                table = reader.read_all()
+            buckets[bucket].unlink()
+            if table.num_rows > 2 * self.chunk_rows:
+                self.report.oversized_buckets += 1
+                return _SortedWhole(sort_table(table, self.keys))
+            return table
+
+        def write(pieces: list[Piece] | _SortedWhole) -> None:
+            nonlocal written
+            for _bucket, piece in [(0, pieces.table)] if isinstance(pieces, _SortedWhole) else pieces:
+                emit(piece)
+            written += 1
+            if written % 16 == 0 or written == len(buckets):
+                self.say(f"merge: bucket {written} of {len(buckets)} written")
+
+        stages = [(name, _passing(step)) for name, step in _named(_sorter(self.keys, self.xp))]
+        run_stages((read(b) for b in sorted(buckets)), stages, write, depth=1, check=self.check, times=self.times)
+
+
 def _sorter(keys: list[SortKey], xp: Any, splitters: pa.Table | None = None) -> HostChunkSorter | WordChunkSorter:
     return HostChunkSorter(keys, splitters) if xp is None else WordChunkSorter(keys, xp, splitters)
+
+
+def _named(sorter: HostChunkSorter | WordChunkSorter) -> list[tuple[str, Callable[[Any], Any]]]:
+    steps = sorter.steps()
+    names = ["sort"] if len(steps) == 1 else ["copy in", "sort", "copy out"]
+    return list(zip(names, steps))
+
+
+@dataclass
+class _SortedWhole:
+    """A bucket too large for a chunk, already sorted on the host: the sort steps pass it on."""
+
+    table: pa.Table
+
+
+def _passing(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda item: item if isinstance(item, _SortedWhole) else step(item)
 
 
 def _chunk_rows(budget: int, host_budget: int, row_bytes: float, key_count: int, on_device: bool) -> int:
@@ -152,7 +265,7 @@ def _chunk_rows(budget: int, host_budget: int, row_bytes: float, key_count: int,
 
 def _sample(dataset: ds.Dataset, keys: list[SortKey]) -> tuple[int, float, pa.Table]:
     """(rows, bytes a row, a sample of the keys): the key columns of SAMPLE_GROUPS row
-    groups spread over the input (Parquet), else of all of it, every k-th row kept."""
+    groups spread over the input (Parquet), else of all of it."""
     names = [k.column for k in keys]
     rows = dataset.count_rows()
     fragments = list(dataset.get_fragments())
@@ -164,19 +277,22 @@ def _sample(dataset: ds.Dataset, keys: list[SortKey]) -> tuple[int, float, pa.Ta
         scanned = sum(g.count_rows() for g in groups)
     else:
         parts, scanned = dataset.to_batches(columns=names), rows
-    step = max(1, scanned // SAMPLE_ROWS)
+    head = dataset.head(min(rows, 1000))
+    row_bytes = head.nbytes / max(head.num_rows, 1) if head.num_rows else 1.0
+    return rows, row_bytes, sample_keys(parts, scanned, pa.schema([dataset.schema.field(n) for n in names]))
+
+
+def sample_keys(parts: Iterator[pa.Table | pa.RecordBatch], rows: int, schema: pa.Schema) -> pa.Table:
+    """About SAMPLE_ROWS rows of `parts` (holding `rows` rows in all): every k-th row."""
+    step = max(1, rows // SAMPLE_ROWS)
     kept, seen = [], 0
     for part in parts:
         start = (-seen) % step
         if start < part.num_rows:
-            kept.append(pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part)
-            kept[-1] = kept[-1].take(pa.array(np.arange(start, part.num_rows, step)))
+            table = pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part
+            kept.append(table.select(schema.names).take(pa.array(np.arange(start, part.num_rows, step))))
         seen += part.num_rows
-    schema = pa.schema([dataset.schema.field(n) for n in names])
-    sample = pa.concat_tables(kept) if kept else schema.empty_table()
-    head = dataset.head(min(rows, 1000))
-    row_bytes = head.nbytes / max(head.num_rows, 1) if head.num_rows else 1.0
-    return rows, row_bytes, sample
+    return pa.concat_tables(kept) if kept else schema.empty_table()
 
 
 def _splitters(sample: pa.Table, keys: list[SortKey], rows: int, chunk_rows: int) -> pa.Table:
@@ -187,106 +303,6 @@ def _splitters(sample: pa.Table, keys: list[SortKey], rows: int, chunk_rows: int
     ordered = sort_table(sample, keys)
     at = [int(ordered.num_rows * b / buckets) for b in range(1, buckets)]
     return ordered.take(pa.array(sorted(set(at)), pa.int64()))
-
-
-def _partition(chunks: Iterator[pa.Table], sorter: HostChunkSorter | WordChunkSorter, spill: SpillDirectory,
-               report: SortReport, say: Callable[[str], None], check: Callable[[], None] | None,
-               times: StageTimes) -> dict[int, Path]:
-    """Each chunk sorted and cut into its buckets' pieces, appended to the buckets' files."""
-    writers: dict[int, tuple[Any, pa.NativeFile]] = {}
-    paths: dict[int, Path] = {}
-
-    def counted(chunk: pa.Table) -> pa.Table:
-        report.rows += chunk.num_rows
-        report.input_bytes += chunk.nbytes
-        report.chunks += 1
-        return chunk
-
-    def append(pieces: list[Piece]) -> None:
-        for bucket, piece in pieces:
-            if bucket not in writers:
-                paths[bucket] = spill.file(f"bucket-{bucket:06d}.arrow")
-                writers[bucket] = _open_writer(paths[bucket], piece.schema, parquet=False)
-            writers[bucket][0].write_table(piece)
-            report.spilled_bytes += piece.nbytes
-            spill.bytes_written += piece.nbytes
-        if report.chunks % 16 == 0:
-            say(f"partition: {report.rows:,} rows in {report.chunks} chunks, {report.spilled_bytes:,} bytes spilled")
-
-    try:
-        run_stages((counted(c) for c in chunks), _named(sorter), append, depth=1, check=check, times=times)
-    except OSError as e:
-        raise spill.full(e) from e
-    finally:
-        for writer, sink in writers.values():
-            _close(writer, sink)
-    return paths
-
-
-def _named(sorter: HostChunkSorter | WordChunkSorter) -> list[tuple[str, Callable[[Any], Any]]]:
-    steps = sorter.steps()
-    names = ["sort"] if len(steps) == 1 else ["copy in", "sort", "copy out"]
-    return list(zip(names, steps))
-
-
-def _merge(buckets: dict[int, Path], schema: pa.Schema, keys: list[SortKey], xp: Any, out: Path, chunk_rows: int,
-           spill: SpillDirectory, report: SortReport, say: Callable[[str], None], check: Callable[[], None] | None,
-           times: StageTimes) -> None:
-    """Each bucket in order, sorted, appended to the output (written under a temporary name,
-    renamed when whole). A bucket past twice a chunk (a key too common to deal, or a poor
-    sample) is sorted whole on the host and counted."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    parquet = out.suffix.lower() == ".parquet"
-    opened: tuple[Any, pa.NativeFile] | None = None
-    written = 0
-
-    def read(bucket: int) -> pa.Table | _SortedWhole:
-        with ipc.open_file(pa.memory_map(str(buckets[bucket]))) as reader:
-            table = reader.read_all()
-        buckets[bucket].unlink()
-        if table.num_rows > 2 * chunk_rows:
-            report.oversized_buckets += 1
-            return _SortedWhole(sort_table(table, keys))
-        return table
-
-    def write(pieces: list[Piece] | _SortedWhole) -> None:
-        nonlocal opened, written
-        for _bucket, piece in [(0, pieces.table)] if isinstance(pieces, _SortedWhole) else pieces:
-            if opened is None:
-                opened = _open_writer(partial, piece.schema, parquet)
-            opened[0].write_table(piece)
-        written += 1
-        if written % 16 == 0 or written == len(buckets):
-            say(f"merge: bucket {written} of {len(buckets)} written")
-
-    stages = [(name, _passing(step)) for name, step in _named(_sorter(keys, xp))]
-    try:
-        run_stages((read(b) for b in sorted(buckets)), stages, write, depth=1, check=check, times=times)
-        if opened is None:  # no rows: an empty file of the input's schema
-            opened = _open_writer(partial, schema, parquet)
-        writer, sink = opened
-        opened = None
-        writer.close()
-        sink.close()
-        os.replace(partial, out)
-    except OSError as e:
-        raise spill.full(e) from e
-    finally:
-        if opened is not None:
-            _close(*opened)
-        partial.unlink(missing_ok=True)
-
-
-@dataclass
-class _SortedWhole:
-    """A bucket too large for a chunk, already sorted on the host: the sort steps pass it on."""
-
-    table: pa.Table
-
-
-def _passing(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda item: item if isinstance(item, _SortedWhole) else step(item)
 
 
 def _open_writer(path: Path, schema: pa.Schema, parquet: bool) -> tuple[Any, pa.NativeFile]:

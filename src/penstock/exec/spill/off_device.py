@@ -26,6 +26,8 @@ class OffDevice:
 
     parts: list[pa.Table | Path] = field(default_factory=list)
     host_bytes: int = 0
+    disk_bytes: int = 0  # the Arrow bytes of the parts in spill files
+    rows: int = 0
 
     def tables(self) -> Iterator[pa.Table]:
         for part in self.parts:
@@ -57,11 +59,13 @@ class OffDeviceStore:
         'disk')."""
         held = self.buffers.setdefault(buffer, OffDevice())
         size = table.nbytes
+        held.rows += table.num_rows
         if self.host_memory_limit is None or self.host_bytes() + size <= self.host_memory_limit:
             held.parts.append(table)
             held.host_bytes += size
             return "host"
         held.parts.append(self.write(table))
+        held.disk_bytes += size
         return "disk"
 
     def write(self, table: pa.Table) -> Path:
@@ -76,6 +80,9 @@ class OffDeviceStore:
             raise self.directory.full(e) from e
         self.directory.bytes_written += table.nbytes
         return path
+
+    def held(self, buffer: int) -> OffDevice:
+        return self.buffers.get(buffer) or OffDevice()
 
     def tables(self, buffer: int) -> Iterator[pa.Table]:
         held = self.buffers.get(buffer)
