@@ -2,6 +2,9 @@
 # Run on the GPU machine (through the device tool): unpack the carried packages, check the
 # environment, run `pytest -m gpu`, and optionally a benchmark. Logs go to $OUT.
 #   scripts/gpu-suite.sh [pytest args...]      e.g. scripts/gpu-suite.sh -x tests/differential
+# SUITE_SECONDS (default 540) bounds pytest, so that the summary still prints when the device
+# call's limit comes first; -v logs every test's outcome as it ends, so failures are named
+# even in a run cut short.
 set -uo pipefail
 source "$(dirname "$0")/device-env.sh"
 {
@@ -11,4 +14,7 @@ source "$(dirname "$0")/device-env.sh"
   which g++ && g++ --version | head -1
   nproc; free -g | head -2
 } 2>&1 | tee "$OUT/env.txt"
-python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 "$@" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -60
+timeout "${SUITE_SECONDS:-540}" python3 -m pytest -m gpu -v -rfEX -p no:cacheprovider -n 8 "$@" \
+  > "$OUT/pytest-gpu.txt" 2>&1
+echo "pytest exit: $?"
+grep -E "FAILED|ERROR|XPASS|XFAIL| passed| failed" "$OUT/pytest-gpu.txt" | grep -v " PASSED " | tail -60
