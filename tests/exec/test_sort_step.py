@@ -77,11 +77,12 @@ def test_order_by_past_memory_matches_duckdb(setup: Any, order_by: str, keys: li
     assert not spill.exists() or list(spill.iterdir()) == []
 
 
-@pytest.mark.parametrize("tail", ["LIMIT 10 OFFSET 5", "LIMIT 60000"])
-def test_order_by_limit_past_memory(setup: Any, tail: str) -> None:
-    """A small LIMIT keeps a running top-k over the parts; a large one sorts out of core
-    and keeps the first rows."""
+@pytest.mark.parametrize("tail", ["LIMIT 10 OFFSET 5", "LIMIT {third}"])
+def test_order_by_limit_past_memory(setup: Any, device: str, tail: str) -> None:
+    """A small LIMIT keeps a running top-k over the parts; a large one (a third of the rows,
+    past an eighth of the host budget) sorts out of core and keeps the first rows."""
     db, path, spill = setup
+    tail = tail.format(third=ROWS[device] // 3)
     sql = f"SELECT k, payload FROM e ORDER BY k DESC, payload {tail}"
     plan = db.explain(sql, analyze=True)
     assert ("top-k" in plan) if tail.startswith("LIMIT 10 ") else ("out of core" in plan), plan
