@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -33,12 +34,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 
 from penstock.errors import UNDEFINED_COLUMN, PenstockError, QueryError
 from penstock.exec.spill.chunk_sort_host import HostChunkSorter, Piece, sort_table
 from penstock.exec.spill.chunk_sort_words import WordChunkSorter, word_sortable
 from penstock.exec.spill.directory import SpillDirectory
+from penstock.exec.spill.sort_files_io import OutputFile, close_quietly, input_compression, open_writer
 from penstock.exec.spill.sort_keys import SortKey, parse_keys
 from penstock.exec.spill.stages import StageTimes, run_stages
 from penstock.io.tables import guess_format, list_files
@@ -50,6 +51,7 @@ SAMPLE_GROUPS = 32  # Parquet row groups read for the sample, spread over the in
 MAX_BUCKETS = 800  # each bucket holds an open file while the input is partitioned
 BUCKET_FILL = 0.7  # a bucket's expected rows, as a share of a chunk (the sample is not exact)
 HOST_CHUNKS = 8  # chunks in host memory at once: queued, in each stage, being written
+WRITERS = 4  # threads writing a chunk's pieces into their bucket files
 DEVICE_CHUNKS = 3  # chunks on the GPU at once: copying in, sorting, copying out
 
 
@@ -72,13 +74,15 @@ class SortReport:
 def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | os.PathLike[str],
                memory_limit: int = 1 << 30, spill_dir: str | os.PathLike[str] | None = None,
                progress: Callable[[str], None] | None = None, device: str = "cpu",
-               host_memory_limit: int | None = None, check: Callable[[], None] | None = None) -> SortReport:
+               host_memory_limit: int | None = None, check: Callable[[], None] | None = None,
+               compression: str | None = None) -> SortReport:
     """Sort the table at `source` (a file, directory or glob of Parquet, Arrow IPC or CSV)
     by `keys` into `out` (.parquet, else Arrow IPC).
 
     `memory_limit`: the sorting device's working memory (the GPU's under device='gpu', else
     host memory). `host_memory_limit`: host memory for the rows in flight on the GPU path
-    (default twice memory_limit). `check` is called between chunks (a cancel raises there)."""
+    (default twice memory_limit). `check` is called between chunks (a cancel raises there).
+    `compression`: the Parquet output's codec (default: the input's)."""
     started = time.perf_counter()
     location = os.fspath(source)
     files = list_files(location)
@@ -89,31 +93,21 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
         raise QueryError(f"column \"{missing[0]}\" does not exist in {location}", UNDEFINED_COLUMN)
     report = SortReport()
     xp = device_arrays(device, dataset.schema, keys, report)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    opened: tuple[Any, pa.NativeFile] | None = None
+    output = OutputFile(Path(out), dataset.schema, compression or input_compression(files, fmt))
     with SpillDirectory(spill_dir) as spill:
         job = SortJob(keys, xp, memory_limit, host_memory_limit, spill, report, progress, check)
         try:
-            opened = _open_writer(partial, dataset.schema, out.suffix.lower() == ".parquet")
             tick = time.perf_counter()
             rows, row_bytes, sample = _sample(dataset, keys)
             report.phases["sample"] = time.perf_counter() - tick
             job.run(lambda chunk_rows: (pa.Table.from_batches([b])
                                         for b in dataset.to_batches(batch_size=chunk_rows) if b.num_rows),
-                    rows, row_bytes, sample, opened[0].write_table)
-            writer, sink = opened
-            opened = None
-            writer.close()
-            sink.close()
-            os.replace(partial, out)
+                    rows, row_bytes, sample, output.write)
+            output.finish()
         except OSError as e:
             raise spill.full(e) from e
         finally:
-            if opened is not None:
-                _close(*opened)
-            partial.unlink(missing_ok=True)
+            output.discard()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -188,20 +182,24 @@ class SortJob:
             for bucket, piece in pieces:
                 if bucket not in writers:
                     paths[bucket] = spill.file(f"bucket-{bucket:06d}.arrow")
-                    writers[bucket] = _open_writer(paths[bucket], piece.schema, parquet=False)
-                writers[bucket][0].write_table(piece)
+                    writers[bucket] = open_writer(paths[bucket], piece.schema, parquet=False)
                 report.spilled_bytes += piece.nbytes
                 spill.bytes_written += piece.nbytes
+            # a chunk's pieces go to different files: written side by side
+            for done in [pool.submit(writers[bucket][0].write_table, piece) for bucket, piece in pieces]:
+                done.result()
             if report.chunks % 16 == 0:
                 self.say(f"partition: {report.rows:,} rows in {report.chunks} chunks, {report.spilled_bytes:,} bytes "
                          f"spilled")
 
+        pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="penstock-bucket-writer")
         try:
             run_stages((counted(c) for c in chunks), _named(_sorter(self.keys, self.xp, splitters)), append, depth=1,
                        check=self.check, times=self.times)
         finally:
+            pool.shutdown(wait=True)
             for writer, sink in writers.values():
-                _close(writer, sink)
+                close_quietly(writer, sink)
         return paths
 
     def merge(self, buckets: dict[int, Path], emit: Callable[[pa.Table], None]) -> None:
@@ -303,24 +301,3 @@ def _splitters(sample: pa.Table, keys: list[SortKey], rows: int, chunk_rows: int
     ordered = sort_table(sample, keys)
     at = [int(ordered.num_rows * b / buckets) for b in range(1, buckets)]
     return ordered.take(pa.array(sorted(set(at)), pa.int64()))
-
-
-def _open_writer(path: Path, schema: pa.Schema, parquet: bool) -> tuple[Any, pa.NativeFile]:
-    """A Parquet or Arrow IPC writer over a file this module opens itself, so that it can
-    close the file when the writer cannot (_close)."""
-    sink = pa.OSFile(str(path), "wb")
-    return (pq.ParquetWriter(sink, schema) if parquet else ipc.new_file(sink, schema)), sink
-
-
-def _close(writer: Any, sink: pa.NativeFile) -> None:
-    """After a failure: a writer's footer may not fit the full disk, and its close then
-    fails before it closes its file. The file is closed all the same: an open file keeps its
-    space, and its filesystem busy, after it is deleted, until the process lets it go."""
-    try:
-        writer.close()
-    except OSError:
-        pass
-    try:
-        sink.close()
-    except OSError:
-        pass
