@@ -35,6 +35,7 @@ from penstock.plan.rel import JoinKind
 # as several launches over row ranges. Staged kernels queue row offsets within a launch in 32
 # bits (kernels/tiles.h).
 LAUNCH_ROWS = 1 << 31
+READ_SHARE = 4  # batches read ahead under a memory budget wait within this share of it
 
 
 @dataclass
@@ -138,7 +139,7 @@ class PipelineRunner(AggregateRunning):
                 yield cached
                 return
             reader = self.ctx.open_table(source.table)
-            yield from prefetch(lambda: self.read_table(reader, source))
+            yield from prefetch(lambda: self.read_table(reader, source), **self.read_ahead_limit())
         elif isinstance(source, BufferSource):
             yield from self.ctx.store.each_batch(source.buffer)
         elif isinstance(source, ValuesSource):
@@ -154,7 +155,7 @@ class PipelineRunner(AggregateRunning):
         source = self.p.source
         assert isinstance(source, TableSource)
         reader = self.ctx.open_table(source.table)
-        self.early = ReadAhead(lambda: self.read_table(reader, source))
+        self.early = ReadAhead(lambda: self.read_table(reader, source), **self.read_ahead_limit())
 
     def stop_reading(self) -> None:
         if self.early is not None:
@@ -280,6 +281,12 @@ class PipelineRunner(AggregateRunning):
             if sink.limit is not None and written >= sink.limit:
                 break
 
+    def read_ahead_limit(self) -> dict[str, Any]:
+        """Under a memory budget, batches read ahead wait within READ_SHARE of it."""
+        if self.ctx.memory_limit is None:
+            return {}
+        return {"byte_limit": self.ctx.memory_limit // READ_SHARE, "size_of": batch_bytes}
+
     def hold_output(self, buffer: int) -> None:
         """The buffer's device batches move to host memory (then spill files) once they pass
         OUTPUT_SHARE of the memory budget (a result or an ORDER BY's input past memory)."""
@@ -303,6 +310,10 @@ class PipelineRunner(AggregateRunning):
         self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.p.id,  # type: ignore[union-attr]
                                                   self.status, self.metrics, self.n_counters,
                                                   self.p.label or f"pipeline {self.p.id}"))
+
+
+def batch_bytes(batch: Batch) -> int:
+    return sum(c.nbytes for c in batch.columns)
 
 
 def build_batch(be: Backend, store: BufferStore, buffer: int) -> Batch:

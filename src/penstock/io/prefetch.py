@@ -32,11 +32,18 @@ class ReadAhead(Generic[T]):
     A producer that hands items over as it makes them (a query writing its result, see
     penstock/streaming.py) is given as `pushes`: called in the thread with this ReadAhead,
     whose `push` waits while `depth` items are waiting and raises Stopped once the consumer
-    has stopped (as `check` does between items)."""
+    has stopped (as `check` does between items).
+
+    `byte_limit` bounds what waits under a memory budget: after handing over an item of
+    `size_of(item)` bytes the producer makes the next one only once the items waiting, and
+    that one, fit the limit, or none waits (so at most the consumer's item and the next are
+    in flight, whatever their size)."""
 
     def __init__(self, make: Callable[[], Iterator[T]] | None = None, depth: int = DEPTH,
-                 pushes: Callable[["ReadAhead[T]"], object] | None = None):
-        self.queue: queue.Queue = queue.Queue(maxsize=depth)
+                 pushes: Callable[["ReadAhead[T]"], object] | None = None, byte_limit: int | None = None,
+                 size_of: Callable[[T], int] | None = None):
+        self.queue: queue.Queue = queue.Queue(maxsize=max(depth, 1))
+        self.byte_limit, self.size_of = byte_limit, size_of
         self.stop = threading.Event()
         self.make = make
         self.pushes = pushes
@@ -60,6 +67,11 @@ class ReadAhead(Generic[T]):
     def push(self, item: T) -> None:
         if not offer(self.queue, item, self.stop):
             raise Stopped()
+        if self.byte_limit is not None and self.size_of is not None:
+            size = self.size_of(item)
+            while (not self.stop.is_set() and self.queue.qsize() > 0
+                   and (self.queue.qsize() + 1) * size > self.byte_limit):
+                self.stop.wait(0.001)
 
     def check(self) -> None:
         if self.stop.is_set():
@@ -88,10 +100,12 @@ class ReadAhead(Generic[T]):
                 self.worker.join(timeout=0.05)
 
 
-def prefetch(make: Callable[[], Iterator[T]], depth: int = DEPTH) -> Iterator[T]:
+def prefetch(make: Callable[[], Iterator[T]], depth: int = DEPTH, byte_limit: int | None = None,
+             size_of: Callable[[T], int] | None = None) -> Iterator[T]:
     """Items of make()'s iterator, produced by a background thread (started on the first
-    item asked for) up to `depth` ahead; stopping early stops it."""
-    yield from ReadAhead(make, depth)
+    item asked for) up to `depth` ahead, within `byte_limit` (ReadAhead); stopping early
+    stops it."""
+    yield from ReadAhead(make, depth, byte_limit=byte_limit, size_of=size_of)
 
 
 def offer(into: queue.Queue, item: Any, stop: threading.Event) -> bool:
