@@ -41,11 +41,16 @@ QUERIES = [
 GPU_GAP = "GPU memory beside the join's table is not admitted against the budget yet (issue 17, item 4)"
 
 
+# the plans that still run out beside the table on the GPU: a FULL join's match flags, an
+# aggregation or a sort after the join (the others pass since batches read ahead are bounded)
+GPU_GAP_QUERIES = set(QUERIES[5:])
+
+
 @pytest.fixture(autouse=True)
 def gpu_memory_gap(request: pytest.FixtureRequest) -> None:
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None and callspec.params.get("device") == "gpu" and \
-            not request.node.name.startswith("test_one_key"):
+            callspec.params.get("sql") in GPU_GAP_QUERIES:
         request.applymarker(pytest.mark.xfail(reason=GPU_GAP, raises=QueryError, strict=False))
 
 

@@ -126,8 +126,10 @@ class AggregateRunning:
             table_bytes = agg.held_bytes() if agg is not None else 0
             if agg is None or not agg.layout.grouped or budget is None or table_bytes <= budget // 16:
                 raise
+            distinct = agg.distinct_bytes()
+            sets = f", {distinct / 2**20:,.0f} MiB of it DISTINCT sets" if distinct else ""
             ran_out = TableTooLarge(f"{agg.label} ran out of device memory with a hash table of "
-                                    f"{table_bytes / 2**20:,.0f} MiB ({e})", 2 * table_bytes)
+                                    f"{table_bytes / 2**20:,.0f} MiB{sets} ({e})", 2 * table_bytes)
             raise self.too_large(ran_out, agg, progress if total else None) from e
         finally:
             batches.close()  # a pass given up stops its reading at once

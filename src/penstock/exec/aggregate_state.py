@@ -285,8 +285,13 @@ class AggregateState:
         return None if self.memory_limit is None else entries_within(self.memory_limit, width * 8)
 
     def held_bytes(self) -> int:
-        """Device bytes the group table and the text arenas hold (they share TABLE_SHARE)."""
-        return int(self.table.slots.nbytes) + sum(int(a.size) for a in self.arenas) + int(self.arena.size)
+        """Device bytes the group table, the text arenas and the DISTINCT sets hold (they
+        share TABLE_SHARE)."""
+        return (int(self.table.slots.nbytes) + sum(int(a.size) for a in self.arenas) + int(self.arena.size)
+                + self.distinct_bytes())
+
+    def distinct_bytes(self) -> int:
+        return sum(int(d.slots.nbytes) for d in self.distinct)
 
     def _new_arena(self, size: int) -> None:
         # the arenas so far stay (the tables point into them): they, the new one and the
