@@ -50,11 +50,12 @@ class Outcome:
 class Engines:
     """penstock (strict, one device) and DuckDB over the same tables."""
 
-    def __init__(self, dataset: Dataset, device: str = "cpu") -> None:
+    def __init__(self, dataset: Dataset, device: str = "cpu", **options: Any) -> None:
+        """`options`: more of penstock.connect's (memory budgets, for the tiny-budget batch)."""
         import penstock
 
         self.device = device
-        self.db = penstock.connect(device=device, strict=True)
+        self.db = penstock.connect(device=device, strict=True, **options)
         self.duck = duckdb.connect()
         for stmt in DUCKDB_SETTINGS:
             self.duck.execute(stmt)

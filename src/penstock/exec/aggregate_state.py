@@ -97,7 +97,10 @@ class HashTable:
         if want <= self.capacity:
             return
         need = want * self.width * 8
-        if limit_bytes is not None and need > limit_bytes // TABLE_SHARE:
+        # the smallest table (room for MIN_SLOTS // 2 entries) is admitted under any budget:
+        # partitioning cannot make a table smaller than that
+        smallest = max(next_pow2(int(MIN_SLOTS // 2 / MAX_LOAD) + 1), MIN_SLOTS)
+        if limit_bytes is not None and want > smallest and need > limit_bytes // TABLE_SHARE:
             raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {entries:,} entries, "
                                 f"more than its share of memory_limit ({limit_bytes / 2**20:,.0f} MiB) allows", need)
         try:

@@ -50,6 +50,7 @@ SAMPLE_ROWS = 1 << 17  # rows of keys kept to choose splitters
 SAMPLE_GROUPS = 32  # Parquet row groups read for the sample, spread over the input
 MAX_BUCKETS = 800  # each bucket holds an open file while the input is partitioned
 BUCKET_FILL = 0.7  # a bucket's expected rows, as a share of a chunk (the sample is not exact)
+MIN_CHUNK_ROWS = 256  # under any budget: smaller chunks would cost more in overhead than they save
 HOST_CHUNKS = 8  # chunks in host memory at once: queued, in each stage, being written
 WRITERS = 4  # threads writing a chunk's pieces into their bucket files
 DEVICE_CHUNKS = 3  # chunks on the GPU at once: copying in, sorting, copying out
@@ -256,9 +257,9 @@ def _chunk_rows(budget: int, host_budget: int, row_bytes: float, key_count: int,
     device budget, and HOST_CHUNKS chunks within the host budget."""
     row_bytes = max(row_bytes, 1.0)
     if not on_device:
-        return max(1024, int(budget / 6 / row_bytes))
+        return max(MIN_CHUNK_ROWS, int(budget / 6 / row_bytes))
     device_row = 2 * row_bytes + 16 * key_count + 48
-    return max(1024, int(min(budget / DEVICE_CHUNKS / device_row, host_budget / HOST_CHUNKS / row_bytes)))
+    return max(MIN_CHUNK_ROWS, int(min(budget / DEVICE_CHUNKS / device_row, host_budget / HOST_CHUNKS / row_bytes)))
 
 
 def _sample(dataset: ds.Dataset, keys: list[SortKey]) -> tuple[int, float, pa.Table]:

@@ -1,0 +1,48 @@
+"""The fuzzer's batch under a tiny memory budget: every result moves off the device and
+past the host budget into spill files, every ORDER BY runs out of core (several chunks and
+buckets even over the fuzzer's small tables), and the answers still equal DuckDB's.
+
+Two of the batch's chunks (exec/spill, exec/sort_step.py, exec/partitioned_aggregate.py;
+aggregation tables never shrink below their minimum size, so the fuzzer's few groups do
+not partition: tests/exec/test_partitioned_aggregate.py covers that)."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+
+from .generator import Generator
+from .runner import Engines, run_case
+from .tables import generate
+from .test_fuzz_batch import SEED, SUBPOOL, _describe
+
+CHUNKS = [0, 5]
+CASES = {"cpu": 120, "gpu": 40}
+BUDGET = 64 << 10  # the device's: results move to host memory past 8 KiB
+HOST_BUDGET = 32 << 10  # then to spill files; sorts past 16 KiB run out of core
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_fuzz_under_a_tiny_budget(chunk: int, device: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = Path(tmp_path_factory.mktemp(f"fuzz-budget-{device}"))
+    spill = folder / "spill"
+    eng = Engines(generate(SEED, folder), device, memory_limit=BUDGET, host_memory_limit=HOST_BUDGET,
+                  spill_dir=spill)
+    gen = Generator(SEED, SUBPOOL, pool_offset=chunk * SUBPOOL)
+    counts: collections.Counter[str] = collections.Counter()
+    failures: list[str] = []
+    for index in range(CASES[device]):
+        case = gen.case(index)
+        for o in run_case(eng, case):
+            counts[o.key if o.status != "fail" else "fail"] += 1
+            if o.status in ("fail", "generator"):
+                failures.append(_describe(case, o, chunk))
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    assert not failures, f"{len(failures)} failures ({summary}):\n\n" + "\n\n".join(failures[:12])
+    assert counts["ok"] >= CASES[device], summary
+    assert not spill.exists() or list(spill.iterdir()) == []  # every query's spill files are gone
+    plan = eng.db.explain("SELECT * FROM ta ORDER BY k", analyze=True)
+    assert "out of core" in plan and "spill files" in plan, plan
+    eng.close()
