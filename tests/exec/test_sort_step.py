@@ -97,3 +97,26 @@ def test_a_small_result_keeps_the_in_memory_sort(setup: Any) -> None:
     want = duckdb.sql(f"SELECT k, count(*) AS n FROM read_parquet('{path}') WHERE payload < 1000 GROUP BY k "
                       "ORDER BY n DESC, k").fetchall()
     assert [tuple(r.values()) for r in db.sql(sql).to_arrow().to_pylist()] == want
+
+
+def test_a_cancel_mid_spill_removes_the_spill_files(setup: Any) -> None:
+    """A cancel (the server's cancel request or statement timeout raise from `check`) that
+    comes while the sort's bucket files exist: 57014, the query's spill files are gone, and
+    the connection answers the same query afterwards."""
+    from penstock.errors import QUERY_CANCELED, QueryError
+
+    db, path, spill = setup
+    seen: list[int] = []
+
+    def check() -> None:
+        files = [p for p in spill.rglob("*.arrow")] if spill.exists() else []
+        if files:
+            seen.append(len(files))
+            raise QueryError("canceling statement due to user request", QUERY_CANCELED)
+
+    sql = "SELECT k, payload FROM e ORDER BY k"
+    with pytest.raises(QueryError) as err:
+        db.sql(sql, check=check)
+    assert err.value.sqlstate == QUERY_CANCELED and seen, "the query ended before it spilled"
+    assert list(spill.iterdir()) == []
+    assert db.sql(sql).to_arrow().num_rows == pq.ParquetFile(path).metadata.num_rows
