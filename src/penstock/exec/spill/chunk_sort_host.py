@@ -1,9 +1,9 @@
 """Chunks sorted and cut into buckets on the host with Arrow's sort: any key type (text
 included), the CPU backend's sorter and the GPU's for keys it cannot turn into words.
 
-A chunk is sorted together with the splitters (a splitter after the rows equal to it),
-which both orders the chunk and cuts it into buckets in one sort: the count of splitters
-before a row is its bucket. A key so common that several splitters hold it (a skewed key)
+A chunk is sorted together with the splitters, appended after its rows (Arrow's sort is
+stable, so a splitter stays after the rows equal to it), which both orders the chunk and
+cuts it into buckets in one sort: the count of splitters before a row is its bucket. A key so common that several splitters hold it (a skewed key)
 has its rows dealt over those splitters' buckets: equal rows may go in any order, and every
 bucket after the first of them starts with that key.
 """
@@ -17,8 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from penstock.exec.spill.sort_keys import SortKey
-
-TAG = "__penstock_splitter"
 
 Piece = tuple[int, pa.Table]  # (bucket, rows in order)
 
@@ -44,14 +42,13 @@ def sorted_and_cut(chunk: pa.Table, keys: list[SortKey], splitters: pa.Table | N
     if splitters is None:
         return [(0, sort_table(chunk, keys))]
     names = [k.column for k in keys]
-    both = pa.concat_tables([chunk.select(names).append_column(TAG, pa.array(np.zeros(chunk.num_rows, np.int8))),
-                             splitters.select(names).append_column(TAG, pa.array(np.ones(splitters.num_rows,
-                                                                                          np.int8)))],
-                            promote_options="permissive")
-    order = sort_indices(both, keys, extra=[(TAG, "ascending")]).to_numpy()
-    tags = both.column(TAG).to_numpy()[order]
-    bucket_of = np.cumsum(tags)[tags == 0]
-    rows = order[tags == 0]
+    n = chunk.num_rows
+    # Arrow's sort is stable: appended after the chunk, a splitter stays after its equal rows
+    both = pa.concat_tables([chunk.select(names), splitters.select(names)], promote_options="permissive")
+    order = sort_indices(both, keys).to_numpy()
+    is_splitter = order >= n
+    bucket_of = np.cumsum(is_splitter)[~is_splitter]
+    rows = order[~is_splitter]
     repeats = splitter_repeats(_rows_equal(splitters.slice(0, max(splitters.num_rows - 1, 0)), splitters.slice(1),
                                            names))
     if repeats.max() > 1:  # rows equal to a repeated splitter: dealt over its buckets, round robin
@@ -95,8 +92,8 @@ def _rows_equal(a: pa.Table, b: pa.Table, names: list[str]) -> np.ndarray:
     return equal
 
 
-def sort_indices(table: pa.Table, keys: list[SortKey], extra: list[tuple[str, str]] | None = None) -> pa.Array:
-    """Row order by `keys` (stable), then by `extra` (name, order) columns.
+def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
+    """Row order by `keys` (stable).
 
     Text compares by bytes (C collation). NaN sorts above every number, as in PostgreSQL:
     Arrow places NaN next to the NULLs instead, so a float key is preceded by whether it is
@@ -112,9 +109,6 @@ def sort_indices(table: pa.Table, keys: list[SortKey], extra: list[tuple[str, st
             columns.append(pc.is_nan(column))
         sort_keys.append((f"k{len(columns)}", order, key.placement))
         columns.append(column)
-    for name, order in extra or []:
-        sort_keys.append((f"k{len(columns)}", order, "at_end"))
-        columns.append(table.column(name))
     if not columns:
         return pa.array(np.arange(table.num_rows))
     named: pa.Table | pa.RecordBatch = pa.table(columns, names=[f"k{i}" for i in range(len(columns))])
