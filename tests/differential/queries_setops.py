@@ -36,6 +36,12 @@ QUERIES: list[Q] = [
     Q("intersect", "SELECT a FROM jl INTERSECT SELECT a FROM jr", note="distinct; NULL in both sides is kept"),
     Q("except", "SELECT a FROM jl EXCEPT SELECT a FROM jr"),
     Q("intersect_strings", "SELECT b FROM jl INTERSECT SELECT b FROM jr"),
+    Q("intersect_multi_col_nulls", "SELECT k, b FROM wide INTERSECT SELECT k, b FROM wide WHERE id % 3 = 0",
+      note="a hash semi join on null-safe keys: coalesce(x, zero) and x IS NULL"),
+    Q("except_multi_col_nulls", "SELECT k, sd FROM wide EXCEPT SELECT k, sd FROM wide WHERE id % 2 = 0"),
+    Q("intersect_dates_decimals", "SELECT dt, d12 FROM wide INTERSECT SELECT dt, d12 FROM wide WHERE id < 2000"),
+    Q("intersect_float_residual", "SELECT f32, k FROM wide WHERE id < 500 INTERSECT SELECT f32, k FROM wide "
+      "WHERE id < 300", note="the float column stays a residual beside the integer key"),
 
     # ---- subqueries in FROM, CTEs
     Q("sub_filter_agg", "SELECT k, n FROM (SELECT k, count(*) AS n FROM wide GROUP BY k) t WHERE n > 380"),

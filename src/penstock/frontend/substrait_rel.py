@@ -263,6 +263,11 @@ def split_join_condition(cond: Expr | None, n_left: int) -> tuple[list[Expr], li
     rest: list[Expr] = []
     for term in conjuncts(cond) if cond is not None else []:
         term = same_timestamp_units(term)
+        null_safe = null_safe_keys(term, n_left)
+        if null_safe is not None:
+            left_keys.extend(null_safe[0])
+            right_keys.extend(null_safe[1])
+            continue
         if isinstance(term, Call) and term.fn == "eq" and term.args[0].type == term.args[1].type:
             a, b = term.args
             ra, rb = referenced_columns(a), referenced_columns(b)
@@ -276,6 +281,32 @@ def split_join_condition(cond: Expr | None, n_left: int) -> tuple[list[Expr], li
                 continue
         rest.append(term)
     return left_keys, right_keys, and_all(rest)
+
+
+ZERO_OF = {Kind.INT8: 0, Kind.INT16: 0, Kind.INT32: 0, Kind.INT64: 0, Kind.DECIMAL: 0, Kind.DATE: 0,
+           Kind.TIMESTAMP: 0, Kind.BOOL: False, Kind.STRING: ""}
+
+
+def null_safe_keys(term: Expr, n_left: int) -> tuple[list[Expr], list[Expr]] | None:
+    """`a IS NOT DISTINCT FROM b` between the sides (how DataFusion plans INTERSECT and
+    EXCEPT) as two pairs of hash keys that are never NULL: coalesce(x, zero) and x IS NULL.
+    Both pairs equal exactly when a and b are equal or both NULL. Floats stay a residual
+    (NaN and -0 compare apart from their bits)."""
+    if not (isinstance(term, Call) and term.fn == "is_not_distinct" and term.args[0].type == term.args[1].type):
+        return None
+    a, b = term.args
+    if a.type.kind not in ZERO_OF:
+        return None
+    ra, rb = referenced_columns(a), referenced_columns(b)
+    if ra and rb and max(rb) < n_left <= min(ra):
+        a, b = b, a
+        ra, rb = rb, ra
+    if not (ra and rb and max(ra) < n_left <= min(rb)):
+        return None
+    b = _shift(b, -n_left)
+    zero = Literal(a.type, ZERO_OF[a.type.kind])
+    sides = [[Call(x.type, "coalesce", (x, zero)), Call(T.BOOL, "is_null", (x,))] for x in (a, b)]
+    return sides[0], sides[1]
 
 
 def same_timestamp_units(term: Expr) -> Expr:
