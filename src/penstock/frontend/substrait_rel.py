@@ -17,6 +17,7 @@ from penstock.frontend.substrait_expr import ExprTranslator, finest_timestamp
 from penstock.frontend.substrait_types import from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
+from penstock.plan.distinct_aggregates import split_distinct
 from penstock.plan.expr import (Call, Case, Cast, ColumnRef, Expr, Literal, ScalarSubquery, and_all,
                                 conjuncts, referenced_columns, transform)
 from penstock.plan.rel import (AggCall, Aggregate, Field, Filter, Join, JoinKind, Limit, Project,
@@ -160,7 +161,7 @@ class RelTranslator:
             groups += [tr.translate(e) for e in getattr(g, "grouping_expressions", [])]
         measures = [self._measure(m, tr) for m in r.measures]
         names = [f"g{i}" for i in range(len(groups))] + [str(m) for m in measures]
-        return Aggregate(child, groups, measures, names)
+        return split_distinct(Aggregate(child, groups, measures, names))
 
     def _measure(self, m: algebra_pb2.AggregateRel.Measure, tr: ExprTranslator) -> AggCall:
         f = m.measure
