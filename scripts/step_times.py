@@ -20,7 +20,9 @@ from typing import Any, Callable
 import penstock
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-from penstock.exec import executor, join_state, pipeline_runner, aggregate_state, materialize_state
+from penstock.exec import executor, materialize_state, pipeline_runner
+from penstock.exec.aggregate import aggregate_state
+from penstock.exec.join import join_state
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 # (owner, attribute, label) of every step timed; pipeline parts are indented under "step"

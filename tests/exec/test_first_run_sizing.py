@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import penstock
-from penstock.exec.aggregate_state import estimate_groups
+from penstock.exec.aggregate.aggregate_state import estimate_groups
 
 ROWS = 400_000
 

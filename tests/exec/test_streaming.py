@@ -158,7 +158,7 @@ def test_table_larger_than_the_memory_cap_streams_through(tmp_path: Path, device
 
 def test_hash_join_build_over_the_cap_runs_partitioned(tmp_path: Path, device: str) -> None:
     """Either side (2.8 MB) fits under 12 MiB; a hash table over either (16 MiB) does not:
-    the join is built and probed partition by partition (exec/partitioned_join.py). On the
+    the join is built and probed partition by partition (exec/join/partitioned_join.py). On the
     GPU, 20 MiB: up to three probe batches are on the device at once (one being probed, one
     read ahead, one being decoded), beside the build rows and a partition's table, and that
     memory is not yet admitted against the budget (issue 17, item 4)."""
@@ -177,7 +177,7 @@ def test_hash_join_build_over_the_cap_runs_partitioned(tmp_path: Path, device: s
 def test_aggregation_over_the_cap_runs_partitioned(tmp_path: Path, device: str) -> None:
     """400,000 groups do not fit a table under 8 MiB (4,000,000 under 64 MiB on the GPU,
     whose batches in flight take more): the aggregation runs partitioned by its keys'
-    hashes (exec/partitioned_aggregate.py) and answers; EXPLAIN ANALYZE says so."""
+    hashes (exec/aggregate/partitioned_aggregate.py) and answers; EXPLAIN ANALYZE says so."""
     rows = 400_000 if device == "cpu" else 4_000_000
     t = pa.table({"u": pa.array(np.arange(rows, dtype=np.int64)), "v": pa.array(np.ones(rows, dtype=np.int64))})
     pq.write_table(t, tmp_path / "u.parquet")

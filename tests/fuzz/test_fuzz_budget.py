@@ -2,9 +2,9 @@
 past the host budget into spill files, every ORDER BY runs out of core (several chunks and
 buckets even over the fuzzer's small tables), and the answers still equal DuckDB's.
 
-Two of the batch's chunks (exec/spill, exec/sort_step.py, exec/partitioned_aggregate.py;
+Two of the batch's chunks (exec/spill, exec/order/sort_step.py, exec/aggregate/partitioned_aggregate.py;
 aggregation tables never shrink below their minimum size, so the fuzzer's few groups do
-not partition: tests/exec/test_partitioned_aggregate.py covers that)."""
+not partition: tests/exec/aggregate/test_partitioned_aggregate.py covers that)."""
 
 from __future__ import annotations
 

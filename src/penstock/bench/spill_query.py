@@ -17,7 +17,7 @@ rows whose keys hit it half the time,
 Sums over the groups or matches check the answers against each other without the time of
 handing 10^8 rows to Python. The data is generated as Parquet in `--dir` (kept for the next
 run); the page cache is dropped before each engine. penstock's line names its engine and how
-many partitioned passes ran (exec/partitioned_aggregate.py, exec/partitioned_join.py).
+many partitioned passes ran (exec/aggregate/partitioned_aggregate.py, exec/join/partitioned_join.py).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def generate_build(step: BuildHashTable) -> Kernel:
     nulls = " || ".join(k.n for k in keys if k.nullable) or "false"
     out.line(f"if ({nulls}) {{ if ({mode} == 0) *{has_null} = 1; continue; }}")
     out.line(f"const uint64_t h = {K.hash_keys(keys)};")
-    # a partitioned join (exec/partitioned_join.py) builds one partition of the keys' hashes at a time
+    # a partitioned join (exec/join/partitioned_join.py) builds one partition of the keys' hashes at a time
     part_mask = params.get(JoinTablePart(step.join, "part_mask"), "uint64_t", "u64", "j")
     part_index = params.get(JoinTablePart(step.join, "part_index"), "uint64_t", "u64", "j")
     out.line(f"if (((h >> xpu::PARTITION_SHIFT) & {part_mask}) != {part_index}) continue;")

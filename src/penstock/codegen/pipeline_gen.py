@@ -248,7 +248,7 @@ class PipelineGen:
             self.semi_anti(op, k, probe, keys, key_null, start, label)
 
     def partition_filter(self, op: ProbeOp, keys: list[Val], reject: str) -> None:
-        """A partitioned join (exec/partitioned_join.py) probes one partition of its keys'
+        """A partitioned join (exec/join/partitioned_join.py) probes one partition of its keys'
         hashes per pass over the input: a row of another partition is dropped (`reject`),
         to be probed in its own pass; a row with a NULL key belongs to partition 0."""
         if not keys:

@@ -151,7 +151,7 @@ class AggregateSinkGen:
         g, L = self.g, self.layout
         h, nm, s, ins = g.out.fresh("h"), g.out.fresh("nm"), g.out.fresh("slot"), g.out.fresh("ins")
         g.out.line(f"const uint64_t {h} = {K.hash_keys(keys, null_aware=True)};")
-        # a partitioned aggregation (exec/partitioned_aggregate.py) runs once per partition
+        # a partitioned aggregation (exec/aggregate/partitioned_aggregate.py) runs once per partition
         # of the keys' hashes: rows of other partitions are left for their own passes
         part_mask = g.params.get(SinkPart("part_mask"), "uint64_t", "u64", "a")
         part_index = g.params.get(SinkPart("part_index"), "uint64_t", "u64", "a")

@@ -101,7 +101,7 @@ class Backend(ABC):
     # whether a run's device work can be recorded once as a graph and replayed (CUDA graphs)
     supports_graphs = False
     # the most rows an aggregation's result may have room for to be sorted on the device
-    # before its read-back (exec/small_sorts.py: a rank sort, room^2 comparisons)
+    # before its read-back (exec/order/small_sorts.py: a rank sort, room^2 comparisons)
     small_sort_rows = 0
     # what an allocation raises when the device (or the memory cap) has no room
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)

@@ -37,7 +37,7 @@ class AggregateFinish:
     keys: list[tuple[str, int]]  # which output array each host copy after the first four is
     buffer: int
     types: list[DataType]
-    sorted_by: list[tuple[int, bool, bool]] | None  # the ORDER BY the device applied (exec/small_sorts.py)
+    sorted_by: list[tuple[int, bool, bool]] | None  # the ORDER BY the device applied (exec/order/small_sorts.py)
 
     def __call__(self, host: list[np.ndarray], metrics: QueryMetrics, store: BufferStore) -> tuple[int, int]:
         words, counts, err, status, *copies = host

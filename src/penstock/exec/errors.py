@@ -35,7 +35,7 @@ class RunAgain(Exception):
 class TableTooLarge(QueryError):
     """A hash table (an aggregation's, with its text arenas, or a join's) would not fit its
     share of the memory budget. A grouped aggregation or a keyed join catches it and runs
-    partitioned by the keys' hashes (exec/partitioned_aggregate.py, exec/partitioned_join.py);
+    partitioned by the keys' hashes (exec/aggregate/partitioned_aggregate.py, exec/join/partitioned_join.py);
     anywhere else it is the 53200 it carries."""
 
     def __init__(self, message: str, needed_bytes: int):

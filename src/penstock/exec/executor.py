@@ -23,16 +23,16 @@ from penstock.device.tiers import tiered_for
 from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.errors import RunAgain
-from penstock.exec.in_table_builds import cached_table, settle_now
-from penstock.exec.join_build import build_join
-from penstock.exec.join_state import direct_map, direct_map_kernels
+from penstock.exec.join.in_table_builds import cached_table, settle_now
+from penstock.exec.join.join_build import build_join
+from penstock.exec.join.join_state import direct_map, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
-from penstock.exec.small_sorts import SmallSort, small_sorts
-from penstock.exec.sort_step import run_sort
+from penstock.exec.order.small_sorts import SmallSort, small_sorts
+from penstock.exec.order.sort_step import run_sort
 from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.io.column_cache import table_key
@@ -62,7 +62,7 @@ class CompiledPlan:
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
     agg_sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
     # pipeline -> (partitions, groups) its aggregation ran partitioned in last time: the next
-    # run starts partitioned (exec/partitioned_aggregate.py)
+    # run starts partitioned (exec/aggregate/partitioned_aggregate.py)
     agg_partitions: dict[int, tuple[int, int]] = field(default_factory=dict)
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
     # fills the next run's map (plan/direct_builds.py)

@@ -22,7 +22,7 @@ from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.plan.types import DataType, Kind
 
 if TYPE_CHECKING:
-    from penstock.exec.small_sorts import SmallSort
+    from penstock.exec.order.small_sorts import SmallSort
 
 _MIN_TEXT_BYTES = 1024
 
@@ -61,7 +61,7 @@ class DirectFill:
     span: int
     row_base: int = 0  # rows the pipeline wrote before this launch
     failed: bool = False  # a NULL, duplicate or out-of-range key, or a rerun: build it the usual way
-    # the build side kept in its cached table (exec/in_table_builds.py): the whole table as
+    # the build side kept in its cached table (exec/join/in_table_builds.py): the whole table as
     # the pipeline scans it, and the build's columns in it
     table: Batch | None = None
     build: Batch | None = None

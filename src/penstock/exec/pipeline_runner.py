@@ -12,17 +12,17 @@ import pyarrow as pa
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend, CompiledKernel
 from penstock.errors import OUT_OF_MEMORY, QueryError
-from penstock.exec.aggregate_pipeline import AggregateRunning
-from penstock.exec.aggregate_state import AggregateState
+from penstock.exec.aggregate.aggregate_pipeline import AggregateRunning
+from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
 from penstock.exec.buffers import OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
 from penstock.exec.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
-from penstock.exec.in_table_builds import PendingFill, cached_columns, settle, statuses
+from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.partitioned_join import PartitionedJoin
-from penstock.exec.small_sorts import SmallSort
+from penstock.exec.join.partitioned_join import PartitionedJoin
+from penstock.exec.order.small_sorts import SmallSort
 from penstock.exec.table_reads import read_table
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.device_batch import Batch
@@ -56,7 +56,7 @@ class PipelineContext:
     check: Callable[[], None] = lambda: None
     # join -> the direct map its build pipeline fills in this run (plan/direct_builds.py)
     direct_fills: dict[int, DirectFill] = field(default_factory=dict)
-    # in-table fills launched but not yet read back (exec/in_table_builds.py)
+    # in-table fills launched but not yet read back (exec/join/in_table_builds.py)
     pending_fills: list[PendingFill] = field(default_factory=list)
     host_buffers: set[int] = field(default_factory=set)  # buffers only host steps read
     small_sorts: dict[int, SmallSort] = field(default_factory=dict)  # pipeline -> its result's sort
@@ -97,7 +97,7 @@ class PipelineRunner(AggregateRunning):
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
         """The source's batches; once per partition of a partitioned join the pipeline probes
-        (exec/partitioned_join.py), with that partition's table built before each pass."""
+        (exec/join/partitioned_join.py), with that partition's table built before each pass."""
         parted = [self.ctx.joins[op.join] for op in self.probes
                   if isinstance(self.ctx.joins.get(op.join), PartitionedJoin)]
         if len(parted) > 1:

@@ -4,7 +4,7 @@ on the GPU, captured once as a CUDA graph that later runs of the plan replay.
 Once a plan's first run has taught it the key ranges of its joins and the sizes of its
 aggregations (CompiledPlan.direct_ranges, agg_sizes), a later run over tables held in the
 column cache need read nothing back before its end: dimensions stay in their cached tables
-(exec/in_table_builds.py), and aggregations trust their sizes and finalise into output with
+(exec/join/in_table_builds.py), and aggregations trust their sizes and finalise into output with
 room for every group their tables can hold (exec/deferred.py). Such a run queues all its
 launches, reads everything back in one transfer, then checks what came back and runs the
 host steps (sort, limit).
@@ -31,7 +31,7 @@ import pyarrow as pa
 from penstock.errors import QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.deferred import Deferred, NotSteady
-from penstock.exec.in_table_builds import PendingFill, settle, statuses
+from penstock.exec.join.in_table_builds import PendingFill, settle, statuses
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics, copied
 from penstock.io.column_cache import table_key
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, MaterializeSink,

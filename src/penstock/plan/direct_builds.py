@@ -12,7 +12,7 @@ When that pipeline only filters and projects a table's columns, and nothing but 
 reads its buffer, the sink is also marked `build_in_table`: if the table's columns are in
 the GPU column cache, the build side can be the cached table itself, with the direct map
 pointing at the rows that passed the filter. Nothing is then written, counted or read back
-(exec/in_table_builds.py).
+(exec/join/in_table_builds.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rows of an intermediate result moved off the device: host memory first, then spill files.
 
 An operator whose output outgrows its share of device memory (a partitioned aggregation's
-groups, exec/partitioned_aggregate.py) hands each finished part here as an Arrow table. It
+groups, exec/aggregate/partitioned_aggregate.py) hands each finished part here as an Arrow table. It
 stays in host memory while the query's host budget (`host_memory_limit`) allows; past it,
 the part is written to an Arrow IPC file in the query's private spill directory
 (spill/directory.py) and read back, memory-mapped, when a later step consumes the buffer.

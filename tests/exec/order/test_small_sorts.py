@@ -1,4 +1,4 @@
-"""ORDER BY on the device before the read-back (exec/small_sorts.py, codegen/sort_gen.py):
+"""ORDER BY on the device before the read-back (exec/order/small_sorts.py, codegen/sort_gen.py):
 every key type the rank sort handles, both directions, NULLs first and last, ties and
 top-k, each against DuckDB; EXPLAIN says where the sort ran; float keys (NaN above every
 number, as PostgreSQL orders it) sort on the device too; results with more room than

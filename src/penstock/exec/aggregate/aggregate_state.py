@@ -34,7 +34,7 @@ MIN_WINDOW = 1 << 13
 HEADROOM = 1.15
 # An aggregation's tables and arena may take this share of the memory budget: a rehash holds
 # the old table beside the new, and batches in flight and the output need the rest. Past it
-# a grouped aggregation runs partitioned (exec/partitioned_aggregate.py).
+# a grouped aggregation runs partitioned (exec/aggregate/partitioned_aggregate.py).
 TABLE_SHARE = 4
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from penstock.exec.aggregate_state import HEADROOM, TABLE_SHARE, entries_within, next_pow2
+from penstock.exec.aggregate.aggregate_state import HEADROOM, TABLE_SHARE, entries_within, next_pow2
 from penstock.exec.errors import TableTooLarge
 from penstock.plan.physical import AggregateSink
 

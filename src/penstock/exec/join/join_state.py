@@ -10,7 +10,7 @@ from penstock.codegen.fixed_kernels import fill_direct_map
 from penstock.codegen.kernel import JoinTablePart, Kernel
 from penstock.device.base import Backend
 from penstock.errors import PROGRAM_LIMIT_EXCEEDED, QueryError
-from penstock.exec.aggregate_state import TABLE_SHARE, next_pow2
+from penstock.exec.aggregate.aggregate_state import TABLE_SHARE, next_pow2
 from penstock.exec.errors import TableTooLarge, kernel_error
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
@@ -33,7 +33,7 @@ class JoinState:
         """The join over `batch`; with `filled`, a direct map its build pipeline filled
         without failure, which is then all the join needs (no hash table is built).
         `partition` (mask, index): the table holds only the rows whose key hash falls in it
-        (exec/partitioned_join.py), sized for `table_rows` of them (counted: it cannot fill)."""
+        (exec/join/partitioned_join.py), sized for `table_rows` of them (counted: it cannot fill)."""
         self.backend = backend
         self.partition = partition
         self.batch = batch

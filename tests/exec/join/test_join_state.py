@@ -1,4 +1,4 @@
-"""JoinState's limits (exec/join_state.py): probes keep a slot's position in 32 bits, so a
+"""JoinState's limits (exec/join/join_state.py): probes keep a slot's position in 32 bits, so a
 hash join refuses a build side over 2^31 rows with a clear error before allocating."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from penstock.device.registry import get_backend
 from penstock.errors import QueryError
-from penstock.exec.join_state import JoinState
+from penstock.exec.join.join_state import JoinState
 from penstock.io.device_batch import Batch
 
 

@@ -3,7 +3,7 @@ aggregation's tables, the finaliser writing its groups, and a steady run's defer
 
 A mixin of PipelineRunner (exec/pipeline_runner.py), which supplies the batches, launches
 and statuses; a table too large for its share of the budget hands the pipeline to
-exec/partitioned_aggregate.py.
+exec/aggregate/partitioned_aggregate.py.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from penstock.codegen.agg_layout import layout_of
-from penstock.exec.aggregate_state import AggregateState
+from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.buffers import buffer_to_arrow
 from penstock.exec.deferred import AggregateFinish, Deferred, NotSteady
 from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, TableTooLarge, kernel_error
 from penstock.exec.materialize_state import MaterializeState
-from penstock.exec.small_sorts import SmallSort
+from penstock.exec.order.small_sorts import SmallSort
 from penstock.plan.physical import AggregateSink, TableSource
 from penstock.plan.types import Kind
 
@@ -56,7 +56,7 @@ class AggregateRunning:
             self.defer_aggregate(sink, self.new_aggregate(layout))
             return
         if self.partitions_known is not None and layout.grouped:
-            from penstock.exec.partitioned_aggregate import run_partitioned
+            from penstock.exec.aggregate.partitioned_aggregate import run_partitioned
 
             run_partitioned(self, sink, layout, None, self.partitions_known)
             return
@@ -70,7 +70,7 @@ class AggregateRunning:
             too_large = e.with_traceback(None)
             too_large.__cause__ = too_large.__context__ = None
         if too_large is not None:
-            from penstock.exec.partitioned_aggregate import run_partitioned
+            from penstock.exec.aggregate.partitioned_aggregate import run_partitioned
 
             run_partitioned(self, sink, layout, too_large)
             return

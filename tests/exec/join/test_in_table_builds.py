@@ -1,4 +1,4 @@
-"""Build sides kept in their cached table (exec/in_table_builds.py): a filtered, projected
+"""Build sides kept in their cached table (exec/join/in_table_builds.py): a filtered, projected
 dimension whose columns are in the column cache is not written out on a repeated query; its
 direct map points at the table's own rows. These tests check that EXPLAIN ANALYZE says so,
 that answers equal DuckDB's, that the filter's counts still come back, that a map which no
@@ -18,7 +18,7 @@ import penstock
 from penstock.errors import QueryError
 from penstock.plan.physical import MaterializeSink, RunPipeline
 
-from exec.test_join_direct_map import stale_range_case
+from .test_join_direct_map import stale_range_case
 
 SQL = ("SELECT d.label, count(*) AS n, sum(f.v) AS s FROM f JOIN d ON f.k = d.k "
        "WHERE d.w < 60 GROUP BY d.label ORDER BY d.label")

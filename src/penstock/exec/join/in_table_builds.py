@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from penstock.exec.errors import RunAgain, kernel_error
-from penstock.exec.join_state import MAX_DIRECT_ROWS
+from penstock.exec.join.join_state import MAX_DIRECT_ROWS
 from penstock.exec.metrics import PipelineMetrics
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch

@@ -1,7 +1,7 @@
 """The ORDER BY step (SortBuffer): in memory on the host, or out of core past the host budget.
 
 A buffer that fits host memory is sorted whole by Arrow (`sort_indices`), or was already
-sorted on the device before its read-back (exec/small_sorts.py). A buffer that outgrew the
+sorted on the device before its read-back (exec/order/small_sorts.py). A buffer that outgrew the
 device went off it (exec/spill/off_device.py); when it is also larger than half the host
 budget (`host_memory_limit`) it is sorted out of core (exec/spill/external_sort.py): its
 parts are read as chunks, cut into buckets in spill files, and the buckets sorted in order,

@@ -1,6 +1,6 @@
 """The hash-build step of a join: a direct map its build pipeline filled, a hash table over
 the build rows (with a direct map where the key allows), or, past the table's share of the
-memory budget, the partitions of a partitioned join (exec/partitioned_join.py)."""
+memory budget, the partitions of a partitioned join (exec/join/partitioned_join.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 from penstock.device.base import Backend
 from penstock.exec.deferred import NotSteady
 from penstock.exec.errors import TableTooLarge
-from penstock.exec.join_state import MAX_DIRECT_ROWS, JoinState
+from penstock.exec.join.join_state import MAX_DIRECT_ROWS, JoinState
 from penstock.exec.metrics import StepMetrics
-from penstock.exec.partitioned_join import partition_join
+from penstock.exec.join.partitioned_join import partition_join
 from penstock.exec.pipeline_runner import PipelineContext, build_batch
 from penstock.plan.physical import BuildHashTable
 

@@ -26,9 +26,9 @@ import numpy as np
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
-from penstock.exec.aggregate_state import TABLE_SHARE, next_pow2
+from penstock.exec.aggregate.aggregate_state import TABLE_SHARE, next_pow2
 from penstock.exec.errors import TableTooLarge
-from penstock.exec.join_state import JoinState
+from penstock.exec.join.join_state import JoinState
 from penstock.io.device_batch import Batch
 
 MAX_PARTITION_BITS = 15  # as for aggregations: hash bits 48..62

@@ -1,5 +1,5 @@
 """Hash joins whose table does not fit the memory budget are built and probed partition by
-partition (exec/partitioned_join.py): inner, left, full, semi, anti and NOT IN joins, with
+partition (exec/join/partitioned_join.py): inner, left, full, semi, anti and NOT IN joins, with
 NULL keys on both sides and keys missing from either, answer as DuckDB does; EXPLAIN
 ANALYZE says how many passes ran and counts the scan's rows once."""
 

@@ -1,5 +1,5 @@
 """Grouped aggregations larger than the memory budget run partitioned by their keys' hashes
-(exec/partitioned_aggregate.py) and move their output off the device (exec/spill/off_device.py):
+(exec/aggregate/partitioned_aggregate.py) and move their output off the device (exec/spill/off_device.py):
 answers equal DuckDB's under budgets of a few MiB, on every tier (device, host memory, spill
 files), with text and NULL keys, DISTINCT, a skewed key, and spill files gone afterwards."""
 

@@ -1,4 +1,4 @@
-"""ORDER BY past memory (exec/sort_step.py): a result that outgrew the device and the host
+"""ORDER BY past memory (exec/order/sort_step.py): a result that outgrew the device and the host
 budget is sorted out of core through spill files, a LIMIT past memory keeps a running top-k,
 and the answers equal DuckDB's (the key sequence exactly, the rows as a multiset: ties may
 come in any order past memory). Small results keep the in-memory sort."""
