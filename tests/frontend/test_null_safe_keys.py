@@ -47,7 +47,7 @@ def duck(sql: str) -> list[str]:
     return sorted(map(repr, con.sql(sql).fetchall()))
 
 
-@pytest.mark.parametrize("columns", ["i", "s", "d", "m", "t", "i, s", "i, s, d, m, t"])
+@pytest.mark.parametrize("columns", ["s", "i, t", "i, s, d, m, t"])
 @pytest.mark.parametrize("op", ["INTERSECT", "EXCEPT"])
 def test_set_operations_are_hash_joins_on_null_safe_keys(db: penstock.Connection, op: str, columns: str) -> None:
     sql = f"SELECT {columns} FROM a {op} SELECT {columns} FROM b"
