@@ -53,6 +53,7 @@ BUCKET_FILL = 0.7  # a bucket's expected rows, as a share of a chunk (the sample
 MIN_CHUNK_ROWS = 256  # under any budget: smaller chunks would cost more in overhead than they save
 HOST_CHUNKS = 8  # chunks in host memory at once: queued, in each stage, being written
 WRITERS = 4  # threads writing a chunk's pieces into their bucket files
+HOST_SORTERS = max(1, min(4, os.cpu_count() or 1))  # chunks sorted at once by Arrow on the host
 DEVICE_CHUNKS = 3  # chunks on the GPU at once: copying in, sorting, copying out
 
 
@@ -147,11 +148,14 @@ class SortJob:
         report.host_budget = self.host_budget
         self.times = StageTimes()
         self.chunk_rows = 0
+        # Arrow's sort runs on one core: on the host, several chunks sort side by side
+        self.workers = {"sort": HOST_SORTERS} if xp is None else {}
 
     def run(self, chunks: Callable[[int], Iterator[pa.Table]], rows: int, row_bytes: float, sample: pa.Table,
             emit: Callable[[pa.Table], None]) -> None:
         report = self.report
-        self.chunk_rows = _chunk_rows(self.budget, self.host_budget, row_bytes, len(self.keys), self.xp is not None)
+        self.chunk_rows = _chunk_rows(self.budget, self.host_budget, row_bytes, len(self.keys), self.xp is not None,
+                                      self.workers.get("sort", 1))
         splitters = _splitters(sample, self.keys, rows, self.chunk_rows)
         report.buckets = splitters.num_rows + 1
         self.say(f"sample: {rows:,} rows, about {row_bytes:.0f} bytes a row; chunks of {self.chunk_rows:,} rows "
@@ -196,7 +200,7 @@ class SortJob:
         pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="penstock-bucket-writer")
         try:
             run_stages((counted(c) for c in chunks), _named(_sorter(self.keys, self.xp, splitters)), append, depth=1,
-                       check=self.check, times=self.times)
+                       check=self.check, times=self.times, workers=self.workers)
         finally:
             pool.shutdown(wait=True)
             for writer, sink in writers.values():
@@ -226,7 +230,8 @@ class SortJob:
                 self.say(f"merge: bucket {written} of {len(buckets)} written")
 
         stages = [(name, _passing(step)) for name, step in _named(_sorter(self.keys, self.xp))]
-        run_stages((read(b) for b in sorted(buckets)), stages, write, depth=1, check=self.check, times=self.times)
+        run_stages((read(b) for b in sorted(buckets)), stages, write, depth=1, check=self.check, times=self.times,
+                   workers=self.workers)
 
 
 def _sorter(keys: list[SortKey], xp: Any, splitters: pa.Table | None = None) -> HostChunkSorter | WordChunkSorter:
@@ -250,14 +255,15 @@ def _passing(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda item: item if isinstance(item, _SortedWhole) else step(item)
 
 
-def _chunk_rows(budget: int, host_budget: int, row_bytes: float, key_count: int, on_device: bool) -> int:
-    """Rows a chunk holds. On the host a sixth of the budget (a chunk being read, one
-    queued, one sorting with its sorted copy, pieces being written). On the GPU the tighter
+def _chunk_rows(budget: int, host_budget: int, row_bytes: float, key_count: int, on_device: bool,
+                sorters: int = 1) -> int:
+    """Rows a chunk holds. On the host a (5 + sorters)th of the budget (a chunk being read,
+    one queued, each sorter's with its sorted copy, pieces being written). On the GPU the tighter
     of: DEVICE_CHUNKS chunks with their key words, orders and gathered copy within the
     device budget, and HOST_CHUNKS chunks within the host budget."""
     row_bytes = max(row_bytes, 1.0)
     if not on_device:
-        return max(MIN_CHUNK_ROWS, int(budget / 6 / row_bytes))
+        return max(MIN_CHUNK_ROWS, int(budget / (5 + sorters) / row_bytes))
     device_row = 2 * row_bytes + 16 * key_count + 48
     return max(MIN_CHUNK_ROWS, int(min(budget / DEVICE_CHUNKS / device_row, host_budget / HOST_CHUNKS / row_bytes)))
 

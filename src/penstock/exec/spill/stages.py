@@ -5,8 +5,10 @@ step on its own thread, chunk i+1 is read while chunk i sorts and chunk i-1 is w
 the slowest step sets the pace instead of their sum. The steps release the GIL where the
 time goes (Arrow's readers and writers, CuPy's copies and kernels, numpy's sorts).
 
-Order is kept (one thread per stage, first in first out). The queues hold `depth` items, which
-bounds the memory in flight. The first error anywhere stops every stage and is raised to
+Order is kept (one thread per stage, first in first out). A stage may run its items on
+several worker threads (`workers`): its thread hands up to that many to a pool and passes the
+results on in the order the items came. The queues hold `depth` items, which bounds the
+memory in flight. The first error anywhere stops every stage and is raised to
 the caller; so is an error from `check` (a cancel), called between items.
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -32,10 +36,15 @@ class StageTimes:
         self.busy[name] = self.busy.get(name, 0.0) + seconds
 
 
-def run_stages(source: Iterable[Any], stages: list[tuple[str, Callable[[Any], Any]]], sink: Callable[[Any], None],
-               depth: int = 2, check: Callable[[], None] | None = None, times: StageTimes | None = None) -> None:
+Stage = tuple[str, Callable[[Any], Any]]
+
+
+def run_stages(source: Iterable[Any], stages: list[Stage], sink: Callable[[Any], None], depth: int = 2,
+               check: Callable[[], None] | None = None, times: StageTimes | None = None,
+               workers: dict[str, int] | None = None) -> None:
     """Every item of `source` (iterated on a thread of its own: the read) through each named
-    stage in order, then to `sink` on the calling thread."""
+    stage in order, then to `sink` on the calling thread. `workers`: threads per stage name
+    (default one)."""
     stop = threading.Event()
     queues: list[queue.Queue[Any]] = [queue.Queue(maxsize=depth) for _ in range(len(stages) + 1)]
     errors: list[BaseException] = []
@@ -71,21 +80,42 @@ def run_stages(source: Iterable[Any], stages: list[tuple[str, Callable[[Any], An
             errors.append(e)
             stop.set()
 
+    def timed(name: str, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def run(item: Any) -> Any:
+            started = time.perf_counter()
+            result = step(item)
+            times.add(name, time.perf_counter() - started)
+            return result
+        return run
+
     def work(name: str, step: Callable[[Any], Any], inbox: queue.Queue[Any], outbox: queue.Queue[Any]) -> None:
+        count = (workers or {}).get(name, 1)
+        pool = ThreadPoolExecutor(count, thread_name_prefix=f"penstock-stage-{name}") if count > 1 else None
+        pending: deque[Future[Any]] = deque()
+        run, ended = timed(name, step), False
         try:
             while True:
-                item = get(inbox)
-                if item is DONE:
+                while not ended and (not pending or (pool is not None and len(pending) < count)):
+                    item = get(inbox)
+                    if item is DONE:
+                        ended = True
+                    elif pool is None:
+                        done: Future[Any] = Future()
+                        done.set_result(run(item))
+                        pending.append(done)
+                    else:
+                        pending.append(pool.submit(run, item))
+                if not pending:
                     put(outbox, DONE)
                     return
-                started = time.perf_counter()
-                result = step(item)
-                times.add(name, time.perf_counter() - started)
-                if not put(outbox, result):
+                if not put(outbox, pending.popleft().result()):
                     return
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
             stop.set()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     threads = [threading.Thread(target=feed, name="penstock-stage-read", daemon=True)]
     threads += [threading.Thread(target=work, args=(name, step, queues[i], queues[i + 1]), daemon=True,
