@@ -46,21 +46,26 @@ def _engines(device: str, tmp_path_factory: pytest.TempPathFactory) -> Engines:
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_fuzz_batch(chunk: int, device: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     eng = _engines(device, tmp_path_factory)
-    gen = Generator(SEED, SUBPOOL, pool_offset=chunk * SUBPOOL)
     n = CPU_CASES if device == "cpu" else GPU_CASES
-    start = chunk * CPU_CASES
+    counts, failures = run_chunk(eng, chunk, range(chunk * CPU_CASES, chunk * CPU_CASES + n))
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    assert not failures, f"{len(failures)} failures in {n} cases ({summary}):\n\n" + "\n\n".join(failures[:12])
+    unsupported = sum(v for k, v in counts.items() if k.startswith("skip:unsupported"))
+    assert unsupported <= MAX_UNSUPPORTED * n, f"too many unsupported queries: {summary}"
+
+
+def run_chunk(eng: Engines, chunk: int, indices: range) -> tuple[collections.Counter[str], list[str]]:
+    """Chunk `chunk`'s cases at `indices` against `eng`: outcome counts and failures described."""
+    gen = Generator(SEED, SUBPOOL, pool_offset=chunk * SUBPOOL)
     counts: collections.Counter[str] = collections.Counter()
     failures: list[str] = []
-    for index in range(start, start + n):
+    for index in indices:
         case = gen.case(index)
         for o in run_case(eng, case):
             counts[o.key if o.status != "fail" else "fail"] += 1
             if o.status in ("fail", "generator"):
                 failures.append(_describe(case, o, chunk))
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    assert not failures, f"{len(failures)} failures in {n} cases ({summary}):\n\n" + "\n\n".join(failures[:12])
-    unsupported = sum(v for k, v in counts.items() if k.startswith("skip:unsupported"))
-    assert unsupported <= MAX_UNSUPPORTED * n, f"too many unsupported queries: {summary}"
+    return counts, failures
 
 
 def _describe(case: Any, o: Any, chunk: int) -> str:

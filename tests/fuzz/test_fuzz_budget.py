@@ -8,15 +8,13 @@ not partition: tests/exec/aggregate/test_partitioned_aggregate.py covers that)."
 
 from __future__ import annotations
 
-import collections
 from pathlib import Path
 
 import pytest
 
-from .generator import Generator
-from .runner import Engines, run_case
+from .runner import Engines
 from .tables import generate
-from .test_fuzz_batch import SEED, SUBPOOL, _describe
+from .test_fuzz_batch import SEED, run_chunk
 
 CHUNKS = [5]  # one chunk keeps the CI run short; the full batch runs without a budget
 CASES = {"cpu": 120, "gpu": 40}
@@ -30,15 +28,7 @@ def test_fuzz_under_a_tiny_budget(chunk: int, device: str, tmp_path_factory: pyt
     spill = folder / "spill"
     eng = Engines(generate(SEED, folder), device, memory_limit=BUDGET, host_memory_limit=HOST_BUDGET,
                   spill_dir=spill)
-    gen = Generator(SEED, SUBPOOL, pool_offset=chunk * SUBPOOL)
-    counts: collections.Counter[str] = collections.Counter()
-    failures: list[str] = []
-    for index in range(CASES[device]):
-        case = gen.case(index)
-        for o in run_case(eng, case):
-            counts[o.key if o.status != "fail" else "fail"] += 1
-            if o.status in ("fail", "generator"):
-                failures.append(_describe(case, o, chunk))
+    counts, failures = run_chunk(eng, chunk, range(CASES[device]))
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     assert not failures, f"{len(failures)} failures ({summary}):\n\n" + "\n\n".join(failures[:12])
     assert counts["ok"] >= CASES[device], summary

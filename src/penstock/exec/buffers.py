@@ -73,7 +73,11 @@ class BufferStore:
         return table.nbytes, self.off_device.add(buffer, table)
 
     def device_bytes(self, buffer: int) -> int:
-        return sum(c.nbytes for b in self.batches[buffer] for c in b.columns)
+        return sum(b.nbytes for b in self.batches[buffer])
+
+    def schema(self, buffer: int) -> pa.Schema:
+        """The Arrow schema of the buffer's host tables (columns c0, c1, ...)."""
+        return arrow_schema(self.types[buffer])
 
     def total_bytes(self, buffer: int) -> int:
         """The buffer's bytes wherever they are: device, host, spill files."""
@@ -168,14 +172,20 @@ def buffer_to_arrow(backend: Backend, batches: list[Batch], types: list[DataType
                     columns: list[int] | None = None, names: list[str] | None = None) -> pa.Table:
     columns = list(range(len(types))) if columns is None else columns
     names = names or [f"c{i}" for i in columns]
-    from penstock.plan.types import to_arrow
-
     record_batches = [batch_to_arrow(Batch([b.columns[c] for c in columns], b.length), names, backend)
                       for b in batches if b.length]
     if len(record_batches) == 1:  # its arrays have the types the schema would say (a small result: often)
         return pa.Table.from_batches(record_batches)
-    schema = pa.schema([pa.field(n, to_arrow(types[c])) for n, c in zip(names, columns)])
-    return pa.Table.from_batches(record_batches, schema=schema)
+    return pa.Table.from_batches(record_batches, schema=arrow_schema(types, columns, names))
+
+
+def arrow_schema(types: list[DataType], columns: list[int] | None = None, names: list[str] | None = None) -> pa.Schema:
+    """The Arrow schema of a buffer's `columns` (all by default), named c0, c1, ... unless `names`."""
+    from penstock.plan.types import to_arrow
+
+    columns = list(range(len(types))) if columns is None else columns
+    names = names or [f"c{i}" for i in columns]
+    return pa.schema([pa.field(n, to_arrow(types[c])) for n, c in zip(names, columns)])
 
 
 def arrow_to_batch(backend: Backend, table: pa.Table, types: list[DataType]) -> Batch:

@@ -285,7 +285,7 @@ class PipelineRunner(AggregateRunning):
         """Under a memory budget, batches read ahead wait within READ_SHARE of it."""
         if self.ctx.memory_limit is None:
             return {}
-        return {"byte_limit": self.ctx.memory_limit // READ_SHARE, "size_of": batch_bytes}
+        return {"byte_limit": self.ctx.memory_limit // READ_SHARE, "size_of": lambda batch: batch.nbytes}
 
     def hold_output(self, buffer: int) -> None:
         """The buffer's device batches move to host memory (then spill files) once they pass
@@ -310,10 +310,6 @@ class PipelineRunner(AggregateRunning):
         self.ctx.pending_fills.append(PendingFill(self.p.sink.direct_build[0], self.p.id,  # type: ignore[union-attr]
                                                   self.status, self.metrics, self.n_counters,
                                                   self.p.label or f"pipeline {self.p.id}"))
-
-
-def batch_bytes(batch: Batch) -> int:
-    return sum(c.nbytes for c in batch.columns)
 
 
 def build_batch(be: Backend, store: BufferStore, buffer: int) -> Batch:

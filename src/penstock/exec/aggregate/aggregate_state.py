@@ -68,6 +68,11 @@ def next_pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
+# The smallest table (room for MIN_SLOTS // 2 entries, what every table starts with) is
+# admitted under any budget: partitioning cannot make a table smaller than that
+SMALLEST_SLOTS = max(next_pow2(int(MIN_SLOTS // 2 / MAX_LOAD) + 1), MIN_SLOTS)
+
+
 class HashTable:
     """A table of `width`-word slots plus a counter of its entries (a view into `counts`)."""
 
@@ -97,10 +102,7 @@ class HashTable:
         if want <= self.capacity:
             return
         need = want * self.width * 8
-        # the smallest table (room for MIN_SLOTS // 2 entries) is admitted under any budget:
-        # partitioning cannot make a table smaller than that
-        smallest = max(next_pow2(int(MIN_SLOTS // 2 / MAX_LOAD) + 1), MIN_SLOTS)
-        if limit_bytes is not None and want > smallest and need > limit_bytes // TABLE_SHARE:
+        if limit_bytes is not None and want > SMALLEST_SLOTS and need > limit_bytes // TABLE_SHARE:
             raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {entries:,} entries, "
                                 f"more than its share of memory_limit ({limit_bytes / 2**20:,.0f} MiB) allows", need)
         try:

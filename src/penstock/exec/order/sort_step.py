@@ -78,12 +78,12 @@ def out_of_core(step: SortBuffer, store: BufferStore, backend: Backend, memory_l
         emit(best)
         return StepMetrics(label, "host, a running top-k over the parts off the device", rows, kept,
                            time.perf_counter() - started)
-    schema = next(store.each_table(step.source)).schema
+    schema = store.schema(step.source)
     report = SortReport()
     xp = None
     if backend.name != "cpu" and word_sortable(schema, keys):
         xp, report.device = backend.xp, "gpu"
-    device_budget = memory_limit or getattr(backend, "total_memory", host_limit) // 4
+    device_budget = memory_limit or (getattr(backend, "total_memory", host_limit) // 4)
     with SpillDirectory(store.off_device.spill_dir) as spill:
         job = SortJob(keys, xp, device_budget if xp is not None else host_limit // 2, host_limit // 2, spill, report,
                       check=check)
