@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Build the folders the device tool carries to the GPU machine (a call carries at most
+# 64 MiB, so they are separate and a call picks what it needs; see scripts/device-env.sh):
+#   .device-litesite/site.tar.xz  Python packages the GPU machine lacks, without KvikIO
+#   .device-lite/                 the same packages plus tpchgen-cli (penstock gen tpch)
+#   .device-nvcomp/nvcomp.tar.xz  nvCOMP's shared library (Parquet pages decompressed on the GPU)
+# Shared objects are stripped and everything is compressed with xz -9. Run from the repo root.
+set -euo pipefail
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pip_target() {  # pip_target DIR PACKAGE... : manylinux cp312 wheels unpacked into DIR
+  local dir=$1; shift
+  python3 -m pip install -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --target "$dir" "$@"
+  find "$dir" -name '*.so*' -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
+  find "$dir" -name '__pycache__' -type d -prune -exec rm -rf {} +
+}
+site=(
+  "datafusion==55.0.0" "substrait==0.37.1" "substrait-protobuf==0.106.0" "substrait-extensions==0.106.0"
+  "protobuf>=5,<8" "cloudpickle" "duckdb==2.0.0"
+)
+mkdir -p .device-litesite .device-lite .device-nvcomp
+pip_target "$tmp/site" "${site[@]}"
+tar -cf - -C "$tmp/site" . | xz -T0 -9 > .device-litesite/site.tar.xz
+cp .device-litesite/site.tar.xz .device-lite/site.tar.xz
+pip_target "$tmp/tpchgen" "tpchgen-cli==4.0.0"
+find "$tmp/tpchgen" -name tpchgen-cli -type f | head -1 | xargs -I{} sh -c 'strip {} 2>/dev/null; xz -9 -c {} > .device-lite/tpchgen-cli.xz'
+pip_target "$tmp/nvcomp" "nvidia-libnvcomp-cu13>=5"
+tar -cf - -C "$tmp/nvcomp" . | xz -T0 -9 > .device-nvcomp/nvcomp.tar.xz
+du -h .device-litesite/site.tar.xz .device-lite/* .device-nvcomp/nvcomp.tar.xz
