@@ -78,7 +78,12 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
                    f"  kernels: {pm.kernel_seconds * 1000:.2f} ms" + (f"  reruns: {pm.reruns}" if pm.reruns else ""))
         if pm.read_path and pm.bytes_read:
             out.append(f"    read path: {pm.read_path}")
-        if pm.partitions:
+        if pm.scattered is not None:
+            ways, rows = pm.scattered
+            out.append(f"    partitioned: {pm.partitions} passes: the input read once, its {rows:,} rows scattered "
+                       f"into {ways} partitions by the keys' hashes, then each partition aggregated (the hash "
+                       f"table did not fit its share of memory)")
+        elif pm.partitions:
             out.append(f"    partitioned: {pm.partitions} passes over the input, one per partition of the keys' hashes "
                        f"(the hash table did not fit its share of memory)")
         if pm.join_partitions:

@@ -57,6 +57,7 @@ class SpillQueryResult:
     spilled_host_bytes: int
     spilled_disk_bytes: int
     answer: list[int]
+    scattered: int = 0  # partitions the input was scattered into in one pass (0: none)
     duckdb_s: float | None = None
     duckdb_answer: list[int] | None = None
     duckdb_error: str | None = None
@@ -65,11 +66,17 @@ class SpillQueryResult:
     def same(self) -> bool | None:
         return None if self.duckdb_answer is None else self.answer == self.duckdb_answer
 
+    def passes_text(self) -> str:
+        if self.scattered:
+            return (f"the input read once and scattered into {self.scattered} partitions, "
+                    f"{self.passes} passes in all")
+        return f"{self.passes or 1} pass{'es' if self.passes > 1 else ''} over the input"
+
     def lines(self) -> list[str]:
         out = [f"{self.description} ({self.input_bytes / 2**30:.2f} GiB of Parquet), memory limit "
                f"{self.memory_limit / 2**20:,.0f} MiB",
-               f"penstock ({self.engine}): {self.penstock_s:.2f} s, {self.passes or 1} pass"
-               f"{'es' if self.passes > 1 else ''} over the input, spilled {self.spilled_host_bytes / 2**30:.2f} GiB "
+               f"penstock ({self.engine}): {self.penstock_s:.2f} s, {self.passes_text()}, spilled "
+               f"{self.spilled_host_bytes / 2**30:.2f} GiB "
                f"to host memory and {self.spilled_disk_bytes / 2**30:.2f} GiB to files"]
         if self.duckdb_error is not None:
             out.append(f"DuckDB: failed under the same limit: {self.duckdb_error}")
@@ -129,10 +136,11 @@ def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, direct
     answer = [int(v) for v in result.to_arrow().to_pylist()[0].values()]
     plan = db.explain(query, analyze=True)  # a second run, for its counts only
     passes = int(m.group(1)) if (m := re.search(r"partitioned(?: join)?: (\d+) passes", plan)) else 0
+    scattered = int(m.group(1)) if (m := re.search(r"scattered into (\d+) partitions", plan)) else 0
     spilled = re.search(r"spilled: ([\d,]+) bytes to host memory, ([\d,]+) bytes", plan)
     host, disk = (int(spilled.group(i).replace(",", "")) for i in (1, 2)) if spilled else (0, 0)
     out = SpillQueryResult(case, description, sum(p.stat().st_size for p in files.values()), memory_limit,
-                           db.backend.describe(), result.engine, seconds, passes, host, disk, answer)
+                           db.backend.describe(), result.engine, seconds, passes, host, disk, answer, scattered)
     if duckdb_too:
         import duckdb
 

@@ -50,10 +50,10 @@ class ExprGen:
         self.err = err  # name of the kernel's error-flag parameter
         self.reject = "continue"  # the statement that drops the current row combination
         self._scopes: list[dict[Expr, Val]] = [{}]
-        from penstock.codegen import expr_arith, expr_dates, expr_logic, expr_text
+        from penstock.codegen import expr_arith, expr_dates, expr_logic, expr_text, keys
 
         self.handlers: dict[str, Handler] = {}
-        for module in (expr_logic, expr_arith, expr_text, expr_dates):
+        for module in (expr_logic, expr_arith, expr_text, expr_dates, keys):
             self.handlers.update(module.HANDLERS)
 
     # -- scopes: values computed inside a conditional block stay there ------------------------

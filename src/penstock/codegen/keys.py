@@ -11,7 +11,8 @@ an xpu::KeyText); a wider decimal takes two words, low then high.
 from __future__ import annotations
 
 from penstock.codegen.cpp_types import KEY_TEXT
-from penstock.codegen.expr_gen import Val
+from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.plan.expr import Call
 from penstock.plan.types import DataType, Kind
 
 
@@ -37,6 +38,17 @@ def hash_keys(vals: list[Val], null_aware: bool = False) -> str:
     for p in parts[1:]:
         h = f"xpu::hash_combine({h}, {p})"
     return h
+
+
+def compile_partition_hash(g: ExprGen, e: Call) -> Val:
+    """partition_hash(k1, k2, ...): one 64-bit hash of a row's group keys (NULL hashing as a
+    constant), materialized beside the keys when an aggregation's input is scattered into
+    partitions in one pass (exec/aggregate/scattered_aggregate.py). Internal: SQL cannot name it."""
+    vals = [g.compile(arg) for arg in e.args]
+    return g.define(e.type, f"(int64_t){hash_keys(vals, null_aware=True)}", "false", "int64_t")
+
+
+HANDLERS = {"partition_hash": compile_partition_hash}
 
 
 def words(t: DataType) -> int:

@@ -27,13 +27,26 @@ class BufferStore:
     files), read after its device batches and uploaded one part at a time."""
 
     def __init__(self, types: dict[int, list[DataType]], backend: Backend, off_device: OffDeviceStore | None = None):
-        self.types = types
+        self.types = dict(types)  # a copy: a step may add buffers of its own (new_buffer)
         self.backend = backend
         self.off_device = off_device or OffDeviceStore()
         self.batches: dict[int, list[Batch]] = {b: [] for b in types}
         self.host: dict[int, pa.Table] = {}
         self.sorted_by: dict[int, list[tuple[int, bool, bool]]] = {}  # host tables already in an order
         self.emitters: dict[int, Callable[[Batch], None]] = {}  # buffers handed out as written (result_stream)
+
+    def new_buffer(self, types: list[DataType]) -> int:
+        """A buffer the plan does not have (a step's own staging), numbered after the plan's."""
+        buffer = max(self.types, default=-1) + 1
+        self.types[buffer] = types
+        self.batches[buffer] = []
+        return buffer
+
+    def drop(self, buffer: int) -> None:
+        """Forget the buffer's rows wherever they are (its spill files are removed)."""
+        self.batches[buffer] = []
+        self.host.pop(buffer, None)
+        self.off_device.drop(buffer)
 
     def add(self, buffer: int, batch: Batch) -> None:
         emit = self.emitters.get(buffer)
@@ -165,6 +178,37 @@ def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Bat
         else:
             columns.append(Column(t, total, values=xp.concatenate([c.values[:c.length] for c in parts]),
                                   validity=validity))
+    return Batch(columns, total)
+
+
+def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any) -> Batch:
+    """The batch's rows in the order of the row indices `order` (a device array), with
+    numpy or CuPy: the scatter of exec/spill/scatter.py groups rows by partition this way."""
+    xp = backend.xp
+    total = int(order.size)
+    columns = []
+    for c, t in zip(batch.columns, types):
+        validity = None
+        if c.validity is not None:
+            validity = pack_bits(xp, unpack_bits(backend, c.validity, c.length)[order])
+        if t.kind is Kind.NULL:
+            columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
+        elif t.kind is Kind.STRING:
+            offsets = c.values[:c.length + 1].astype(np.int64)
+            starts, lengths = offsets[:-1][order], (offsets[1:] - offsets[:-1])[order]
+            new_offsets = xp.zeros(total + 1, dtype=np.int64)
+            xp.cumsum(lengths, out=new_offsets[1:])
+            size = int(new_offsets[-1]) if total else 0
+            # each output byte's source: its row's start, plus how far into the row it is
+            shift = xp.repeat(starts - new_offsets[:-1], lengths)
+            data = c.data[shift + xp.arange(size, dtype=np.int64)] if size else xp.zeros(0, dtype=np.uint8)
+            columns.append(Column(t, total, values=new_offsets.astype(np.int32), validity=validity, data=data))
+        elif t.kind is Kind.BOOL:
+            columns.append(Column(t, total, values=pack_bits(xp, unpack_bits(backend, c.values, c.length)[order]),
+                                  validity=validity))
+        else:
+            columns.append(Column(t, total, values=c.values[:c.length][order], validity=validity,
+                                  decimal_stride=c.decimal_stride))
     return Batch(columns, total)
 
 

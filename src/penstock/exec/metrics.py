@@ -36,6 +36,9 @@ class PipelineMetrics:
     cache_dictionaries: int = 0  # of them, text the cache keeps dictionary-encoded
     groups: int | None = None  # rows an aggregation put out (its groups), once finished
     partitions: int = 0  # passes of an aggregation run partitioned by its keys' hashes (0: not)
+    # (partitions, rows) of an aggregation whose input was read once and scattered by its
+    # keys' hashes (exec/aggregate/scattered_aggregate.py)
+    scattered: tuple[int, int] | None = None
     join_partitions: int = 0  # passes over the input, one per partition of a partitioned join it probes
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files

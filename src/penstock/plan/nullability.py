@@ -18,7 +18,7 @@ _STRICT = {"eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "neg", "abs"
            "starts_with", "ends_with", "left", "right", "strpos", "lpad", "rpad", "replace", "round",
            "floor", "ceil", "add_interval"}
 _NEVER = {"is_null", "is_not_null", "is_true", "is_false", "is_not_true", "is_not_false",
-          "is_distinct", "is_not_distinct", "concat"}
+          "is_distinct", "is_not_distinct", "concat", "partition_hash"}
 
 
 def nullable(e: Expr, column: Callable[[Expr], bool]) -> bool:

@@ -62,20 +62,40 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     """Run the runner's aggregation partition by partition, after a pass over every key
     raised `too_large`, or as an earlier run of the plan found it must (`known`: partitions
     and groups, what runner.partitioned records for the next run); the groups of every
-    partition go to the sink's buffer."""
+    partition go to the sink's buffer. An input that is not a table cached on the device is
+    read once and scattered by partition (scattered_aggregate.py); a cached one is scanned
+    again for each partition, at memory bandwidth."""
+    from penstock.exec.aggregate.scattered_aggregate import run_scattered, scatter_applies
+
     ctx, metrics = runner.ctx, runner.metrics
     budget = ctx.memory_limit or getattr(runner.be, "total_memory", None)
     runner.stop_reading()  # a table read early serves one pass: the passes read it again
     runner.early = None
     count, groups_thought = split_ways(too_large, budget) if too_large is not None else known or (FIRST_SPLIT, 0)
-    # (mask, index, groups expected) of each partition; its table is made that size at once
-    todo = deque((count - 1, index, groups_thought // count) for index in range(count))
     metrics.counters = []
-    runner.count_rows = True  # the operators' rows are counted in the first pass that completes
+    if scatter_applies(runner):
+        passes, groups, widest = run_scattered(runner, sink, count, groups_thought, budget)
+    else:
+        # (mask, index, groups expected) of each partition; its table is made that size at once
+        todo = deque((count - 1, index, groups_thought // count) for index in range(count))
+        runner.count_rows = True  # the operators' rows are counted in the first pass that completes
+        passes, groups, widest = run_passes(runner, sink, layout, todo, budget)
+    metrics.groups = groups
+    metrics.partitions = passes
+    runner.seen = None
+    runner.partitioned = (widest, groups)  # the next run starts with as many partitions
+
+
+def run_passes(runner: "PipelineRunner", sink: AggregateSink, layout: Any, todo: deque[tuple[int, int, int]],
+               budget: int | None) -> tuple[int, int, int]:
+    """One pass of the runner's pipeline per (mask, index, groups expected) in `todo`, each
+    keeping the keys whose hash bits 48.. masked equal the index; a partition whose table
+    does not fit is split and its parts run next. Returns (passes, groups, most partitions)."""
+    metrics = runner.metrics
     passes = groups = widest = 0
     while todo:
         mask, index, expected = todo.popleft()
-        ctx.check()
+        runner.ctx.check()
         passes += 1
         try:
             agg = runner.aggregate_rows(layout, (mask, index), int(expected * HEADROOM))
@@ -96,7 +116,4 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
         del agg  # its tables go back to the pool before the next pass
         runner.hold_output(sink.buffer)
     runner.count_rows = True
-    metrics.groups = groups
-    metrics.partitions = passes
-    runner.seen = None
-    runner.partitioned = (widest, groups)  # the next run starts with as many partitions
+    return passes, groups, widest

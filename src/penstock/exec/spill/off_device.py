@@ -89,6 +89,13 @@ class OffDeviceStore:
         if held is not None:
             yield from held.tables()
 
+    def drop(self, buffer: int) -> None:
+        """Forget one buffer's parts; its spill files are removed at once."""
+        held = self.buffers.pop(buffer, None)
+        for part in held.parts if held is not None else []:
+            if isinstance(part, Path):
+                part.unlink(missing_ok=True)
+
     def close(self) -> None:
         self.buffers.clear()
         if self.directory is not None:

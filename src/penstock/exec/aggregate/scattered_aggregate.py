@@ -1,0 +1,123 @@
+"""A grouped aggregation too large for memory, its input read once and scattered by partition.
+
+Run partition by partition (partitioned_aggregate.py), an aggregation would read and decode
+its whole input once per partition: tens of passes over a Parquet file for a table of 10^8
+groups. Instead the pipeline runs once with its sink replaced by a materialization of what
+the aggregation needs, each row's keys and its measures' arguments, after a hash of its
+keys. The rows are scattered by that hash as they are written (exec/spill/scatter.py) into
+one buffer per partition, held in host memory or spill files. Then an aggregation over each
+partition's buffer alone makes its groups, splitting further by the keys' other hash bits
+if a partition's table still does not fit (partitioned_aggregate.run_passes). The groups of
+different partitions are disjoint, so each partition's are final.
+
+The input's filters, joins and expressions run once, in the first pipeline; the second
+only groups columns. A table cached on the device is not scattered: scanning it again costs
+less than writing it out (scatter_applies).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from penstock.codegen.agg_layout import layout_of
+from penstock.codegen.finalize_gen import generate_finalize
+from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.exec.join.in_table_builds import cached_columns
+from penstock.exec.kernels import compile_kernel
+from penstock.exec.metrics import PipelineMetrics
+from penstock.exec.spill.scatter import Scatter
+from penstock.plan.expr import BuildColumn, Call, ColumnRef, Expr
+from penstock.plan.nullability import nullable
+from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
+                                    TableSource)
+from penstock.plan.rel import AggCall, JoinKind
+from penstock.plan.types import INT64
+
+if TYPE_CHECKING:
+    from penstock.exec.pipeline_runner import PipelineRunner
+
+MAX_SCATTER = 1 << 12  # partitions one scatter makes (a partition too large splits again as it is aggregated)
+
+
+def scatter_applies(runner: "PipelineRunner") -> bool:
+    """Whether the aggregation's input is read once and scattered: not in a steady run (it
+    launches once, reading nothing back), and not when the source is a table the column
+    cache holds on the device."""
+    if runner.ctx.deferred is not None:
+        return False
+    source = runner.p.source
+    return not (isinstance(source, TableSource) and cached_columns(runner.ctx, source) is not None)
+
+
+def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, groups_thought: int,
+                  budget: int | None) -> tuple[int, int, int]:
+    """Scatter the runner's input into `ways` partitions, then aggregate each; returns
+    (passes, groups, most partitions a scattered partition split into)."""
+    from penstock.exec.aggregate.partitioned_aggregate import run_passes
+    from penstock.exec.pipeline_runner import PipelineRunner
+
+    be, store, p = runner.be, runner.ctx.store, runner.p
+    ways = min(ways, MAX_SCATTER)
+    arguments = list(dict.fromkeys(m.arg for m in sink.measures if m.arg is not None))
+    written = [Call(INT64, "partition_hash", tuple(sink.groups)), *sink.groups, *arguments]
+    types = [e.type for e in written]
+    staging = store.new_buffer(types)
+    targets = [store.new_buffer(types[1:]) for _ in range(ways)]
+    scatter = Scatter(store, types, targets)
+    store.emitters[staging] = scatter
+    first = Pipeline(p.id, p.source, p.ops, MaterializeSink(written, staging), p.label)
+    kernel = generate_pipeline(first)
+    scattering = PipelineRunner(first, kernel, compile_kernel(be, kernel), None, runner.ctx, runner.metrics)
+    try:
+        scattering.run()
+    finally:
+        store.emitters.pop(staging, None)
+    runner.metrics.spilled_host_bytes += scatter.host_bytes
+    runner.metrics.spilled_disk_bytes += scatter.disk_bytes
+
+    columns = [ColumnRef(t, i) for i, t in enumerate(types[1:])]
+    column_of = {e: columns[i] for i, e in reversed(list(enumerate(written[1:])))}
+    grouping = AggregateSink([column_of[g] for g in sink.groups],
+                             [AggCall(m.fn, column_of[m.arg] if m.arg is not None else None, m.type, m.distinct)
+                              for m in sink.measures], sink.buffer)
+    kinds = [nullable(e, lambda ref: column_nullable(p, ref)) for e in written[1:]]
+    second = Pipeline(p.id, BufferSource(targets[0], types[1:], kinds), [], grouping, p.label)
+    kernel = generate_pipeline(second)
+    metrics = PipelineMetrics(p.id, p.label, be.describe(), kernel.counters)
+    grouper = PipelineRunner(second, kernel, compile_kernel(be, kernel), generate_finalize(grouping), runner.ctx,
+                             metrics)
+    grouper.count_rows = False
+    passes, groups, widest = 1, 0, 1  # the scattering pass
+    layout = layout_of(grouping)
+    try:
+        for index, target in enumerate(targets):
+            if scatter.partition_rows[index]:
+                second.source = BufferSource(target, types[1:], kinds)
+                todo = deque([(0, 0, groups_thought // ways)])
+                done, made, split = run_passes(grouper, grouping, layout, todo, budget)
+                passes, groups, widest = passes + done, groups + made, max(widest, split)
+            store.drop(target)  # its memory and spill files go before the next partition's pass
+    finally:
+        for target in targets:
+            store.drop(target)
+    runner.metrics.kernel_seconds += metrics.kernel_seconds
+    runner.metrics.reruns += metrics.reruns
+    runner.metrics.spilled_host_bytes += metrics.spilled_host_bytes
+    runner.metrics.spilled_disk_bytes += metrics.spilled_disk_bytes
+    runner.metrics.scattered = (ways, scatter.rows)
+    return passes, groups, ways * widest
+
+
+def column_nullable(p: Pipeline, ref: Expr) -> bool:
+    """Whether a column the pipeline reads may hold NULLs (True when unknown): a source
+    column as its source says, a build column as its join's build side says, and any build
+    column of an outer join's probe."""
+    if isinstance(ref, ColumnRef):
+        known = p.source.nullable
+        return known[ref.index] if known else True
+    assert isinstance(ref, BuildColumn)
+    probe = [op for op in p.ops if isinstance(op, ProbeOp)][ref.probe]
+    if probe.kind is not JoinKind.INNER:
+        return True
+    return probe.build_nullable[ref.index] if probe.build_nullable else True

@@ -1,0 +1,67 @@
+"""Rows split by partition as a pipeline writes them: one pass over an input instead of one
+per partition.
+
+A pipeline whose first output column is a 64-bit hash of the row's keys writes into a
+buffer that has a Scatter as its emitter (BufferStore.emitters): each batch it writes is
+ordered by partition on the device (a sort of the partition numbers, then a gather of every
+column), read back in one transfer, and cut into one slice per partition. Each slice becomes
+the next part of that partition's buffer, held off the device (host memory, then spill files
+past host_memory_limit), without the hash column. A later pass over one partition reads
+only its own rows (exec/aggregate/scattered_aggregate.py).
+
+The partition is taken from hash bits SCATTER_SHIFT and up. Kernels that partition a table
+further (partitioned_aggregate.py) use bits 48..62, so a partition's rows still spread over
+every one of those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from penstock.exec.buffers import BufferStore, buffer_to_arrow, take_rows
+from penstock.io.device_batch import Batch
+from penstock.plan.types import DataType
+
+SCATTER_SHIFT = 32
+
+
+@dataclass
+class Scatter:
+    """The emitter of a buffer whose rows go to `targets[partition]` (see the module)."""
+
+    store: BufferStore
+    types: list[DataType]  # of the written rows: the hash, then what the targets hold
+    targets: list[int]
+    rows: int = 0
+    host_bytes: int = 0
+    disk_bytes: int = 0
+    partition_rows: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        ways = len(self.targets)
+        assert ways & (ways - 1) == 0, "partitions come in powers of two"
+        self.partition_rows = [0] * ways
+
+    def __call__(self, batch: Batch) -> None:
+        be, xp, ways = self.store.backend, self.store.backend.xp, len(self.targets)
+        hashes = batch.columns[0].values[:batch.length].view(np.uint64)
+        partition = ((hashes >> np.uint64(SCATTER_SHIFT)) & np.uint64(ways - 1)).astype(np.int32)
+        order = xp.argsort(partition)
+        counts = be.to_host(xp.bincount(partition, minlength=ways))
+        rows = take_rows(be, Batch(batch.columns[1:], batch.length), self.types[1:], order)
+        del partition, order, hashes
+        table = buffer_to_arrow(be, [rows], self.types[1:])
+        start = 0
+        for index, count in enumerate(int(c) for c in counts):
+            if count:
+                part = table.slice(start, count)
+                tier = self.store.off_device.add(self.targets[index], part)
+                if tier == "host":
+                    self.host_bytes += part.nbytes
+                else:
+                    self.disk_bytes += part.nbytes
+                self.partition_rows[index] += count
+            start += count
+        self.rows += batch.length
