@@ -186,12 +186,14 @@ def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any)
     numpy or CuPy: the scatter of exec/spill/scatter.py groups rows by partition this way."""
     xp = backend.xp
     total = int(order.size)
+    if batch.length == 0:
+        return batch
     columns = []
     for c, t in zip(batch.columns, types):
         validity = None
         if c.validity is not None:
             validity = pack_bits(xp, unpack_bits(backend, c.validity, c.length)[order])
-        if t.kind is Kind.NULL:
+        if t.kind is Kind.NULL or c.values is None:  # (a column of NULLs has no values)
             columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
         elif t.kind is Kind.STRING:
             offsets = c.values[:c.length + 1].astype(np.int64)

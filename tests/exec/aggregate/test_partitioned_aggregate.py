@@ -104,6 +104,26 @@ def test_an_aggregation_over_the_budget_runs_partitioned_and_matches_duckdb(tmp_
     penstock.connect(device=device)
 
 
+def test_a_file_is_read_once_and_scattered_a_cached_table_scanned_per_partition(tmp_path: Path, device: str,
+                                                                                spill_dir: Path) -> None:
+    """Over a file the partitioned aggregation reads its input once and scatters it
+    (exec/aggregate/scattered_aggregate.py); over a table in the device's column cache each
+    partition scans it again. Both answer as DuckDB does."""
+    table = facts(ROWS[device])
+    db = connect(tmp_path, table, device, spill_dir, memory_limit=BUDGET[device])
+    plan = db.explain(GROUPED, analyze=True)
+    assert f"its {ROWS[device]:,} rows scattered into" in plan, plan
+    path = tmp_path / "f.parquet"
+    cached = penstock.connect(device=device, spill_dir=spill_dir, memory_limit=BUDGET[device] * 4,
+                              cache=["f"])
+    cached.register("f", path)
+    assert close(rows_of(cached.sql(GROUPED)), duck(table, GROUPED))
+    plan = cached.explain(GROUPED, analyze=True)
+    if "column cache: hit" in plan:  # the table fit the cache's share of the budget
+        assert "scattered" not in plan and "passes over the input" in plan, plan
+    penstock.connect(device=device)
+
+
 def test_past_the_host_budget_the_output_goes_to_spill_files_which_are_removed(tmp_path: Path, device: str,
                                                                                 spill_dir: Path) -> None:
     table = facts(ROWS[device])
@@ -123,6 +143,12 @@ def test_past_the_host_budget_the_output_goes_to_spill_files_which_are_removed(t
     "SELECT k, count(DISTINCT x) AS d, sum(DISTINCT x) AS sd FROM f GROUP BY k",
     "SELECT k, sum(v) AS s FROM f GROUP BY k HAVING sum(v) > 100 ORDER BY s DESC, k LIMIT 20",
     "SELECT count(*) AS groups, sum(s) AS total FROM (SELECT k, x, sum(v) AS s FROM f GROUP BY k, x) AS g",
+    # keys and arguments that are expressions, and a key from a join's build side: the
+    # scattering pass computes them once, the partitions' passes only group columns
+    "SELECT k % 50000 + x AS g, sum(v * 2 + x) AS s, count(CASE WHEN f > 0.5 THEN 1 END) AS c, "
+    "max(upper(t)) AS m FROM f WHERE x <> 3 GROUP BY k % 50000 + x",
+    "SELECT f.k, d.n, sum(f.v) AS s FROM f JOIN (SELECT x, count(*) AS n FROM f GROUP BY x) AS d "
+    "ON f.x = d.x GROUP BY f.k, d.n",
 ])
 def test_distinct_having_order_and_subqueries_over_partitioned_groups(tmp_path: Path, device: str,
                                                                       spill_dir: Path, sql: str) -> None:

@@ -71,6 +71,7 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, grou
     scattering = PipelineRunner(first, kernel, compile_kernel(be, kernel), None, runner.ctx, runner.metrics)
     try:
         scattering.run()
+        scatter.flush()
     finally:
         store.emitters.pop(staging, None)
     runner.metrics.spilled_host_bytes += scatter.host_bytes

@@ -4,9 +4,9 @@ per partition.
 A pipeline whose first output column is a 64-bit hash of the row's keys writes into a
 buffer that has a Scatter as its emitter (BufferStore.emitters): each batch it writes is
 ordered by partition on the device (a sort of the partition numbers, then a gather of every
-column), read back in one transfer, and cut into one slice per partition. Each slice becomes
-the next part of that partition's buffer, held off the device (host memory, then spill files
-past host_memory_limit), without the hash column. A later pass over one partition reads
+column), read back in one transfer, and cut into one slice per partition. A partition's slices, gathered into parts of PART_BYTES,
+become its buffer's parts, held off the device (host memory, then spill files past
+host_memory_limit), without the hash column. A later pass over one partition reads
 only its own rows (exec/aggregate/scattered_aggregate.py).
 
 The partition is taken from hash bits SCATTER_SHIFT and up. Kernels that partition a table
@@ -19,12 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from penstock.exec.buffers import BufferStore, buffer_to_arrow, take_rows
 from penstock.io.device_batch import Batch
 from penstock.plan.types import DataType
 
 SCATTER_SHIFT = 32
+PART_BYTES = 64 << 20
 
 
 @dataclass
@@ -39,10 +41,18 @@ class Scatter:
     disk_bytes: int = 0
     partition_rows: list[int] = field(default_factory=list)
 
+    part_bytes: int = PART_BYTES  # slices of a partition gathered into one part (see flush)
+    pending: list[list[pa.Table]] = field(default_factory=list)
+    pending_bytes: list[int] = field(default_factory=list)
+
     def __post_init__(self) -> None:
         ways = len(self.targets)
         assert ways & (ways - 1) == 0, "partitions come in powers of two"
         self.partition_rows = [0] * ways
+        self.pending, self.pending_bytes = [[] for _ in range(ways)], [0] * ways
+        host_limit = self.store.off_device.host_memory_limit
+        if host_limit is not None:  # what waits stays within a quarter of the host budget
+            self.part_bytes = max(min(self.part_bytes, host_limit // (4 * ways)), 1)
 
     def __call__(self, batch: Batch) -> None:
         be, xp, ways = self.store.backend, self.store.backend.xp, len(self.targets)
@@ -56,12 +66,24 @@ class Scatter:
         start = 0
         for index, count in enumerate(int(c) for c in counts):
             if count:
-                part = table.slice(start, count)
-                tier = self.store.off_device.add(self.targets[index], part)
-                if tier == "host":
-                    self.host_bytes += part.nbytes
-                else:
-                    self.disk_bytes += part.nbytes
+                self.pending[index].append(table.slice(start, count))
+                self.pending_bytes[index] += self.pending[index][-1].nbytes
                 self.partition_rows[index] += count
+                if self.pending_bytes[index] >= self.part_bytes:
+                    self.flush(index)
             start += count
         self.rows += batch.length
+
+    def flush(self, index: int | None = None) -> None:
+        """Add the slices waiting for partition `index` (every partition's: None) to its
+        buffer as one part. Slices wait until they make PART_BYTES, so a pass over a
+        partition uploads few large parts, not a sliver of every batch the input had."""
+        for at in range(len(self.targets)) if index is None else [index]:
+            if not self.pending[at]:
+                continue
+            part = pa.concat_tables(self.pending[at]).combine_chunks()
+            self.pending[at], self.pending_bytes[at] = [], 0
+            if self.store.off_device.add(self.targets[at], part) == "host":
+                self.host_bytes += part.nbytes
+            else:
+                self.disk_bytes += part.nbytes

@@ -1,0 +1,93 @@
+"""Scattering a buffer's rows by partition as they are written (exec/spill/scatter.py) and
+the row gather it uses (exec/buffers.take_rows): every column type comes out as Arrow's own
+take gives it, and every row lands once, in the partition its hash's bits name."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from penstock.device.registry import get_backend
+from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, take_rows
+from penstock.exec.spill.off_device import OffDeviceStore
+from penstock.exec.spill.scatter import SCATTER_SHIFT, Scatter
+from penstock.plan.types import BOOL, DATE, FLOAT64, INT64, STRING, DataType, Kind
+
+
+def sample(rows: int, seed: int = 3) -> tuple[pa.Table, list[DataType]]:
+    rng = np.random.default_rng(seed)
+    nulls = rng.random(rows) < 0.2
+    words = [f"w{'x' * int(n)}{i}" if n else "" for i, n in enumerate(rng.integers(0, 12, rows))]
+    table = pa.table({
+        "c0": pa.array(rng.integers(-2**62, 2**62, rows), pa.int64(), mask=nulls),
+        "c1": pa.array(rng.random(rows)),
+        "c2": pa.array(words, pa.string(), mask=rng.random(rows) < 0.1),
+        "c3": pa.array(rng.random(rows) < 0.5, pa.bool_(), mask=rng.random(rows) < 0.1),
+        "c4": pa.array(rng.integers(0, 20000, rows).astype(np.int32), type=pa.int32()).cast(pa.date32()),
+        "c5": pa.array([Decimal(int(v)).scaleb(-2) for v in rng.integers(-10**6, 10**6, rows)], pa.decimal128(12, 2)),
+        "c6": pa.array([Decimal(int(v)) * 10**20 for v in rng.integers(-10**6, 10**6, rows)], pa.decimal128(38, 0)),
+    })
+    types = [INT64, FLOAT64, STRING, BOOL, DATE, DataType(Kind.DECIMAL, 12, 2), DataType(Kind.DECIMAL, 38, 0)]
+    return table, types
+
+
+@pytest.mark.parametrize("rows", [0, 1, 1000])
+def test_take_rows_equals_arrows_take_for_every_type(device: str, rows: int) -> None:
+    be = get_backend(device)
+    table, types = sample(rows)
+    batch = arrow_to_batch(be, table, types)
+    order = np.random.default_rng(1).permutation(rows)
+    taken = take_rows(be, batch, types, be.xp.asarray(order))
+    got = buffer_to_arrow(be, [taken], types) if rows else table.slice(0, 0)
+    assert got.equals(table.take(pa.array(order, pa.int64()))), (got, table.take(order))
+
+
+def test_every_row_lands_once_in_the_partition_its_hash_names(device: str) -> None:
+    be = get_backend(device)
+    table, types = sample(5000)
+    rng = np.random.default_rng(9)
+    hashes = rng.integers(-2**63, 2**63 - 1, table.num_rows, dtype=np.int64)
+    written = pa.table({"h": hashes, **{f"d{i}": table.column(i) for i in range(table.num_columns)}})
+    store = BufferStore({}, be, OffDeviceStore())
+    targets = [store.new_buffer(types) for _ in range(8)]
+    scatter = Scatter(store, [INT64, *types], targets, part_bytes=20_000)  # several parts a partition
+    for start in range(0, written.num_rows, 1200):  # batches, as a pipeline writes them
+        scatter(arrow_to_batch(be, written.slice(start, 1200), [INT64, *types]))
+    scatter.flush()
+    assert scatter.rows == table.num_rows
+    expected_partition = (hashes.view(np.uint64) >> np.uint64(SCATTER_SHIFT)) & np.uint64(7)
+    for index, target in enumerate(targets):
+        parts = list(store.off_device.tables(target))
+        assert len(parts) < 1 + 5  # slices gathered into parts, not one per batch
+        got = pa.concat_tables(parts) if parts else table.slice(0, 0)
+        mine = np.flatnonzero(expected_partition == index)
+        assert scatter.partition_rows[index] == len(mine) == got.num_rows
+        # in the order the rows came (the partition's rows, batch by batch; within a batch
+        # any order): compare as sorted sets of rows
+        want = table.take(pa.array(mine, pa.int64())).rename_columns(got.column_names)
+        key = [(name, "ascending") for name in got.column_names]
+        assert got.sort_by(key).equals(want.sort_by(key))
+    store.drop(targets[0])
+    assert not store.off_device.holds(targets[0])
+
+
+def test_parts_past_the_host_budget_go_to_spill_files_which_drop_removes(device: str, tmp_path) -> None:
+    be = get_backend(device)
+    table, types = sample(3000)
+    hashes = np.arange(table.num_rows, dtype=np.int64) << SCATTER_SHIFT
+    written = pa.table({"h": hashes, **{f"d{i}": table.column(i) for i in range(table.num_columns)}})
+    store = BufferStore({}, be, OffDeviceStore(host_memory_limit=10_000, spill_dir=tmp_path / "spill"))
+    targets = [store.new_buffer(types) for _ in range(2)]
+    scatter = Scatter(store, [INT64, *types], targets)
+    scatter(arrow_to_batch(be, written, [INT64, *types]))
+    scatter.flush()
+    assert scatter.disk_bytes > 0 and scatter.partition_rows == [1500, 1500]
+    files = list((tmp_path / "spill").rglob("*.arrow"))
+    assert files
+    for target in targets:
+        store.drop(target)
+    assert not list((tmp_path / "spill").rglob("*.arrow"))
+    store.close()
