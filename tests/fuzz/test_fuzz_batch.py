@@ -16,8 +16,9 @@ A failing chunk lists its failures; `scripts/fuzz.py --replay SEED:INDEX --pool 
 from __future__ import annotations
 
 import collections
+import gc
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -43,9 +44,20 @@ def _engines(device: str, tmp_path_factory: pytest.TempPathFactory) -> Engines:
     return _ENGINES[device]
 
 
+@pytest.fixture
+def engines(device: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engines]:
+    """The batch's engines. On the GPU they are dropped after each chunk: the memory a
+    connection holds (graphs kept, literals) counts against the device's one memory pool,
+    whose cap the next test (a tiny budget, tests/fuzz/test_fuzz_budget.py) sets."""
+    yield _engines(device, tmp_path_factory)
+    if device == "gpu":
+        _ENGINES.pop(device).close()
+        gc.collect()
+
+
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_fuzz_batch(chunk: int, device: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    eng = _engines(device, tmp_path_factory)
+def test_fuzz_batch(chunk: int, device: str, engines: Engines) -> None:
+    eng = engines
     n = CPU_CASES if device == "cpu" else GPU_CASES
     counts, failures = run_chunk(eng, chunk, range(chunk * CPU_CASES, chunk * CPU_CASES + n))
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
