@@ -4,6 +4,8 @@ offsets and bytes, on the CPU and (pytest -m gpu) on the GPU, whose code differs
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from penstock.codegen.fixed_kernels import text_to_arrow
@@ -52,8 +54,9 @@ def test_text_beyond_the_room_is_not_written(device: str) -> None:
 
 
 def test_pipeline_without_operators_keeps_row_order() -> None:
-    """A pipeline that neither filters nor probes writes input row i to output row i (a
-    sorted buffer stays sorted); one that filters claims positions."""
+    """A pipeline that neither filters nor probes writes input row i to output row i, counted
+    from the first row of the launch's span (a sorted buffer stays sorted); one that filters
+    claims positions."""
     from penstock.codegen.pipeline_gen import generate_pipeline
     from penstock.plan.expr import Call, ColumnRef, Literal
     from penstock.plan.physical import BufferSource, FilterOp, MaterializeSink, Pipeline
@@ -61,7 +64,7 @@ def test_pipeline_without_operators_keeps_row_order() -> None:
 
     col = ColumnRef(INT64, 0)
     plain = Pipeline(0, BufferSource(0, [INT64], [False]), sink=MaterializeSink([col], 1))
-    assert "= i; xpu::claim_row(" in generate_pipeline(plain).source
+    assert re.search(r"= \(i - s_\d+\); xpu::claim_row\(", generate_pipeline(plain).source)
     filtered = Pipeline(0, BufferSource(0, [INT64], [False]),
                         ops=[FilterOp(Call(BOOL, "gt", (col, Literal(INT64, 0))))], sink=MaterializeSink([col], 1))
     assert "= xpu::claim_row(" in generate_pipeline(filtered).source

@@ -159,10 +159,13 @@ class PipelineGen:
 
     def in_order(self) -> str | None:
         """The output position of the current row when the pipeline keeps every input row
-        (no filter, no probe): its input row, so a sorted buffer stays sorted. None: claim."""
+        (no filter, no probe): its input row, counted from the first row the sink's output
+        starts at (a launch over a span of a batch), so a sorted buffer stays sorted. None:
+        claim."""
         if self.p.ops or isinstance(self.p.source, UnmatchedBuildSource):
             return None
-        return "i"
+        first = self.params.get(SinkPart("first_row"), "int64_t", "i64", "s")
+        return f"(i - {first})"
 
     def in_table_or_write(self, exprs: list[Expr], direct: int) -> None:
         """When the executor keeps the build side in its cached table, the row's own position

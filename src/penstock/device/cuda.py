@@ -9,6 +9,7 @@ buffers come from CuPy's pinned-memory pool.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import threading
 from pathlib import Path
@@ -88,7 +89,12 @@ class CudaBackend(Backend):
         self._pack: CudaKernel | None = None
 
     def set_memory_limit(self, limit: int | None) -> None:
-        """Cap the device memory penstock allocates (None: no cap beyond the device)."""
+        """Cap the device memory penstock allocates (None: no cap beyond the device). The cap
+        is the process's memory pool's: memory that unreachable objects still hold (results
+        and plans of connections gone) is collected first, so it does not count against it."""
+        if limit is not None:
+            gc.collect()
+            self.pool.free_all_blocks()
         self.memory_limit = limit
         self.pool.set_limit(size=limit or 0)
 

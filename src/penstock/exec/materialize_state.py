@@ -79,6 +79,7 @@ class MaterializeState:
         self.text_per_row = [16.0] * len(types)
         self.arrays: dict[tuple[str, int], Any] = {}
         self.in_table = 0  # 1: the kernel enters table rows in the direct map, writes nothing
+        self.first_row = 0  # the input row written at output row 0 (a pipeline keeping rows in order)
 
     def write_nothing(self, status: Any = None) -> None:
         """Set up a launch that writes no rows: no output arrays (null pointers)."""
@@ -133,6 +134,8 @@ class MaterializeState:
             return self.capacity
         if part == "in_table":
             return self.in_table
+        if part == "first_row":
+            return self.first_row
         if part == "text_capacity":
             return self.text_capacity[column]
         if part == "count":

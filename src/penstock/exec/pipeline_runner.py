@@ -93,6 +93,7 @@ class PipelineRunner(AggregateRunning):
         # keeps it for the plan's next run, which then starts partitioned (partitioned_aggregate.py)
         self.partitioned: tuple[int, int] | None = None
         self.partitions_known: tuple[int, int] | None = None  # what an earlier run recorded
+        self.launch_rows: int | None = None  # a materializing launch's most input rows (None: a batch)
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
@@ -259,27 +260,38 @@ class PipelineRunner(AggregateRunning):
             if fill is not None:
                 state.direct = None if fill.failed else fill
                 fill.row_base = written
-            # room for every row a batch can produce, up to a point; beyond it a rerun
-            # with the exact count (which the kernel reports) is cheaper than the memory
-            bound = batch.length * self.fanout()
-            state.reserve(min(bound, max(4 * batch.length + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
-            while True:
-                code, words = self.launch(batch, state, None)
-                if code:
-                    self.fail(code)
-                out = state.collect(words)
-                if out is not None:
-                    break
-                self.metrics.reruns += 1
-                state.reserve(state.capacity, [max(c, 1) for c in state.text_capacity],
-                              status=self.fresh_status(state.status_words))
-            if out.length:
-                self.ctx.store.add(sink.buffer, out)
-                self.hold_output(sink.buffer)
-            written += out.length
+            for span in self.launch_spans(batch.length):
+                rows = span[1] - span[0]
+                # room for every row a span can produce, up to a point; beyond it a rerun
+                # with the exact count (which the kernel reports) is cheaper than the memory
+                bound = rows * self.fanout()
+                state.reserve(min(bound, max(4 * rows + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
+                state.first_row = span[0]
+                while True:
+                    code, words = self.launch(batch, state, None, span)
+                    if code:
+                        self.fail(code)
+                    out = state.collect(words)
+                    if out is not None:
+                        break
+                    self.metrics.reruns += 1
+                    state.reserve(state.capacity, [max(c, 1) for c in state.text_capacity],
+                                  status=self.fresh_status(state.status_words))
+                if out.length:
+                    self.ctx.store.add(sink.buffer, out)
+                    self.hold_output(sink.buffer)
+                written += out.length
+                if fill is not None:
+                    fill.row_base = written
             self.bind_context.batch_start += batch.length
             if sink.limit is not None and written >= sink.limit:
                 break
+
+    def launch_spans(self, rows: int) -> list[tuple[int, int]]:
+        """The row ranges a materializing launch covers: the whole batch, or spans of at
+        most `launch_rows` (what one launch writes stays small beside a tight budget)."""
+        step = self.launch_rows or rows
+        return [(start, min(start + step, rows)) for start in range(0, max(rows, 1), max(step, 1))]
 
     def read_ahead_limit(self) -> dict[str, Any]:
         """Under a memory budget, batches read ahead wait within READ_SHARE of it."""

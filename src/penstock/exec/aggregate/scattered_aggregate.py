@@ -32,12 +32,14 @@ from penstock.plan.nullability import nullable
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
                                     TableSource)
 from penstock.plan.rel import AggCall, JoinKind
-from penstock.plan.types import INT64
+from penstock.plan.types import INT64, DataType, Kind
 
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineRunner
 
-MAX_SCATTER = 1 << 12  # partitions one scatter makes (a partition too large splits again as it is aggregated)
+SPAN_SHARE = 32  # rows written by one launch of the scattering pass: within this share of the budget
+MIN_SPAN_ROWS = 1 << 14
+MAX_SCATTER = 1 << 12  # (partition numbers are 16-bit) partitions one scatter makes (a partition too large splits again as it is aggregated)
 
 
 def scatter_applies(runner: "PipelineRunner") -> bool:
@@ -69,6 +71,8 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, grou
     first = Pipeline(p.id, p.source, p.ops, MaterializeSink(written, staging), p.label)
     kernel = generate_pipeline(first)
     scattering = PipelineRunner(first, kernel, compile_kernel(be, kernel), None, runner.ctx, runner.metrics)
+    if budget is not None:  # a launch's rows, and their gathered copy, stay a small share of the budget
+        scattering.launch_rows = max(budget // (SPAN_SHARE * row_bytes(types)), MIN_SPAN_ROWS)
     try:
         scattering.run()
         scatter.flush()
@@ -122,3 +126,11 @@ def column_nullable(p: Pipeline, ref: Expr) -> bool:
     if probe.kind is not JoinKind.INNER:
         return True
     return probe.build_nullable[ref.index] if probe.build_nullable else True
+
+
+def row_bytes(types: list[DataType]) -> int:
+    """About how many device bytes a written row of `types` takes (text: a guess)."""
+    return sum(16 if t.is_wide_decimal else TEXT_GUESS if t.kind is Kind.STRING else 8 for t in types) + 1
+
+
+TEXT_GUESS = 24  # bytes of a text value and its offset, for sizing only

@@ -57,8 +57,8 @@ class Scatter:
     def __call__(self, batch: Batch) -> None:
         be, xp, ways = self.store.backend, self.store.backend.xp, len(self.targets)
         hashes = batch.columns[0].values[:batch.length].view(np.uint64)
-        partition = ((hashes >> np.uint64(SCATTER_SHIFT)) & np.uint64(ways - 1)).astype(np.int32)
-        order = xp.argsort(partition)
+        partition = ((hashes >> np.uint64(SCATTER_SHIFT)) & np.uint64(ways - 1)).astype(np.uint16)
+        order = xp.argsort(partition, kind="stable")  # 16-bit keys: a radix sort
         counts = be.to_host(xp.bincount(partition, minlength=ways))
         rows = take_rows(be, Batch(batch.columns[1:], batch.length), self.types[1:], order)
         del partition, order, hashes

@@ -1,0 +1,51 @@
+"""Profile one `penstock bench spill` query (GROUP BY or join past the memory budget): a
+cProfile listing of where the host's time goes, and EXPLAIN ANALYZE of the run.
+
+usage: python scripts/profile_spill.py groupby|join ROWS MEMORY_LIMIT_BYTES [DIR] [--host-memory-limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+from pathlib import Path
+
+import penstock
+from penstock.bench.spill_query import QUERIES, generate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", choices=sorted(QUERIES))
+    parser.add_argument("rows", type=int)
+    parser.add_argument("memory_limit", type=int)
+    parser.add_argument("dir", nargs="?", default="/tmp/profile-spill")
+    parser.add_argument("--host-memory-limit", type=int, default=None)
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args()
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    files, description = generate(args.case, directory, args.rows, args.rows)
+    db = penstock.connect(device=args.device, memory_limit=args.memory_limit,
+                          host_memory_limit=args.host_memory_limit, spill_dir=directory / "spill")
+    for name, path in files.items():
+        db.register(name, str(path))
+    print(f"{description} on {db.backend.describe()}, memory limit {args.memory_limit / 2**20:,.0f} MiB")
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.enable()
+    db.sql(QUERIES[args.case])
+    profile.disable()
+    print(f"run: {time.perf_counter() - started:.2f} s")
+    for order in ("cumulative", "tottime"):
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats(order).print_stats(35)
+        print(text.getvalue())
+    print(db.explain(QUERIES[args.case], analyze=True))
+
+
+if __name__ == "__main__":
+    main()
