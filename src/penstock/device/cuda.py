@@ -76,7 +76,7 @@ class CudaBackend(Backend):
         self.arch = f"sm_{props['major']}{props['minor']}"
         self.total_memory = int(props["totalGlobalMem"])
         self.pool = cupy.cuda.MemoryPool()
-        cupy.cuda.set_allocator(self.pool.malloc)
+        cupy.cuda.set_allocator(self._allocate)
         self.pinned_pool = cupy.cuda.PinnedMemoryPool()
         cupy.cuda.set_pinned_memory_allocator(self.pinned_pool.malloc)
         self.staging = PinnedStaging(self._pin, default_limit())  # Parquet runs' staging
@@ -87,6 +87,16 @@ class CudaBackend(Backend):
         self._capture_lock = threading.Lock()
         self._marks_work = True
         self._pack: CudaKernel | None = None
+
+    def _allocate(self, size: int) -> Any:
+        """The pool's allocation. When it fails, blocks cached free for any stream go back
+        first and it is tried once more: CuPy's own retry frees only the asking stream's, and
+        blocks the reading threads' streams freed would otherwise count against the cap."""
+        try:
+            return self.pool.malloc(size)
+        except self.cp.cuda.memory.OutOfMemoryError:
+            self.pool.free_all_blocks()
+            return self.pool.malloc(size)
 
     def set_memory_limit(self, limit: int | None) -> None:
         """Cap the device memory penstock allocates (None: no cap beyond the device). The cap

@@ -91,3 +91,21 @@ def test_parts_past_the_host_budget_go_to_spill_files_which_drop_removes(device:
         store.drop(target)
     assert not list((tmp_path / "spill").rglob("*.arrow"))
     store.close()
+
+
+def test_partitions_are_aggregated_together_while_their_rows_fit_one_table() -> None:
+    from penstock.exec.aggregate.scattered_aggregate import pass_groups
+
+    assert pass_groups([5, 0, 4, 3, 9, 1], room=10) == [[0, 2], [3], [4, 5]]
+    assert pass_groups([5, 0, 4], room=0) == [[0], [2]]  # no budget: each alone
+    assert pass_groups([20, 1], room=10) == [[0], [1]]  # one past the room still runs (and splits)
+    assert pass_groups([0, 0], room=10) == []
+
+
+def test_merged_buffers_hold_both_parts_in_order() -> None:
+    store = OffDeviceStore()
+    store.add(1, pa.table({"c0": [1, 2]}))
+    store.add(2, pa.table({"c0": [3]}))
+    store.merge(1, 2)
+    assert [t.column(0).to_pylist() for t in store.tables(1)] == [[1, 2], [3]]
+    assert store.held(1).rows == 3 and not store.holds(2)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.exec.aggregate.aggregate_state import entries_within
 from penstock.exec.join.in_table_builds import cached_columns
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
@@ -56,7 +57,7 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, grou
                   budget: int | None) -> tuple[int, int, int]:
     """Scatter the runner's input into `ways` partitions, then aggregate each; returns
     (passes, groups, most partitions a scattered partition split into)."""
-    from penstock.exec.aggregate.partitioned_aggregate import run_passes
+    from penstock.exec.aggregate.partitioned_aggregate import FILL, run_passes
     from penstock.exec.pipeline_runner import PipelineRunner
 
     be, store, p = runner.be, runner.ctx.store, runner.p
@@ -95,14 +96,22 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, grou
     grouper.count_rows = False
     passes, groups, widest = 1, 0, 1  # the scattering pass
     layout = layout_of(grouping)
+    # a pass's table surely holds as many groups as its rows: partitions whose rows add up
+    # to no more than a table within the budget's share holds are aggregated in one pass
+    room = int(entries_within(budget, layout.width * 8) * FILL) if budget is not None else 0
     try:
-        for index, target in enumerate(targets):
-            if scatter.partition_rows[index]:
-                second.source = BufferSource(target, types[1:], kinds)
-                todo = deque([(0, 0, groups_thought // ways)])
-                done, made, split = run_passes(grouper, grouping, layout, todo, budget)
-                passes, groups, widest = passes + done, groups + made, max(widest, split)
-            store.drop(target)  # its memory and spill files go before the next partition's pass
+        for members in pass_groups(scatter.partition_rows, room):
+            target = targets[members[0]]
+            for other in members[1:]:
+                store.off_device.merge(target, targets[other])
+            rows = sum(scatter.partition_rows[m] for m in members)
+            expected = min(rows, room or rows)
+            if groups_thought:  # the groups expected, when fewer than the rows
+                expected = min(expected, groups_thought * rows // max(scatter.rows, 1) + 1)
+            second.source = BufferSource(target, types[1:], kinds)
+            done, made, split = run_passes(grouper, grouping, layout, deque([(0, 0, expected)]), budget)
+            passes, groups, widest = passes + done, groups + made, max(widest, split)
+            store.drop(target)  # its memory and spill files go before the next pass
     finally:
         for target in targets:
             store.drop(target)
@@ -112,6 +121,23 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, grou
     runner.metrics.spilled_disk_bytes += metrics.spilled_disk_bytes
     runner.metrics.scattered = (ways, scatter.rows)
     return passes, groups, ways * widest
+
+
+def pass_groups(partition_rows: list[int], room: int) -> list[list[int]]:
+    """Partitions aggregated together, in order: consecutive ones while their rows add up
+    to at most `room` (0: each alone); empty partitions are left out."""
+    out: list[list[int]] = []
+    held = 0
+    for index, rows in enumerate(partition_rows):
+        if not rows:
+            continue
+        if out and room and held + rows <= room:
+            out[-1].append(index)
+            held += rows
+        else:
+            out.append([index])
+            held = rows
+    return out
 
 
 def column_nullable(p: Pipeline, ref: Expr) -> bool:

@@ -89,6 +89,17 @@ class OffDeviceStore:
         if held is not None:
             yield from held.tables()
 
+    def merge(self, into: int, other: int) -> None:
+        """Make `other`'s parts the last of `into`'s (nothing is copied)."""
+        moved = self.buffers.pop(other, None)
+        if moved is None:
+            return
+        held = self.buffers.setdefault(into, OffDevice())
+        held.parts += moved.parts
+        held.host_bytes += moved.host_bytes
+        held.disk_bytes += moved.disk_bytes
+        held.rows += moved.rows
+
     def drop(self, buffer: int) -> None:
         """Forget one buffer's parts; its spill files are removed at once."""
         held = self.buffers.pop(buffer, None)
