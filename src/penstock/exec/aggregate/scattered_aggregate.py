@@ -18,12 +18,12 @@ less than writing it out (scatter_applies).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.pipeline_gen import generate_pipeline
-from penstock.exec.aggregate.aggregate_state import entries_within
+from penstock.exec.aggregate.aggregate_state import entries_within, next_pow2
 from penstock.exec.join.in_table_builds import cached_columns
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
@@ -53,15 +53,22 @@ def scatter_applies(runner: "PipelineRunner") -> bool:
     return not (isinstance(source, TableSource) and cached_columns(runner.ctx, source) is not None)
 
 
-def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, groups_thought: int,
+def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, ways: int, groups_thought: int,
                   budget: int | None) -> tuple[int, int, int]:
-    """Scatter the runner's input into `ways` partitions, then aggregate each; returns
-    (passes, groups, most partitions a scattered partition split into)."""
+    """Scatter the runner's input into partitions, then aggregate each; returns (passes,
+    groups, partitions). `ways` (the partitions the groups expected need) is used when the
+    input's rows are not known; otherwise as many partitions as make each one's rows fit a
+    table within the budget's share (rows bound groups: no partition then splits again)."""
     from penstock.exec.aggregate.partitioned_aggregate import FILL, run_passes
     from penstock.exec.pipeline_runner import PipelineRunner
 
     be, store, p = runner.be, runner.ctx.store, runner.p
-    ways = min(ways, MAX_SCATTER)
+    # a pass's table surely holds as many groups as its rows
+    room = int(entries_within(budget, layout.width * 8) * FILL) if budget is not None else 0
+    rows_in = runner.input_rows()
+    if rows_in and room:
+        ways = next_pow2(-(-rows_in // room))
+    ways = min(max(ways, 2), MAX_SCATTER)
     arguments = list(dict.fromkeys(m.arg for m in sink.measures if m.arg is not None))
     written = [Call(INT64, "partition_hash", tuple(sink.groups)), *sink.groups, *arguments]
     types = [e.type for e in written]
@@ -96,10 +103,7 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, ways: int, grou
     grouper.count_rows = False
     passes, groups, widest = 1, 0, 1  # the scattering pass
     layout = layout_of(grouping)
-    # a pass's table surely holds as many groups as its rows: partitions whose rows add up
-    # to no more than a table within the budget's share holds are aggregated in one pass
-    room = int(entries_within(budget, layout.width * 8) * FILL) if budget is not None else 0
-    try:
+    try:  # partitions whose rows add up to at most the room are aggregated in one pass
         for members in pass_groups(scatter.partition_rows, room):
             target = targets[members[0]]
             for other in members[1:]:
