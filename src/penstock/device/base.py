@@ -236,6 +236,10 @@ class Backend(ABC):
     @abstractmethod
     def synchronize(self) -> None: ...
 
+    def memory_held(self) -> tuple[int, int] | None:
+        """(bytes in use, bytes cached free) of the device's memory pool; None without one."""
+        return None
+
     @abstractmethod
     def describe(self) -> str:
         """The device in words, for EXPLAIN and benchmark reports."""

@@ -108,6 +108,10 @@ class CudaBackend(Backend):
         self.memory_limit = limit
         self.pool.set_limit(size=limit or 0)
 
+    def memory_held(self) -> tuple[int, int] | None:
+        used = int(self.pool.used_bytes())
+        return used, int(self.pool.total_bytes()) - used
+
     def describe(self) -> str:
         return f"GPU {self.device_id}: {self.device_name} ({self.sms} SMs, {self.total_memory / 2**30:.0f} GiB)"
 

@@ -359,4 +359,6 @@ def step_name(step: Any, plan: PhysicalPlan) -> str:
 
 def _limit_text(be: Backend) -> str:
     limit = be.memory_limit
-    return f"gpu_memory_limit {limit / 2**20:.0f} MiB" if limit else f"device {be.describe()}"
+    held = be.memory_held()
+    pool = f"; {held[0] / 2**20:,.1f} MiB in use, {held[1] / 2**20:,.1f} MiB cached free" if held else ""
+    return (f"gpu_memory_limit {limit / 2**20:,.2f} MiB" if limit else f"device {be.describe()}") + pool
