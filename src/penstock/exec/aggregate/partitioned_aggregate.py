@@ -73,7 +73,7 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     runner.early = None
     count, groups_thought = split_ways(too_large, budget) if too_large is not None else known or (FIRST_SPLIT, 0)
     metrics.counters = []
-    if scatter_applies(runner):
+    if scatter_applies(runner, count):
         passes, groups, widest = run_scattered(runner, sink, layout, count, groups_thought, budget)
     else:
         # (mask, index, groups expected) of each partition; its table is made that size at once
