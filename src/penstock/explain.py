@@ -86,7 +86,10 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
         elif pm.partitions:
             out.append(f"    partitioned: {pm.partitions} passes over the input, one per partition of the keys' hashes "
                        f"(the hash table did not fit its share of memory)")
-        if pm.join_partitions:
+        if pm.join_scattered:
+            out.append(f"    grace join: the input read once and scattered {pm.join_partitions} ways by its probe keys' "
+                       f"hash, then probed partition by partition (the join's build rows did not fit memory)")
+        elif pm.join_partitions:
             out.append(f"    partitioned join: {pm.join_partitions} passes over the input, one per partition of "
                        f"the join's build keys (its hash table did not fit its share of memory)")
         if pm.spilled_host_bytes or pm.spilled_disk_bytes:
@@ -150,7 +153,9 @@ def step_line(step: Any, sm: Any) -> str:
     else:
         text = f"Scalar subquery from buffer {step.buffer} -> ${step.slot}"
     if sm is not None:
-        extra = sm.label.split(", ", 1)[1].rstrip(")") + "; " if ", direct map" in sm.label else ""
+        # what the build did beyond a plain table: a direct map, partitions, a grace join
+        extra = sm.label.split(", ", 1)[1].rstrip(")") + "; " if isinstance(step, BuildHashTable) and \
+            ", " in sm.label else ""
         spilled = f"; spilled {sm.spilled_disk_bytes:,} bytes to spill files" if sm.spilled_disk_bytes else ""
         text += (f"  [{extra}{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}{spilled}; "
                  f"{sm.seconds * 1000:.2f} ms]")

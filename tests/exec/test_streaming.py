@@ -170,7 +170,9 @@ def test_hash_join_build_over_the_cap_runs_partitioned(tmp_path: Path, device: s
     db.register("p", tmp_path / "probe.parquet")
     sql = "SELECT count(*) AS n FROM p JOIN b ON p.k = b.k"
     assert db.sql(sql).to_arrow().column("n").to_pylist() == [350_000]
-    assert "partitioned join: " in db.explain(sql, analyze=True)
+    plan = db.explain(sql, analyze=True)
+    # build rows near a quarter of the budget: a partitioned join, or past it a grace join
+    assert "partitioned join: " in plan or "grace join: " in plan, plan
     penstock.connect(device=device)
 
 

@@ -21,6 +21,7 @@ from penstock.exec.errors import kernel_error
 from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
+from penstock.exec.join.grace_join import GraceJoin, grace_batches
 from penstock.exec.join.partitioned_join import PartitionedJoin
 from penstock.exec.order.small_sorts import SmallSort
 from penstock.exec.table_reads import read_table
@@ -100,7 +101,7 @@ class PipelineRunner(AggregateRunning):
         """The source's batches; once per partition of a partitioned join the pipeline probes
         (exec/join/partitioned_join.py), with that partition's table built before each pass."""
         parted = [self.ctx.joins[op.join] for op in self.probes
-                  if isinstance(self.ctx.joins.get(op.join), PartitionedJoin)]
+                  if isinstance(self.ctx.joins.get(op.join), (PartitionedJoin, GraceJoin))]
         if len(parted) > 1:
             raise QueryError(f"pipeline {self.p.id} probes {len(parted)} joins too large for memory; "
                              "one partitioned join per pipeline is supported", OUT_OF_MEMORY)
@@ -111,6 +112,12 @@ class PipelineRunner(AggregateRunning):
             return
         self.stop_reading()  # a table read early serves one pass
         self.early = None
+        if isinstance(parted[0], GraceJoin):  # the source is scattered once, then read by partition
+            op = next(op for op in self.probes if self.ctx.joins[op.join] is parted[0])
+            for batch in grace_batches(self, parted[0], op):
+                self.ctx.check()
+                yield batch
+            return
         self.metrics.join_partitions = len(parted[0].parts)
         # the scan and the operators before the probe see every row in every pass: their
         # counts are one pass's; the probe's output and what follows add up over the passes

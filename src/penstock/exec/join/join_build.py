@@ -12,6 +12,7 @@ from penstock.exec.deferred import NotSteady
 from penstock.exec.errors import TableTooLarge
 from penstock.exec.join.join_state import MAX_DIRECT_ROWS, JoinState
 from penstock.exec.metrics import StepMetrics
+from penstock.exec.join.grace_join import grace_applies, grace_build
 from penstock.exec.join.partitioned_join import partition_join
 from penstock.exec.pipeline_runner import PipelineContext, build_batch
 from penstock.plan.physical import BuildHashTable
@@ -23,6 +24,14 @@ def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineCo
     filled = ctx.direct_fills.pop(step.join, None)
     if ctx.deferred is not None and (filled is None or filled.build is None):
         raise NotSteady(f"join #{step.join} would build from written rows")
+    if filled is None and ctx.deferred is None and grace_applies(compiled.plan, step, ctx.store, ctx.memory_limit):
+        rows = ctx.store.rows(step.buffer)
+        grace = grace_build(ctx, step, compiled.builds[step.join], label)
+        ctx.joins[step.join] = grace
+        compiled.direct_ranges.pop(step.join, None)
+        return StepMetrics(f"hash build (join #{step.join}, build rows past memory: scattered {grace.ways} ways by "
+                           f"key hash into host memory, as its probe side will be; a table per partition)",
+                           be.describe(), rows, rows, time.perf_counter() - started)
     batch = filled.build if filled is not None and filled.build is not None else \
         build_batch(be, ctx.store, step.buffer)
     if filled is not None and not filled.failed and batch.length < MAX_DIRECT_ROWS:

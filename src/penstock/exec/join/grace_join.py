@@ -1,0 +1,196 @@
+"""A hash join whose build rows do not fit device memory: a grace hash join.
+
+A partitioned join (partitioned_join.py) keeps every build row on the device and splits
+only its table. When the build rows themselves pass their share of the budget, both sides
+are split instead: the build rows are scattered by a hash of their keys into partitions
+held in host memory or spill files (exec/spill/scatter.py), and so, when the probing
+pipeline first runs, are its source rows, by the same hash of its probe keys. Then, one
+partition at a time, that partition's build rows come to the device, its table is built,
+and the pipeline runs over that partition's probe rows alone: equal keys hash alike, so
+every match lies within one partition. A probe row with a NULL key lands in one partition
+and, for a LEFT or anti join, comes out once.
+
+Supported: inner, left, semi and anti probes whose keys read only the pipeline's source
+columns, one such join per pipeline. A FULL join (match flags over all build rows), NOT IN
+(a NULL anywhere on the build side matters to every probe row) and keys computed from an
+earlier join's columns keep the partitioned join, whose build rows must fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+from penstock.codegen.kernel import Kernel
+from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.device.base import Backend
+from penstock.exec.aggregate.aggregate_state import next_pow2
+from penstock.exec.buffers import BufferStore, concat
+from penstock.exec.join.join_state import JoinState
+from penstock.exec.kernels import compile_kernel
+from penstock.exec.metrics import PipelineMetrics
+from penstock.exec.spill.scatter import Scatter
+from penstock.io.device_batch import Batch
+from penstock.plan.expr import BuildColumn, Call, ColumnRef, Expr, walk
+from penstock.plan.physical import (BuildHashTable, MaterializeSink, Pipeline, PhysicalPlan, ProbeOp,
+                                    BufferSource)
+from penstock.plan.rel import JoinKind
+from penstock.plan.types import INT64, DataType
+
+if TYPE_CHECKING:
+    from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
+
+BUILD_SHARE = 4  # build rows past this share of the budget make a join a grace join
+# a table's bytes per build row, at most: 16-byte slots, two a row, a power of two of them
+TABLE_BYTES_PER_ROW = 64
+MAX_WAYS = 1 << 12
+
+
+@dataclass
+class GraceJoin:
+    """The scattered build side of one join and the table of the partition being probed."""
+
+    backend: Backend
+    store: BufferStore
+    kernel: Kernel  # the build kernel
+    label: str
+    memory_limit: int | None
+    build_types: list[DataType]
+    targets: list[int]  # build rows by partition (buffers held off the device)
+    build_rows: list[int]
+    probe_targets: list[int] | None = None  # the probe side's, once scattered
+    probe_rows: list[int] = field(default_factory=list)
+    current: JoinState | None = None
+    multiplicity: int = 0
+
+    @property
+    def ways(self) -> int:
+        return len(self.targets)
+
+    @property
+    def batch(self) -> Batch:
+        assert self.current is not None, f"{self.label}: no partition chosen"
+        return self.current.batch
+
+    @property
+    def rows(self) -> int:
+        return self.current.rows if self.current is not None else sum(self.build_rows)
+
+    @property
+    def fanout(self) -> int:
+        return self.current.fanout if self.current is not None else 1
+
+    def use(self, index: int) -> None:
+        """Bring partition `index`'s build rows to the device and build their table."""
+        self.current = None
+        parts = list(self.store.each_batch(self.targets[index]))
+        batch = concat(self.backend, parts, self.build_types) if parts else empty_batch(self.backend,
+                                                                                          self.build_types)
+        state = JoinState(self.backend, batch, True, self.label, self.memory_limit)
+        state.build(self.kernel, self.label)
+        self.multiplicity = max(self.multiplicity, state.multiplicity)
+        self.current = state
+
+    def part(self, part: str, as_pointer: bool) -> Any:
+        assert self.current is not None, f"{self.label}: no partition chosen"
+        return self.current.part(part, as_pointer)
+
+    def drop(self) -> None:
+        self.current = None
+        for target in self.targets + (self.probe_targets or []):
+            self.store.drop(target)
+
+
+def empty_batch(backend: Backend, types: list[DataType]) -> Batch:
+    import pyarrow as pa
+
+    from penstock.exec.buffers import arrow_to_batch
+    from penstock.plan.types import to_arrow
+
+    return arrow_to_batch(backend, pa.table({f"c{i}": pa.array([], type=to_arrow(t)) for i, t in enumerate(types)}),
+                          types)
+
+
+def grace_applies(plan: PhysicalPlan, step: BuildHashTable, store: BufferStore, memory_limit: int | None) -> bool:
+    """Whether join `step.join` is built as a grace join: its build rows pass BUILD_SHARE
+    of the budget and its one probe can run over scattered source rows (module docstring)."""
+    if memory_limit is None or not step.key_columns:
+        return False
+    if store.total_bytes(step.buffer) <= memory_limit // BUILD_SHARE:
+        return False
+    probes = [(p, op) for p in plan.pipelines for op in p.ops if isinstance(op, ProbeOp) and op.join == step.join]
+    if len(probes) != 1:
+        return False
+    pipeline, op = probes[0]
+    return (op.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and not op.null_aware
+            and not op.mark_matches and bool(op.probe_keys)
+            and not any(isinstance(n, BuildColumn) for e in op.probe_keys for n in walk(e)))
+
+
+def grace_build(ctx: "PipelineContext", step: BuildHashTable, kernel: Kernel, label: str) -> GraceJoin:
+    """Scatter the build buffer's rows by their keys' hash into partitions sized so that each
+    one's rows, and a table over them, fit the budget; no table is built yet."""
+    store, be = ctx.store, ctx.backend
+    assert ctx.memory_limit is not None
+    share = max(ctx.memory_limit // BUILD_SHARE, 1)
+    # a partition's rows, and its table (up to TABLE_BYTES_PER_ROW a row), within the share
+    need = max(2 * store.total_bytes(step.buffer), TABLE_BYTES_PER_ROW * store.rows(step.buffer))
+    ways = min(max(next_pow2(-(-need // share)), 2), MAX_WAYS)
+    nullable = [True] * len(step.types)
+    keys = [ColumnRef(step.types[c], c) for c in step.key_columns]
+    columns = [ColumnRef(t, i) for i, t in enumerate(step.types)]
+    source = BufferSource(step.buffer, step.types, step.nullable or nullable)
+    targets, rows = scatter_rows(ctx, Pipeline(-1 - step.join, source, [], None, f"{label} scatter"), keys, columns,
+                                 ways)
+    store.drop(step.buffer)  # the scattered copy is all the join needs
+    return GraceJoin(be, store, kernel, label, ctx.memory_limit, step.types, targets, rows)
+
+
+def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], columns: list[Expr],
+                 ways: int, metrics: PipelineMetrics | None = None) -> tuple[list[int], list[int]]:
+    """Run `pipeline` (its source and operators) writing `columns` after a hash of `keys`,
+    scattered into `ways` new buffers; returns them and their rows."""
+    from penstock.exec.pipeline_runner import PipelineRunner
+
+    store, be = ctx.store, ctx.backend
+    written = [Call(INT64, "partition_hash", tuple(keys)), *columns]
+    types = [e.type for e in written]
+    staging = store.new_buffer(types)
+    targets = [store.new_buffer(types[1:]) for _ in range(ways)]
+    scatter = Scatter(store, types, targets)
+    store.emitters[staging] = scatter
+    writer = Pipeline(pipeline.id, pipeline.source, pipeline.ops, MaterializeSink(written, staging), pipeline.label)
+    kernel = generate_pipeline(writer)
+    metrics = metrics or PipelineMetrics(pipeline.id, pipeline.label, be.describe(), kernel.counters)
+    runner = PipelineRunner(writer, kernel, compile_kernel(be, kernel), None, ctx, metrics)
+    if ctx.memory_limit is not None:
+        runner.launch_rows = max(ctx.memory_limit // (32 * 8 * len(types)), 1 << 14)
+    try:
+        runner.run()
+        scatter.flush()
+    finally:
+        store.emitters.pop(staging, None)
+    metrics.spilled_host_bytes += scatter.host_bytes
+    metrics.spilled_disk_bytes += scatter.disk_bytes
+    return targets, scatter.partition_rows
+
+
+def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Iterator[Batch]:
+    """The probing pipeline's input, partition by partition: its source rows are scattered
+    by the probe keys' hash (once), then each partition's table is built and its rows come."""
+    store, p = runner.ctx.store, runner.p
+    if join.probe_targets is None:
+        types = p.source.types  # type: ignore[union-attr]
+        columns: list[Expr] = [ColumnRef(t, i) for i, t in enumerate(types)]
+        reader = Pipeline(p.id, p.source, [], None, p.label)
+        join.probe_targets, join.probe_rows = scatter_rows(runner.ctx, reader, list(op.probe_keys), columns,
+                                                           join.ways, runner.metrics)
+    outer = op.kind in (JoinKind.LEFT, JoinKind.ANTI)  # probe rows come out without a match
+    runner.metrics.join_partitions, runner.metrics.join_scattered = join.ways, True
+    for index in range(join.ways):
+        if not join.probe_rows[index] or not (outer or join.build_rows[index]):
+            continue
+        join.use(index)
+        yield from store.each_batch(join.probe_targets[index])
+        store.drop(join.probe_targets[index])
+        store.drop(join.targets[index])

@@ -1,0 +1,97 @@
+"""Joins whose build rows pass their share of the memory budget run as grace hash joins
+(exec/join/grace_join.py): both sides scattered by key hash into host memory (or spill
+files), then joined partition by partition. Answers equal DuckDB's for inner, left, semi and
+anti joins with NULL and duplicate keys; the joins a grace join does not serve (FULL, NOT IN)
+still answer; spill files are gone afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import penstock
+
+MiB = 1 << 20
+ROWS = {"cpu": 200_000, "gpu": 1_000_000}  # build rows; the probe side has twice as many
+BUDGET = {"cpu": 2 * MiB, "gpu": 48 * MiB}  # the build rows take more than a quarter of it
+
+
+def tables(n: int) -> tuple[pa.Table, pa.Table]:
+    rng = np.random.default_rng(5)
+    build = pa.table({"k": pa.array(rng.permutation(n) % (n // 2), mask=rng.random(n) < 0.01),  # two rows a key
+                      "bv": rng.integers(0, 100, n), "s": [f"s{i % 977}" for i in range(n)]})
+    probe = pa.table({"k": pa.array(rng.integers(0, n, 2 * n), mask=rng.random(2 * n) < 0.01),
+                      "pv": rng.integers(0, 100, 2 * n)})
+    return build, probe
+
+
+@pytest.fixture
+def engines(tmp_path: Path, device: str) -> tuple[penstock.Connection, Any, Path]:
+    build, probe = tables(ROWS[device])
+    pq.write_table(build, tmp_path / "b.parquet", row_group_size=50_000)
+    pq.write_table(probe, tmp_path / "p.parquet", row_group_size=50_000)
+    spill = tmp_path / "spill"
+    db = penstock.connect(device=device, memory_limit=BUDGET[device], spill_dir=spill)
+    db.register("b", tmp_path / "b.parquet")
+    db.register("p", tmp_path / "p.parquet")
+    con = duckdb.connect()
+    con.register("b", build)
+    con.register("p", probe)
+    return db, con, spill
+
+
+GRACE = [
+    "SELECT count(*) AS n, sum(bv) AS sb, sum(pv) AS sp FROM p JOIN b ON p.k = b.k",
+    "SELECT count(*) AS n, count(b.k) AS nk, sum(bv) AS sb, sum(pv) AS sp FROM p LEFT JOIN b ON p.k = b.k",
+    "SELECT count(*) AS n, sum(pv) AS sp FROM p WHERE k IN (SELECT k FROM b)",
+    "SELECT count(*) AS n, sum(pv) AS sp FROM p WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = p.k)",
+    "SELECT s, count(*) AS n, sum(pv) AS t FROM p JOIN b ON p.k = b.k WHERE pv < 50 GROUP BY s ORDER BY s LIMIT 5",
+]
+
+
+@pytest.mark.parametrize("sql", GRACE)
+def test_a_build_side_past_memory_runs_as_a_grace_join_and_matches_duckdb(engines: Any, sql: str) -> None:
+    db, con, spill = engines
+    got = db.sql(sql)
+    assert got.to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
+    plan = db.explain(sql, analyze=True)
+    assert "grace join: the input read once and scattered" in plan, plan
+    assert "build rows past memory" in plan, plan
+    assert not spill.exists() or not list(spill.rglob("*.arrow"))
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) AS n, count(p.k) AS pk, count(b.k) AS bk FROM p FULL JOIN b ON p.k = b.k",
+    "SELECT count(*) AS n FROM p WHERE k NOT IN (SELECT k FROM b WHERE k IS NOT NULL)",
+])
+def test_joins_a_grace_join_does_not_serve_still_answer(engines: Any, sql: str) -> None:
+    db, con, _ = engines
+    assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
+    assert "grace join" not in db.explain(sql, analyze=True)
+
+
+def test_partitions_past_the_host_budget_go_to_spill_files_which_are_removed(tmp_path: Path, device: str) -> None:
+    build, probe = tables(ROWS[device])
+    pq.write_table(build, tmp_path / "b.parquet", row_group_size=50_000)
+    pq.write_table(probe, tmp_path / "p.parquet", row_group_size=50_000)
+    spill = tmp_path / "spill"
+    db = penstock.connect(device=device, memory_limit=BUDGET[device], host_memory_limit=BUDGET[device] // 4,
+                          spill_dir=spill)
+    db.register("b", tmp_path / "b.parquet")
+    db.register("p", tmp_path / "p.parquet")
+    sql = GRACE[0]
+    con = duckdb.connect()
+    con.register("b", build)
+    con.register("p", probe)
+    assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
+    plan = db.explain(sql, analyze=True)
+    to_files = int(plan.split("bytes to host memory, ")[1].split()[0].replace(",", ""))
+    assert to_files > 0, plan
+    assert not list(spill.rglob("*.arrow"))
+    penstock.connect(device=device)
