@@ -13,7 +13,10 @@ past host_memory_limit to spill files (exec/spill/off_device.py).
 
 Rereading the input once per partition trades scans for memory: from the column cache a
 pass costs a scan at memory bandwidth, from files a read of the referenced columns. A hash
-table's size, not the input's, sets the number of passes.
+table's size, not the input's, sets the number of passes. Where rereading costs more than
+moving the rows to host memory once (the CPU backend; a GPU with many partitions), the input
+is instead read once and scattered by partition (scattered_aggregate.py), and run_passes
+aggregates each scattered partition the same way.
 """
 
 from __future__ import annotations

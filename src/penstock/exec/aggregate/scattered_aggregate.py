@@ -27,20 +27,16 @@ from penstock.exec.aggregate.aggregate_state import entries_within, next_pow2
 from penstock.exec.join.in_table_builds import cached_columns
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.spill.scatter import Scatter
-from penstock.plan.expr import BuildColumn, Call, ColumnRef, Expr
+from penstock.exec.scatter_pass import scatter_rows
+from penstock.plan.expr import BuildColumn, ColumnRef, Expr
 from penstock.plan.nullability import nullable
-from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
-                                    TableSource)
+from penstock.plan.physical import AggregateSink, BufferSource, Pipeline, ProbeOp, TableSource
 from penstock.plan.rel import AggCall, JoinKind
-from penstock.plan.types import INT64, DataType, Kind
 
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineRunner
 
 GPU_SCATTER_WAYS = 64  # partitions past which a GPU scatters its input (see scatter_applies)
-SPAN_SHARE = 32  # rows written by one launch of the scattering pass: within this share of the budget
-MIN_SPAN_ROWS = 1 << 14
 MAX_SCATTER = 1 << 12  # (partition numbers are 16-bit) partitions one scatter makes (a partition too large splits again as it is aggregated)
 
 
@@ -78,32 +74,19 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, wa
         ways = next_pow2(-(-rows_in // room))
     ways = min(max(ways, 2), MAX_SCATTER)
     arguments = list(dict.fromkeys(m.arg for m in sink.measures if m.arg is not None))
-    written = [Call(INT64, "partition_hash", tuple(sink.groups)), *sink.groups, *arguments]
+    written = [*sink.groups, *arguments]
     types = [e.type for e in written]
-    staging = store.new_buffer(types)
-    targets = [store.new_buffer(types[1:]) for _ in range(ways)]
-    scatter = Scatter(store, types, targets)
-    store.emitters[staging] = scatter
-    first = Pipeline(p.id, p.source, p.ops, MaterializeSink(written, staging), p.label)
-    kernel = generate_pipeline(first)
-    scattering = PipelineRunner(first, kernel, compile_kernel(be, kernel), None, runner.ctx, runner.metrics)
-    if budget is not None:  # a launch's rows, and their gathered copy, stay a small share of the budget
-        scattering.launch_rows = max(budget // (SPAN_SHARE * row_bytes(types)), MIN_SPAN_ROWS)
-    try:
-        scattering.run()
-        scatter.flush()
-    finally:
-        store.emitters.pop(staging, None)
-    runner.metrics.spilled_host_bytes += scatter.host_bytes
-    runner.metrics.spilled_disk_bytes += scatter.disk_bytes
+    reader = Pipeline(p.id, p.source, p.ops, None, p.label)
+    targets, partition_rows = scatter_rows(runner.ctx, reader, list(sink.groups), written, ways, runner.metrics)
+    scattered = sum(partition_rows)
 
-    columns = [ColumnRef(t, i) for i, t in enumerate(types[1:])]
-    column_of = {e: columns[i] for i, e in reversed(list(enumerate(written[1:])))}
+    columns = [ColumnRef(t, i) for i, t in enumerate(types)]
+    column_of = {e: columns[i] for i, e in reversed(list(enumerate(written)))}
     grouping = AggregateSink([column_of[g] for g in sink.groups],
                              [AggCall(m.fn, column_of[m.arg] if m.arg is not None else None, m.type, m.distinct)
                               for m in sink.measures], sink.buffer)
-    kinds = [nullable(e, lambda ref: column_nullable(p, ref)) for e in written[1:]]
-    second = Pipeline(p.id, BufferSource(targets[0], types[1:], kinds), [], grouping, p.label)
+    kinds = [nullable(e, lambda ref: column_nullable(p, ref)) for e in written]
+    second = Pipeline(p.id, BufferSource(targets[0], types, kinds), [], grouping, p.label)
     kernel = generate_pipeline(second)
     metrics = PipelineMetrics(p.id, p.label, be.describe(), kernel.counters)
     grouper = PipelineRunner(second, kernel, compile_kernel(be, kernel), generate_finalize(grouping), runner.ctx,
@@ -112,15 +95,15 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, wa
     passes, groups, widest = 1, 0, 1  # the scattering pass
     layout = layout_of(grouping)
     try:  # partitions whose rows add up to at most the room are aggregated in one pass
-        for members in pass_groups(scatter.partition_rows, room):
+        for members in pass_groups(partition_rows, room):
             target = targets[members[0]]
             for other in members[1:]:
                 store.off_device.merge(target, targets[other])
-            rows = sum(scatter.partition_rows[m] for m in members)
+            rows = sum(partition_rows[m] for m in members)
             expected = min(rows, room or rows)
             if groups_thought:  # the groups expected, when fewer than the rows
-                expected = min(expected, groups_thought * rows // max(scatter.rows, 1) + 1)
-            second.source = BufferSource(target, types[1:], kinds)
+                expected = min(expected, groups_thought * rows // max(scattered, 1) + 1)
+            second.source = BufferSource(target, types, kinds)
             done, made, split = run_passes(grouper, grouping, layout, deque([(0, 0, expected)]), budget)
             passes, groups, widest = passes + done, groups + made, max(widest, split)
             store.drop(target)  # its memory and spill files go before the next pass
@@ -131,7 +114,7 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, wa
     runner.metrics.reruns += metrics.reruns
     runner.metrics.spilled_host_bytes += metrics.spilled_host_bytes
     runner.metrics.spilled_disk_bytes += metrics.spilled_disk_bytes
-    runner.metrics.scattered = (ways, scatter.rows)
+    runner.metrics.scattered = (ways, scattered)
     return passes, groups, ways * widest
 
 
@@ -165,10 +148,3 @@ def column_nullable(p: Pipeline, ref: Expr) -> bool:
         return True
     return probe.build_nullable[ref.index] if probe.build_nullable else True
 
-
-def row_bytes(types: list[DataType]) -> int:
-    """About how many device bytes a written row of `types` takes (text: a guess)."""
-    return sum(16 if t.is_wide_decimal else TEXT_GUESS if t.kind is Kind.STRING else 8 for t in types) + 1
-
-
-TEXT_GUESS = 24  # bytes of a text value and its offset, for sizing only

@@ -22,20 +22,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
 from penstock.codegen.kernel import Kernel
-from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend
 from penstock.exec.aggregate.aggregate_state import next_pow2
 from penstock.exec.buffers import BufferStore, concat
 from penstock.exec.join.join_state import JoinState
-from penstock.exec.kernels import compile_kernel
-from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.spill.scatter import Scatter
+from penstock.exec.scatter_pass import scatter_rows
 from penstock.io.device_batch import Batch
-from penstock.plan.expr import BuildColumn, Call, ColumnRef, Expr, walk
-from penstock.plan.physical import (BuildHashTable, MaterializeSink, Pipeline, PhysicalPlan, ProbeOp,
-                                    BufferSource)
+from penstock.plan.expr import BuildColumn, ColumnRef, Expr, walk
+from penstock.plan.physical import BufferSource, BuildHashTable, PhysicalPlan, Pipeline, ProbeOp
 from penstock.plan.rel import JoinKind
-from penstock.plan.types import INT64, DataType
+from penstock.plan.types import DataType
 
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
@@ -144,35 +140,6 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, kernel: Kernel, la
                                  ways)
     store.drop(step.buffer)  # the scattered copy is all the join needs
     return GraceJoin(be, store, kernel, label, ctx.memory_limit, step.types, targets, rows)
-
-
-def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], columns: list[Expr],
-                 ways: int, metrics: PipelineMetrics | None = None) -> tuple[list[int], list[int]]:
-    """Run `pipeline` (its source and operators) writing `columns` after a hash of `keys`,
-    scattered into `ways` new buffers; returns them and their rows."""
-    from penstock.exec.pipeline_runner import PipelineRunner
-
-    store, be = ctx.store, ctx.backend
-    written = [Call(INT64, "partition_hash", tuple(keys)), *columns]
-    types = [e.type for e in written]
-    staging = store.new_buffer(types)
-    targets = [store.new_buffer(types[1:]) for _ in range(ways)]
-    scatter = Scatter(store, types, targets)
-    store.emitters[staging] = scatter
-    writer = Pipeline(pipeline.id, pipeline.source, pipeline.ops, MaterializeSink(written, staging), pipeline.label)
-    kernel = generate_pipeline(writer)
-    metrics = metrics or PipelineMetrics(pipeline.id, pipeline.label, be.describe(), kernel.counters)
-    runner = PipelineRunner(writer, kernel, compile_kernel(be, kernel), None, ctx, metrics)
-    if ctx.memory_limit is not None:
-        runner.launch_rows = max(ctx.memory_limit // (32 * 8 * len(types)), 1 << 14)
-    try:
-        runner.run()
-        scatter.flush()
-    finally:
-        store.emitters.pop(staging, None)
-    metrics.spilled_host_bytes += scatter.host_bytes
-    metrics.spilled_disk_bytes += scatter.disk_bytes
-    return targets, scatter.partition_rows
 
 
 def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Iterator[Batch]:
