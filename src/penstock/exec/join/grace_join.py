@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any, Iterator
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
 from penstock.exec.aggregate.aggregate_state import next_pow2
-from penstock.exec.buffers import BufferStore, concat
+from penstock.exec.buffers import BufferStore
 from penstock.exec.join.join_state import JoinState
 from penstock.exec.scatter_pass import scatter_rows
 from penstock.io.device_batch import Batch
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr, walk
 from penstock.plan.physical import BufferSource, BuildHashTable, PhysicalPlan, Pipeline, ProbeOp
 from penstock.plan.rel import JoinKind
-from penstock.plan.types import DataType
 
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
@@ -51,7 +50,6 @@ class GraceJoin:
     kernel: Kernel  # the build kernel
     label: str
     memory_limit: int | None
-    build_types: list[DataType]
     targets: list[int]  # build rows by partition (buffers held off the device)
     build_rows: list[int]
     probe_targets: list[int] | None = None  # the probe side's, once scattered
@@ -78,10 +76,10 @@ class GraceJoin:
 
     def use(self, index: int) -> None:
         """Bring partition `index`'s build rows to the device and build their table."""
+        from penstock.exec.pipeline_runner import build_batch
+
         self.current = None
-        parts = list(self.store.each_batch(self.targets[index]))
-        batch = concat(self.backend, parts, self.build_types) if parts else empty_batch(self.backend,
-                                                                                          self.build_types)
+        batch = build_batch(self.backend, self.store, self.targets[index])
         state = JoinState(self.backend, batch, True, self.label, self.memory_limit)
         state.build(self.kernel, self.label)
         self.multiplicity = max(self.multiplicity, state.multiplicity)
@@ -90,21 +88,6 @@ class GraceJoin:
     def part(self, part: str, as_pointer: bool) -> Any:
         assert self.current is not None, f"{self.label}: no partition chosen"
         return self.current.part(part, as_pointer)
-
-    def drop(self) -> None:
-        self.current = None
-        for target in self.targets + (self.probe_targets or []):
-            self.store.drop(target)
-
-
-def empty_batch(backend: Backend, types: list[DataType]) -> Batch:
-    import pyarrow as pa
-
-    from penstock.exec.buffers import arrow_to_batch
-    from penstock.plan.types import to_arrow
-
-    return arrow_to_batch(backend, pa.table({f"c{i}": pa.array([], type=to_arrow(t)) for i, t in enumerate(types)}),
-                          types)
 
 
 def grace_applies(plan: PhysicalPlan, step: BuildHashTable, store: BufferStore, memory_limit: int | None) -> bool:
@@ -139,7 +122,7 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, kernel: Kernel, la
     targets, rows = scatter_rows(ctx, Pipeline(-1 - step.join, source, [], None, f"{label} scatter"), keys, columns,
                                  ways)
     store.drop(step.buffer)  # the scattered copy is all the join needs
-    return GraceJoin(be, store, kernel, label, ctx.memory_limit, step.types, targets, rows)
+    return GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows)
 
 
 def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Iterator[Batch]:
