@@ -17,6 +17,7 @@ import pytest
 
 import penstock
 from penstock.errors import QueryError
+from penstock.exec.aggregate import scattered_aggregate
 
 MiB = 1 << 20
 ROWS = {"cpu": 100_000, "gpu": 1_000_000}  # build rows; the probe side has twice as many
@@ -53,6 +54,10 @@ GRACE = [
     "SELECT count(*) AS n, sum(pv) AS sp FROM p WHERE k IN (SELECT k FROM b)",
     "SELECT count(*) AS n, sum(pv) AS sp FROM p WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = p.k)",
     "SELECT s, count(*) AS n, sum(pv) AS t FROM p JOIN b ON p.k = b.k WHERE pv < 50 GROUP BY s ORDER BY s LIMIT 5",
+    # an aggregation after the join that itself outgrows the budget: its passes read the
+    # join's partitions again
+    "SELECT count(*) AS groups, sum(n) AS n, sum(t) AS t FROM "
+    "(SELECT p.k, pv, count(*) AS n, sum(bv) AS t FROM p JOIN b ON p.k = b.k GROUP BY p.k, pv) AS g",
 ]
 
 
@@ -68,6 +73,18 @@ def test_a_build_side_past_memory_runs_as_a_grace_join_and_matches_duckdb(engine
 
 
 FULL = "SELECT count(*) AS n, count(p.k) AS pk, count(b.k) AS bk FROM p FULL JOIN b ON p.k = b.k"
+
+
+def test_an_aggregation_reading_the_join_once_per_pass_sees_every_row(engines: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU aggregation with few partitions reads its input once per pass instead of
+    scattering it (scattered_aggregate.scatter_applies): each pass runs the grace join again
+    over the same scattered partitions. Asked to here, on every device."""
+    monkeypatch.setattr(scattered_aggregate, "scatter_applies", lambda runner, ways: False)
+    db, con, _ = engines
+    sql = GRACE[-1]
+    assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
+    assert "passes over the input" in db.explain(sql, analyze=True)
 
 
 @pytest.mark.parametrize("sql", [

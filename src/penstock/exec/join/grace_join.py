@@ -127,7 +127,9 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, kernel: Kernel, la
 
 def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Iterator[Batch]:
     """The probing pipeline's input, partition by partition: its source rows are scattered
-    by the probe keys' hash (once), then each partition's table is built and its rows come."""
+    by the probe keys' hash (once), then each partition's table is built and its rows come.
+    The partitions stay until the query ends: a partitioned aggregation after the join reads
+    them again, once per pass (the store drops them with the query's other buffers)."""
     store, p = runner.ctx.store, runner.p
     if join.probe_targets is None:
         types = p.source.types  # type: ignore[union-attr]
@@ -142,5 +144,3 @@ def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Ite
             continue
         join.use(index)
         yield from store.each_batch(join.probe_targets[index])
-        store.drop(join.probe_targets[index])
-        store.drop(join.targets[index])
