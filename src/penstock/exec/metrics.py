@@ -39,8 +39,8 @@ class PipelineMetrics:
     # (partitions, rows) of an aggregation whose input was read once and scattered by its
     # keys' hashes (exec/aggregate/scattered_aggregate.py)
     scattered: tuple[int, int] | None = None
-    join_partitions: int = 0
-    join_scattered: bool = False  # a grace join: the input scattered once by its probe keys (exec/join/grace_join.py)  # passes over the input, one per partition of a partitioned join it probes
+    join_partitions: int = 0  # passes over the input, one per partition of a partitioned join it probes
+    join_scattered: bool = False  # a grace join: the input scattered once by its probe keys (exec/join/grace_join.py)
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked

@@ -266,7 +266,6 @@ class PipelineRunner(AggregateRunning):
             self.metrics.batches += 1
             if fill is not None:
                 state.direct = None if fill.failed else fill
-                fill.row_base = written
             for span in self.launch_spans(batch.length):
                 rows = span[1] - span[0]
                 # room for every row a span can produce, up to a point; beyond it a rerun
@@ -274,6 +273,8 @@ class PipelineRunner(AggregateRunning):
                 bound = rows * self.fanout()
                 state.reserve(min(bound, max(4 * rows + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
                 state.first_row = span[0]
+                if fill is not None:  # the rows written before this launch
+                    fill.row_base = written
                 while True:
                     code, words = self.launch(batch, state, None, span)
                     if code:
@@ -288,8 +289,6 @@ class PipelineRunner(AggregateRunning):
                     self.ctx.store.add(sink.buffer, out)
                     self.hold_output(sink.buffer)
                 written += out.length
-                if fill is not None:
-                    fill.row_base = written
             self.bind_context.batch_start += batch.length
             if sink.limit is not None and written >= sink.limit:
                 break

@@ -54,8 +54,9 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
         scatter.flush()
     finally:
         store.emitters.pop(staging, None)
-    metrics.spilled_host_bytes += scatter.host_bytes
-    metrics.spilled_disk_bytes += scatter.disk_bytes
+    held = [store.off_device.held(target) for target in targets]
+    metrics.spilled_host_bytes += sum(h.host_bytes for h in held)
+    metrics.spilled_disk_bytes += sum(h.disk_bytes for h in held)
     return targets, scatter.partition_rows
 
 

@@ -65,9 +65,9 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     """Run the runner's aggregation partition by partition, after a pass over every key
     raised `too_large`, or as an earlier run of the plan found it must (`known`: partitions
     and groups, what runner.partitioned records for the next run); the groups of every
-    partition go to the sink's buffer. An input that is not a table cached on the device is
-    read once and scattered by partition (scattered_aggregate.py); a cached one is scanned
-    again for each partition, at memory bandwidth."""
+    partition go to the sink's buffer. The input is read once and scattered by partition
+    where scattered_aggregate.scatter_applies says so (the CPU backend, or a GPU with many
+    partitions, and not a table cached on the device); otherwise it is read once per pass."""
     from penstock.exec.aggregate.scattered_aggregate import run_scattered, scatter_applies
 
     ctx, metrics = runner.ctx, runner.metrics

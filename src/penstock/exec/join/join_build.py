@@ -25,8 +25,8 @@ def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineCo
     if ctx.deferred is not None and (filled is None or filled.build is None):
         raise NotSteady(f"join #{step.join} would build from written rows")
     if filled is None and ctx.deferred is None and grace_applies(compiled.plan, step, ctx.store, ctx.memory_limit):
-        rows = ctx.store.rows(step.buffer)
         grace = grace_build(ctx, step, compiled.builds[step.join], label)
+        rows = sum(grace.build_rows)
         ctx.joins[step.join] = grace
         compiled.direct_ranges.pop(step.join, None)
         return StepMetrics(f"hash build (join #{step.join}, build rows past memory: scattered {grace.ways} ways by "

@@ -4,10 +4,10 @@ per partition.
 A pipeline whose first output column is a 64-bit hash of the row's keys writes into a
 buffer that has a Scatter as its emitter (BufferStore.emitters): each batch it writes is
 ordered by partition on the device (a sort of the partition numbers, then a gather of every
-column), read back in one transfer, and cut into one slice per partition. A partition's slices, gathered into parts of PART_BYTES,
-become its buffer's parts, held off the device (host memory, then spill files past
-host_memory_limit), without the hash column. A later pass over one partition reads
-only its own rows (exec/aggregate/scattered_aggregate.py).
+column), read back in one transfer, and cut into one slice per partition. A partition's
+slices, gathered into parts of PART_BYTES, become its buffer's parts, held off the device
+(host memory, then spill files past host_memory_limit), without the hash column. A later
+pass over one partition reads only its own rows (exec/scatter_pass.py runs the pass).
 
 The partition is taken from hash bits SCATTER_SHIFT and up. Kernels that partition a table
 further (partitioned_aggregate.py) use bits 48..62, so a partition's rows still spread over
@@ -36,9 +36,6 @@ class Scatter:
     store: BufferStore
     types: list[DataType]  # of the written rows: the hash, then what the targets hold
     targets: list[int]
-    rows: int = 0
-    host_bytes: int = 0
-    disk_bytes: int = 0
     partition_rows: list[int] = field(default_factory=list)
 
     part_bytes: int = PART_BYTES  # slices of a partition gathered into one part (see flush)
@@ -72,7 +69,6 @@ class Scatter:
                 if self.pending_bytes[index] >= self.part_bytes:
                     self.flush(index)
             start += count
-        self.rows += batch.length
 
     def flush(self, index: int | None = None) -> None:
         """Add the slices waiting for partition `index` (every partition's: None) to its
@@ -81,9 +77,5 @@ class Scatter:
         for at in range(len(self.targets)) if index is None else [index]:
             if not self.pending[at]:
                 continue
-            part = pa.concat_tables(self.pending[at]).combine_chunks()
+            self.store.off_device.add(self.targets[at], pa.concat_tables(self.pending[at]).combine_chunks())
             self.pending[at], self.pending_bytes[at] = [], 0
-            if self.store.off_device.add(self.targets[at], part) == "host":
-                self.host_bytes += part.nbytes
-            else:
-                self.disk_bytes += part.nbytes
