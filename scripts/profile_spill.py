@@ -2,6 +2,7 @@
 cProfile listing of where the host's time goes, and EXPLAIN ANALYZE of the run.
 
 usage: python scripts/profile_spill.py groupby|join ROWS MEMORY_LIMIT_BYTES [DIR] [--host-memory-limit N]
+           [--device D] [--scatter-ways W]   (W: GPU_SCATTER_WAYS, partitions from which a GPU scatters)
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ def main() -> None:
     parser.add_argument("dir", nargs="?", default="/tmp/profile-spill")
     parser.add_argument("--host-memory-limit", type=int, default=None)
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--scatter-ways", type=int, default=None)
     args = parser.parse_args()
+    if args.scatter_ways is not None:
+        from penstock.exec.aggregate import scattered_aggregate
+        scattered_aggregate.GPU_SCATTER_WAYS = args.scatter_ways
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
     files, description = generate(args.case, directory, args.rows, args.rows)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import gc
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -57,3 +59,26 @@ def sample_db(cpu_db: Any, sample_parquet: Path) -> Any:
 def device(request: pytest.FixtureRequest) -> str:
     """Run a test on the CPU backend (always) and on the GPU (under `pytest -m gpu`)."""
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def device_memory_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With PENSTOCK_LEAK_LOG set (scripts/gpu-suite.sh sets it), each GPU test that leaves
+    device memory in use once its objects are collected is logged there with the bytes, so
+    a later test's out-of-memory under a small cap can be traced to the test before it."""
+    yield
+    log = os.environ.get("PENSTOCK_LEAK_LOG")
+    callspec = getattr(request.node, "callspec", None)
+    if not log or callspec is None or callspec.params.get("device") != "gpu":
+        return
+    from penstock.device.registry import get_backend
+
+    backend = get_backend("gpu")
+    gc.collect()
+    cache = getattr(backend, "column_cache", None)
+    cached = cache.bytes_used if cache is not None else 0
+    used = int(backend.pool.used_bytes())  # type: ignore[attr-defined]
+    if used - cached > 1 << 20:
+        with open(log, "a") as out:
+            out.write(f"{request.node.nodeid}: {used / 2**20:.1f} MiB in use, {cached / 2**20:.1f} MiB of it "
+                      f"the column cache\n")

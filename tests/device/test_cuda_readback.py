@@ -45,3 +45,52 @@ def test_a_recorded_read_back_reads_the_arrays_again_on_each_replay() -> None:
         be.launch_graph(graph)
         first, second = readback.wait()
         assert list(first) == [k] * 10 and list(second) == [10 + k] * 3
+
+
+def test_a_staged_read_back_returns_views_whose_block_goes_back_when_dropped() -> None:
+    """to_host_staged: every array whole (non-contiguous ones too), as views into one
+    staging block that serves a later read once they are gone."""
+    import gc
+
+    from penstock.device import get_backend
+
+    be = get_backend("gpu")
+    cp = be.cp
+    src = arrays(cp) + [cp.arange(40, dtype=cp.int64)[::2]]
+    got = be.to_host_staged(src)
+    for a, h in zip(src, got):
+        want = a if isinstance(a, np.ndarray) else cp.asnumpy(a)
+        assert h.dtype == want.dtype and np.array_equal(h, want)
+    del got, h
+    gc.collect()
+    assert be.staging.wait()  # the block of the read's class, pinned in the background if none was
+    served = be.staging.served
+    again = be.to_host_staged(src)
+    assert be.staging.served == served + 1  # the pinned block served it
+    del again
+    gc.collect()
+    be.to_host_staged(src)
+    assert be.staging.served == served + 2  # and went back to the staging for the next
+
+
+def test_the_memory_cap_counts_bytes_in_use_not_blocks_cached_free() -> None:
+    """Under a cap, a block split for a smaller array keeps its free remainder cached (it
+    cannot go back to the driver while the rest is in use); an array that fits the cap
+    beside what is in use is still admitted, and one past it is refused."""
+    from penstock.device import get_backend
+
+    be = get_backend("gpu")
+    cp = be.cp
+    MiB = 1 << 20
+    be.set_memory_limit(64 * MiB)
+    try:
+        large = cp.empty(48 * MiB, cp.uint8)
+        del large  # cached free in the pool
+        small = cp.empty(16 * MiB, cp.uint8)  # split from the cached block: 32 MiB stay cached
+        second = cp.empty(40 * MiB, cp.uint8)  # 56 MiB in use: admitted
+        assert int(be.pool.used_bytes()) >= 56 * MiB
+        with pytest.raises(cp.cuda.memory.OutOfMemoryError):
+            cp.empty(16 * MiB, cp.uint8)  # 72 MiB in use: refused
+        del small, second
+    finally:
+        be.set_memory_limit(None)

@@ -265,6 +265,12 @@ class Backend(ABC):
         """Several device arrays on the host (a backend may move them in one transfer)."""
         return [self.to_host(a) for a in arrays]
 
+    def to_host_staged(self, arrays: list[Any]) -> list[np.ndarray]:
+        """Large device arrays on the host for a short while (rows scattered to host memory
+        are sliced, then gathered into parts): a backend may return views into one staging
+        block, which goes back to it once the last view is dropped."""
+        return self.to_host_many(arrays)
+
     def readback(self, arrays: list[Any]) -> Readback:
         """Start moving `arrays` to the host; the result's `wait` finishes."""
         return Readback(self, arrays)

@@ -24,6 +24,7 @@ from penstock.errors import PenstockError
 
 BLOCK = 256
 PACKED_READ_BYTES = 4 << 20  # results up to this size come back in one transfer
+POOL_SLACK = 2  # the pool's blocks, in use and cached free, stay within this multiple of the cap
 # One block per array copies it straight into pinned host memory (which the device reaches
 # through unified addressing): one launch, or one graph node, instead of a copy per array.
 # The descriptors (source, destination, bytes) lie in pinned host memory too.
@@ -89,9 +90,20 @@ class CudaBackend(Backend):
         self._pack: CudaKernel | None = None
 
     def _allocate(self, size: int) -> Any:
-        """The pool's allocation. When it fails, blocks cached free for any stream go back
-        first and it is tried once more: CuPy's own retry frees only the asking stream's, and
-        blocks the reading threads' streams freed would otherwise count against the cap."""
+        """The pool's allocation, admitted against the memory cap by the bytes in use.
+
+        The cap counts what penstock's arrays hold, not the pool's cached free blocks: under a
+        tight cap a best-fit pool fragments (a block split for a smaller array cannot go back
+        to the driver while the rest is in use), and counting those blocks refused
+        allocations with a quarter of the cap cached free. The pool itself may hold up to
+        POOL_SLACK times the cap. When an allocation fails, blocks cached free for any stream
+        go back first and it is tried once more: CuPy's own retry frees only the asking
+        stream's, and blocks the reading threads' streams freed would otherwise count."""
+        limit = self.memory_limit
+        if limit is not None:
+            used = int(self.pool.used_bytes())
+            if used + size > limit:
+                raise self.cp.cuda.memory.OutOfMemoryError(size, used, limit)
         try:
             return self.pool.malloc(size)
         except self.cp.cuda.memory.OutOfMemoryError:
@@ -99,14 +111,14 @@ class CudaBackend(Backend):
             return self.pool.malloc(size)
 
     def set_memory_limit(self, limit: int | None) -> None:
-        """Cap the device memory penstock allocates (None: no cap beyond the device). The cap
-        is the process's memory pool's: memory that unreachable objects still hold (results
-        and plans of connections gone) is collected first, so it does not count against it."""
+        """Cap the device memory penstock's arrays hold (None: no cap beyond the device). The
+        cap is the process's memory pool's: memory that unreachable objects still hold
+        (results and plans of connections gone) is collected first, so it does not count."""
         if limit is not None:
             gc.collect()
             self.pool.free_all_blocks()
         self.memory_limit = limit
-        self.pool.set_limit(size=limit or 0)
+        self.pool.set_limit(size=limit * POOL_SLACK if limit else 0)
 
     def memory_held(self) -> tuple[int, int] | None:
         used = int(self.pool.used_bytes())
@@ -190,6 +202,27 @@ class CudaBackend(Backend):
         if len(on_device) < 2 or sum(a.nbytes for a in on_device) > PACKED_READ_BYTES:
             return [self.to_host(a) for a in arrays]
         return self.readback(arrays).wait()
+
+    def to_host_staged(self, arrays: list[Any]) -> list[np.ndarray]:
+        """Through one staging block, pinned when one of its size class is free (a copy from
+        pageable memory runs at a fraction of the link's rate): a copy per array on the
+        current stream, one synchronisation, and views into the block."""
+        cp = self.cp
+        arrays = [a if not isinstance(a, cp.ndarray) or a.flags.c_contiguous else cp.ascontiguousarray(a)
+                  for a in arrays]
+        starts, total = [], 0
+        for a in arrays:
+            starts.append(total)
+            total += -(-a.nbytes // 64) * 64 if isinstance(a, cp.ndarray) else 0
+        block = self.staging.buffer(total)
+        stream = cp.cuda.get_current_stream()
+        for a, start in zip(arrays, starts):
+            if isinstance(a, cp.ndarray) and a.nbytes:
+                cp.cuda.runtime.memcpyAsync(block.ctypes.data + start, a.data.ptr, a.nbytes,
+                                            cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+        stream.synchronize()
+        return [block[start:start + a.nbytes].view(a.dtype).reshape(a.shape) if isinstance(a, cp.ndarray)
+                else np.asarray(a) for a, start in zip(arrays, starts)]
 
     def readback(self, arrays: list[Any]) -> Readback:
         return PinnedReadback(self, arrays)
@@ -337,7 +370,7 @@ class GraphCapture:
         self.backend = backend
         self.kept: list[Any] = []
         self.pinned: list[Any] = []  # host sources of the graph's copies (upload)
-        self._pool_malloc = backend.pool.malloc
+        self._pool_malloc = backend._allocate  # admitted against the cap like any other
         self._contexts = contextlib.ExitStack()
         self._contexts.enter_context(cp.cuda.using_allocator(self._malloc))
         self._contexts.enter_context(self.stream)

@@ -215,10 +215,12 @@ def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any)
 
 
 def buffer_to_arrow(backend: Backend, batches: list[Batch], types: list[DataType],
-                    columns: list[int] | None = None, names: list[str] | None = None) -> pa.Table:
+                    columns: list[int] | None = None, names: list[str] | None = None,
+                    staged: bool = False) -> pa.Table:
+    """Device batches as one host table (`staged`: see device_batch.batch_to_arrow)."""
     columns = list(range(len(types))) if columns is None else columns
     names = names or [f"c{i}" for i in columns]
-    record_batches = [batch_to_arrow(Batch([b.columns[c] for c in columns], b.length), names, backend)
+    record_batches = [batch_to_arrow(Batch([b.columns[c] for c in columns], b.length), names, backend, staged)
                       for b in batches if b.length]
     if len(record_batches) == 1:  # its arrays have the types the schema would say (a small result: often)
         return pa.Table.from_batches(record_batches)

@@ -192,9 +192,12 @@ def column_to_arrow(col: Column, backend: Backend, host: Callable[[Any], np.ndar
     return pa.Array.from_buffers(T.to_arrow(t), n, [validity, pa.py_buffer(host(col.values))], null_count)
 
 
-def batch_to_arrow(batch: Batch, names: list[str], backend: Backend) -> pa.RecordBatch:
+def batch_to_arrow(batch: Batch, names: list[str], backend: Backend, staged: bool = False) -> pa.RecordBatch:
+    """The batch on the host; `staged`: its arrays may be views into a staging block the
+    backend reuses once they are dropped (Backend.to_host_staged), for a batch kept briefly."""
     parts = [a for c in batch.columns for a in (c.values, c.validity, c.data, c.dict_offsets, c.dict_data)
              if a is not None]
-    copies = {id(a): h for a, h in zip(parts, backend.to_host_many(parts))}
+    read = backend.to_host_staged if staged else backend.to_host_many
+    copies = {id(a): h for a, h in zip(parts, read(parts))}
     arrays = [column_to_arrow(c, backend, lambda a: copies[id(a)]) for c in batch.columns]
     return pa.RecordBatch.from_arrays(arrays, names=names)

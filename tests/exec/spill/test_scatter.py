@@ -110,3 +110,16 @@ def test_merged_buffers_hold_both_parts_in_order() -> None:
     store.merge(1, 2)
     assert [t.column(0).to_pylist() for t in store.tables(1)] == [[1, 2], [3]]
     assert store.held(1).rows == 3 and not store.holds(2)
+
+
+def test_a_part_gathered_from_one_slice_owns_its_memory() -> None:
+    """A slice is a view into a batch's staging block: a part made of one slice is still a
+    copy, so the block can go back to the staging."""
+    from penstock.exec.spill.scatter import gathered
+
+    table = pa.table({"a": pa.array(range(100), pa.int64()), "s": pa.array([f"x{i}" for i in range(100)])})
+    part = gathered([table.slice(10, 20)])
+    assert part.to_pylist() == table.slice(10, 20).to_pylist()
+    assert part.column("a").chunk(0).buffers()[1].address != table.column("a").chunk(0).buffers()[1].address
+    two = gathered([table.slice(0, 5), table.slice(50, 5)])
+    assert two.column("a").to_pylist() == [0, 1, 2, 3, 4, 50, 51, 52, 53, 54]

@@ -59,7 +59,8 @@ class Scatter:
         counts = be.to_host(xp.bincount(partition, minlength=ways))
         rows = take_rows(be, Batch(batch.columns[1:], batch.length), self.types[1:], order)
         del partition, order, hashes
-        table = buffer_to_arrow(be, [rows], self.types[1:])
+        # the slices wait in the staging block (pinned on a GPU) until flush gathers them
+        table = buffer_to_arrow(be, [rows], self.types[1:], staged=True)
         start = 0
         for index, count in enumerate(int(c) for c in counts):
             if count:
@@ -77,5 +78,14 @@ class Scatter:
         for at in range(len(self.targets)) if index is None else [index]:
             if not self.pending[at]:
                 continue
-            self.store.off_device.add(self.targets[at], pa.concat_tables(self.pending[at]).combine_chunks())
+            self.store.off_device.add(self.targets[at], gathered(self.pending[at]))
             self.pending[at], self.pending_bytes[at] = [], 0
+
+
+def gathered(slices: list[pa.Table]) -> pa.Table:
+    """The slices as one table in memory of its own: a slice is a view into a batch's
+    staging block, which must go back to the staging, so even a lone slice is copied
+    (Arrow's concatenation copies where combine_chunks would keep a single chunk as is)."""
+    names = slices[0].column_names
+    return pa.table([pa.concat_arrays([chunk for s in slices for chunk in s.column(i).chunks])
+                     for i in range(len(names))], names=names)
