@@ -2,7 +2,9 @@
 cProfile listing of where the host's time goes, and EXPLAIN ANALYZE of the run.
 
 usage: python scripts/profile_spill.py groupby|join ROWS MEMORY_LIMIT_BYTES [DIR] [--host-memory-limit N]
-           [--device D] [--scatter-ways W]   (W: GPU_SCATTER_WAYS, partitions from which a GPU scatters)
+           [--device D] [--scatter-ways W] [--build-share S] [--no-profile]
+  W: GPU_SCATTER_WAYS, partitions from which a GPU scatters a GROUP BY's input;
+  S: grace_join.BUILD_SHARE, a join's build rows past 1/S of the budget make it a grace join
 """
 
 from __future__ import annotations
@@ -27,10 +29,15 @@ def main() -> None:
     parser.add_argument("--host-memory-limit", type=int, default=None)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--scatter-ways", type=int, default=None)
+    parser.add_argument("--build-share", type=int, default=None)
+    parser.add_argument("--no-profile", action="store_true", help="time a run and a repeat, no cProfile")
     args = parser.parse_args()
     if args.scatter_ways is not None:
         from penstock.exec.aggregate import scattered_aggregate
         scattered_aggregate.GPU_SCATTER_WAYS = args.scatter_ways
+    if args.build_share is not None:
+        from penstock.exec.join import grace_join
+        grace_join.BUILD_SHARE = args.build_share
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
     files, description = generate(args.case, directory, args.rows, args.rows)
@@ -39,6 +46,13 @@ def main() -> None:
     for name, path in files.items():
         db.register(name, str(path))
     print(f"{description} on {db.backend.describe()}, memory limit {args.memory_limit / 2**20:,.0f} MiB")
+    if args.no_profile:
+        for run in ("first run", "repeat"):
+            started = time.perf_counter()
+            db.sql(QUERIES[args.case])
+            print(f"{run}: {time.perf_counter() - started:.2f} s")
+        print(db.explain(QUERIES[args.case], analyze=True))
+        return
     profile = cProfile.Profile()
     started = time.perf_counter()
     profile.enable()
