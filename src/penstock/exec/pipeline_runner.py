@@ -156,7 +156,11 @@ class PipelineRunner(AggregateRunning):
             else:
                 yield arrow_to_batch(self.be, source.table, source.types)
         elif isinstance(source, UnmatchedBuildSource):
-            yield self.ctx.joins[source.join].batch
+            join = self.ctx.joins[source.join]
+            if isinstance(join, GraceJoin):  # a partition at a time, each with its flags
+                yield from join.unmatched_batches()
+            else:
+                yield join.batch
 
     def read_early(self) -> None:
         """Start reading the source table now, while the steps before this pipeline run."""

@@ -10,10 +10,14 @@ and the pipeline runs over that partition's probe rows alone: equal keys hash al
 every match lies within one partition. A probe row with a NULL key lands in one partition
 and, for a LEFT or anti join, comes out once.
 
-Supported: inner, left, semi and anti probes whose keys read only the pipeline's source
-columns, one such join per pipeline. A FULL join (match flags over all build rows), NOT IN
-(a NULL anywhere on the build side matters to every probe row) and keys computed from an
-earlier join's columns keep the partitioned join, whose build rows must fit.
+Supported: inner, left, semi, anti, NOT IN and FULL probes whose keys read only the
+pipeline's source columns, one such join per pipeline. A FULL join's match flags are kept
+per partition (in host memory, a byte a build row) as the probe moves on to the next; its
+unmatched build rows are then read partition by partition with their flags. NOT IN asks
+whether the build side has any row and any NULL key: questions about the whole build
+side, answered from the scattered partitions (their Arrow null counts), not from the one
+partition whose table is built. Probe keys computed from an earlier join's columns keep the
+partitioned join, whose build rows must fit.
 """
 
 from __future__ import annotations
@@ -55,7 +59,11 @@ class GraceJoin:
     probe_targets: list[int] | None = None  # the probe side's, once scattered
     probe_rows: list[int] = field(default_factory=list)
     current: JoinState | None = None
+    current_index: int | None = None
     multiplicity: int = 0
+    matched_parts: dict[int, Any] = field(default_factory=dict)  # a FULL join's flags by partition, on the host
+    null_aware: bool = False  # NOT IN: "rows" and "has_null" are the whole build side's
+    build_has_null: bool = False
 
     @property
     def ways(self) -> int:
@@ -78,35 +86,67 @@ class GraceJoin:
         """Bring partition `index`'s build rows to the device and build their table."""
         from penstock.exec.pipeline_runner import build_batch
 
-        self.current = None
+        self.keep_matched()
+        self.current = self.current_index = None
         batch = build_batch(self.backend, self.store, self.targets[index])
         state = JoinState(self.backend, batch, True, self.label, self.memory_limit)
         state.build(self.kernel, self.label)
         self.multiplicity = max(self.multiplicity, state.multiplicity)
-        self.current = state
+        self.current, self.current_index = state, index
+
+    def keep_matched(self) -> None:
+        """The current partition's match flags (a FULL join's probe set them) to the host."""
+        if self.current is not None and self.current_index is not None:
+            self.matched_parts[self.current_index] = self.backend.to_host(self.current.matched).copy()
+
+    def unmatched_batches(self) -> Iterator[Batch]:
+        """Each partition's build rows with the flags its probe left (none probed: all
+        unmatched), for the FULL join's pipeline over the build rows nothing matched."""
+        from penstock.exec.pipeline_runner import build_batch
+
+        self.keep_matched()
+        for index in range(self.ways):
+            if not self.build_rows[index]:
+                continue
+            self.current = self.current_index = None
+            batch = build_batch(self.backend, self.store, self.targets[index])
+            state = JoinState(self.backend, batch, False, self.label)  # no table: only the rows and flags
+            flags = self.matched_parts.get(index)
+            if flags is not None:
+                state.restore_matched(self.backend.to_device(flags))
+            self.current = state
+            yield batch
 
     def part(self, part: str, as_pointer: bool) -> Any:
+        if self.null_aware and part == "rows":
+            return sum(self.build_rows)
+        if self.null_aware and part == "has_null" and not as_pointer:
+            return int(self.build_has_null)
         assert self.current is not None, f"{self.label}: no partition chosen"
         return self.current.part(part, as_pointer)
 
 
-def grace_applies(plan: PhysicalPlan, step: BuildHashTable, store: BufferStore, memory_limit: int | None) -> bool:
-    """Whether join `step.join` is built as a grace join: its build rows pass BUILD_SHARE
-    of the budget and its one probe can run over scattered source rows (module docstring)."""
+def grace_probe(plan: PhysicalPlan, step: BuildHashTable, store: BufferStore,
+                memory_limit: int | None) -> ProbeOp | None:
+    """The probe of join `step.join` when the join is built as a grace join: its build rows
+    pass BUILD_SHARE of the budget and its one probe can run over scattered source rows
+    (module docstring); None otherwise."""
     if memory_limit is None or not step.key_columns:
-        return False
+        return None
     if store.total_bytes(step.buffer) <= memory_limit // BUILD_SHARE:
-        return False
+        return None
     probes = [(p, op) for p in plan.pipelines for op in p.ops if isinstance(op, ProbeOp) and op.join == step.join]
     if len(probes) != 1:
-        return False
-    pipeline, op = probes[0]
-    return (op.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and not op.null_aware
-            and not op.mark_matches and bool(op.probe_keys)
-            and not any(isinstance(n, BuildColumn) for e in op.probe_keys for n in walk(e)))
+        return None
+    _, op = probes[0]
+    if (op.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and bool(op.probe_keys)
+            and not any(isinstance(n, BuildColumn) for e in op.probe_keys for n in walk(e))):
+        return op
+    return None
 
 
-def grace_build(ctx: "PipelineContext", step: BuildHashTable, kernel: Kernel, label: str) -> GraceJoin:
+def grace_build(ctx: "PipelineContext", step: BuildHashTable, probe: ProbeOp, kernel: Kernel,
+                label: str) -> GraceJoin:
     """Scatter the build buffer's rows by their keys' hash into partitions sized so that each
     one's rows, and a table over them, fit the budget; no table is built yet."""
     store, be = ctx.store, ctx.backend
@@ -122,7 +162,11 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, kernel: Kernel, la
     targets, rows = scatter_rows(ctx, Pipeline(-1 - step.join, source, [], None, f"{label} scatter"), keys, columns,
                                  ways)
     store.drop(step.buffer)  # the scattered copy is all the join needs
-    return GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows)
+    join = GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows, null_aware=probe.null_aware)
+    if probe.null_aware:
+        join.build_has_null = any(table.column(c).null_count for target in targets
+                                  for table in store.off_device.tables(target) for c in step.key_columns)
+    return join
 
 
 def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Iterator[Batch]:
@@ -137,7 +181,7 @@ def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Ite
         reader = Pipeline(p.id, p.source, [], None, p.label)
         join.probe_targets, join.probe_rows = scatter_rows(runner.ctx, reader, list(op.probe_keys), columns,
                                                            join.ways, runner.metrics)
-    outer = op.kind in (JoinKind.LEFT, JoinKind.ANTI)  # probe rows come out without a match
+    outer = op.kind in (JoinKind.LEFT, JoinKind.ANTI)  # probe rows come out without a match (FULL: LEFT)
     runner.metrics.join_partitions, runner.metrics.join_scattered = join.ways, True
     for index in range(join.ways):
         if not join.probe_rows[index] or not (outer or join.build_rows[index]):

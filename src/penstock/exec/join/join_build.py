@@ -12,7 +12,7 @@ from penstock.exec.deferred import NotSteady
 from penstock.exec.errors import TableTooLarge
 from penstock.exec.join.join_state import MAX_DIRECT_ROWS, JoinState
 from penstock.exec.metrics import StepMetrics
-from penstock.exec.join.grace_join import grace_applies, grace_build
+from penstock.exec.join.grace_join import grace_build, grace_probe
 from penstock.exec.join.partitioned_join import partition_join
 from penstock.exec.pipeline_runner import PipelineContext, build_batch
 from penstock.plan.physical import BuildHashTable
@@ -24,8 +24,10 @@ def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineCo
     filled = ctx.direct_fills.pop(step.join, None)
     if ctx.deferred is not None and (filled is None or filled.build is None):
         raise NotSteady(f"join #{step.join} would build from written rows")
-    if filled is None and ctx.deferred is None and grace_applies(compiled.plan, step, ctx.store, ctx.memory_limit):
-        grace = grace_build(ctx, step, compiled.builds[step.join], label)
+    probe = grace_probe(compiled.plan, step, ctx.store, ctx.memory_limit) if filled is None and \
+        ctx.deferred is None else None
+    if probe is not None:
+        grace = grace_build(ctx, step, probe, compiled.builds[step.join], label)
         rows = sum(grace.build_rows)
         ctx.joins[step.join] = grace
         compiled.direct_ranges.pop(step.join, None)

@@ -82,6 +82,11 @@ class JoinState:
             self._matched = self.backend.zeros(max(self.rows, 1), np.uint8)
         return self._matched
 
+    def restore_matched(self, flags: Any) -> None:
+        """Flags an earlier probe left (a grace join's partition, read again for the rows
+        nothing matched)."""
+        self._matched = flags
+
     def build(self, kernel: Kernel, label: str) -> None:
         from penstock.exec.binder import BindContext, bind
 
