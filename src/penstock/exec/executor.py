@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import traceback
 import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -214,6 +215,9 @@ class Executor:
                     runner.stop_reading()
             settle_now(self.backend, ctx.pending_fills)
             return self.result(compiled.plan, store)
+        except BaseException as e:  # the failed run's device memory goes back at once (see release)
+            release(e, ctx, store)
+            raise
         finally:  # spill files go however the run ends
             store.close()
 
@@ -247,10 +251,19 @@ class Executor:
         runner.partitions_known = compiled.agg_partitions.get(p.id)
         return runner
 
+    def working_memory(self, limit: int | None) -> int | None:
+        """The budget a query's operators plan with: the memory cap less what the column
+        cache holds under it (its columns live in the same capped pool), at least a quarter
+        of the cap (a cache past three quarters is the user's choice; tables then split
+        further)."""
+        if limit is None or self.column_cache is None:
+            return limit
+        return max(limit - self.column_cache.bytes_used, limit // 4)
+
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
                 limit: int | None) -> PipelineContext:
         return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                               memory_limit=limit, column_cache=self.column_cache, io=self.io,
+                               memory_limit=self.working_memory(limit), column_cache=self.column_cache, io=self.io,
                                parquet_decode=self.parquet_decode, check=check,
                                host_buffers=compiled.host_buffers, small_sorts=compiled.small_sorts)
 
@@ -362,3 +375,21 @@ def _limit_text(be: Backend) -> str:
     held = be.memory_held()
     pool = f"; {held[0] / 2**20:,.1f} MiB in use, {held[1] / 2**20:,.1f} MiB cached free" if held else ""
     return (f"gpu_memory_limit {limit / 2**20:,.2f} MiB" if limit else f"device {be.describe()}") + pool
+
+
+def release(error: BaseException, ctx: PipelineContext, store: BufferStore) -> None:
+    """Let go of what a failed run holds on the device. The error's traceback, and those of
+    the errors it was raised from, keep the frames of the steps that ran, and with them the
+    batches, tables and joins in their locals: for as long as the caller keeps the error
+    (an interactive session keeps the last one), under a memory cap that memory would count
+    against the next query. The finished frames' locals are cleared, and the run's buffers
+    and joins dropped."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if error.__traceback__ is not None:
+            traceback.clear_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    ctx.joins.clear()
+    for batches in store.batches.values():
+        batches.clear()
