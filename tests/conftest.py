@@ -65,7 +65,9 @@ def device(request: pytest.FixtureRequest) -> str:
 def device_memory_left(request: pytest.FixtureRequest) -> Iterator[None]:
     """With PENSTOCK_LEAK_LOG set (scripts/gpu-suite.sh sets it), each GPU test that leaves
     device memory in use once its objects are collected is logged there with the bytes, so
-    a later test's out-of-memory under a small cap can be traced to the test before it."""
+    a later test's out-of-memory under a small cap can be traced to the test before it. (A
+    failed test's report still holds its traceback here: its lines may be memory the next
+    test no longer sees.)"""
     yield
     log = os.environ.get("PENSTOCK_LEAK_LOG")
     callspec = getattr(request.node, "callspec", None)
