@@ -4,7 +4,7 @@ cProfile listing of where the host's time goes, and EXPLAIN ANALYZE of the run.
 usage: python scripts/profile_spill.py groupby|join ROWS MEMORY_LIMIT_BYTES [DIR] [--host-memory-limit N]
            [--device D] [--scatter-ways W] [--build-share S] [--no-profile]
   W: GPU_SCATTER_WAYS, partitions from which a GPU scatters a GROUP BY's input;
-  S: grace_join.BUILD_SHARE, a join's build rows past 1/S of the budget make it a grace join
+  S: grace_join.BUILD_SHARE (and GPU_BUILD_SHARE), a join's build rows past 1/S of the budget make it a grace join
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def main() -> None:
         scattered_aggregate.GPU_SCATTER_WAYS = args.scatter_ways
     if args.build_share is not None:
         from penstock.exec.join import grace_join
-        grace_join.BUILD_SHARE = args.build_share
+        grace_join.BUILD_SHARE = grace_join.GPU_BUILD_SHARE = args.build_share
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
     files, description = generate(args.case, directory, args.rows, args.rows)

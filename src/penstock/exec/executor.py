@@ -276,7 +276,7 @@ class Executor:
             self.run_step(step, compiled, ctx, metrics, early or {})
         except self.backend.out_of_memory as e:
             raise QueryError(f"{step_name(step, compiled.plan)} ran out of device memory "
-                             f"({_limit_text(self.backend)}): {e}", OUT_OF_MEMORY) from e
+                             f"({_limit_text(self.backend)}{_held_text(ctx)}): {e}", OUT_OF_MEMORY) from e
 
     def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
         return shape_result(plan, store.arrow(plan.result_buffer))
@@ -375,6 +375,14 @@ def _limit_text(be: Backend) -> str:
     held = be.memory_held()
     pool = f"; {held[0] / 2**20:,.1f} MiB in use, {held[1] / 2**20:,.1f} MiB cached free" if held else ""
     return (f"gpu_memory_limit {limit / 2**20:,.2f} MiB" if limit else f"device {be.describe()}") + pool
+
+
+def _held_text(ctx: PipelineContext) -> str:
+    """What of the memory in use the query's own buffers and the column cache hold (the
+    rest: tables, batches in flight, decoding)."""
+    buffers = sum(ctx.store.device_bytes(b) for b in ctx.store.batches)
+    cached = ctx.column_cache.bytes_used if ctx.column_cache is not None else 0
+    return f"; of it {buffers / 2**20:,.1f} MiB the query's buffers, {cached / 2**20:,.1f} MiB the column cache"
 
 
 def release(error: BaseException, ctx: PipelineContext, store: BufferStore) -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext
 
 SPAN_SHARE = 32  # rows written by one launch: within this share of the budget
+PART_SHARE = 16  # a partition's part, uploaded whole when read: within this share of the budget
 MIN_SPAN_ROWS = 1 << 14
 TEXT_GUESS = 24  # bytes of a text value and its offset, for sizing only
 
@@ -42,6 +43,8 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     staging = store.new_buffer(types)
     targets = [store.new_buffer(types[1:]) for _ in range(ways)]
     scatter = Scatter(store, types, targets)
+    if ctx.memory_limit is not None:  # a part comes back to the device whole: a small share of it
+        scatter.part_bytes = max(min(scatter.part_bytes, ctx.memory_limit // PART_SHARE), 1)
     store.emitters[staging] = scatter
     writer = Pipeline(pipeline.id, pipeline.source, pipeline.ops, MaterializeSink(written, staging), pipeline.label)
     kernel = generate_pipeline(writer)

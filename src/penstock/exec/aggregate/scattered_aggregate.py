@@ -36,19 +36,21 @@ from penstock.plan.rel import AggCall, JoinKind
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineRunner
 
-GPU_SCATTER_WAYS = 64  # partitions past which a GPU scatters its input (see scatter_applies)
+GPU_SCATTER_WAYS = 8  # partitions from which a GPU scatters its input (see scatter_applies)
 MAX_SCATTER = 1 << 12  # (partition numbers are 16-bit) partitions one scatter makes (a partition too large splits again as it is aggregated)
 
 
 def scatter_applies(runner: "PipelineRunner", ways: int) -> bool:
     """Whether the aggregation's input is read once and scattered, rather than read once per
     partition (`ways` of them expected). Not in a steady run (it launches once, reading
-    nothing back), nor over a table the column cache holds on the device. On a GPU only for
-    many partitions: it decodes a Parquet file from the page cache in a fraction of a second,
-    while the scatter moves every row to host memory and back (measured on an H100, 10^8
-    rows into 10^8 groups: under 16 GiB, 4 rereading passes beat the scatter, 4.5-5.2 s
-    against 6.4 s). On the CPU backend every pass decodes the file on the host: the scatter
-    wins from a few partitions (2 x 10^6 rows under 16 MiB: 3.45 s -> 0.51 s)."""
+    nothing back), nor over a table the column cache holds on the device. On a GPU from
+    GPU_SCATTER_WAYS partitions: it decodes a Parquet file from the page cache in a fraction
+    of a second, while the scatter moves every row to host memory and back. Measured on an
+    H100, 10^8 rows into 10^8 groups (first run / repeat): under 4 GiB (16 partitions) the
+    scatter took 5.0 / 3.3 s against 5.4 / 5.1 s rereading; under 16 GiB (4 partitions)
+    4.3 / 2.7 s against 3.2 / 2.7 s. On the CPU backend every pass decodes the file on the
+    host: the scatter wins from a few partitions (2 x 10^6 rows under 16 MiB: 3.45 s ->
+    0.51 s)."""
     if runner.ctx.deferred is not None:
         return False
     source = runner.p.source
