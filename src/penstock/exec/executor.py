@@ -32,6 +32,7 @@ from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
+from penstock.exec.split_pipeline import run_split, second_large_probe
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.exec.order.sort_step import run_sort
 from penstock.exec.spill.off_device import OffDeviceStore
@@ -287,6 +288,13 @@ class Executor:
         started = time.perf_counter()
         if isinstance(step, RunPipeline):
             p = step.pipeline
+            cut = second_large_probe(p, ctx) if ctx.deferred is None else None
+            if cut is not None:  # two joins too large for memory: two pipelines (exec/split_pipeline.py)
+                if p.id in early:
+                    early.pop(p.id).stop_reading()
+                pm = self.runner(p, compiled, ctx, metrics).metrics
+                run_split(p, cut, ctx, pm)
+                return
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] in compiled.direct_ranges:
                 lo, hi = compiled.direct_ranges[fills[0]]

@@ -41,6 +41,7 @@ class PipelineMetrics:
     scattered: tuple[int, int] | None = None
     join_partitions: int = 0  # passes over the input, one per partition of a partitioned join it probes
     join_scattered: bool = False  # a grace join: the input scattered once by its probe keys (exec/join/grace_join.py)
+    cut_before_join: int | None = None  # run as two pipelines, cut before this join's probe (exec/split_pipeline.py)
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked

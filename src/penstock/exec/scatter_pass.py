@@ -31,10 +31,12 @@ TEXT_GUESS = 24  # bytes of a text value and its offset, for sizing only
 
 
 def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], columns: list[Expr], ways: int,
-                 metrics: PipelineMetrics | None = None) -> tuple[list[int], list[int]]:
+                 metrics: PipelineMetrics | None = None, count_rows: bool = True) -> tuple[list[int], list[int]]:
     """Run `pipeline`'s source and operators writing `columns` after a hash of `keys`,
     scattered into `ways` (a power of two) new buffers of the columns' types; returns the
-    buffers and their rows. What moved off the device adds to `metrics`' spilled bytes."""
+    buffers and their rows. What it read and moved off the device adds to `metrics`; its
+    operators' row counts too unless `count_rows` is False (a grace join's probe counts its
+    rows as the partitions are probed)."""
     from penstock.exec.pipeline_runner import PipelineRunner
 
     store, be = ctx.store, ctx.backend
@@ -48,7 +50,9 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     store.emitters[staging] = scatter
     writer = Pipeline(pipeline.id, pipeline.source, pipeline.ops, MaterializeSink(written, staging), pipeline.label)
     kernel = generate_pipeline(writer)
-    metrics = metrics or PipelineMetrics(pipeline.id, pipeline.label, be.describe(), kernel.counters)
+    caller = metrics
+    if metrics is None or not count_rows:
+        metrics = PipelineMetrics(pipeline.id, pipeline.label, be.describe(), kernel.counters)
     runner = PipelineRunner(writer, kernel, compile_kernel(be, kernel), None, ctx, metrics)
     if ctx.memory_limit is not None:
         runner.launch_rows = max(ctx.memory_limit // (SPAN_SHARE * row_bytes(types)), MIN_SPAN_ROWS)
@@ -60,6 +64,12 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     held = [store.off_device.held(target) for target in targets]
     metrics.spilled_host_bytes += sum(h.host_bytes for h in held)
     metrics.spilled_disk_bytes += sum(h.disk_bytes for h in held)
+    if caller is not None and caller is not metrics:  # all but the row counts
+        for name in ("batches", "batches_skipped", "bytes_read", "read_seconds", "cache_hits", "cache_bytes",
+                     "spilled_host_bytes", "spilled_disk_bytes"):
+            setattr(caller, name, getattr(caller, name) + getattr(metrics, name))
+        caller.kernel_time += metrics.kernel_seconds
+        caller.read_path = caller.read_path or metrics.read_path
     return targets, scatter.partition_rows
 
 

@@ -73,13 +73,17 @@ GRACE = [
 
 
 @pytest.mark.parametrize("sql", GRACE)
-def test_a_build_side_past_memory_runs_as_a_grace_join_and_matches_duckdb(engines: Any, sql: str) -> None:
+def test_a_build_side_past_memory_runs_as_a_grace_join_and_matches_duckdb(engines: Any, sql: str,
+                                                                           device: str) -> None:
     db, con, spill = engines
     got = db.sql(sql)
     assert got.to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
     plan = db.explain(sql, analyze=True)
     assert "grace join: the input read once and scattered" in plan, plan
     assert "build rows past memory" in plan, plan
+    # the probe side's rows are counted once (the scatter reads them, the partitions count them)
+    scans = [line for line in plan.splitlines() if line.strip().startswith("Scan p ")]
+    assert scans and all(f"[rows out {2 * ROWS[device]:,}]" in line for line in scans), plan
     assert not spill.exists() or not list(spill.rglob("*.arrow"))
 
 

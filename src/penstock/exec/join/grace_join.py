@@ -185,7 +185,7 @@ def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Ite
         columns: list[Expr] = [ColumnRef(t, i) for i, t in enumerate(types)]
         reader = Pipeline(p.id, p.source, [], None, p.label)
         join.probe_targets, join.probe_rows = scatter_rows(runner.ctx, reader, list(op.probe_keys), columns,
-                                                           join.ways, runner.metrics)
+                                                           join.ways, runner.metrics, count_rows=False)
     outer = op.kind in (JoinKind.LEFT, JoinKind.ANTI)  # probe rows come out without a match (FULL: LEFT)
     runner.metrics.join_partitions, runner.metrics.join_scattered = join.ways, True
     for index in range(join.ways):
