@@ -29,6 +29,7 @@ from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
+from penstock.exec.memory_dump import dump_if_asked
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
@@ -276,8 +277,10 @@ class Executor:
         try:
             self.run_step(step, compiled, ctx, metrics, early or {})
         except self.backend.out_of_memory as e:
-            raise QueryError(f"{step_name(step, compiled.plan)} ran out of device memory "
-                             f"({_limit_text(self.backend)}{_held_text(ctx)}): {e}", OUT_OF_MEMORY) from e
+            message = (f"{step_name(step, compiled.plan)} ran out of device memory "
+                       f"({_limit_text(self.backend)}{_held_text(ctx)}): {e}")
+            dump_if_asked(self.backend, message)
+            raise QueryError(message, OUT_OF_MEMORY) from e
 
     def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
         return shape_result(plan, store.arrow(plan.result_buffer))

@@ -1,0 +1,80 @@
+"""What holds device memory when a query runs out of it (a debugging aid).
+
+With PENSTOCK_OOM_DUMP=FILE set, a step that runs out of device memory appends to FILE
+every live device allocation the garbage collector can see, largest first, with the shape
+of an array over it and the chain of objects that keep it (attribute and key names). The
+error message says how much is in use; this says by what.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from typing import Any
+
+MAX_LISTED = 12
+CHAIN = 4  # referrers followed up from each array
+
+
+def dump_if_asked(backend: Any, headline: str) -> None:
+    path = os.environ.get("PENSTOCK_OOM_DUMP")
+    if not path or getattr(backend, "cp", None) is None:
+        return
+    try:
+        text = describe(backend.cp, headline)
+    except Exception as e:  # a debugging aid never masks the query's error
+        text = f"{headline}\n  (no dump: {type(e).__name__}: {e})\n"
+    with open(path, "a") as out:
+        out.write(text)
+
+
+def describe(cp: Any, headline: str) -> str:
+    allocations: dict[int, tuple[int, Any]] = {}
+    for obj in gc.get_objects():
+        if isinstance(obj, cp.ndarray) and obj.data.mem is not None:
+            mem = obj.data.mem
+            allocations.setdefault(int(mem.ptr), (int(mem.size), obj))
+    total = sum(size for size, _ in allocations.values())
+    lines = [headline, f"  {len(allocations)} allocations seen, {total / 2**20:,.1f} MiB"]
+    largest = sorted(allocations.values(), key=lambda item: -item[0])[:MAX_LISTED]
+    mine = {id(allocations), id(largest), *(id(item) for item in allocations.values())}
+    for size, array in largest:
+        lines.append(f"  {size / 2**20:8.2f} MiB  {array.dtype}{list(array.shape)}  held by {holders(array, mine)}")
+    return "\n".join(lines) + "\n"
+
+
+def holders(obj: Any, mine: set[int]) -> str:
+    """A chain of what refers to `obj`: the attribute or key it sits under, and the owner
+    (`mine`: this module's own containers, skipped)."""
+    chain: list[str] = []
+    seen = {id(obj)} | mine
+    for _ in range(CHAIN):
+        owner = next((r for r in gc.get_referrers(obj) if id(r) not in seen and not _is_frame_noise(r)), None)
+        if owner is None:
+            break
+        seen.add(id(owner))
+        if isinstance(owner, dict):
+            key = next((k for k, v in owner.items() if v is obj), "?")
+            chain.append(f"[{key!r}]")
+        elif isinstance(owner, (list, tuple)):
+            chain.append(f"{type(owner).__name__}[{len(owner)}]")
+        else:
+            name = getattr(getattr(owner, "f_code", None), "co_name", None)
+            chain.append(f"frame {name}" if name else f"{type(owner).__name__}{attribute_of(owner, obj)}")
+        obj = owner
+    return " <- ".join(chain) or "nothing visible"
+
+
+def attribute_of(owner: Any, value: Any) -> str:
+    """`.name` of the attribute of `owner` that is `value` ('' when none is found)."""
+    attributes = getattr(owner, "__dict__", None) or {}
+    for slot in getattr(type(owner), "__slots__", ()):
+        if hasattr(owner, slot):
+            attributes = {**attributes, slot: getattr(owner, slot)}
+    return next((f".{k}" for k, v in attributes.items() if v is value), "")
+
+
+def _is_frame_noise(ref: Any) -> bool:
+    """The lists gc.get_objects() and this module's own frames make while looking."""
+    code = getattr(ref, "f_code", None)
+    return code is not None and code.co_filename == __file__
