@@ -51,3 +51,18 @@ def test_nothing_is_dumped_unless_asked_and_a_failure_is_written_not_raised(tmp_
     monkeypatch.setattr(memory_dump, "describe", lambda cp, headline: 1 / 0)
     memory_dump.dump_if_asked(backend, "second")
     assert "second" in out.read_text() and "ZeroDivisionError" in out.read_text()
+
+
+def test_a_captured_local_is_named_with_its_function() -> None:
+    """A running function's local that a closure captured lives in a cell: the dump names
+    the local and the function."""
+    mem = SimpleNamespace(ptr=3000, size=8 << 20)
+
+    def running() -> str:
+        table = FakeArray(mem, [8 << 20])
+        keep = lambda: table  # noqa: E731 (makes `table` a cell)
+        assert keep() is table
+        return memory_dump.describe(SimpleNamespace(ndarray=FakeArray), "headline")
+
+    text = running()
+    assert "cell (local table of running)" in text, text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from typing import Any
 
 MAX_LISTED = 12
@@ -53,6 +54,9 @@ def holders(obj: Any, mine: set[int]) -> str:
         if owner is None:
             break
         seen.add(id(owner))
+        if type(owner).__name__ == "cell":  # a running function's local that a closure captured
+            chain.append(f"cell{local_named(obj)}")
+            break
         if isinstance(owner, dict):
             key = next((k for k, v in owner.items() if v is obj), "?")
             chain.append(f"[{key!r}]")
@@ -63,6 +67,19 @@ def holders(obj: Any, mine: set[int]) -> str:
             chain.append(f"frame {name}" if name else f"{type(owner).__name__}{attribute_of(owner, obj)}")
         obj = owner
     return " <- ".join(chain) or "nothing visible"
+
+
+def local_named(value: Any) -> str:
+    """` (local NAME of FUNCTION)` for the running frames, in any thread, whose local is
+    `value` (a captured local lives in a cell the garbage collector cannot trace to its
+    frame); '' when none is."""
+    found = []
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            if frame.f_code.co_filename != __file__:
+                found += [f"{name} of {frame.f_code.co_name}" for name, v in frame.f_locals.items() if v is value]
+            frame = frame.f_back
+    return f" (local {', '.join(found[:3])})" if found else ""
 
 
 def attribute_of(owner: Any, value: Any) -> str:
