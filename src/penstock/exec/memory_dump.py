@@ -50,7 +50,9 @@ def holders(obj: Any, mine: set[int]) -> str:
     chain: list[str] = []
     seen = {id(obj)} | mine
     for _ in range(CHAIN):
-        owner = next((r for r in gc.get_referrers(obj) if id(r) not in seen and not _is_frame_noise(r)), None)
+        candidates = [r for r in gc.get_referrers(obj) if id(r) not in seen and not _is_frame_noise(r)]
+        candidates.sort(key=lambda r: type(r).__name__ == "cell")  # an object's attribute says more
+        owner = candidates[0] if candidates else None
         if owner is None:
             break
         seen.add(id(owner))
