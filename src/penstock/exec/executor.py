@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import traceback
 import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -29,11 +28,11 @@ from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map, direct_map_kernels
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.materialize_state import DirectFill
-from penstock.exec.memory_dump import dump_if_asked
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.split_pipeline import run_split, second_large_probe
+from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.exec.order.sort_step import run_sort
 from penstock.exec.spill.off_device import OffDeviceStore
@@ -277,8 +276,7 @@ class Executor:
         try:
             self.run_step(step, compiled, ctx, metrics, early or {})
         except self.backend.out_of_memory as e:
-            message = (f"{step_name(step, compiled.plan)} ran out of device memory "
-                       f"({_limit_text(self.backend)}{_held_text(ctx)}): {e}")
+            message = out_of_memory_message(step_name(step, compiled.plan), self.backend, ctx, e)
             dump_if_asked(self.backend, message)
             raise QueryError(message, OUT_OF_MEMORY) from e
 
@@ -379,36 +377,3 @@ def step_name(step: Any, plan: PhysicalPlan) -> str:
     if isinstance(step, BuildHashTable):
         return f"hash build of join #{step.join}"
     return type(step).__name__
-
-
-def _limit_text(be: Backend) -> str:
-    limit = be.memory_limit
-    held = be.memory_held()
-    pool = f"; {held[0] / 2**20:,.1f} MiB in use, {held[1] / 2**20:,.1f} MiB cached free" if held else ""
-    return (f"gpu_memory_limit {limit / 2**20:,.2f} MiB" if limit else f"device {be.describe()}") + pool
-
-
-def _held_text(ctx: PipelineContext) -> str:
-    """What of the memory in use the query's own buffers and the column cache hold (the
-    rest: tables, batches in flight, decoding)."""
-    buffers = sum(ctx.store.device_bytes(b) for b in ctx.store.batches)
-    cached = ctx.column_cache.bytes_used if ctx.column_cache is not None else 0
-    return f"; of it {buffers / 2**20:,.1f} MiB the query's buffers, {cached / 2**20:,.1f} MiB the column cache"
-
-
-def release(error: BaseException, ctx: PipelineContext, store: BufferStore) -> None:
-    """Let go of what a failed run holds on the device. The error's traceback, and those of
-    the errors it was raised from, keep the frames of the steps that ran, and with them the
-    batches, tables and joins in their locals: for as long as the caller keeps the error
-    (an interactive session keeps the last one), under a memory cap that memory would count
-    against the next query. The finished frames' locals are cleared, and the run's buffers
-    and joins dropped."""
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if error.__traceback__ is not None:
-            traceback.clear_frames(error.__traceback__)
-        error = error.__cause__ or error.__context__  # type: ignore[assignment]
-    ctx.joins.clear()
-    for batches in store.batches.values():
-        batches.clear()

@@ -1,9 +1,11 @@
-"""What holds device memory when a query runs out of it (a debugging aid).
+"""A query that runs out of device memory: what its error says, what it lets go of, and
+(a debugging aid) what held the memory.
 
-With PENSTOCK_OOM_DUMP=FILE set, a step that runs out of device memory appends to FILE
-every live device allocation the garbage collector can see, largest first, with the shape
-of an array over it and the chain of objects that keep it (attribute and key names). The
-error message says how much is in use; this says by what.
+The error names the step, the cap, the pool's bytes in use and cached free, and how much of
+it the query's buffers and the column cache hold. A failed run then lets go of its device
+memory (release). With PENSTOCK_OOM_DUMP=FILE set, the step also appends to FILE every live
+device allocation the garbage collector can see, largest first, with the shape of an array
+over it and the chain of objects that keep it (attribute and key names).
 """
 
 from __future__ import annotations
@@ -11,10 +13,53 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Any
+import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from penstock.device.base import Backend
+    from penstock.exec.buffers import BufferStore
+    from penstock.exec.pipeline_runner import PipelineContext
 
 MAX_LISTED = 12
 CHAIN = 4  # referrers followed up from each array
+
+
+def out_of_memory_message(step: str, backend: "Backend", ctx: "PipelineContext", error: BaseException) -> str:
+    return f"{step} ran out of device memory ({_limit_text(backend)}{_held_text(ctx)}): {error}"
+
+
+def _limit_text(be: "Backend") -> str:
+    limit = be.memory_limit
+    held = be.memory_held()
+    pool = f"; {held[0] / 2**20:,.1f} MiB in use, {held[1] / 2**20:,.1f} MiB cached free" if held else ""
+    return (f"gpu_memory_limit {limit / 2**20:,.2f} MiB" if limit else f"device {be.describe()}") + pool
+
+
+def _held_text(ctx: "PipelineContext") -> str:
+    """What of the memory in use the query's own buffers and the column cache hold (the
+    rest: tables, batches in flight, decoding)."""
+    buffers = sum(ctx.store.device_bytes(b) for b in ctx.store.batches)
+    cached = ctx.column_cache.bytes_used if ctx.column_cache is not None else 0
+    return f"; of it {buffers / 2**20:,.1f} MiB the query's buffers, {cached / 2**20:,.1f} MiB the column cache"
+
+
+def release(error: BaseException, ctx: "PipelineContext", store: "BufferStore") -> None:
+    """Let go of what a failed run holds on the device. The error's traceback, and those of
+    the errors it was raised from, keep the frames of the steps that ran, and with them the
+    batches, tables and joins in their locals: for as long as the caller keeps the error
+    (an interactive session keeps the last one), under a memory cap that memory would count
+    against the next query. The finished frames' locals are cleared, and the run's buffers
+    and joins dropped."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if error.__traceback__ is not None:
+            traceback.clear_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    ctx.joins.clear()
+    for batches in store.batches.values():
+        batches.clear()
 
 
 def dump_if_asked(backend: Any, headline: str) -> None:
