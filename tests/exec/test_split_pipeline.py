@@ -15,12 +15,19 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
+from penstock.exec.join import grace_join
 
 MiB = 1 << 20
 ROWS = {"cpu": 60_000, "gpu": 300_000}  # rows of each dimension; the fact table has twice as many
-# each dimension's table passes its share; on the GPU its rows stay on the device (a
-# partitioned join: grace starts past half the budget there), so the budget holds them all
 BUDGET = {"cpu": 2 * MiB, "gpu": 48 * MiB}
+
+
+@pytest.fixture(autouse=True)
+def grace_past_an_eighth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU a join's build rows stay on the device up to half the budget (a partitioned
+    join); two such dimensions, their tables and the fact table's batches do not fit 48 MiB
+    together. Past an eighth, as grace joins, they wait in host memory."""
+    monkeypatch.setattr(grace_join, "GPU_BUILD_SHARE", 8)
 
 
 @pytest.fixture
