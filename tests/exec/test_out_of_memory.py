@@ -66,3 +66,65 @@ def test_a_captured_local_is_named_with_its_function() -> None:
 
     text = running()
     assert "cell (local table of running)" in text, text
+
+
+def traceback_frames(error: BaseException) -> list[Any]:
+    """Every frame in the tracebacks of `error` and the errors it was raised from."""
+    frames, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        tb = error.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return frames
+
+
+def test_a_failed_run_keeps_no_batches_in_its_errors_frames(tmp_path: Path, device: str) -> None:
+    """A query failing mid-pipeline (division by zero) raises an error whose tracebacks hold
+    no device batch: the finished frames of the run are cleared (out_of_memory.release), so
+    an error a caller keeps holds no device memory; the connection goes on."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import penstock
+    from penstock.errors import QueryError
+    from penstock.io.device_batch import Batch
+
+    pq.write_table(pa.table({"k": np.arange(100_000), "w": np.ones(100_000, dtype=np.int64)}), tmp_path / "f.parquet")
+    db = penstock.connect(device=device, strict=True)
+    db.register("f", str(tmp_path / "f.parquet"))
+    with pytest.raises(QueryError) as err:
+        db.sql("SELECT sum(k) FROM f WHERE 100 / (w - w) > 1")
+    assert err.value.sqlstate == "22012"
+    held = [(frame.f_code.co_name, name) for frame in traceback_frames(err.value)
+            for name, value in frame.f_locals.items() if isinstance(value, Batch)]
+    assert held == [], held
+    assert db.sql("SELECT count(*) AS n FROM f").to_arrow().column("n").to_pylist() == [100_000]
+
+
+def test_a_query_plans_with_the_cap_less_the_column_cache(tmp_path: Path, device: str) -> None:
+    """The column cache's columns live under the same cap: the budget a query's operators
+    plan with is what is left (at least a quarter of the cap)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import penstock
+
+    pq.write_table(pa.table({"k": np.arange(200_000)}), tmp_path / "f.parquet")
+    cap = 64 << 20
+    db = penstock.connect(device=device, memory_limit=cap, cache=["f"])
+    try:
+        db.register("f", str(tmp_path / "f.parquet"))
+        assert db.sql("SELECT sum(k) AS s FROM f").to_arrow().column("s").to_pylist() == [199_999 * 100_000]
+        cached = db.executor.column_cache.bytes_used
+        assert cached >= 200_000 * 8
+        assert db.executor.working_memory(cap) == cap - cached
+        assert db.executor.working_memory(cached) == cached // 4  # a cache past the cap leaves a quarter
+        assert db.executor.working_memory(None) is None
+    finally:
+        db.uncache()
+        penstock.connect(device=device)
