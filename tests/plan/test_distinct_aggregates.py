@@ -91,7 +91,7 @@ def test_grouped_distinct_sets_past_memory_match_duckdb(table: pa.Table, source:
     con = duckdb.connect()
     con.register("u", table)
     assert sorted_rows(db.sql(sql)) == sorted(con.sql(sql).fetchall(), key=repr)
-    if "v > 100" not in sql:
+    if sql in (GROUPED[0], GROUPED[2]):  # (EXPLAIN ANALYZE runs it again: asked of two shapes)
         assert "partitioned:" in db.explain(sql, analyze=True)
     penstock.connect(device="cpu")
 
