@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend, CompiledKernel, KernelSpec, Readback
-from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback
+from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
 from penstock.device.kernel_cache import write_atomically
 from penstock.device.pinned import PinnedStaging, default_limit
 from penstock.errors import PenstockError
@@ -195,12 +195,7 @@ class CudaBackend(Backend):
         pageable memory runs at a fraction of the link's rate): a copy per array on the
         current stream, one synchronisation, and views into the block."""
         cp = self.cp
-        arrays = [a if not isinstance(a, cp.ndarray) or a.flags.c_contiguous else cp.ascontiguousarray(a)
-                  for a in arrays]
-        starts, total = [], 0
-        for a in arrays:
-            starts.append(total)
-            total += -(-a.nbytes // 64) * 64 if isinstance(a, cp.ndarray) else 0
+        arrays, starts, total = packed_layout(cp, arrays)
         block = self.staging.buffer(total)
         stream = cp.cuda.get_current_stream()
         for a, start in zip(arrays, starts):
@@ -208,8 +203,7 @@ class CudaBackend(Backend):
                 cp.cuda.runtime.memcpyAsync(block.ctypes.data + start, a.data.ptr, a.nbytes,
                                             cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
         stream.synchronize()
-        return [block[start:start + a.nbytes].view(a.dtype).reshape(a.shape) if isinstance(a, cp.ndarray)
-                else np.asarray(a) for a, start in zip(arrays, starts)]
+        return packed_views(cp, block, arrays, starts)
 
     def readback(self, arrays: list[Any]) -> Readback:
         return PinnedReadback(self, arrays)

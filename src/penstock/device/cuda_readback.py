@@ -45,13 +45,7 @@ class PinnedReadback(Readback):
     def __init__(self, backend: CudaBackend, arrays: list[Any]):
         cp = backend.cp
         self.cp = cp
-        self.arrays = [a if not isinstance(a, cp.ndarray) or a.flags.c_contiguous else cp.ascontiguousarray(a)
-                       for a in arrays]
-        self.slots: list[int] = []
-        at = 0
-        for a in self.arrays:
-            self.slots.append(at)
-            at += (a.nbytes + 63) // 64 * 64 if isinstance(a, cp.ndarray) else 0
+        self.arrays, self.slots, at = packed_layout(cp, arrays)
         self.staging = np.frombuffer(cp.cuda.alloc_pinned_memory(max(at, 64)), dtype=np.uint8)
         moves = [(a.data.ptr, self.staging.ctypes.data + start, a.nbytes)
                  for a, start in zip(self.arrays, self.slots) if isinstance(a, cp.ndarray) and a.nbytes]
@@ -67,7 +61,22 @@ class PinnedReadback(Readback):
 
     def wait(self, copy: bool = True) -> list[np.ndarray]:
         self.cp.cuda.get_current_stream().synchronize()
-        views = [self.staging[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
-                 if isinstance(a, self.cp.ndarray) else np.asarray(a)
-                 for a, start in zip(self.arrays, self.slots)]
+        views = packed_views(self.cp, self.staging, self.arrays, self.slots)
         return [v.copy() for v in views] if copy else views
+
+
+def packed_layout(cp: Any, arrays: list[Any]) -> tuple[list[Any], list[int], int]:
+    """The arrays (device ones made contiguous), where each device array starts in one host
+    block (64-byte aligned), and the block's size."""
+    arrays = [a if not isinstance(a, cp.ndarray) or a.flags.c_contiguous else cp.ascontiguousarray(a) for a in arrays]
+    starts, total = [], 0
+    for a in arrays:
+        starts.append(total)
+        total += -(-a.nbytes // 64) * 64 if isinstance(a, cp.ndarray) else 0
+    return arrays, starts, total
+
+
+def packed_views(cp: Any, block: np.ndarray, arrays: list[Any], starts: list[int]) -> list[np.ndarray]:
+    """Each array's copy in `block` (laid out by packed_layout); host arrays as they are."""
+    return [block[start:start + a.nbytes].view(a.dtype).reshape(a.shape) if isinstance(a, cp.ndarray)
+            else np.asarray(a) for a, start in zip(arrays, starts)]

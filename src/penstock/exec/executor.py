@@ -240,10 +240,15 @@ class Executor:
         runner.read_early()
         return {tables[-1].id: runner}
 
-    def runner(self, p: Pipeline, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> PipelineRunner:
+    def pipeline_metrics(self, p: Pipeline, compiled: CompiledPlan, metrics: QueryMetrics) -> PipelineMetrics:
         kernel, first = compiled.pipelines[p.id]
         pm = metrics.pipelines.setdefault(p.id, PipelineMetrics(p.id, p.label, self.backend.describe(), kernel.counters))
         pm.compile_seconds = first.compile_seconds if not first.cached else 0.0
+        return pm
+
+    def runner(self, p: Pipeline, compiled: CompiledPlan, ctx: PipelineContext, metrics: QueryMetrics) -> PipelineRunner:
+        kernel, first = compiled.pipelines[p.id]
+        pm = self.pipeline_metrics(p, compiled, metrics)
         # a quick build is asked for again: its optimised build once that replaced it
         kc = compile_kernel(self.backend, kernel) if first.quick else first
         runner = PipelineRunner(p, kernel, kc, compiled.finalizers.get(p.id), ctx, pm,
@@ -293,8 +298,7 @@ class Executor:
             if cut is not None:  # two joins too large for memory: two pipelines (exec/split_pipeline.py)
                 if p.id in early:
                     early.pop(p.id).stop_reading()
-                pm = self.runner(p, compiled, ctx, metrics).metrics
-                run_split(p, cut, ctx, pm)
+                run_split(p, cut, ctx, self.pipeline_metrics(p, compiled, metrics))
                 return
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] in compiled.direct_ranges:

@@ -66,6 +66,15 @@ class PipelineMetrics:
         self.timed_by = None
         self.kernel_time = value
 
+    def add_work(self, other: "PipelineMetrics") -> None:
+        """Add what `other` (a pass this pipeline ran as a pipeline of its own: a scatter, a
+        part of a split) read, launched and spilled; not its operators' row counts."""
+        for name in ("batches", "batches_skipped", "bytes_read", "read_seconds", "reruns", "cache_hits",
+                     "cache_bytes", "spilled_host_bytes", "spilled_disk_bytes"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.kernel_time = self.kernel_seconds + other.kernel_seconds
+        self.read_path = self.read_path or other.read_path
+
     def count_cached(self, columns: list[Any]) -> None:
         self.cache_hits += len(columns)
         self.cache_bytes += sum(c.nbytes for c in columns)

@@ -65,11 +65,7 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     metrics.spilled_host_bytes += sum(h.host_bytes for h in held)
     metrics.spilled_disk_bytes += sum(h.disk_bytes for h in held)
     if caller is not None and caller is not metrics:  # all but the row counts
-        for name in ("batches", "batches_skipped", "bytes_read", "read_seconds", "cache_hits", "cache_bytes",
-                     "spilled_host_bytes", "spilled_disk_bytes"):
-            setattr(caller, name, getattr(caller, name) + getattr(metrics, name))
-        caller.kernel_time += metrics.kernel_seconds
-        caller.read_path = caller.read_path or metrics.read_path
+        caller.add_work(metrics)
     return targets, scatter.partition_rows
 
 

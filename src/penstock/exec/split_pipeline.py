@@ -132,11 +132,9 @@ def add_up(metrics: PipelineMetrics, head: PipelineMetrics, tail: PipelineMetric
     """The two parts' work as the original pipeline's: its source and operators before the
     cut counted by the first part, those after by the second."""
     metrics.counters = head.counters[:cut + 1] + tail.counters[1:]
-    for field in ("batches", "batches_skipped", "bytes_read", "read_seconds", "reruns", "cache_hits", "cache_bytes",
-                  "spilled_host_bytes", "spilled_disk_bytes", "partitions"):
-        setattr(metrics, field, getattr(head, field) + getattr(tail, field))
-    metrics.kernel_time = head.kernel_seconds + tail.kernel_seconds
-    metrics.read_path = head.read_path or tail.read_path
+    metrics.add_work(head)
+    metrics.add_work(tail)
+    metrics.partitions += head.partitions + tail.partitions
     metrics.groups, metrics.scattered = tail.groups, tail.scattered
     metrics.join_partitions = max(head.join_partitions, tail.join_partitions)
     metrics.join_scattered = head.join_scattered or tail.join_scattered

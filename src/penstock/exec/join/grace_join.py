@@ -66,6 +66,7 @@ class GraceJoin:
     current_index: int | None = None
     multiplicity: int = 0
     matched_parts: dict[int, Any] = field(default_factory=dict)  # a FULL join's flags by partition, on the host
+    mark_matches: bool = False  # a FULL join: each partition's match flags are kept (keep_matched)
     null_aware: bool = False  # NOT IN: "rows" and "has_null" are the whole build side's
     build_has_null: bool = False
 
@@ -100,7 +101,7 @@ class GraceJoin:
 
     def keep_matched(self) -> None:
         """The current partition's match flags (a FULL join's probe set them) to the host."""
-        if self.current is not None and self.current_index is not None:
+        if self.mark_matches and self.current is not None and self.current_index is not None:
             self.matched_parts[self.current_index] = self.backend.to_host(self.current.matched).copy()
 
     def unmatched_batches(self) -> Iterator[Batch]:
@@ -167,7 +168,8 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, probe: ProbeOp, ke
     targets, rows = scatter_rows(ctx, Pipeline(-1 - step.join, source, [], None, f"{label} scatter"), keys, columns,
                                  ways)
     store.drop(step.buffer)  # the scattered copy is all the join needs
-    join = GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows, null_aware=probe.null_aware)
+    join = GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows, mark_matches=probe.mark_matches,
+                     null_aware=probe.null_aware)
     if probe.null_aware:
         join.build_has_null = any(table.column(c).null_count for target in targets
                                   for table in store.off_device.tables(target) for c in step.key_columns)
