@@ -95,8 +95,9 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
         if pm.cut_before_join is not None:
             out.append(f"    run as two pipelines, cut before the probe of join #{pm.cut_before_join}: two joins "
                        f"too large for memory (the rows before the cut written to a buffer the rest reads)")
-        if pm.spilled_host_bytes or pm.spilled_disk_bytes:
-            out.append(f"    spilled: {pm.spilled_host_bytes:,} bytes to host memory, "
+        if pm.spilled_host_bytes or pm.spilled_disk_bytes or pm.kept_device_bytes:
+            kept = f"{pm.kept_device_bytes:,} bytes of partitions kept in device memory, " if pm.kept_device_bytes else ""
+            out.append(f"    spilled: {kept}{pm.spilled_host_bytes:,} bytes to host memory, "
                        f"{pm.spilled_disk_bytes:,} bytes to spill files")
         if pm.cache_hits:
             encoded = f"; {pm.cache_dictionaries} text dictionary-encoded" if pm.cache_dictionaries else ""

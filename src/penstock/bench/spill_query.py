@@ -139,7 +139,8 @@ def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, direct
     scattered = int(m.group(1)) if (m := re.search(r"scattered into (\d+) partitions", plan)) else 0
     if (m := re.search(r"grace join: the input read once and scattered (\d+) ways", plan)) is not None:
         scattered = passes = int(m.group(1))  # a grace join: a pass per partition of both sides
-    spilled = re.search(r"spilled: ([\d,]+) bytes to host memory, ([\d,]+) bytes", plan)
+    spilled = re.search(r"spilled: (?:[\d,]+ bytes of partitions kept in device memory, )?([\d,]+) bytes to host "
+                        r"memory, ([\d,]+) bytes", plan)
     host, disk = (int(spilled.group(i).replace(",", "")) for i in (1, 2)) if spilled else (0, 0)
     out = SpillQueryResult(case, description, sum(p.stat().st_size for p in files.values()), memory_limit,
                            db.backend.describe(), result.engine, seconds, passes, host, disk, answer, scattered)

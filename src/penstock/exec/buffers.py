@@ -88,6 +88,16 @@ class BufferStore:
     def device_bytes(self, buffer: int) -> int:
         return sum(b.nbytes for b in self.batches[buffer])
 
+    def all_device_bytes(self) -> int:
+        """What every buffer's device batches hold (a slice counts the bytes it sees)."""
+        return sum(self.device_bytes(b) for b in self.batches)
+
+    def merge(self, into: int, other: int) -> None:
+        """Make `other`'s rows, on the device and off it, part of `into` (nothing is copied)."""
+        self.batches[into] += self.batches.pop(other, [])
+        self.batches[other] = []
+        self.off_device.merge(into, other)
+
     def schema(self, buffer: int) -> pa.Schema:
         """The Arrow schema of the buffer's host tables (columns c0, c1, ...)."""
         return arrow_schema(self.types[buffer])
@@ -212,6 +222,38 @@ def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any)
             columns.append(Column(t, total, values=c.values[:c.length][order], validity=validity,
                                   decimal_stride=c.decimal_stride))
     return Batch(columns, total)
+
+
+def slice_rows(backend: Backend, batch: Batch, types: list[DataType], bounds: list[int]) -> list[Batch]:
+    """The batch's rows bounds[k]..bounds[k+1] as one batch each, in memory of its own: a
+    slice that viewed the batch's arrays would keep all of them alive while any slice is."""
+    xp = backend.xp
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    columns: list[list[Column]] = [[] for _ in spans]
+
+    def bitmap_slices(bits: Any) -> list[Any]:
+        flags = unpack_bits(backend, bits, batch.length)
+        return [pack_bits(xp, flags[start:end]) for start, end in spans]
+
+    for c, t in zip(batch.columns, types):
+        validity = bitmap_slices(c.validity) if c.validity is not None else [None] * len(spans)
+        if t.kind is Kind.NULL or c.values is None:
+            made = [Column(t, end - start, validity=xp.zeros((end - start + 7) // 8, dtype=np.uint8))
+                    for start, end in spans]
+        elif t.kind is Kind.STRING:
+            at = [int(v) for v in backend.to_host(c.values[xp.asarray(bounds)])]
+            made = [Column(t, end - start, values=(c.values[start:end + 1] - c.values[start]).astype(np.int32),
+                           validity=valid, data=c.data[at[k]:at[k + 1]].copy())
+                    for k, ((start, end), valid) in enumerate(zip(spans, validity))]
+        elif t.kind is Kind.BOOL:
+            made = [Column(t, end - start, values=bits, validity=valid)
+                    for (start, end), bits, valid in zip(spans, bitmap_slices(c.values), validity)]
+        else:
+            made = [Column(t, end - start, values=c.values[start:end].copy(), validity=valid,
+                           decimal_stride=c.decimal_stride) for (start, end), valid in zip(spans, validity)]
+        for out, column in zip(columns, made):
+            out.append(column)
+    return [Batch(cols, end - start) for cols, (start, end) in zip(columns, spans)]
 
 
 def buffer_to_arrow(backend: Backend, batches: list[Batch], types: list[DataType],

@@ -44,6 +44,7 @@ class PipelineMetrics:
     cut_before_join: int | None = None  # run as two pipelines, cut before this join's probe (exec/split_pipeline.py)
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files
+    kept_device_bytes: int = 0  # scattered partitions' rows kept on the device (exec/spill/scatter.py)
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked
     timed_by: tuple[Any, Any, Any] | None = None
 
@@ -70,7 +71,7 @@ class PipelineMetrics:
         """Add what `other` (a pass this pipeline ran as a pipeline of its own: a scatter, a
         part of a split) read, launched and spilled; not its operators' row counts."""
         for name in ("batches", "batches_skipped", "bytes_read", "read_seconds", "reruns", "cache_hits",
-                     "cache_bytes", "spilled_host_bytes", "spilled_disk_bytes"):
+                     "cache_bytes", "spilled_host_bytes", "spilled_disk_bytes", "kept_device_bytes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.kernel_time = self.kernel_seconds + other.kernel_seconds
         self.read_path = self.read_path or other.read_path

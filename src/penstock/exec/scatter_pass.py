@@ -1,5 +1,6 @@
 """One pass over a pipeline's input that scatters its rows by a hash of some keys into
-partitions held off the device: the first half of a scattered aggregation
+partitions, kept on the device while they fit a share of the budget and held off it
+beyond: the first half of a scattered aggregation
 (aggregate/scattered_aggregate.py) and of a grace join (join/grace_join.py).
 
 The pipeline runs with its sink replaced by a materialization of `partition_hash(keys)`
@@ -24,6 +25,7 @@ from penstock.plan.types import INT64, DataType, Kind
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext
 
+KEEP_SHARE = 2  # partitions kept on the device, with whatever else the query keeps there: within this share of the budget
 SPAN_SHARE = 32  # rows written by one launch: within this share of the budget
 PART_SHARE = 16  # a partition's part, uploaded whole when read: within this share of the budget
 MIN_SPAN_ROWS = 1 << 14
@@ -44,7 +46,10 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     types = [e.type for e in written]
     staging = store.new_buffer(types)
     targets = [store.new_buffer(types[1:]) for _ in range(ways)]
-    scatter = Scatter(store, types, targets)
+    room = 0
+    if ctx.memory_limit is not None:  # what other buffers keep on the device counts against the room
+        room = max(ctx.memory_limit // KEEP_SHARE - store.all_device_bytes(), 0)
+    scatter = Scatter(store, types, targets, device_room=room)
     if ctx.memory_limit is not None:  # a part comes back to the device whole: a small share of it
         scatter.part_bytes = max(min(scatter.part_bytes, ctx.memory_limit // PART_SHARE), 1)
     store.emitters[staging] = scatter
@@ -64,6 +69,7 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     held = [store.off_device.held(target) for target in targets]
     metrics.spilled_host_bytes += sum(h.host_bytes for h in held)
     metrics.spilled_disk_bytes += sum(h.disk_bytes for h in held)
+    metrics.kept_device_bytes += scatter.kept_bytes
     if caller is not None and caller is not metrics:  # all but the row counts
         caller.add_work(metrics)
     return targets, scatter.partition_rows

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from penstock.device.registry import get_backend
-from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, take_rows
+from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, slice_rows, take_rows
 from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.spill.scatter import SCATTER_SHIFT, Scatter
 from penstock.plan.types import BOOL, DATE, FLOAT64, INT64, STRING, DataType, Kind
@@ -43,6 +43,79 @@ def test_take_rows_equals_arrows_take_for_every_type(device: str, rows: int) -> 
     taken = take_rows(be, batch, types, be.xp.asarray(order))
     got = buffer_to_arrow(be, [taken], types) if rows else table.slice(0, 0)
     assert got.equals(table.take(pa.array(order, pa.int64()))), (got, table.take(order))
+
+
+@pytest.mark.parametrize("bounds", [[0, 0], [0, 1], [0, 3, 3, 10, 17, 1000], [0, 999, 1000]])
+def test_slice_rows_equals_arrows_slices_for_every_type(device: str, bounds: list[int]) -> None:
+    be = get_backend(device)
+    table, types = sample(bounds[-1] or 1)
+    batch = arrow_to_batch(be, table, types)
+    for (start, end), part in zip(zip(bounds, bounds[1:]), slice_rows(be, batch, types, bounds)):
+        assert part.length == end - start
+        want = table.slice(start, end - start)
+        got = buffer_to_arrow(be, [part], types) if part.length else want
+        assert got.equals(want), (start, end, got, want)
+    if device == "cpu" and bounds[-1] > 1:  # a slice owns its memory: it keeps no view of the batch alive
+        part = slice_rows(be, batch, types, [0, 2])[0]
+        assert not np.shares_memory(part.columns[0].values, batch.columns[0].values)
+
+
+def scattered(be, rows: int, seed: int = 9) -> tuple[pa.Table, list[DataType], np.ndarray, pa.Table]:
+    table, types = sample(rows)
+    hashes = np.random.default_rng(seed).integers(-2**63, 2**63 - 1, table.num_rows, dtype=np.int64)
+    written = pa.table({"h": hashes, **{f"d{i}": table.column(i) for i in range(table.num_columns)}})
+    return table, types, hashes, written
+
+
+def rows_by_partition(store: BufferStore, targets: list[int], table: pa.Table, hashes: np.ndarray,
+                      partition_rows: list[int]) -> None:
+    """Each partition holds exactly the rows its hash bits name, wherever they are kept."""
+    ways = len(targets)
+    expected_partition = (hashes.view(np.uint64) >> np.uint64(SCATTER_SHIFT)) & np.uint64(ways - 1)
+    for index, target in enumerate(targets):
+        parts = list(store.each_table(target))
+        got = pa.concat_tables(parts) if parts else table.slice(0, 0).rename_columns([f"c{i}" for i in range(7)])
+        mine = np.flatnonzero(expected_partition == index)
+        assert partition_rows[index] == len(mine) == got.num_rows == store.rows(target)
+        want = table.take(pa.array(mine, pa.int64())).rename_columns(got.column_names)
+        key = [(name, "ascending") for name in got.column_names]
+        assert got.sort_by(key).equals(want.sort_by(key))
+
+
+def test_partitions_stay_on_the_device_while_they_fit_the_room(device: str) -> None:
+    be = get_backend(device)
+    table, types, hashes, written = scattered(be, 5000)
+    store = BufferStore({}, be, OffDeviceStore())
+    targets = [store.new_buffer(types) for _ in range(4)]
+    scatter = Scatter(store, [INT64, *types], targets, device_room=1 << 30)
+    for start in range(0, written.num_rows, 1200):
+        scatter(arrow_to_batch(be, written.slice(start, 1200), [INT64, *types]))
+    scatter.flush()
+    assert scatter.kept == 4 and scatter.kept_bytes == store.all_device_bytes() > 0
+    assert not any(store.off_device.holds(t) for t in targets)  # nothing went to host memory
+    rows_by_partition(store, targets, table, hashes, scatter.partition_rows)
+
+
+def test_past_the_room_the_last_kept_partitions_move_off_the_device(device: str) -> None:
+    be = get_backend(device)
+    table, types, hashes, written = scattered(be, 6000)
+    store = BufferStore({}, be, OffDeviceStore())
+    targets = [store.new_buffer(types) for _ in range(8)]
+    room = 60_000  # a few partitions' rows of the 6000
+    scatter = Scatter(store, [INT64, *types], targets, part_bytes=20_000, device_room=room)
+    for start in range(0, written.num_rows, 1000):
+        scatter(arrow_to_batch(be, written.slice(start, 1000), [INT64, *types]))
+        assert scatter.kept_bytes <= room
+    scatter.flush()
+    assert 0 < scatter.kept < 8
+    assert all(store.device_batches(t) for t in targets[:scatter.kept])  # the first partitions kept
+    assert not any(store.device_batches(t) for t in targets[scatter.kept:])  # the others off the device
+    assert all(store.off_device.holds(t) for t in targets[scatter.kept:])
+    assert scatter.kept_bytes == store.all_device_bytes()
+    rows_by_partition(store, targets, table, hashes, scatter.partition_rows)
+    store.merge(targets[0], targets[7])  # a kept and a moved partition aggregated in one pass
+    assert store.rows(targets[0]) == scatter.partition_rows[0] + scatter.partition_rows[7]
+    assert store.rows(targets[7]) == 0
 
 
 def test_every_row_lands_once_in_the_partition_its_hash_names(device: str) -> None:

@@ -5,7 +5,8 @@ its whole input once per partition: tens of passes over a Parquet file for a tab
 groups. Instead the pipeline runs once with its sink replaced by a materialization of what
 the aggregation needs, each row's keys and its measures' arguments, after a hash of its
 keys. The rows are scattered by that hash as they are written (exec/spill/scatter.py) into
-one buffer per partition, held in host memory or spill files. Then an aggregation over each
+one buffer per partition, kept on the device while a share of the budget holds them, and in
+host memory or spill files beyond. Then an aggregation over each
 partition's buffer alone makes its groups, splitting further by the keys' other hash bits
 if a partition's table still does not fit (partitioned_aggregate.run_passes). The groups of
 different partitions are disjoint, so each partition's are final.
@@ -100,7 +101,7 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, wa
         for members in pass_groups(partition_rows, room):
             target = targets[members[0]]
             for other in members[1:]:
-                store.off_device.merge(target, targets[other])
+                store.merge(target, targets[other])
             rows = sum(partition_rows[m] for m in members)
             expected = min(rows, room or rows)
             if groups_thought:  # the groups expected, when fewer than the rows

@@ -3,7 +3,8 @@
 A partitioned join (partitioned_join.py) keeps every build row on the device and splits
 only its table. When the build rows themselves pass their share of the budget, both sides
 are split instead: the build rows are scattered by a hash of their keys into partitions
-held in host memory or spill files (exec/spill/scatter.py), and so, when the probing
+kept on the device while a share of the budget holds them, in host memory or spill files
+beyond (exec/spill/scatter.py), and so, when the probing
 pipeline first runs, are its source rows, by the same hash of its probe keys. Then, one
 partition at a time, that partition's build rows come to the device, its table is built,
 and the pipeline runs over that partition's probe rows alone: equal keys hash alike, so
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
 from penstock.exec.aggregate.aggregate_state import next_pow2
-from penstock.exec.buffers import BufferStore
+from penstock.exec.buffers import BufferStore, unpack_bits
 from penstock.exec.join.join_state import JoinState
 from penstock.exec.scatter_pass import scatter_rows
 from penstock.io.device_batch import Batch
@@ -171,9 +172,21 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, probe: ProbeOp, ke
     join = GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows, mark_matches=probe.mark_matches,
                      null_aware=probe.null_aware)
     if probe.null_aware:
-        join.build_has_null = any(table.column(c).null_count for target in targets
-                                  for table in store.off_device.tables(target) for c in step.key_columns)
+        join.build_has_null = any(has_null(store, target, step.key_columns) for target in targets)
     return join
+
+
+def has_null(store: BufferStore, buffer: int, columns: list[int]) -> bool:
+    """Whether any of the buffer's rows, kept on the device or held off it, has a NULL in
+    one of `columns`."""
+    xp = store.backend.xp
+    for batch in store.device_batches(buffer):
+        for c in columns:
+            column = batch.columns[c]
+            if column.validity is not None and not bool(xp.all(unpack_bits(store.backend, column.validity,
+                                                                           column.length))):
+                return True
+    return any(table.column(c).null_count for table in store.off_device.tables(buffer) for c in columns)
 
 
 def grace_batches(runner: "PipelineRunner", join: GraceJoin, op: ProbeOp) -> Iterator[Batch]:

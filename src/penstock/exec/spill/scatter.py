@@ -4,10 +4,15 @@ per partition.
 A pipeline whose first output column is a 64-bit hash of the row's keys writes into a
 buffer that has a Scatter as its emitter (BufferStore.emitters): each batch it writes is
 ordered by partition on the device (a sort of the partition numbers, then a gather of every
-column), read back in one transfer, and cut into one slice per partition. A partition's
-slices, gathered into parts of PART_BYTES, become its buffer's parts, held off the device
-(host memory, then spill files past host_memory_limit), without the hash column. A later
-pass over one partition reads only its own rows (exec/scatter_pass.py runs the pass).
+column), and cut into one slice per partition, without the hash column. A later pass over
+one partition reads only its own rows (exec/scatter_pass.py runs the pass).
+
+Where a partition's rows go: the first partitions keep theirs on the device, as slices of
+the ordered batch, while all the kept rows stay within `device_room` (a share of the
+budget); no copy to host memory and back is cheaper. Past it, the last partition kept moves
+off the device, and so on down (evict). The rows of the other partitions are read back in
+one transfer; a partition's slices, gathered into parts of PART_BYTES, become its buffer's
+parts held off the device (host memory, then spill files past host_memory_limit).
 
 The partition is taken from hash bits SCATTER_SHIFT and up. Kernels that partition a table
 further (partitioned_aggregate.py) use bits 48..62, so a partition's rows still spread over
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from penstock.exec.buffers import BufferStore, buffer_to_arrow, take_rows
+from penstock.exec.buffers import BufferStore, buffer_to_arrow, slice_rows, take_rows
 from penstock.io.device_batch import Batch
 from penstock.plan.types import DataType
 
@@ -41,11 +46,15 @@ class Scatter:
     part_bytes: int = PART_BYTES  # slices of a partition gathered into one part (see flush)
     pending: list[list[pa.Table]] = field(default_factory=list)
     pending_bytes: list[int] = field(default_factory=list)
+    device_room: int = 0  # bytes the partitions kept on the device may hold
+    kept: int = 0  # partitions 0..kept-1 keep their rows on the device
+    kept_bytes: int = 0
 
     def __post_init__(self) -> None:
         ways = len(self.targets)
         assert ways & (ways - 1) == 0, "partitions come in powers of two"
         self.partition_rows = [0] * ways
+        self.kept = ways if self.device_room > 0 else 0
         self.pending, self.pending_bytes = [[] for _ in range(ways)], [0] * ways
         host_limit = self.store.off_device.host_memory_limit
         if host_limit is not None:  # what waits stays within a quarter of the host budget
@@ -56,13 +65,33 @@ class Scatter:
         hashes = batch.columns[0].values[:batch.length].view(np.uint64)
         partition = ((hashes >> np.uint64(SCATTER_SHIFT)) & np.uint64(ways - 1)).astype(np.uint16)
         order = xp.argsort(partition, kind="stable")  # 16-bit keys: a radix sort
-        counts = be.to_host(xp.bincount(partition, minlength=ways))
-        rows = take_rows(be, Batch(batch.columns[1:], batch.length), self.types[1:], order)
-        del partition, order, hashes
+        counts = [int(c) for c in be.to_host(xp.bincount(partition, minlength=ways))]
+        del partition, hashes
+        columns, types = Batch(batch.columns[1:], batch.length), self.types[1:]
+        bounds = [0]
+        for count in counts:
+            bounds.append(bounds[-1] + count)
+        cut = bounds[self.kept]  # rows of the partitions kept on the device come first
+        if cut:
+            kept = take_rows(be, columns, types, order[:cut])
+            for index, part in enumerate(slice_rows(be, kept, types, bounds[:self.kept + 1])):
+                if part.length:
+                    self.store.add(self.targets[index], part)
+                    self.partition_rows[index] += part.length
+                    self.kept_bytes += part.nbytes
+            del kept
+        if cut < batch.length:
+            self.read_back(take_rows(be, columns, types, order[cut:]), counts, cut)
+        self.evict()
+
+    def read_back(self, rows: Batch, counts: list[int], cut: int) -> None:
+        """The rows of the partitions not kept on the device (ordered by partition, the
+        first at row `cut` of the batch) to each one's slices waiting in host memory."""
         # the slices wait in the staging block (pinned on a GPU) until flush gathers them
-        table = buffer_to_arrow(be, [rows], self.types[1:], staged=True)
+        table = buffer_to_arrow(self.store.backend, [rows], self.types[1:], staged=True)
         start = 0
-        for index, count in enumerate(int(c) for c in counts):
+        for index in range(self.kept, len(self.targets)):
+            count = counts[index]
             if count:
                 self.pending[index].append(table.slice(start, count))
                 self.pending_bytes[index] += self.pending[index][-1].nbytes
@@ -70,6 +99,22 @@ class Scatter:
                 if self.pending_bytes[index] >= self.part_bytes:
                     self.flush(index)
             start += count
+
+    def evict(self) -> None:
+        """While the kept partitions pass the room, move the last of them off the device,
+        in parts of at most part_bytes; its later rows are read back with the others'."""
+        store = self.store
+        while self.kept and self.kept_bytes > self.device_room:
+            self.kept -= 1
+            target = self.targets[self.kept]
+            batches, store.batches[target] = store.batches[target], []
+            self.kept_bytes -= sum(b.nbytes for b in batches)
+            group: list[Batch] = []
+            for batch in batches:
+                group.append(batch)
+                if sum(b.nbytes for b in group) >= self.part_bytes or batch is batches[-1]:
+                    store.off_device.add(target, buffer_to_arrow(store.backend, group, self.types[1:]))
+                    group = []
 
     def flush(self, index: int | None = None) -> None:
         """Add the slices waiting for partition `index` (every partition's: None) to its
