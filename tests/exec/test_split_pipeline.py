@@ -81,4 +81,7 @@ def test_two_joins_too_large_for_memory_in_one_pipeline_match_duckdb(engines: An
     got = db.sql(sql).to_arrow().to_pylist()
     assert got == con.sql(sql).to_arrow_table().to_pylist()
     plan = db.explain(sql, analyze=True)
+    if device == "gpu" and "direct map" in plan:  # one dimension filled a direct map: one large join left
+        assert "grace join" in plan or "partitioned join" in plan, plan
+        return
     assert "run as two pipelines, cut before the probe of join" in plan, plan

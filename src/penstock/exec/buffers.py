@@ -17,7 +17,8 @@ from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow, validity_bits
 from penstock.plan.types import DataType, Kind
 
-OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget
+OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget,
+KEEP_SHARE = 2  # or more while the buffers kept on the device (output, scattered partitions) stay within this share
 
 
 class BufferStore:
@@ -87,6 +88,11 @@ class BufferStore:
 
     def device_bytes(self, buffer: int) -> int:
         return sum(b.nbytes for b in self.batches[buffer])
+
+    def room_beside(self, budget: int) -> int:
+        """Device bytes a buffer may still keep beside every buffer's device batches, all of
+        them within KEEP_SHARE of the budget; the rest is for tables and a pipeline's batches."""
+        return max(budget // KEEP_SHARE - self.all_device_bytes(), 0)
 
     def all_device_bytes(self) -> int:
         """What every buffer's device batches hold (a slice counts the bytes it sees)."""

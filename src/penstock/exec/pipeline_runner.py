@@ -15,7 +15,7 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_pipeline import AggregateRunning
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
-from penstock.exec.buffers import OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
+from penstock.exec.buffers import KEEP_SHARE, OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
 from penstock.exec.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
 from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
@@ -311,11 +311,16 @@ class PipelineRunner(AggregateRunning):
 
     def hold_output(self, buffer: int) -> None:
         """The buffer's device batches move to host memory (then spill files) once they pass
-        OUTPUT_SHARE of the memory budget (a result or an ORDER BY's input past memory)."""
+        OUTPUT_SHARE of the memory budget, or the room the buffers kept on the device leave
+        if more (a result, an ORDER BY's input past memory, the groups of a partitioned
+        aggregation as its scattered partitions are done)."""
         budget = self.ctx.memory_limit or getattr(self.be, "total_memory", None)
         if budget is None:
             return
-        moved, tier = self.ctx.store.hold_within(buffer, budget // OUTPUT_SHARE)
+        store = self.ctx.store
+        others = store.all_device_bytes() - store.device_bytes(buffer)
+        share = max(budget // OUTPUT_SHARE, budget // KEEP_SHARE - others)
+        moved, tier = store.hold_within(buffer, share)
         if tier == "host":
             self.metrics.spilled_host_bytes += moved
         elif tier == "disk":

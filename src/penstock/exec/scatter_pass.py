@@ -25,7 +25,6 @@ from penstock.plan.types import INT64, DataType, Kind
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext
 
-KEEP_SHARE = 2  # partitions kept on the device, with whatever else the query keeps there: within this share of the budget
 SPAN_SHARE = 32  # rows written by one launch: within this share of the budget
 PART_SHARE = 16  # a partition's part, uploaded whole when read: within this share of the budget
 MIN_SPAN_ROWS = 1 << 14
@@ -46,9 +45,7 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     types = [e.type for e in written]
     staging = store.new_buffer(types)
     targets = [store.new_buffer(types[1:]) for _ in range(ways)]
-    room = 0
-    if ctx.memory_limit is not None:  # what other buffers keep on the device counts against the room
-        room = max(ctx.memory_limit // KEEP_SHARE - store.all_device_bytes(), 0)
+    room = store.room_beside(ctx.memory_limit) if ctx.memory_limit is not None else 0
     scatter = Scatter(store, types, targets, device_room=room)
     if ctx.memory_limit is not None:  # a part comes back to the device whole: a small share of it
         scatter.part_bytes = max(min(scatter.part_bytes, ctx.memory_limit // PART_SHARE), 1)
