@@ -107,6 +107,9 @@ class Backend(ABC):
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
     # whether a plan's new kernels start from quick builds by default (device/tiers.py)
     quick_builds = False
+    # device memory a query uses that its budget does not admit yet (a GPU's decode buffers
+    # and batches read ahead): buffers kept on the device leave it free (BufferStore.room_beside)
+    unadmitted_reserve = 0
 
     def __init__(self) -> None:
         self._kernels: dict[str, CompiledKernel] = {}

@@ -42,6 +42,8 @@ class CudaBackend(Backend):
     engine = "penstock-gpu"
     supports_graphs = True
     small_sort_rows = 16384  # 2.7e8 comparisons at most: well under a millisecond
+    # the GPU suite under 48-384 MiB caps ran out beside buffers kept up to half the cap
+    unadmitted_reserve = 256 << 20
 
     def __init__(self, device_id: int = 0):
         import cupy

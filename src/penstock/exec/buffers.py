@@ -35,6 +35,7 @@ class BufferStore:
         self.host: dict[int, pa.Table] = {}
         self.sorted_by: dict[int, list[tuple[int, bool, bool]]] = {}  # host tables already in an order
         self.emitters: dict[int, Callable[[Batch], None]] = {}  # buffers handed out as written (result_stream)
+        self.on_device = 0  # bytes of every buffer's device batches (all_device_bytes), kept as they change
 
     def new_buffer(self, types: list[DataType]) -> int:
         """A buffer the plan does not have (a step's own staging), numbered after the plan's."""
@@ -45,7 +46,7 @@ class BufferStore:
 
     def drop(self, buffer: int) -> None:
         """Forget the buffer's rows wherever they are (its spill files are removed)."""
-        self.batches[buffer] = []
+        self.take_device_batches(buffer)
         self.host.pop(buffer, None)
         self.off_device.drop(buffer)
 
@@ -55,6 +56,19 @@ class BufferStore:
             emit(batch)
             return
         self.batches[buffer].append(batch)
+        self.on_device += batch.nbytes
+
+    def take_device_batches(self, buffer: int) -> list[Batch]:
+        """The buffer's device batches, which it no longer holds."""
+        batches, self.batches[buffer] = self.batches.get(buffer, []), []
+        self.on_device -= sum(b.nbytes for b in batches)
+        return batches
+
+    def clear_device(self) -> None:
+        """Let go of every buffer's device batches (a failed run)."""
+        for buffer in self.batches:
+            self.batches[buffer] = []
+        self.on_device = 0
 
     def put_host(self, buffer: int, table: pa.Table, sorted_by: list[tuple[int, bool, bool]] | None = None) -> None:
         self.host[buffer] = table
@@ -66,7 +80,9 @@ class BufferStore:
         if buffer in self.host and not self.batches[buffer]:
             table = self.host[buffer]
             if table.num_rows:
-                self.batches[buffer].append(arrow_to_batch(self.backend, table, self.types[buffer]))
+                batch = arrow_to_batch(self.backend, table, self.types[buffer])
+                self.batches[buffer].append(batch)
+                self.on_device += batch.nbytes
         return self.batches[buffer]
 
     def each_batch(self, buffer: int) -> Iterator[Batch]:
@@ -80,7 +96,7 @@ class BufferStore:
     def move_off_device(self, buffer: int) -> tuple[int, str]:
         """Move the buffer's device batches to host memory (or a spill file past the host
         budget); returns (bytes moved, tier)."""
-        batches, self.batches[buffer] = self.batches[buffer], []
+        batches = self.take_device_batches(buffer)
         if not batches:
             return 0, "host"
         table = buffer_to_arrow(self.backend, batches, self.types[buffer])
@@ -89,14 +105,16 @@ class BufferStore:
     def device_bytes(self, buffer: int) -> int:
         return sum(b.nbytes for b in self.batches[buffer])
 
-    def room_beside(self, budget: int) -> int:
-        """Device bytes a buffer may still keep beside every buffer's device batches, all of
-        them within KEEP_SHARE of the budget; the rest is for tables and a pipeline's batches."""
-        return max(budget // KEEP_SHARE - self.all_device_bytes(), 0)
+    def room_beside(self, budget: int, buffer: int | None = None) -> int:
+        """Device bytes `buffer` (a new one: None) may keep beside every other buffer's device
+        batches, all of them within KEEP_SHARE of the budget less what the backend uses
+        unadmitted; the rest is for tables and a pipeline's batches."""
+        others = self.all_device_bytes() - (self.device_bytes(buffer) if buffer is not None else 0)
+        return max(budget // KEEP_SHARE - self.backend.unadmitted_reserve - others, 0)
 
     def all_device_bytes(self) -> int:
-        """What every buffer's device batches hold (a slice counts the bytes it sees)."""
-        return sum(self.device_bytes(b) for b in self.batches)
+        """What every buffer's device batches hold."""
+        return max(self.on_device, 0)
 
     def merge(self, into: int, other: int) -> None:
         """Make `other`'s rows, on the device and off it, part of `into` (nothing is copied)."""

@@ -58,8 +58,7 @@ def release(error: BaseException, ctx: "PipelineContext", store: "BufferStore") 
             traceback.clear_frames(error.__traceback__)
         error = error.__cause__ or error.__context__  # type: ignore[assignment]
     ctx.joins.clear()
-    for batches in store.batches.values():
-        batches.clear()
+    store.clear_device()
 
 
 def dump_if_asked(backend: Any, headline: str) -> None:

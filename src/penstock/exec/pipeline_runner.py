@@ -15,7 +15,7 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_pipeline import AggregateRunning
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.binder import BindContext, compile_binding
-from penstock.exec.buffers import KEEP_SHARE, OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
+from penstock.exec.buffers import OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
 from penstock.exec.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
 from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
@@ -318,8 +318,9 @@ class PipelineRunner(AggregateRunning):
         if budget is None:
             return
         store = self.ctx.store
-        others = store.all_device_bytes() - store.device_bytes(buffer)
-        share = max(budget // OUTPUT_SHARE, budget // KEEP_SHARE - others)
+        if store.device_bytes(buffer) <= budget // OUTPUT_SHARE:
+            return
+        share = max(budget // OUTPUT_SHARE, store.room_beside(budget, buffer))
         moved, tier = store.hold_within(buffer, share)
         if tier == "host":
             self.metrics.spilled_host_bytes += moved

@@ -107,7 +107,7 @@ class Scatter:
         while self.kept and self.kept_bytes > self.device_room:
             self.kept -= 1
             target = self.targets[self.kept]
-            batches, store.batches[target] = store.batches[target], []
+            batches = store.take_device_batches(target)
             self.kept_bytes -= sum(b.nbytes for b in batches)
             group: list[Batch] = []
             for batch in batches:
