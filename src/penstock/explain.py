@@ -93,8 +93,9 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
             out.append(f"    partitioned join: {pm.join_partitions} passes over the input, one per partition of "
                        f"the join's build keys (its hash table did not fit its share of memory)")
         if pm.cut_before_join is not None:
-            out.append(f"    run as two pipelines, cut before the probe of join #{pm.cut_before_join}: two joins "
-                       f"too large for memory (the rows before the cut written to a buffer the rest reads)")
+            out.append(f"    run as two pipelines, cut before the probe of join #{pm.cut_before_join}: "
+                       f"{pm.cut_reason or 'two joins too large for memory'} (the rows before the cut written to a "
+                       f"buffer the rest reads)")
         if pm.spilled_host_bytes or pm.spilled_disk_bytes or pm.kept_device_bytes:
             kept = f"{pm.kept_device_bytes:,} bytes of partitions kept in device memory, " if pm.kept_device_bytes else ""
             out.append(f"    spilled: {kept}{pm.spilled_host_bytes:,} bytes to host memory, "

@@ -42,6 +42,7 @@ class PipelineMetrics:
     join_partitions: int = 0  # passes over the input, one per partition of a partitioned join it probes
     join_scattered: bool = False  # a grace join: the input scattered once by its probe keys (exec/join/grace_join.py)
     cut_before_join: int | None = None  # run as two pipelines, cut before this join's probe (exec/split_pipeline.py)
+    cut_reason: str = ""
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files
     kept_device_bytes: int = 0  # scattered partitions' rows kept on the device (exec/spill/scatter.py)

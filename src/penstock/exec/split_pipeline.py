@@ -1,4 +1,5 @@
-"""A pipeline that probes two joins too large for memory, run as two pipelines.
+"""A pipeline that probes two joins too large for memory, or a grace join on keys an earlier
+join gave, run as two pipelines.
 
 A partitioned join (join/partitioned_join.py) runs its probing pipeline's input once per
 partition, and a grace join (join/grace_join.py) scatters it by partition: each takes over
@@ -8,7 +9,8 @@ second such probe. The first part runs the source and the operators before the c
 materializes every column the rest reads: source columns, and build columns of the joins it
 probed. The second part reads that buffer, with its expressions renumbered, and runs the
 remaining operators into the original sink; it is cut again if it still probes two. Each
-part then follows one such join.
+part then follows one such join. A grace join whose probe keys read an earlier join's build
+columns is cut before the same way, since it scatters what its pipeline reads by those keys.
 """
 
 from __future__ import annotations
@@ -32,11 +34,21 @@ if TYPE_CHECKING:
 
 
 def second_large_probe(p: Pipeline, ctx: "PipelineContext") -> int | None:
-    """Where to cut the pipeline (the index in p.ops of its second probe of a partitioned
-    or grace join), or None when it probes at most one."""
+    """Where to cut the pipeline (an index in p.ops), or None: before its second probe of a
+    partitioned or grace join, or before a grace join's probe whose keys read an earlier
+    join's build columns, whichever comes first. A grace join scatters the rows its
+    pipeline reads by the probe keys' hash, so its keys must be columns of what the
+    pipeline reads: after the cut they are."""
     large = [i for i, op in enumerate(p.ops)
              if isinstance(op, ProbeOp) and isinstance(ctx.joins.get(op.join), (PartitionedJoin, GraceJoin))]
-    return large[1] if len(large) > 1 else None
+    late_keys = [i for i in large if keys_read_build_columns(p.ops[i]) and isinstance(ctx.joins[p.ops[i].join],
+                                                                                        GraceJoin)]
+    cuts = large[1:2] + late_keys[:1]
+    return min(cuts) if cuts else None
+
+
+def keys_read_build_columns(op: Operator) -> bool:
+    return isinstance(op, ProbeOp) and any(isinstance(n, BuildColumn) for k in op.probe_keys for n in walk(k))
 
 
 def run_split(p: Pipeline, cut: int, ctx: "PipelineContext", metrics: PipelineMetrics) -> None:
@@ -55,6 +67,8 @@ def run_split(p: Pipeline, cut: int, ctx: "PipelineContext", metrics: PipelineMe
                     [renumber_op(op, needed, head_probes) for op in tail_ops],
                     renumber_sink(tail_sink, needed, head_probes), p.label)
     metrics.cut_before_join = p.ops[cut].join  # type: ignore[union-attr]
+    metrics.cut_reason = ("its probe keys come from an earlier join" if keys_read_build_columns(p.ops[cut])
+                          else "two joins too large for memory")
     parts = []
     for part in (head, tail):
         kernel = generate_pipeline(part)

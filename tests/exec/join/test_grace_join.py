@@ -88,6 +88,25 @@ def test_a_build_side_past_memory_runs_as_a_grace_join_and_matches_duckdb(engine
 
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) AS n, sum(bv) AS sb, sum(pv) AS sp FROM p JOIN m ON p.k % 1000 = m.k JOIN b ON m.k2 = b.k",
+    "SELECT count(*) AS n, count(bv) AS nb, sum(pv) AS sp FROM p JOIN m ON p.k % 1000 = m.k "
+    "LEFT JOIN b ON m.k2 + p.pv = b.k",
+])
+def test_a_grace_join_on_keys_from_an_earlier_join_cuts_its_pipeline(engines: Any, tmp_path: Path,
+                                                                     sql: str) -> None:
+    """The probe keys read a small join's build columns: the pipeline is cut before the
+    grace join's probe, so the rows it scatters hold the keys."""
+    db, con, _ = engines
+    mapping = pa.table({"k": np.arange(1000), "k2": (np.arange(1000) * 7919) % 5000})
+    pq.write_table(mapping, tmp_path / "m.parquet")
+    db.register("m", tmp_path / "m.parquet")
+    con.register("m", mapping)
+    assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
+    plan = db.explain(sql, analyze=True)
+    assert "grace join: the input read once" in plan, plan
+    assert "its probe keys come from an earlier join" in plan, plan
+
 
 def test_an_aggregation_reading_the_join_once_per_pass_sees_every_row(engines: Any,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,8 +17,8 @@ per partition (in host memory, a byte a build row) as the probe moves on to the 
 unmatched build rows are then read partition by partition with their flags. NOT IN asks
 whether the build side has any row and any NULL key: questions about the whole build
 side, answered from the scattered partitions (their Arrow null counts), not from the one
-partition whose table is built. Probe keys computed from an earlier join's columns keep the
-partitioned join, whose build rows must fit.
+partition whose table is built. Probe keys computed from an earlier join's columns are
+columns of what the pipeline reads once it is cut before this probe (exec/split_pipeline.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from penstock.exec.buffers import BufferStore, unpack_bits
 from penstock.exec.join.join_state import JoinState
 from penstock.exec.scatter_pass import scatter_rows
 from penstock.io.device_batch import Batch
-from penstock.plan.expr import BuildColumn, ColumnRef, Expr, walk
+from penstock.plan.expr import ColumnRef, Expr
 from penstock.plan.physical import BufferSource, BuildHashTable, PhysicalPlan, Pipeline, ProbeOp
 from penstock.plan.rel import JoinKind
 
@@ -146,9 +146,8 @@ def grace_probe(plan: PhysicalPlan, step: BuildHashTable, store: BufferStore,
     if len(probes) != 1:
         return None
     _, op = probes[0]
-    if (op.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and bool(op.probe_keys)
-            and not any(isinstance(n, BuildColumn) for e in op.probe_keys for n in walk(e))):
-        return op
+    if op.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and bool(op.probe_keys):
+        return op  # (keys from an earlier join: its pipeline is cut before the probe, exec/split_pipeline.py)
     return None
 
 
