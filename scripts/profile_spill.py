@@ -2,7 +2,7 @@
 cProfile listing of where the host's time goes, and EXPLAIN ANALYZE of the run.
 
 usage: python scripts/profile_spill.py groupby|join ROWS MEMORY_LIMIT_BYTES [DIR] [--host-memory-limit N]
-           [--device D] [--scatter-ways W] [--build-share S] [--no-profile [--sample FILE]]
+           [--device D] [--scatter-ways W] [--build-share S] [--no-profile]
   W: GPU_SCATTER_WAYS, partitions from which a GPU scatters a GROUP BY's input;
   S: grace_join.BUILD_SHARE (and GPU_BUILD_SHARE), a join's build rows past 1/S of the budget make it a grace join
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import faulthandler
 import io
 import pstats
 import time
@@ -32,9 +31,6 @@ def main() -> None:
     parser.add_argument("--scatter-ways", type=int, default=None)
     parser.add_argument("--build-share", type=int, default=None)
     parser.add_argument("--no-profile", action="store_true", help="time a run and a repeat, no cProfile")
-    parser.add_argument("--sample", default=None, help="with --no-profile: every thread's stack, every "
-                        "--sample-every seconds of the first run, to this file (faulthandler)")
-    parser.add_argument("--sample-every", type=float, default=0.25)
     args = parser.parse_args()
     if args.scatter_ways is not None:
         from penstock.exec.aggregate import scattered_aggregate
@@ -51,15 +47,9 @@ def main() -> None:
         db.register(name, str(path))
     print(f"{description} on {db.backend.describe()}, memory limit {args.memory_limit / 2**20:,.0f} MiB")
     if args.no_profile:  # the first run is an EXPLAIN ANALYZE: its own metrics, not a repeat's
-        if args.sample:
-            sampler = open(args.sample, "w")
-            faulthandler.dump_traceback_later(args.sample_every, repeat=True, file=sampler)
         started = time.perf_counter()
         first = db.explain(QUERIES[args.case], analyze=True)
         print(f"first run (EXPLAIN ANALYZE): {time.perf_counter() - started:.2f} s")
-        if args.sample:
-            faulthandler.cancel_dump_traceback_later()
-            sampler.close()
         staging = getattr(db.backend, "staging", None)
         if staging is not None:
             print(f"pinned staging: {staging.pinned_bytes / 2**20:,.0f} MiB pinned, {staging.served} buffers served "

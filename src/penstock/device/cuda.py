@@ -12,6 +12,7 @@ import contextlib
 import gc
 import math
 import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,6 +26,7 @@ from penstock.errors import PenstockError
 
 BLOCK = 256
 PACKED_READ_BYTES = 4 << 20  # results up to this size come back in one transfer
+COLLECT_SPACING = 9  # after a collection of t seconds, none for the next 9 t (_collect)
 POOL_SLACK = 2  # the pool's blocks, in use and cached free, stay within this multiple of the cap
 _SCALARS = {"i64": np.int64, "i32": np.int32, "u64": np.uint64, "f64": np.float64}
 
@@ -71,6 +73,7 @@ class CudaBackend(Backend):
         self._capture_lock = threading.Lock()
         self._marks_work = True
         self._pack: CudaKernel | None = None
+        self._next_collect = 0.0  # (_collect)
 
     def _allocate(self, size: int) -> Any:
         """The pool's allocation, admitted against the memory cap by the bytes in use.
@@ -82,20 +85,20 @@ class CudaBackend(Backend):
         POOL_SLACK times the cap, more when only fragments refuse. When an allocation fails,
         blocks cached free for any stream go back first and it is tried once more: CuPy's own retry frees only the asking
         stream's, and blocks the reading threads' streams freed would otherwise count.
-        Before refusing, unreachable objects are collected: a pass that failed and was split
+        Before refusing, unreachable objects are collected (_collect): a pass that failed and was split
         leaves its frames in a reference cycle with its error, and with them its tables (the
         GPU suite's out-of-memory under 48 and 64 MiB caps: three dead 16 MiB tables of a
         partitioned aggregation, found with PENSTOCK_OOM_DUMP)."""
         limit = self.memory_limit
         if limit is not None and int(self.pool.used_bytes()) + size > limit:
-            gc.collect()  # see below
+            self._collect()  # see below
             used = int(self.pool.used_bytes())
             if used + size > limit:
                 raise self.cp.cuda.memory.OutOfMemoryError(size, used, limit)
         try:
             return self.pool.malloc(size)
         except self.cp.cuda.memory.OutOfMemoryError:
-            gc.collect()
+            self._collect()
             self.pool.free_all_blocks()
         try:
             return self.pool.malloc(size)
@@ -107,6 +110,18 @@ class CudaBackend(Backend):
         # cap). The pool grows past its slack rather than refuse what the cap admits.
         self.pool.set_limit(size=int(self.pool.total_bytes()) + size)
         return self.pool.malloc(size)
+
+    def _collect(self) -> None:
+        """Collect unreachable objects, unless the last collection was recent: at most a
+        tenth of the time goes to collecting, however often allocations pass the cap (an
+        operator that sizes itself by what the cap refuses asks many times, and a full
+        collection over a large heap takes tens of milliseconds)."""
+        now = time.monotonic()
+        if now < self._next_collect:
+            return
+        gc.collect()
+        done = time.monotonic()
+        self._next_collect = done + COLLECT_SPACING * (done - now)
 
     def set_memory_limit(self, limit: int | None) -> None:
         """Cap the device memory penstock's arrays hold (None: no cap beyond the device). The

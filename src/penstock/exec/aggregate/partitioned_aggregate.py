@@ -21,6 +21,7 @@ aggregates each scattered partition the same way.
 
 from __future__ import annotations
 
+import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,7 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     count, groups_thought = split_ways(too_large, budget) if too_large is not None else known or (FIRST_SPLIT, 0)
     metrics.counters = []
     if scatter_applies(runner, count):
-        passes, groups, widest = run_scattered(runner, sink, layout, count, groups_thought, budget)
+        passes, groups, widest = run_scattered(runner, sink, layout, count, budget)
     else:
         # (mask, index, groups expected) of each partition; its table is made that size at once
         todo = deque((count - 1, index, groups_thought // count) for index in range(count))
@@ -103,6 +104,9 @@ def run_passes(runner: "PipelineRunner", sink: AggregateSink, layout: Any, todo:
         try:
             agg = runner.aggregate_rows(layout, (mask, index), int(expected * HEADROOM))
         except TableTooLarge as e:
+            # the failed pass's finished frames hold its tables: let them go now, not when a
+            # collection finds their cycle with the error
+            traceback.clear_frames(e.__traceback__)
             if mask + 1 >= 1 << MAX_PARTITION_BITS or e.groups == 1:
                 raise TableTooLarge(f"{e.message}, even partitioned {mask + 1:,} ways by its keys' hashes: "
                                     f"a single group needs more than the memory budget", e.needed_bytes) from e

@@ -37,7 +37,7 @@ from penstock.plan.rel import AggCall, JoinKind
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineRunner
 
-GPU_SCATTER_WAYS = 8  # partitions from which a GPU scatters its input (see scatter_applies)
+GPU_SCATTER_WAYS = 2  # partitions from which a GPU scatters its input (see scatter_applies)
 MAX_SCATTER = 1 << 12  # (partition numbers are 16-bit) partitions one scatter makes (a partition too large splits again as it is aggregated)
 
 
@@ -45,11 +45,11 @@ def scatter_applies(runner: "PipelineRunner", ways: int) -> bool:
     """Whether the aggregation's input is read once and scattered, rather than read once per
     partition (`ways` of them expected). Not in a steady run (it launches once, reading
     nothing back), nor over a table the column cache holds on the device. On a GPU from
-    GPU_SCATTER_WAYS partitions: it decodes a Parquet file from the page cache in a fraction
-    of a second, while the scatter moves every row to host memory and back. Measured on an
-    H100, 10^8 rows into 10^8 groups (first run / repeat): under 4 GiB (16 partitions) the
-    scatter took 5.0 / 3.3 s against 5.4 / 5.1 s rereading; under 16 GiB (4 partitions)
-    4.3 / 2.7 s against 3.2 / 2.7 s. On the CPU backend every pass decodes the file on the
+    GPU_SCATTER_WAYS partitions. When scattered partitions went to host memory and back, a
+    GPU scattered only from 8 partitions: decoding a Parquet file from the page cache again
+    cost less. Kept on the device (spill/scatter.py), the scatter wins from 2: an H100, 10^8
+    rows into 10^8 groups under 16 GiB (4 partitions), first run / repeat 1.03 / 0.31 s
+    against 1.37 / 0.81 s rereading. On the CPU backend every pass decodes the file on the
     host: the scatter wins from a few partitions (2 x 10^6 rows under 16 MiB: 3.45 s ->
     0.51 s)."""
     if runner.ctx.deferred is not None:
@@ -60,7 +60,7 @@ def scatter_applies(runner: "PipelineRunner", ways: int) -> bool:
     return runner.be.name == "cpu" or ways >= GPU_SCATTER_WAYS
 
 
-def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, ways: int, groups_thought: int,
+def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, ways: int,
                   budget: int | None) -> tuple[int, int, int]:
     """Scatter the runner's input into partitions, then aggregate each; returns (passes,
     groups, partitions). `ways` (the partitions the groups expected need) is used when the
@@ -102,10 +102,12 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, wa
             target = targets[members[0]]
             for other in members[1:]:
                 store.merge(target, targets[other])
+            # a table for every row (within the room): never full, so a launch needs no snapshot
+            # of it to undo (aggregate_state.prepare). Sized from the groups estimate instead,
+            # each launch copied a table of up to a quarter of the budget: 4 GiB, 10^8 groups,
+            # a first run of 9 s against a repeat's 2.3 s on an H100
             rows = sum(partition_rows[m] for m in members)
             expected = min(rows, room or rows)
-            if groups_thought:  # the groups expected, when fewer than the rows
-                expected = min(expected, groups_thought * rows // max(scattered, 1) + 1)
             second.source = BufferSource(target, types, kinds)
             done, made, split = run_passes(grouper, grouping, layout, deque([(0, 0, expected)]), budget)
             passes, groups, widest = passes + done, groups + made, max(widest, split)
