@@ -161,6 +161,19 @@ def test_close_stops_a_producer_blocked_on_a_full_queue() -> None:
     assert not wait_until_gone(started)
 
 
+def test_close_drops_what_a_finished_producer_left_in_the_queue() -> None:
+    """The items read ahead go with close(), even when the producer is done: the stream and
+    its thread refer to each other, and its items (device batches) must not wait for a
+    collection."""
+    ahead = ReadAhead(lambda: iter(range(3)), depth=8)
+    deadline = time.monotonic() + WAIT
+    while ahead.worker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ahead.queue.qsize() == 4  # three items and the end
+    ahead.close()
+    assert ahead.queue.qsize() == 0
+
+
 def test_close_while_the_producer_is_inside_a_slow_read() -> None:
     """Stopping while the producer is busy producing waits for that item, then ends."""
     before = prefetch_threads()

@@ -90,6 +90,10 @@ class ReadAhead(Generic[T]):
             self.close()
 
     def close(self) -> None:
+        """Stop the producer and let go of what it read ahead. Items left in the queue (a
+        worker that finished first) are dropped too: the object and its thread refer to each
+        other, so it lasts until a collection, and the items are device batches that would
+        count against the memory cap until then."""
         self.stop.set()
         if threading.current_thread() is self.worker:  # collected in its own thread: it stops on its own
             return
@@ -98,6 +102,11 @@ class ReadAhead(Generic[T]):
                 self.queue.get_nowait()
             except queue.Empty:
                 self.worker.join(timeout=0.05)
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                return
 
 
 def prefetch(make: Callable[[], Iterator[T]], depth: int = DEPTH, byte_limit: int | None = None,
