@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from penstock.exec.buffers import BufferStore, buffer_to_arrow, slice_rows, take_rows
+from penstock.exec.buffers import BufferStore, buffer_to_arrow, concat, slice_rows, take_rows
 from penstock.io.device_batch import Batch
 from penstock.plan.types import DataType
 
@@ -49,6 +49,8 @@ class Scatter:
     device_room: int = 0  # bytes the partitions kept on the device may hold
     kept: int = 0  # partitions 0..kept-1 keep their rows on the device
     kept_bytes: int = 0
+    kept_pending: list[list[Batch]] = field(default_factory=list)  # device slices waiting (flush_kept)
+    kept_pending_bytes: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         ways = len(self.targets)
@@ -56,6 +58,7 @@ class Scatter:
         self.partition_rows = [0] * ways
         self.kept = ways if self.device_room > 0 else 0
         self.pending, self.pending_bytes = [[] for _ in range(ways)], [0] * ways
+        self.kept_pending, self.kept_pending_bytes = [[] for _ in range(ways)], [0] * ways
         host_limit = self.store.off_device.host_memory_limit
         if host_limit is not None:  # what waits stays within a quarter of the host budget
             self.part_bytes = max(min(self.part_bytes, host_limit // (4 * ways)), 1)
@@ -76,9 +79,12 @@ class Scatter:
             kept = take_rows(be, columns, types, order[:cut])
             for index, part in enumerate(slice_rows(be, kept, types, bounds[:self.kept + 1])):
                 if part.length:
-                    self.store.add(self.targets[index], part)
+                    self.kept_pending[index].append(part)
+                    self.kept_pending_bytes[index] += part.nbytes
                     self.partition_rows[index] += part.length
                     self.kept_bytes += part.nbytes
+                    if self.kept_pending_bytes[index] >= self.part_bytes:
+                        self.flush_kept(index)
             del kept
         if cut < batch.length:
             self.read_back(take_rows(be, columns, types, order[cut:]), counts, cut)
@@ -107,7 +113,8 @@ class Scatter:
         while self.kept and self.kept_bytes > self.device_room:
             self.kept -= 1
             target = self.targets[self.kept]
-            batches = store.take_device_batches(target)
+            batches = store.take_device_batches(target) + self.kept_pending[self.kept]
+            self.kept_pending[self.kept], self.kept_pending_bytes[self.kept] = [], 0
             self.kept_bytes -= sum(b.nbytes for b in batches)
             group: list[Batch] = []
             for batch in batches:
@@ -121,10 +128,24 @@ class Scatter:
         buffer as one part. Slices wait until they make PART_BYTES, so a pass over a
         partition uploads few large parts, not a sliver of every batch the input had."""
         for at in range(len(self.targets)) if index is None else [index]:
+            if index is None and at < self.kept:
+                self.flush_kept(at)
             if not self.pending[at]:
                 continue
             self.store.off_device.add(self.targets[at], gathered(self.pending[at]))
             self.pending[at], self.pending_bytes[at] = [], 0
+
+    def flush_kept(self, index: int) -> None:
+        """Partition `index`'s device slices as one batch of its buffer: a pass over the
+        partition then launches once per PART_BYTES, not once per batch the input had (on
+        the CPU backend, 4 x 10^6 rows in 32 partitions made 900 launches of 4,000 rows)."""
+        slices = self.kept_pending[index]
+        if not slices:
+            return
+        part = concat(self.store.backend, slices, self.types[1:])
+        self.kept_bytes += part.nbytes - self.kept_pending_bytes[index]
+        self.kept_pending[index], self.kept_pending_bytes[index] = [], 0
+        self.store.add(self.targets[index], part)
 
 
 def gathered(slices: list[pa.Table]) -> pa.Table:
