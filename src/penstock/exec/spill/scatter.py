@@ -8,8 +8,8 @@ column), and cut into one slice per partition, without the hash column. A later 
 one partition reads only its own rows (exec/scatter_pass.py runs the pass).
 
 Where a partition's rows go: the first partitions keep theirs on the device, as slices of
-the ordered batch, while all the kept rows stay within `device_room` (a share of the
-budget); no copy to host memory and back is cheaper. Past it, the last partition kept moves
+the ordered batch gathered into parts of PART_BYTES, while all the kept rows stay within
+`device_room` (a share of the budget); no copy to host memory and back is cheaper. Past it, the last partition kept moves
 off the device, and so on down (evict). The rows of the other partitions are read back in
 one transfer; a partition's slices, gathered into parts of PART_BYTES, become its buffer's
 parts held off the device (host memory, then spill files past host_memory_limit).
@@ -108,7 +108,7 @@ class Scatter:
 
     def evict(self) -> None:
         """While the kept partitions pass the room, move the last of them off the device,
-        in parts of at most part_bytes; its later rows are read back with the others'."""
+        in parts of about part_bytes; its later rows are read back with the others'."""
         store = self.store
         while self.kept and self.kept_bytes > self.device_room:
             self.kept -= 1
@@ -117,11 +117,13 @@ class Scatter:
             self.kept_pending[self.kept], self.kept_pending_bytes[self.kept] = [], 0
             self.kept_bytes -= sum(b.nbytes for b in batches)
             group: list[Batch] = []
+            group_bytes = 0
             for batch in batches:
                 group.append(batch)
-                if sum(b.nbytes for b in group) >= self.part_bytes or batch is batches[-1]:
+                group_bytes += batch.nbytes
+                if group_bytes >= self.part_bytes or batch is batches[-1]:
                     store.off_device.add(target, buffer_to_arrow(store.backend, group, self.types[1:]))
-                    group = []
+                    group, group_bytes = [], 0
 
     def flush(self, index: int | None = None) -> None:
         """Add the slices waiting for partition `index` (every partition's: None) to its
