@@ -113,7 +113,7 @@ def test_an_aggregation_reading_the_join_once_per_pass_sees_every_row(engines: A
     """A GPU aggregation with few partitions reads its input once per pass instead of
     scattering it (scattered_aggregate.scatter_applies): each pass runs the grace join again
     over the same scattered partitions. Asked to here, on every device."""
-    monkeypatch.setattr(scattered_aggregate, "scatter_applies", lambda runner, ways: False)
+    monkeypatch.setattr(scattered_aggregate, "scatter_applies", lambda runner, sink, ways: False)
     db, con, _ = engines
     sql = GRACE[-1]
     assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()

@@ -68,8 +68,9 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     raised `too_large`, or as an earlier run of the plan found it must (`known`: partitions
     and groups, what runner.partitioned records for the next run); the groups of every
     partition go to the sink's buffer. The input is read once and scattered by partition
-    where scattered_aggregate.scatter_applies says so (the CPU backend, or a GPU with many
-    partitions, and not a table cached on the device); otherwise it is read once per pass."""
+    where scattered_aggregate.scatter_applies says so (the CPU backend, or a GPU where the rows
+    stay in device memory or the partitions are many; not a table cached on the device);
+    otherwise it is read once per pass."""
     from penstock.exec.aggregate.scattered_aggregate import run_scattered, scatter_applies
 
     ctx, metrics = runner.ctx, runner.metrics
@@ -84,7 +85,7 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     gc.collect()
     count, groups_thought = split_ways(too_large, budget) if too_large is not None else known or (FIRST_SPLIT, 0)
     metrics.counters = []
-    if scatter_applies(runner, count):
+    if scatter_applies(runner, sink, count):
         passes, groups, widest = run_scattered(runner, sink, layout, count, budget)
     else:
         # (mask, index, groups expected) of each partition; its table is made that size at once

@@ -28,7 +28,7 @@ from penstock.exec.aggregate.aggregate_state import entries_within, next_pow2
 from penstock.exec.join.in_table_builds import cached_columns
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.scatter_pass import scatter_rows
+from penstock.exec.scatter_pass import row_bytes, scatter_rows
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr
 from penstock.plan.nullability import nullable
 from penstock.plan.physical import AggregateSink, BufferSource, Pipeline, ProbeOp, TableSource
@@ -37,27 +37,37 @@ from penstock.plan.rel import AggCall, JoinKind
 if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineRunner
 
-GPU_SCATTER_WAYS = 2  # partitions from which a GPU scatters its input (see scatter_applies)
+GPU_SCATTER_WAYS = 8  # partitions from which a GPU scatters its input even through host memory
 MAX_SCATTER = 1 << 12  # (partition numbers are 16-bit) partitions one scatter makes (a partition too large splits again as it is aggregated)
 
 
-def scatter_applies(runner: "PipelineRunner", ways: int) -> bool:
+def scatter_applies(runner: "PipelineRunner", sink: AggregateSink, ways: int) -> bool:
     """Whether the aggregation's input is read once and scattered, rather than read once per
     partition (`ways` of them expected). Not in a steady run (it launches once, reading
-    nothing back), nor over a table the column cache holds on the device. On a GPU from
-    GPU_SCATTER_WAYS partitions. When scattered partitions went to host memory and back, a
-    GPU scattered only from 8 partitions: decoding a Parquet file from the page cache again
-    cost less. Kept on the device (spill/scatter.py), the scatter wins from 2: an H100, 10^8
-    rows into 10^8 groups under 16 GiB (4 partitions), first run / repeat 1.03 / 0.31 s
-    against 1.37 / 0.81 s rereading. On the CPU backend every pass decodes the file on the
-    host: the scatter wins from a few partitions (2 x 10^6 rows under 16 MiB: 3.45 s ->
-    0.51 s)."""
+    nothing back), nor over a table the column cache holds on the device. On the CPU backend
+    always: every pass decodes the file on the host, and the scatter wins from a few
+    partitions (2 x 10^6 rows under 16 MiB: 3.45 s -> 0.51 s). On a GPU, when the scattered
+    rows all stay in device memory (kept_on_device), or from GPU_SCATTER_WAYS partitions.
+    Measured on an H100, 10^8 rows into 10^8 groups (first run / repeat): kept on the
+    device, 4 partitions under 16 GiB took 1.03 / 0.31 s scattered against 1.37 / 0.81 s
+    rereading; through host memory they took 4.3 / 2.7 s against 3.2 / 2.7 s, and 16
+    partitions under 4 GiB 5.0 / 3.3 s against 5.4 / 5.1 s."""
     if runner.ctx.deferred is not None:
         return False
     source = runner.p.source
     if isinstance(source, TableSource) and cached_columns(runner.ctx, source) is not None:
         return False
-    return runner.be.name == "cpu" or ways >= GPU_SCATTER_WAYS
+    return runner.be.name == "cpu" or ways >= GPU_SCATTER_WAYS or kept_on_device(runner, sink)
+
+
+def kept_on_device(runner: "PipelineRunner", sink: AggregateSink) -> bool:
+    """Whether every row the scatter would write fits the room buffers may keep on the
+    device (BufferStore.room_beside), by the input's rows where the reader knows them."""
+    rows, budget = runner.input_rows(), runner.ctx.memory_limit
+    if not rows or budget is None:
+        return False
+    types = [e.type for e in (*sink.groups, *dict.fromkeys(m.arg for m in sink.measures if m.arg is not None))]
+    return rows * runner.fanout() * row_bytes(types) <= runner.ctx.store.room_beside(budget)
 
 
 def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, ways: int,
