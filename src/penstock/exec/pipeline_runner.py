@@ -311,16 +311,20 @@ class PipelineRunner(AggregateRunning):
 
     def hold_output(self, buffer: int) -> None:
         """The buffer's device batches move to host memory (then spill files) once they pass
-        OUTPUT_SHARE of the memory budget, or the room the buffers kept on the device leave
-        if more (a result, an ORDER BY's input past memory, the groups of a partitioned
-        aggregation as its scattered partitions are done)."""
+        OUTPUT_SHARE of the memory budget, or, under a memory_limit, the room the buffers
+        kept on the device leave if more (a result, an ORDER BY's input past memory, the
+        groups of a partitioned aggregation as its scattered partitions are done). Without a
+        limit the device's whole memory is no budget to keep buffers in: the column cache
+        and other processes share it."""
         budget = self.ctx.memory_limit or getattr(self.be, "total_memory", None)
         if budget is None:
             return
         store = self.ctx.store
         if store.device_bytes(buffer) <= budget // OUTPUT_SHARE:
             return
-        share = max(budget // OUTPUT_SHARE, store.room_beside(budget, buffer))
+        share = budget // OUTPUT_SHARE
+        if self.ctx.memory_limit is not None:
+            share = max(share, store.room_beside(self.ctx.memory_limit, buffer))
         moved, tier = store.hold_within(buffer, share)
         if tier == "host":
             self.metrics.spilled_host_bytes += moved
