@@ -161,7 +161,8 @@ def step_line(step: Any, sm: Any) -> str:
         # what the build did beyond a plain table: a direct map, partitions, a grace join
         extra = sm.label.split(", ", 1)[1].rstrip(")") + "; " if isinstance(step, BuildHashTable) and \
             ", " in sm.label else ""
-        spilled = f"; spilled {sm.spilled_disk_bytes:,} bytes to spill files" if sm.spilled_disk_bytes else ""
+        spilled = f"; spilled {sm.spilled_disk_bytes:,} bytes to spill files" if sm.spilled_disk_bytes and \
+            not extra else ""  # (a grace join's build says where its rows went in `extra`)
         text += (f"  [{extra}{sm.device}; rows in {sm.rows_in:,} out {sm.rows_out:,}{spilled}; "
                  f"{sm.seconds * 1000:.2f} ms]")
     return text

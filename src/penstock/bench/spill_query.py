@@ -16,14 +16,14 @@ rows whose keys hit it half the time,
 
 Sums over the groups or matches check the answers against each other without the time of
 handing 10^8 rows to Python. The data is generated as Parquet in `--dir` (kept for the next
-run); the page cache is dropped before each engine. penstock's line names its engine and how
-many partitioned passes ran (exec/aggregate/partitioned_aggregate.py, exec/join/partitioned_join.py).
+run); the page cache is dropped before each engine. penstock's line names its engine, how
+many partitioned passes the timed run made (exec/aggregate/partitioned_aggregate.py,
+exec/join/partitioned_join.py) and where its spilled rows went, from that run's own metrics.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from penstock.bench.ceilings import drop_page_cache
+from penstock.exec.metrics import QueryMetrics
 
 BATCH = 1 << 22
 QUERIES = {
@@ -58,6 +59,7 @@ class SpillQueryResult:
     spilled_disk_bytes: int
     answer: list[int]
     scattered: int = 0  # partitions the input was scattered into in one pass (0: none)
+    kept_device_bytes: int = 0  # scattered partitions kept in device memory
     duckdb_s: float | None = None
     duckdb_answer: list[int] | None = None
     duckdb_error: str | None = None
@@ -75,9 +77,10 @@ class SpillQueryResult:
     def lines(self) -> list[str]:
         out = [f"{self.description} ({self.input_bytes / 2**30:.2f} GiB of Parquet), memory limit "
                f"{self.memory_limit / 2**20:,.0f} MiB",
-               f"penstock ({self.engine}): {self.penstock_s:.2f} s, {self.passes_text()}, spilled "
-               f"{self.spilled_host_bytes / 2**30:.2f} GiB "
-               f"to host memory and {self.spilled_disk_bytes / 2**30:.2f} GiB to files"]
+               f"penstock ({self.engine}): {self.penstock_s:.2f} s, {self.passes_text()}, kept "
+               f"{self.kept_device_bytes / 2**30:.2f} GiB in device memory, spilled "
+               f"{self.spilled_host_bytes / 2**30:.2f} GiB to host memory and "
+               f"{self.spilled_disk_bytes / 2**30:.2f} GiB to files (this run's own counts)"]
         if self.duckdb_error is not None:
             out.append(f"DuckDB: failed under the same limit: {self.duckdb_error}")
         if self.duckdb_s is not None:
@@ -118,6 +121,26 @@ def generate(case: str, directory: Path, rows: int, groups: int, seed: int = 1) 
     return {"b": build, "p": probe}, f"join of {rows:,} probe rows with {build_rows:,} unique build keys"
 
 
+def run_facts(metrics: QueryMetrics) -> tuple[int, int, int, int, int]:
+    """What the timed run itself did, from its metrics (a second run may go otherwise: a
+    first run sizes its tables as it goes, a repeat from the first): (passes, partitions
+    scattered into, bytes kept in device memory, bytes to host memory, bytes to files).
+    A grace join counts a pass per partition of both sides."""
+    passes = scattered = kept = host = disk = 0
+    for pm in metrics.pipelines.values():
+        passes = max(passes, pm.partitions, pm.join_partitions)
+        if pm.scattered is not None:
+            scattered = max(scattered, pm.scattered[0])
+        if pm.join_scattered:
+            scattered = max(scattered, pm.join_partitions)
+        kept += pm.kept_device_bytes
+        host += pm.spilled_host_bytes
+        disk += pm.spilled_disk_bytes
+    for step in metrics.steps:
+        kept, host, disk = kept + step.kept_device_bytes, host + step.spilled_host_bytes, disk + step.spilled_disk_bytes
+    return passes, scattered, kept, host, disk
+
+
 def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, directory: Path, device: str = "auto",
                     duckdb_too: bool = True, log: Callable[[str], None] = lambda _m: None) -> SpillQueryResult:
     import penstock
@@ -134,16 +157,11 @@ def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, direct
     result = db.sql(query)
     seconds = time.perf_counter() - started
     answer = [int(v) for v in result.to_arrow().to_pylist()[0].values()]
-    plan = db.explain(query, analyze=True)  # a second run, for its counts only
-    passes = int(m.group(1)) if (m := re.search(r"partitioned(?: join)?: (\d+) passes", plan)) else 0
-    scattered = int(m.group(1)) if (m := re.search(r"scattered into (\d+) partitions", plan)) else 0
-    if (m := re.search(r"grace join: the input read once and scattered (\d+) ways", plan)) is not None:
-        scattered = passes = int(m.group(1))  # a grace join: a pass per partition of both sides
-    spilled = re.search(r"spilled: (?:[\d,]+ bytes of partitions kept in device memory, )?([\d,]+) bytes to host "
-                        r"memory, ([\d,]+) bytes", plan)
-    host, disk = (int(spilled.group(i).replace(",", "")) for i in (1, 2)) if spilled else (0, 0)
+    assert result.metrics is not None
+    passes, scattered, kept, host, disk = run_facts(result.metrics)
     out = SpillQueryResult(case, description, sum(p.stat().st_size for p in files.values()), memory_limit,
-                           db.backend.describe(), result.engine, seconds, passes, host, disk, answer, scattered)
+                           db.backend.describe(), result.engine, seconds, passes, host, disk, answer, scattered,
+                           kept)
     if duckdb_too:
         import duckdb
 

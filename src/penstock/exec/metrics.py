@@ -95,7 +95,9 @@ class StepMetrics:
     rows_in: int = 0
     rows_out: int = 0
     seconds: float = 0.0
-    spilled_disk_bytes: int = 0  # written to spill files (an ORDER BY past memory)
+    spilled_disk_bytes: int = 0  # written to spill files (an ORDER BY past memory, a grace join's build rows)
+    spilled_host_bytes: int = 0  # moved to host memory (a grace join's build rows)
+    kept_device_bytes: int = 0  # scattered and kept on the device (a grace join's build rows)
 
 
 @dataclass

@@ -72,6 +72,7 @@ class GraceJoin:
     mark_matches: bool = False  # a FULL join: each partition's match flags are kept (keep_matched)
     null_aware: bool = False  # NOT IN: "rows" and "has_null" are the whole build side's
     build_has_null: bool = False
+    build_tiers: tuple[int, int, int] = (0, 0, 0)  # the build rows' bytes kept on the device, in host memory, in files
 
     @property
     def ways(self) -> int:
@@ -172,6 +173,9 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, probe: ProbeOp, ke
     store.drop(step.buffer)  # the scattered copy is all the join needs
     join = GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows, mark_matches=probe.mark_matches,
                      null_aware=probe.null_aware)
+    held = [store.off_device.held(target) for target in targets]
+    join.build_tiers = (sum(store.device_bytes(t) for t in targets), sum(h.host_bytes for h in held),
+                        sum(h.disk_bytes for h in held))
     if probe.null_aware:
         join.build_has_null = any(has_null(store, target, step.key_columns) for target in targets)
     return join

@@ -31,9 +31,12 @@ def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineCo
         rows = sum(grace.build_rows)
         ctx.joins[step.join] = grace
         compiled.direct_ranges.pop(step.join, None)
+        kept, host, disk = grace.build_tiers
         return StepMetrics(f"hash build (join #{step.join}, build rows past memory: scattered {grace.ways} ways by "
-                           f"key hash into host memory, as its probe side will be; a table per partition)",
-                           be.describe(), rows, rows, time.perf_counter() - started)
+                           f"key hash ({kept:,} bytes kept in device memory, {host:,} to host memory, {disk:,} to "
+                           f"spill files), as its probe side will be; a table per partition)",
+                           be.describe(), rows, rows, time.perf_counter() - started, spilled_disk_bytes=disk,
+                           spilled_host_bytes=host, kept_device_bytes=kept)
     batch = filled.build if filled is not None and filled.build is not None else \
         build_batch(be, ctx.store, step.buffer)
     if filled is not None and not filled.failed and batch.length < MAX_DIRECT_ROWS:
