@@ -83,12 +83,13 @@ class CudaBackend(Backend):
         to the driver while the rest is in use), and counting those blocks refused
         allocations with a quarter of the cap cached free. The pool itself may hold up to
         POOL_SLACK times the cap, more when only fragments refuse. When an allocation fails,
-        blocks cached free for any stream go back first and it is tried once more: CuPy's own retry frees only the asking
-        stream's, and blocks the reading threads' streams freed would otherwise count.
-        Before refusing, unreachable objects are collected (_collect): a pass that failed and was split
-        leaves its frames in a reference cycle with its error, and with them its tables (the
-        GPU suite's out-of-memory under 48 and 64 MiB caps: three dead 16 MiB tables of a
-        partitioned aggregation, found with PENSTOCK_OOM_DUMP)."""
+        blocks cached free for any stream go back first and it is tried once more: CuPy's
+        own retry frees only the asking stream's, and blocks the reading threads' streams
+        freed would otherwise count. Before refusing, unreachable objects are collected
+        (_collect): a pass that failed and was split leaves its frames in a reference cycle
+        with its error, and with them its tables (the GPU suite's out-of-memory under 48 and
+        64 MiB caps: three dead 16 MiB tables of a partitioned aggregation, found with
+        PENSTOCK_OOM_DUMP)."""
         limit = self.memory_limit
         if limit is not None and int(self.pool.used_bytes()) + size > limit:
             self._collect()  # see below

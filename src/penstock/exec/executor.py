@@ -31,7 +31,7 @@ from penstock.exec.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
-from penstock.exec.split_pipeline import run_split, second_large_probe
+from penstock.exec.split_pipeline import run_split, split_point
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.exec.order.sort_step import run_sort
@@ -294,8 +294,8 @@ class Executor:
         started = time.perf_counter()
         if isinstance(step, RunPipeline):
             p = step.pipeline
-            cut = second_large_probe(p, ctx) if ctx.deferred is None else None
-            if cut is not None:  # two joins too large for memory: two pipelines (exec/split_pipeline.py)
+            cut = split_point(p, ctx) if ctx.deferred is None else None
+            if cut is not None:  # two joins too large for memory, or a grace join on late keys (split_pipeline.py)
                 if p.id in early:
                     early.pop(p.id).stop_reading()
                 run_split(p, cut, ctx, self.pipeline_metrics(p, compiled, metrics))

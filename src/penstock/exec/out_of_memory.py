@@ -39,7 +39,7 @@ def _limit_text(be: "Backend") -> str:
 def _held_text(ctx: "PipelineContext") -> str:
     """What of the memory in use the query's own buffers and the column cache hold (the
     rest: tables, batches in flight, decoding)."""
-    buffers = sum(ctx.store.device_bytes(b) for b in ctx.store.batches)
+    buffers = ctx.store.all_device_bytes()
     cached = ctx.column_cache.bytes_used if ctx.column_cache is not None else 0
     return f"; of it {buffers / 2**20:,.1f} MiB the query's buffers, {cached / 2**20:,.1f} MiB the column cache"
 

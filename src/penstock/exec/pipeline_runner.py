@@ -320,8 +320,6 @@ class PipelineRunner(AggregateRunning):
         if budget is None:
             return
         store = self.ctx.store
-        if store.device_bytes(buffer) <= budget // OUTPUT_SHARE:
-            return
         share = budget // OUTPUT_SHARE
         if self.ctx.memory_limit is not None:
             share = max(share, store.room_beside(self.ctx.memory_limit, buffer))

@@ -23,6 +23,7 @@ from penstock.plan.physical import MaterializeSink, Pipeline
 from penstock.plan.types import INT64, DataType, Kind
 
 if TYPE_CHECKING:
+    from penstock.exec.buffers import BufferStore
     from penstock.exec.pipeline_runner import PipelineContext
 
 SPAN_SHARE = 32  # rows written by one launch: within this share of the budget
@@ -63,13 +64,20 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
         scatter.flush()
     finally:
         store.emitters.pop(staging, None)
-    held = [store.off_device.held(target) for target in targets]
-    metrics.spilled_host_bytes += sum(h.host_bytes for h in held)
-    metrics.spilled_disk_bytes += sum(h.disk_bytes for h in held)
-    metrics.kept_device_bytes += scatter.kept_bytes
+    kept, host, disk = where_held(store, targets)
+    metrics.kept_device_bytes += kept
+    metrics.spilled_host_bytes += host
+    metrics.spilled_disk_bytes += disk
     if caller is not None and caller is not metrics:  # all but the row counts
         caller.add_work(metrics)
     return targets, scatter.partition_rows
+
+
+def where_held(store: "BufferStore", buffers: list[int]) -> tuple[int, int, int]:
+    """The buffers' bytes kept on the device, in host memory and in spill files."""
+    held = [store.off_device.held(buffer) for buffer in buffers]
+    return (sum(store.device_bytes(buffer) for buffer in buffers), sum(h.host_bytes for h in held),
+            sum(h.disk_bytes for h in held))
 
 
 def row_bytes(types: list[DataType]) -> int:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext
 
 
-def second_large_probe(p: Pipeline, ctx: "PipelineContext") -> int | None:
+def split_point(p: Pipeline, ctx: "PipelineContext") -> int | None:
     """Where to cut the pipeline (an index in p.ops), or None: before its second probe of a
     partitioned or grace join, or before a grace join's probe whose keys read an earlier
     join's build columns, whichever comes first. A grace join scatters the rows its
@@ -41,8 +41,8 @@ def second_large_probe(p: Pipeline, ctx: "PipelineContext") -> int | None:
     pipeline reads: after the cut they are."""
     large = [i for i, op in enumerate(p.ops)
              if isinstance(op, ProbeOp) and isinstance(ctx.joins.get(op.join), (PartitionedJoin, GraceJoin))]
-    late_keys = [i for i in large if keys_read_build_columns(p.ops[i]) and isinstance(ctx.joins[p.ops[i].join],
-                                                                                        GraceJoin)]
+    late_keys = [i for i in large
+                 if isinstance(ctx.joins[p.ops[i].join], GraceJoin) and keys_read_build_columns(p.ops[i])]
     cuts = large[1:2] + late_keys[:1]
     return min(cuts) if cuts else None
 
@@ -74,7 +74,7 @@ def run_split(p: Pipeline, cut: int, ctx: "PipelineContext", metrics: PipelineMe
         kernel = generate_pipeline(part)
         part_metrics = PipelineMetrics(p.id, p.label, ctx.backend.describe(), kernel.counters)
         finalize = generate_finalize(part.sink) if isinstance(part.sink, AggregateSink) else None
-        again = second_large_probe(part, ctx) if part is tail else None
+        again = split_point(part, ctx) if part is tail else None
         if again is not None:  # still two: cut the rest again
             run_split(part, again, ctx, part_metrics)
         else:

@@ -97,16 +97,16 @@ class ReadAhead(Generic[T]):
         self.stop.set()
         if threading.current_thread() is self.worker:  # collected in its own thread: it stops on its own
             return
-        while self.worker.is_alive():
-            try:
-                self.queue.get_nowait()
-            except queue.Empty:
-                self.worker.join(timeout=0.05)
         while True:
+            finished = not self.worker.is_alive()  # before the drain: nothing comes after it
             try:
-                self.queue.get_nowait()
+                while True:
+                    self.queue.get_nowait()
             except queue.Empty:
+                pass
+            if finished:
                 return
+            self.worker.join(timeout=0.05)
 
 
 def prefetch(make: Callable[[], Iterator[T]], depth: int = DEPTH, byte_limit: int | None = None,

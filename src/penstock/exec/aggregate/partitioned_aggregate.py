@@ -79,10 +79,11 @@ def run_partitioned(runner: "PipelineRunner", sink: AggregateSink, layout: Any, 
     runner.early = None
     # what the failed pass left in reference cycles (its batches read ahead, a generator
     # suspended mid-scan) goes now, once, not when a collection on an allocation past the
-    # cap happens to run (CudaBackend._collect, rate-limited): on an H100 under 4 GiB a
-    # first run split its partitions' tables into 261 passes where its repeat, with no
-    # failed pass before it, ran 17
-    gc.collect()
+    # device's cap happens to run (CudaBackend._collect, rate-limited): on an H100 under
+    # 4 GiB a first run split its partitions' tables into 261 passes where its repeat, with
+    # no failed pass before it, ran 17. Without a device cap it holds nothing back.
+    if runner.be.memory_limit is not None:
+        gc.collect()
     count, groups_thought = split_ways(too_large, budget) if too_large is not None else known or (FIRST_SPLIT, 0)
     metrics.counters = []
     if scatter_applies(runner, sink, count):

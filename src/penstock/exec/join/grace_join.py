@@ -31,7 +31,7 @@ from penstock.device.base import Backend
 from penstock.exec.aggregate.aggregate_state import next_pow2
 from penstock.exec.buffers import BufferStore, unpack_bits
 from penstock.exec.join.join_state import JoinState
-from penstock.exec.scatter_pass import scatter_rows
+from penstock.exec.scatter_pass import scatter_rows, where_held
 from penstock.io.device_batch import Batch
 from penstock.plan.expr import ColumnRef, Expr
 from penstock.plan.physical import BufferSource, BuildHashTable, PhysicalPlan, Pipeline, ProbeOp
@@ -173,9 +173,7 @@ def grace_build(ctx: "PipelineContext", step: BuildHashTable, probe: ProbeOp, ke
     store.drop(step.buffer)  # the scattered copy is all the join needs
     join = GraceJoin(be, store, kernel, label, ctx.memory_limit, targets, rows, mark_matches=probe.mark_matches,
                      null_aware=probe.null_aware)
-    held = [store.off_device.held(target) for target in targets]
-    join.build_tiers = (sum(store.device_bytes(t) for t in targets), sum(h.host_bytes for h in held),
-                        sum(h.disk_bytes for h in held))
+    join.build_tiers = where_held(store, targets)
     if probe.null_aware:
         join.build_has_null = any(has_null(store, target, step.key_columns) for target in targets)
     return join
