@@ -96,6 +96,9 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
             out.append(f"    run as two pipelines, cut before the probe of join #{pm.cut_before_join}: "
                        f"{pm.cut_reason or 'two joins too large for memory'} (the rows before the cut written to a "
                        f"buffer the rest reads)")
+        if pm.streamed_from is not None:
+            out.append(f"    streamed: read pipeline {pm.streamed_from}'s groups batch by batch as its aggregation "
+                       f"made them (none held in a buffer)")
         if pm.spilled_host_bytes or pm.spilled_disk_bytes or pm.kept_device_bytes:
             kept = f"{pm.kept_device_bytes:,} bytes of partitions kept in device memory, " if pm.kept_device_bytes else ""
             out.append(f"    spilled: {kept}{pm.spilled_host_bytes:,} bytes to host memory, "

@@ -45,3 +45,4 @@ class TableTooLarge(QueryError):
         self.groups: int | None = None  # groups its table held then (one: partitioning cannot help)
         self.slot_bytes: int | None = None  # bytes of one of its table's slots
         self.estimated_groups = 0  # groups its first windows predicted for the whole input (0: none)
+        self.foreseen = False  # raised on that prediction, before the table filled (AggregateState.foresee)

@@ -32,11 +32,12 @@ from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.split_pipeline import run_split, split_point
-from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release
+from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.exec.order.sort_step import run_sort
 from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.steady_runs import run_steady, unsteady
+from penstock.exec.streamed_input import run_streamed, streamed_consumer
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import (AggregateSink, BuildHashTable, EvalSubquery, LimitBuffer,
@@ -207,10 +208,17 @@ class Executor:
         early = self.read_early(compiled, ctx, metrics)
         try:
             try:
-                for step in compiled.plan.steps:
-                    if not in_table_step(step, ctx):
+                steps, at = compiled.plan.steps, 0
+                while at < len(steps):
+                    if not in_table_step(steps[at], ctx):
                         settle_now(self.backend, ctx.pending_fills)
-                    self.step(step, compiled, ctx, metrics, early)
+                    consumer = streamed_consumer(steps, at, compiled.plan.result_buffer, ctx)
+                    if consumer is not None:
+                        run_streamed(self, steps[at], consumer, compiled, ctx, metrics, early)
+                        at += 2
+                        continue
+                    self.step(steps[at], compiled, ctx, metrics, early)
+                    at += 1
             finally:
                 for runner in early.values():
                     runner.stop_reading()
@@ -369,15 +377,3 @@ def in_table_step(step: Any, ctx: PipelineContext) -> bool:
         fill = ctx.direct_fills.get(step.join)
         return fill is not None and fill.build is not None
     return isinstance(step, RunPipeline)
-
-
-def step_name(step: Any, plan: PhysicalPlan) -> str:
-    """How errors name a plan step: the pipeline's operators and what it feeds, or the breaker."""
-    if isinstance(step, RunPipeline):
-        p = step.pipeline
-        feeds = [f"the build side of join #{s.join}" for s in plan.steps
-                 if isinstance(s, BuildHashTable) and isinstance(p.sink, MaterializeSink) and s.buffer == p.sink.buffer]
-        return f"pipeline {p.id} ({p.label or 'scan'}{', ' + feeds[0] if feeds else ''})"
-    if isinstance(step, BuildHashTable):
-        return f"hash build of join #{step.join}"
-    return type(step).__name__

@@ -16,6 +16,8 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from penstock.plan.physical import BuildHashTable, MaterializeSink, PhysicalPlan, RunPipeline
+
 if TYPE_CHECKING:
     from penstock.device.base import Backend
     from penstock.exec.buffers import BufferStore
@@ -27,6 +29,18 @@ CHAIN = 4  # referrers followed up from each array
 
 def out_of_memory_message(step: str, backend: "Backend", ctx: "PipelineContext", error: BaseException) -> str:
     return f"{step} ran out of device memory ({_limit_text(backend)}{_held_text(ctx)}): {error}"
+
+
+def step_name(step: Any, plan: PhysicalPlan) -> str:
+    """How errors name a plan step: the pipeline's operators and what it feeds, or the breaker."""
+    if isinstance(step, RunPipeline):
+        p = step.pipeline
+        feeds = [f"the build side of join #{s.join}" for s in plan.steps
+                 if isinstance(s, BuildHashTable) and isinstance(p.sink, MaterializeSink) and s.buffer == p.sink.buffer]
+        return f"pipeline {p.id} ({p.label or 'scan'}{', ' + feeds[0] if feeds else ''})"
+    if isinstance(step, BuildHashTable):
+        return f"hash build of join #{step.join}"
+    return type(step).__name__
 
 
 def _limit_text(be: "Backend") -> str:

@@ -95,6 +95,8 @@ class PipelineRunner(AggregateRunning):
         self.partitioned: tuple[int, int] | None = None
         self.partitions_known: tuple[int, int] | None = None  # what an earlier run recorded
         self.launch_rows: int | None = None  # a materializing launch's most input rows (None: a batch)
+        self.written = 0  # rows a materializing run has written so far
+        self.progress: float | None = None  # how far through its input an aggregation's pass got
 
     # -- sources ------------------------------------------------------------------------------
     def batches(self) -> Iterator[Batch]:
@@ -262,40 +264,47 @@ class PipelineRunner(AggregateRunning):
         if fill is not None and fill.table is not None:
             self.enter_table_rows(state, fill)
             return
-        written = 0
+        self.written = 0
         self.bind_context.batch_start = 0
         for batch in self.batches():
-            if self.metrics.batches == 0:
-                state.expect_text(batch)
-            self.metrics.batches += 1
-            if fill is not None:
-                state.direct = None if fill.failed else fill
-            for span in self.launch_spans(batch.length):
-                rows = span[1] - span[0]
-                # room for every row a span can produce, up to a point; beyond it a rerun
-                # with the exact count (which the kernel reports) is cheaper than the memory
-                bound = rows * self.fanout()
-                state.reserve(min(bound, max(4 * rows + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
-                state.first_row = span[0]
-                if fill is not None:  # the rows written before this launch
-                    fill.row_base = written
-                while True:
-                    code, words = self.launch(batch, state, None, span)
-                    if code:
-                        self.fail(code)
-                    out = state.collect(words)
-                    if out is not None:
-                        break
-                    self.metrics.reruns += 1
-                    state.reserve(state.capacity, [max(c, 1) for c in state.text_capacity],
-                                  status=self.fresh_status(state.status_words))
-                if out.length:
-                    self.ctx.store.add(sink.buffer, out)
-                    self.hold_output(sink.buffer)
-                written += out.length
-            self.bind_context.batch_start += batch.length
-            if sink.limit is not None and written >= sink.limit:
+            self.materialize_batch(sink, state, batch, fill)
+            if sink.limit is not None and self.written >= sink.limit:
                 break
+
+    def materialize_batch(self, sink: MaterializeSink, state: MaterializeState, batch: Batch,
+                          fill: DirectFill | None = None) -> None:
+        """One batch through the kernel into the sink's buffer (and `fill`'s direct map), in
+        spans of launch_rows; a launch whose output outgrew its room runs again with room
+        for all of it."""
+        if self.metrics.batches == 0:
+            state.expect_text(batch)
+        self.metrics.batches += 1
+        if fill is not None:
+            state.direct = None if fill.failed else fill
+        for span in self.launch_spans(batch.length):
+            rows = span[1] - span[0]
+            # room for every row a span can produce, up to a point; beyond it a rerun
+            # with the exact count (which the kernel reports) is cheaper than the memory
+            bound = rows * self.fanout()
+            state.reserve(min(bound, max(4 * rows + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
+            state.first_row = span[0]
+            if fill is not None:  # the rows written before this launch
+                fill.row_base = self.written
+            while True:
+                code, words = self.launch(batch, state, None, span)
+                if code:
+                    self.fail(code)
+                out = state.collect(words)
+                if out is not None:
+                    break
+                self.metrics.reruns += 1
+                state.reserve(state.capacity, [max(c, 1) for c in state.text_capacity],
+                              status=self.fresh_status(state.status_words))
+            if out.length:
+                self.ctx.store.add(sink.buffer, out)
+                self.hold_output(sink.buffer)
+            self.written += out.length
+        self.bind_context.batch_start += batch.length
 
     def launch_spans(self, rows: int) -> list[tuple[int, int]]:
         """The row ranges a materializing launch covers: the whole batch, or spans of at

@@ -17,6 +17,7 @@ from penstock.exec.deferred import AggregateFinish, Deferred, NotSteady
 from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, TableTooLarge, kernel_error
 from penstock.exec.materialize_state import MaterializeState
 from penstock.exec.order.small_sorts import SmallSort
+from penstock.io.device_batch import Batch
 from penstock.plan.physical import AggregateSink, TableSource
 from penstock.plan.types import Kind
 
@@ -37,6 +38,7 @@ class AggregateRunning:
         finalize_binding: Any
         expected: tuple[int, int]
         seen: tuple[int, int] | None
+        progress: float | None
         partitioned: tuple[int, int] | None
         partitions_known: tuple[int, int] | None
         status: Any
@@ -74,6 +76,11 @@ class AggregateRunning:
 
             run_partitioned(self, sink, layout, too_large)
             return
+        self.finish_aggregate(sink, agg)
+
+    def finish_aggregate(self, sink: AggregateSink, agg: AggregateState) -> None:
+        """An aggregation that ran in one pass: its sizes noted for the next run, its groups
+        written to the sink's buffer."""
         groups, arena_bytes = agg.sizes()
         self.seen = (groups, arena_bytes)
         self.metrics.groups = groups
@@ -86,39 +93,23 @@ class AggregateRunning:
                              self.expected if partition == (0, 0) else (0, 0), self.finalize_binding, partition,
                              presize)
         self.finalize_binding = agg.finalize_binding
+        agg.rows_exact = not self.p.ops
         return agg
 
     def aggregate_rows(self, layout: Any, partition: tuple[int, int] = (0, 0), presize: int = 0) -> AggregateState:
         """One pass over the input into a new aggregation (of the keys in `partition` only,
         with room for `presize` groups from the start)."""
-        total, done, progress = self.input_rows(), 0, 0.0
+        total, done = self.input_rows(), 0
+        self.progress = None
         batches = self.batches()
         agg: AggregateState | None = None
         try:
             agg = self.new_aggregate(layout, partition, presize)
-            fanout = self.fanout()
             for batch in batches:
-                self.metrics.batches += 1
-                rows_to_come = max(total - done, batch.length) if total is not None else batch.length
+                self.aggregate_batch(agg, batch, total, done)
                 done += batch.length
-                for span in agg.spans(batch.length, fanout):  # a first run's first batch: two windows, then the rest
-                    if total:  # how far a pass got, should its table outgrow memory
-                        progress = (done - batch.length + span[1]) / total
-                    while True:
-                        agg.prepare((span[1] - span[0]) * fanout)
-                        self.fresh_status(0)
-                        code, _ = self.launch(batch, None, agg, span)
-                        if code != ERR_TABLE_FULL:
-                            break
-                        if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
-                            raise RunAgain(pipelines=[self.p.id])
-                        agg.overflowed()  # restored and grown: run the span again
-                        self.metrics.reruns += 1
-                    if code:
-                        self.fail(code)
-                    agg.window_done(span, rows_to_come - span[1], fanout)
         except TableTooLarge as e:
-            raise self.too_large(e, agg, progress if total else None)
+            raise self.too_large(e, agg, self.progress)
         except self.be.out_of_memory as e:
             # the device ran out while the table held a good part of the budget: partitioning
             # shrinks the table (an allocation failing beside a small table is the step's error)
@@ -130,10 +121,35 @@ class AggregateRunning:
             sets = f", {distinct / 2**20:,.0f} MiB of it DISTINCT sets" if distinct else ""
             ran_out = TableTooLarge(f"{agg.label} ran out of device memory with a hash table of "
                                     f"{table_bytes / 2**20:,.0f} MiB{sets} ({e})", 2 * table_bytes)
-            raise self.too_large(ran_out, agg, progress if total else None) from e
+            raise self.too_large(ran_out, agg, self.progress) from e
         finally:
             batches.close()  # a pass given up stops its reading at once
         return agg
+
+    def aggregate_batch(self, agg: AggregateState, batch: Batch, total: int | None, done: int) -> None:
+        """One batch into the aggregation, `done` input rows of `total` (None: not known)
+        before it; a launch that fills the table is undone and runs again with it grown.
+        self.progress says how far through the input the pass got, should its table
+        outgrow memory."""
+        self.metrics.batches += 1
+        fanout = self.fanout()
+        rows_to_come = max(total - done, batch.length) if total is not None else batch.length
+        for span in agg.spans(batch.length, fanout):  # a first run's first batch: two windows, then the rest
+            if total:
+                self.progress = (done + span[1]) / total
+            while True:
+                agg.prepare((span[1] - span[0]) * fanout)
+                self.fresh_status(0)
+                code, _ = self.launch(batch, None, agg, span)
+                if code != ERR_TABLE_FULL:
+                    break
+                if agg.trusts_sizes:  # no snapshot: the sizes of an earlier run fell short
+                    raise RunAgain(pipelines=[self.p.id])
+                agg.overflowed()  # restored and grown: run the span again
+                self.metrics.reruns += 1
+            if code:
+                self.fail(code)
+            agg.window_done(span, rows_to_come - span[1], fanout)
 
     @staticmethod
     def too_large(error: TableTooLarge, agg: AggregateState | None, progress: float | None) -> TableTooLarge:
@@ -142,6 +158,7 @@ class AggregateRunning:
         error.groups = max(agg.table.entries(), agg.filled) if agg is not None and agg.layout.grouped else None
         error.slot_bytes = agg.layout.width * 8 if agg is not None else None
         error.estimated_groups = agg.estimated_groups if agg is not None else 0
+        error.foreseen = agg is not None and agg.foreseen
         return error
 
     def emit_groups(self, sink: AggregateSink, agg: AggregateState, whole: bool) -> int:

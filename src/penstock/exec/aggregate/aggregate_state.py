@@ -32,6 +32,9 @@ GROWTH = 8  # a full table grows to hold this many times its entries (bounded by
 SAMPLE_SHARE = 64
 MIN_WINDOW = 1 << 13
 HEADROOM = 1.15
+# A first run's windows that foresee this many times the groups a table within its share of
+# the budget holds end the pass at once: it runs partitioned without first filling a table
+FORESEEN = 2
 # An aggregation's tables and arena may take this share of the memory budget: a rehash holds
 # the old table beside the new, and batches in flight and the output need the rest. Past it
 # a grouped aggregation runs partitioned (exec/aggregate/partitioned_aggregate.py).
@@ -55,6 +58,23 @@ def estimate_groups(after_one: int, after_two: int, window: int, rows_left: int)
     if repeat >= 1.0 - 3.0 / math.sqrt(after_one):
         return linear
     return min(linear, int(after_one / (1.0 - repeat)) + 1)
+
+
+def repeats_groups(rows: int, found: int) -> int | None:
+    """Groups that keys spread evenly over must have for `rows` of them to hold `found`
+    distinct: D with D(1 - e^(-rows/D)) = found (solved by bisection; about rows^2 / 2D
+    keys repeat while D is much larger than rows). None when no key repeated (more groups
+    than these rows can tell)."""
+    if found >= rows:
+        return None
+    low, high = float(max(found, 1)), float(rows) * rows  # D(1 - e^(-rows/D)) rises with D
+    for _ in range(100):
+        middle = (low + high) / 2
+        if middle * -math.expm1(-rows / middle) < found:
+            low = middle
+        else:
+            high = middle
+    return int(high)
 
 
 def entries_within(budget: int, slot_bytes: int) -> int:
@@ -175,6 +195,8 @@ class AggregateState:
         self.sampled = False  # the first large batch ran its two windows (spans)
         self.window_counts: list[list[int]] = []  # `counts` after each window
         self.estimated_groups = 0  # the groups the windows predicted for the whole input (0: none)
+        self.foreseen = False  # the windows foresaw too many groups (foresee)
+        self.rows_exact = False  # every input row reaches the table as it is (the runner says; foresee)
         self.filled = 0  # the most groups the table held before an overflow was undone
         if not layout.grouped:  # the one global slot exists from the start
             self._run_finalize(mode=0, sink=None)
@@ -216,6 +238,7 @@ class AggregateState:
             estimate = estimate_groups(after_one[at], after_two[at], stop - first, left)
             if table is self.table:
                 self.estimated_groups = estimate
+                self.foresee(2 * (stop - first), after_two[0])
             wanted = self._affordable(table, min(int(estimate * HEADROOM), after_two[at] + left * fanout))
             if wanted > table.limit:
                 table.grow(wanted, label, self.memory_limit)
@@ -223,6 +246,26 @@ class AggregateState:
                 arena_bytes = int(after_two[1] * wanted / after_two[0])
                 if arena_bytes > int(self.arena.size) and (self.memory_limit is None or arena_bytes <= self.memory_limit // 16):
                     self._new_arena(next_pow2(arena_bytes))
+
+    def foresee(self, rows: int, found: int) -> None:
+        """TableTooLarge now if the first `rows` input rows, `found` groups among them, show
+        that the groups will not fit (FORESEEN). Only where those rows are the table's own
+        (`rows_exact`: no filter or join before it, every key's partition): keys spread
+        evenly then repeat about rows^2 / 2D times (repeats_groups), which tells 10^7
+        groups from 10^8 where the windows' rate of new keys cannot; input in key order
+        also counts no repeats while its keys are new."""
+        most = self._most_entries(self.layout.width)
+        if not self.rows_exact or most is None or self.partition != (0, 0):
+            return
+        groups = repeats_groups(rows, found)
+        foreseen = self.estimated_groups if groups is None else min(groups, self.estimated_groups)
+        if foreseen > FORESEEN * most:
+            self.estimated_groups = foreseen
+            self.foreseen = True
+            need = next_pow2(int(foreseen / MAX_LOAD) + 1) * self.layout.width * 8
+            raise TableTooLarge(f"{self.label}: its first {rows:,} rows foresee about {foreseen:,} groups, more "
+                                f"than a hash table within its share of memory_limit ({most:,} entries) holds",
+                                need)
 
     def _affordable(self, table: HashTable, entries: int) -> int:
         """Entries to size a table for ahead of need: under a memory limit, within a

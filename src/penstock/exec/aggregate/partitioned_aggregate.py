@@ -52,7 +52,10 @@ def split_ways(error: TableTooLarge, budget: int | None) -> tuple[int, int]:
         return FIRST_SPLIT, 0
     share = max(budget // TABLE_SHARE, 1)
     groups = 0
-    if error.groups and error.progress and error.slot_bytes:
+    if error.foreseen and error.slot_bytes:  # stopped on its first windows' prediction
+        groups = error.estimated_groups
+        ways = -(-groups // max(int(entries_within(budget, error.slot_bytes) * FILL), 1))
+    elif error.groups and error.progress and error.slot_bytes:
         room = max(int(entries_within(budget, error.slot_bytes) * FILL), 1)
         # the table was full when it stopped: its groups are a floor on what the rows so far hold
         groups = max(int(error.groups * OVERFULL / error.progress), error.estimated_groups)

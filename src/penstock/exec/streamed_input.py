@@ -1,0 +1,131 @@
+"""A grouped aggregation's groups streamed into the pipeline that reads them, as they are made.
+
+A plan that aggregates groups and then reads them in the next pipeline (a HAVING filter, an
+outer aggregation over the groups, the groups materialized for a sort) used to hold every
+group in a buffer until the aggregation ended: 10^8 groups of three int64 columns are 2.4 GB,
+which under a 4 GiB budget pushed the aggregation's own scattered partitions to host memory
+and the groups after them. Instead the reading pipeline is started first, and the buffer's
+emitter (BufferStore.emitters) hands it each batch of groups the aggregation finishes (a
+partition's, when it runs partitioned), so no more than one batch of groups is held at once.
+
+It applies (streamed_consumer) when the reading pipeline comes right after the aggregation,
+is the buffer's only reader, and never needs to read its input twice: its sink is an
+ungrouped aggregation (a grouped one may outgrow memory and rerun partitioned) or a
+materialization without a LIMIT or a direct map to fill, and it neither probes a join too
+large for memory nor is cut in two (split_pipeline.py). Otherwise the steps run one after
+the other, as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from penstock.codegen.agg_layout import layout_of
+from penstock.errors import OUT_OF_MEMORY, QueryError
+from penstock.exec.aggregate.aggregate_state import AggregateState
+from penstock.exec.join.grace_join import GraceJoin
+from penstock.exec.join.partitioned_join import PartitionedJoin
+from penstock.exec.materialize_state import MaterializeState
+from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, step_name
+from penstock.exec.split_pipeline import split_point
+from penstock.io.device_batch import Batch
+from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, ProbeOp, RunPipeline, Step,
+                                    readers)
+
+if TYPE_CHECKING:
+    from penstock.exec.executor import CompiledPlan, Executor
+    from penstock.exec.metrics import QueryMetrics
+    from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
+
+
+def streamed_consumer(steps: list[Step], at: int, result_buffer: int, ctx: "PipelineContext") -> RunPipeline | None:
+    """The step after steps[at] that can read steps[at]'s groups as they are made (see the
+    module), or None."""
+    if ctx.deferred is not None or at + 1 >= len(steps):
+        return None
+    producer, consumer = steps[at], steps[at + 1]
+    if not (isinstance(producer, RunPipeline) and isinstance(producer.pipeline.sink, AggregateSink)
+            and producer.pipeline.sink.groups and isinstance(consumer, RunPipeline)):
+        return None
+    buffer = producer.pipeline.sink.buffer
+    p = consumer.pipeline
+    if not (isinstance(p.source, BufferSource) and p.source.buffer == buffer):
+        return None
+    if readers(steps, buffer, result_buffer) != [consumer]:
+        return None
+    sink = p.sink
+    if isinstance(sink, AggregateSink):
+        if sink.groups:
+            return None
+    elif not isinstance(sink, MaterializeSink) or sink.limit is not None or sink.direct_build is not None:
+        return None
+    if any(isinstance(op, ProbeOp) and isinstance(ctx.joins.get(op.join), (PartitionedJoin, GraceJoin))
+           for op in p.ops):
+        return None
+    if split_point(p, ctx) is not None:
+        return None
+    return consumer
+
+
+def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipeline, compiled: "CompiledPlan",
+                 ctx: "PipelineContext", metrics: "QueryMetrics", early: dict[int, "PipelineRunner"]) -> None:
+    """Run the aggregation `producer` with `consumer` taking each batch of its groups as it
+    is made; running out of device memory in the consumer names the consumer."""
+    runner = executor.runner(consumer.pipeline, compiled, ctx, metrics)
+    runner.metrics.streamed_from = producer.pipeline.id
+    compiled.bindings[consumer.pipeline.id] = runner.binding
+    buffer = producer.pipeline.sink.buffer  # type: ignore[union-attr]
+    feed = StreamedInput(runner)
+    try:
+        ctx.store.emitters[buffer] = feed.push
+        try:
+            executor.step(producer, compiled, ctx, metrics, early)
+        finally:
+            ctx.store.emitters.pop(buffer, None)
+        ctx.check()
+        feed.finish()
+    except executor.backend.out_of_memory as e:
+        message = out_of_memory_message(step_name(consumer, compiled.plan), executor.backend, ctx, e)
+        dump_if_asked(executor.backend, message)
+        raise QueryError(message, OUT_OF_MEMORY) from e
+    if runner.finalize_binding is not None:
+        compiled.finalize_bindings[consumer.pipeline.id] = runner.finalize_binding
+    if runner.seen is not None:
+        compiled.agg_sizes[consumer.pipeline.id] = runner.seen
+
+
+class StreamedInput:
+    """The reading pipeline's end of the stream: its sink's state made before any batch
+    arrives, each batch run through its kernel as it comes (push), the sink finished after
+    the last (finish)."""
+
+    def __init__(self, runner: "PipelineRunner") -> None:
+        self.runner = runner
+        self.rows = 0
+        sink = runner.p.sink
+        self.aggregate: AggregateState | None = None
+        self.state: MaterializeState | None = None
+        if isinstance(sink, AggregateSink):
+            self.aggregate = runner.new_aggregate(layout_of(sink))
+        else:
+            assert isinstance(sink, MaterializeSink)
+            self.state = MaterializeState(runner.be, [e.type for e in sink.exprs], runner.kernel)
+            runner.written = 0
+            runner.bind_context.batch_start = 0
+
+    def push(self, batch: Batch) -> None:
+        runner = self.runner
+        runner.ctx.check()
+        if self.aggregate is not None:
+            runner.aggregate_batch(self.aggregate, batch, None, self.rows)
+        else:
+            assert self.state is not None and isinstance(runner.p.sink, MaterializeSink)
+            runner.materialize_batch(runner.p.sink, self.state, batch)
+        self.rows += batch.length
+
+    def finish(self) -> None:
+        if self.aggregate is not None:
+            sink = self.runner.p.sink
+            assert isinstance(sink, AggregateSink)
+            self.runner.finish_aggregate(sink, self.aggregate)
+            self.aggregate = None
