@@ -23,8 +23,11 @@ def test_a_query_past_the_budget_matches_duckdb(tmp_path: Path, case: str, rows:
     assert result.passes > 1
     assert result.same is True and result.duckdb_s is not None
     assert any("passes over the input" in line or "scattered into" in line for line in result.lines())
-    # every regime of the same run: a first run over dropped pages, and a repeat
+    # every regime of the same run: a first run over dropped pages (its compile time said), a
+    # new connection's first run with the kernels compiled, and a repeat
     assert result.repeat_s is not None and result.repeat_s > 0
+    assert result.cached_first_s is not None and result.cached_first_s > 0 and result.compile_s >= 0
+    assert any("kernels compiled, files on the drive" in line for line in result.lines())
     assert result.duckdb_repeat_s is not None and any("penstock's repeat" in line for line in result.lines())
     if case == "groupby":
         assert result.answer[0] == 1_000_000 and result.answer[2] == 2_000_000 and result.spilled_host_bytes > 0

@@ -1,9 +1,9 @@
-"""A grouped aggregation's groups streamed into the pipeline that reads them
-(exec/streamed_input.py): an outer aggregation or a HAVING filter takes each batch of groups
-as it is made, under a budget that forces the aggregation to run partitioned and without one,
-and answers as DuckDB does; a plan whose reader is grouped (and may need its input twice) or
-a sort runs step by step as before; an error in the reader mid-stream is the query's error
-and the connection goes on."""
+"""A grouped aggregation's groups streamed into the aggregation that reads them
+(exec/streamed_input.py): an outer ungrouped aggregation takes each batch of groups as it is
+made, under a budget that forces the first aggregation to run partitioned and without one,
+and answers as DuckDB does; a plan whose reader is grouped (and may need its input twice), a
+HAVING filter or a sort runs step by step as before; an error in the reader mid-stream is
+the query's error and the connection goes on."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ STREAMED = [
     "SELECT count(*) AS groups, sum(s) AS total, sum(n * (k % 1009)) AS check_sum, max(s) AS top "
     "FROM (SELECT k, sum(v) AS s, count(*) AS n FROM t GROUP BY k) AS g",
     "SELECT count(*) AS groups, sum(n) AS rows_in FROM (SELECT k % 1000 AS m, count(*) AS n FROM t GROUP BY 1) AS g",
-    "SELECT k, s FROM (SELECT k, sum(v) AS s FROM t GROUP BY k HAVING sum(v) > 990) AS g ORDER BY k",
+    "SELECT count(*) AS n, max(s) AS top FROM (SELECT k, sum(v) AS s FROM t GROUP BY k HAVING sum(v) > 990) AS g",
 ]
 NOT_STREAMED = [
+    "SELECT k, s FROM (SELECT k, sum(v) AS s FROM t GROUP BY k HAVING sum(v) > 990) AS g ORDER BY k",
     "SELECT n, count(*) AS c FROM (SELECT k % 5000 AS m, count(*) AS n FROM t GROUP BY 1) AS g GROUP BY n ORDER BY n",
     "SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY s DESC, k LIMIT 5",
 ]

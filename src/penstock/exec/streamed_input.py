@@ -1,19 +1,21 @@
-"""A grouped aggregation's groups streamed into the pipeline that reads them, as they are made.
+"""A grouped aggregation's groups streamed into the aggregation that reads them, as they are made.
 
-A plan that aggregates groups and then reads them in the next pipeline (a HAVING filter, an
-outer aggregation over the groups, the groups materialized for a sort) used to hold every
-group in a buffer until the aggregation ended: 10^8 groups of three int64 columns are 2.4 GB,
-which under a 4 GiB budget pushed the aggregation's own scattered partitions to host memory
-and the groups after them. Instead the reading pipeline is started first, and the buffer's
-emitter (BufferStore.emitters) hands it each batch of groups the aggregation finishes (a
-partition's, when it runs partitioned), so no more than one batch of groups is held at once.
+A plan that aggregates groups and then aggregates over them in the next pipeline (how many
+groups, their totals: `SELECT count(*), sum(s) FROM (SELECT k, sum(v) AS s ... GROUP BY k)`)
+used to hold every group in a buffer until the first aggregation ended: 10^8 groups of
+three int64 columns are 2.4 GB, which under a 4 GiB budget pushed the aggregation's own
+scattered partitions to host memory, and the groups after them. Instead the reading pipeline
+is started first, and the buffer's emitter (BufferStore.emitters) hands it each batch of
+groups the aggregation finishes (a partition's, when it runs partitioned), so no more than
+one batch of groups is held at once. On an H100 under 4 GiB, 10^8 rows into 10^8 groups then
+kept all their scattered rows on the device: a repeat took 0.37 s against 1.57 s.
 
 It applies (streamed_consumer) when the reading pipeline comes right after the aggregation,
-is the buffer's only reader, and never needs to read its input twice: its sink is an
-ungrouped aggregation (a grouped one may outgrow memory and rerun partitioned) or a
-materialization without a LIMIT or a direct map to fill, and it neither probes a join too
-large for memory nor is cut in two (split_pipeline.py). Otherwise the steps run one after
-the other, as before.
+is the buffer's only reader, and needs its input once and little memory beside it: its sink
+is an ungrouped aggregation (a grouped one may outgrow memory and run again partitioned; a
+materialization holds output of its own, which beside the aggregation's tables and reads
+ran a 64 MiB GPU budget out of memory), and it neither probes a join too large for memory
+nor is cut in two (split_pipeline.py). Otherwise the steps run one after the other.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.join.grace_join import GraceJoin
 from penstock.exec.join.partitioned_join import PartitionedJoin
-from penstock.exec.materialize_state import MaterializeState
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, step_name
 from penstock.exec.split_pipeline import split_point
 from penstock.io.device_batch import Batch
-from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, ProbeOp, RunPipeline, Step,
+from penstock.plan.physical import (AggregateSink, BufferSource, ProbeOp, RunPipeline, Step,
                                     readers)
 
 if TYPE_CHECKING:
@@ -53,11 +54,7 @@ def streamed_consumer(steps: list[Step], at: int, result_buffer: int, ctx: "Pipe
         return None
     if readers(steps, buffer, result_buffer) != [consumer]:
         return None
-    sink = p.sink
-    if isinstance(sink, AggregateSink):
-        if sink.groups:
-            return None
-    elif not isinstance(sink, MaterializeSink) or sink.limit is not None or sink.direct_build is not None:
+    if not isinstance(p.sink, AggregateSink) or p.sink.groups:
         return None
     if any(isinstance(op, ProbeOp) and isinstance(ctx.joins.get(op.join), (PartitionedJoin, GraceJoin))
            for op in p.ops):
@@ -95,37 +92,21 @@ def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipel
 
 
 class StreamedInput:
-    """The reading pipeline's end of the stream: its sink's state made before any batch
-    arrives, each batch run through its kernel as it comes (push), the sink finished after
-    the last (finish)."""
+    """The reading aggregation's end of the stream: its state made before any batch arrives,
+    each batch run through its kernel as it comes (push), its one group finished after the
+    last (finish)."""
 
     def __init__(self, runner: "PipelineRunner") -> None:
         self.runner = runner
         self.rows = 0
-        sink = runner.p.sink
-        self.aggregate: AggregateState | None = None
-        self.state: MaterializeState | None = None
-        if isinstance(sink, AggregateSink):
-            self.aggregate = runner.new_aggregate(layout_of(sink))
-        else:
-            assert isinstance(sink, MaterializeSink)
-            self.state = MaterializeState(runner.be, [e.type for e in sink.exprs], runner.kernel)
-            runner.written = 0
-            runner.bind_context.batch_start = 0
+        assert isinstance(runner.p.sink, AggregateSink)
+        self.sink = runner.p.sink
+        self.aggregate: AggregateState = runner.new_aggregate(layout_of(self.sink))
 
     def push(self, batch: Batch) -> None:
-        runner = self.runner
-        runner.ctx.check()
-        if self.aggregate is not None:
-            runner.aggregate_batch(self.aggregate, batch, None, self.rows)
-        else:
-            assert self.state is not None and isinstance(runner.p.sink, MaterializeSink)
-            runner.materialize_batch(runner.p.sink, self.state, batch)
+        self.runner.ctx.check()
+        self.runner.aggregate_batch(self.aggregate, batch, None, self.rows)
         self.rows += batch.length
 
     def finish(self) -> None:
-        if self.aggregate is not None:
-            sink = self.runner.p.sink
-            assert isinstance(sink, AggregateSink)
-            self.runner.finish_aggregate(sink, self.aggregate)
-            self.aggregate = None
+        self.runner.finish_aggregate(self.sink, self.aggregate)
