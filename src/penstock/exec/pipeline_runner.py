@@ -24,6 +24,7 @@ from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.join.grace_join import GraceJoin, grace_batches
 from penstock.exec.join.partitioned_join import PartitionedJoin
 from penstock.exec.order.small_sorts import SmallSort
+from penstock.exec.scatter_pass import row_bytes
 from penstock.exec.table_reads import read_table
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.device_batch import Batch
@@ -37,6 +38,7 @@ from penstock.plan.rel import JoinKind
 # bits (kernels/tiles.h).
 LAUNCH_ROWS = 1 << 31
 READ_SHARE = 4  # batches read ahead under a memory budget wait within this share of it
+RESERVE_SHARE = 16  # output room made ahead of a launch past a row per input row: within this share
 
 
 @dataclass
@@ -283,13 +285,11 @@ class PipelineRunner(AggregateRunning):
             state.direct = None if fill.failed else fill
         for span in self.launch_spans(batch.length):
             rows = span[1] - span[0]
-            # room for every row a span can produce, up to a point; beyond it a rerun
-            # with the exact count (which the kernel reports) is cheaper than the memory
-            bound = rows * self.fanout()
-            state.reserve(min(bound, max(4 * rows + 1024, 1 << 16)), status=self.fresh_status(state.status_words))
+            state.reserve(self.output_room(rows, state), status=self.fresh_status(state.status_words))
             state.first_row = span[0]
             if fill is not None:  # the rows written before this launch
                 fill.row_base = self.written
+            counted = list(self.metrics.counters)
             while True:
                 code, words = self.launch(batch, state, None, span)
                 if code:
@@ -297,6 +297,7 @@ class PipelineRunner(AggregateRunning):
                 out = state.collect(words)
                 if out is not None:
                     break
+                self.metrics.counters = list(counted)  # the rerun counts the span's rows, once
                 self.metrics.reruns += 1
                 state.reserve(state.capacity, [max(c, 1) for c in state.text_capacity],
                               status=self.fresh_status(state.status_words))
@@ -305,6 +306,19 @@ class PipelineRunner(AggregateRunning):
                 self.hold_output(sink.buffer)
             self.written += out.length
         self.bind_context.batch_start += batch.length
+
+    def output_room(self, rows: int, state: MaterializeState) -> int:
+        """Output rows to make room for before a launch over `rows` input rows: every row
+        they can produce, up to a point; beyond it a rerun with the exact count (which the
+        kernel reports) is cheaper than the memory. Under a budget, the guess past one
+        output row per input row stays within RESERVE_SHARE of it: a join probe whose
+        build key repeats up to 10 times made room for 4 rows per row, 128 MiB for 2 x 10^6
+        rows under a 384 MiB GPU budget, and ran it out beside the join's table."""
+        room = min(rows * self.fanout(), max(4 * rows + 1024, 1 << 16))
+        budget = self.ctx.memory_limit
+        if budget is not None:
+            room = min(room, max(rows + 1024, budget // (RESERVE_SHARE * row_bytes(state.types))))
+        return room
 
     def launch_spans(self, rows: int) -> list[tuple[int, int]]:
         """The row ranges a materializing launch covers: the whole batch, or spans of at

@@ -5,6 +5,7 @@ take gives it, and every row lands once, in the partition its hash's bits name."
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -196,3 +197,28 @@ def test_a_part_gathered_from_one_slice_owns_its_memory() -> None:
     assert part.column("a").chunk(0).buffers()[1].address != table.column("a").chunk(0).buffers()[1].address
     two = gathered([table.slice(0, 5), table.slice(50, 5)])
     assert two.column("a").to_pylist() == [0, 1, 2, 3, 4, 50, 51, 52, 53, 54]
+
+
+def test_the_warm_up_scatters_every_way_a_scatter_goes(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`penstock prebuild` warms the library kernels of each path: rows kept and gathered,
+    a kept partition evicted, rows read back and gathered off the device."""
+    from penstock.exec.spill import scatter as scatter_module
+
+    seen: dict[str, int] = {"flush_kept": 0, "evict_moved": 0, "read_back": 0, "flush": 0}
+    real = {name: getattr(scatter_module.Scatter, name) for name in ("flush_kept", "evict", "read_back", "flush")}
+
+    def counted(name: str) -> Any:
+        def call(self: scatter_module.Scatter, *args: Any) -> Any:
+            kept = self.kept
+            out = real[name](self, *args)
+            if name == "evict":
+                seen["evict_moved"] += kept - self.kept
+            else:
+                seen[name] += 1
+            return out
+        return call
+
+    for name in real:
+        monkeypatch.setattr(scatter_module.Scatter, name, counted(name))
+    scatter_module.warm_up(get_backend(device, None))
+    assert all(seen.values()), seen

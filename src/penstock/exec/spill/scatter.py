@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from penstock.exec.buffers import BufferStore, buffer_to_arrow, concat, slice_rows, take_rows
+from penstock.device.base import Backend
+from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat, slice_rows, take_rows
 from penstock.io.device_batch import Batch
-from penstock.plan.types import DataType
+from penstock.plan.types import INT64, DataType
 
 SCATTER_SHIFT = 32
 PART_BYTES = 64 << 20
@@ -157,3 +158,24 @@ def gathered(slices: list[pa.Table]) -> pa.Table:
     names = slices[0].column_names
     return pa.table([pa.concat_arrays([chunk for s in slices for chunk in s.column(i).chunks])
                      for i in range(len(names))], names=names)
+
+
+def warm_up(backend: Backend) -> None:
+    """Scatter a few rows every way a scatter goes (kept and gathered, evicted, read back
+    and gathered), so the library kernels it runs are compiled before a query needs them:
+    CuPy compiles each on its first use in an installation (its 16-bit radix argsort alone
+    took 5 s on an H100 with an empty cache) and keeps it in its own on-disk cache.
+    `penstock prebuild` runs it, as benchmarks do before their timed runs."""
+    types = [INT64, INT64]
+    rows = 4096
+    table = pa.table({"h": np.arange(rows, dtype=np.int64) << SCATTER_SHIFT,
+                      "v": pa.array(np.arange(rows, dtype=np.int64), mask=np.arange(rows) % 7 == 0)})
+    batch = arrow_to_batch(backend, table, types)
+    for room in (1 << 30, 1):  # all kept, then evicted and the next batch read back
+        store = BufferStore({0: types, 1: types[1:], 2: types[1:]}, backend)
+        scatter = Scatter(store, types, [1, 2], part_bytes=1, device_room=room)
+        scatter(batch)
+        scatter(batch)
+        scatter.flush()
+        for target in (1, 2):
+            list(store.each_batch(target))
