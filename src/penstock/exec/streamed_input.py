@@ -67,7 +67,8 @@ def streamed_consumer(steps: list[Step], at: int, result_buffer: int, ctx: "Pipe
 def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipeline, compiled: "CompiledPlan",
                  ctx: "PipelineContext", metrics: "QueryMetrics", early: dict[int, "PipelineRunner"]) -> None:
     """Run the aggregation `producer` with `consumer` taking each batch of its groups as it
-    is made; running out of device memory in the consumer names the consumer."""
+    is made. Running out of device memory while the groups stream names the aggregation's
+    step (the consumer runs inside it); while the consumer finishes, the consumer."""
     runner = executor.runner(consumer.pipeline, compiled, ctx, metrics)
     runner.metrics.streamed_from = producer.pipeline.id
     compiled.bindings[consumer.pipeline.id] = runner.binding

@@ -14,12 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.errors import QueryError
 
 MiB = 1 << 20
 # The build rows stay on the device whole beside a partition's table and the probe side's
 # batches in flight (an eighth of the budget each): on the GPU, 3,000,000 build rows need a
-# table of 128 MiB, more than the share a 384 MiB budget gives it
+# table of 128 MiB, more than the share a 384 MiB budget gives it. A FULL join's match flags,
+# an aggregation and a sort after the join fit beside them (they ran out before batches read
+# ahead were bounded by the memory left free and a join's output room by the budget)
 BUILD_ROWS = {"cpu": 350_000, "gpu": 3_000_000}
 # the build rows fit a quarter of the budget (past it the join is a grace join:
 # test_grace_join.py) while a table over them does not
@@ -34,26 +35,6 @@ QUERIES = [
     "SELECT s, count(*) AS n, sum(pv) AS t FROM p JOIN b ON p.k = b.k GROUP BY s ORDER BY s LIMIT 5",
     "SELECT p.k, bv, pv FROM p JOIN b ON p.k = b.k WHERE pv < 50 ORDER BY p.k, pv LIMIT 5",
 ]
-
-
-# On the GPU the memory beside the join's table (the build rows, the probe side's batches in
-# flight, an aggregation or sort after the join) is not yet admitted against the budget
-# (issue 17, item 4): some of these plans can still run out of device memory under 256 MiB.
-# That outcome (53200) is expected to fail; a wrong answer still fails.
-GPU_GAP = "GPU memory beside the join's table is not admitted against the budget yet (issue 17, item 4)"
-
-
-# the plans that still run out beside the table on the GPU: a FULL join's match flags, an
-# aggregation or a sort after the join (the others pass since batches read ahead are bounded)
-GPU_GAP_QUERIES = set(QUERIES[5:])
-
-
-@pytest.fixture(autouse=True)
-def gpu_memory_gap(request: pytest.FixtureRequest) -> None:
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("device") == "gpu" and \
-            callspec.params.get("sql") in GPU_GAP_QUERIES:
-        request.applymarker(pytest.mark.xfail(reason=GPU_GAP, raises=QueryError, strict=False))
 
 
 def tables(rows: int) -> tuple[pa.Table, pa.Table]:

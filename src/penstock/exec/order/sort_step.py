@@ -25,7 +25,7 @@ from penstock.device.base import Backend
 from penstock.exec.buffers import BufferStore
 from penstock.exec.metrics import StepMetrics
 from penstock.exec.spill.chunk_sort_host import sort_indices as host_sort_indices
-from penstock.exec.spill.chunk_sort_host import sort_table
+from penstock.exec.spill.chunk_sort_host import top_indices as host_top_indices
 from penstock.exec.spill.chunk_sort_words import word_sortable
 from penstock.exec.spill.directory import SpillDirectory
 from penstock.exec.spill.external_sort import SortJob, SortReport, sample_keys
@@ -49,9 +49,10 @@ def run_sort(step: SortBuffer, store: BufferStore, backend: Backend, memory_limi
     if store.sorted_by.get(step.source) == keys:  # the device sorted it before the read-back
         out = table if step.limit is None else table.slice(0, step.limit)
         where = f"{backend.describe()}, sorted before the read-back"
+    elif step.limit is not None and step.limit < table.num_rows:
+        out = table.take(top_indices(table, keys, step.limit))
     else:
-        order = sort_indices(table, keys)
-        out = table.take(order if step.limit is None else order.slice(0, step.limit))
+        out = table.take(sort_indices(table, keys))
     store.put_host(step.target, out)
     return StepMetrics(label, where, table.num_rows, out.num_rows, time.perf_counter() - started)
 
@@ -104,7 +105,7 @@ def top_k(tables: Iterator[pa.Table], keys: list[SortKey], k: int, check: Callab
     for table in tables:
         check()
         both = table if best is None else pa.concat_tables([best, table])
-        best = sort_table(both, keys).slice(0, k)
+        best = both.take(host_top_indices(both, keys, k))
     return best if best is not None else pa.table({})
 
 
@@ -117,5 +118,14 @@ def rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
 
 def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> pa.Array:
     """Row order for a plan's (column, ascending, nulls_first) keys (chunk_sort_host.sort_indices)."""
+    return host_sort_indices(table, sort_keys_of(table, keys))
+
+
+def top_indices(table: pa.Table, keys: list[tuple[int, bool, bool]], k: int) -> pa.Array:
+    """The first k rows' indices for a plan's keys, in order (chunk_sort_host.top_indices)."""
+    return host_top_indices(table, sort_keys_of(table, keys), k)
+
+
+def sort_keys_of(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> list[SortKey]:
     names = table.schema.names
-    return host_sort_indices(table, [SortKey(names[c], not asc, first) for c, asc, first in keys])
+    return [SortKey(names[c], not asc, first) for c, asc, first in keys]

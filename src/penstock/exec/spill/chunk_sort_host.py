@@ -99,6 +99,30 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
     Arrow places NaN next to the NULLs instead, so a float key is preceded by whether it is
     NaN (NULL for NULL), sorted the same way. Returns an Arrow array: `take` with it is much
     cheaper than with a numpy array, and a one-chunk table sorts faster as a record batch."""
+    named, sort_keys = _key_columns(table, keys)
+    if named is None:
+        return pa.array(np.arange(table.num_rows))
+    return pc.sort_indices(named, sort_keys=sort_keys)
+
+
+def top_indices(table: pa.Table, keys: list[SortKey], k: int) -> pa.Array:
+    """The row indices of the first `k` rows by `keys`, in order: Arrow's selection of the k
+    (linear in the rows), then a sort of those alone. With every column among the keys (a
+    plan's total order) the rows chosen are the same every time. Sorting all 4 x 10^6 rows
+    of a GROUP BY's groups to keep 10 took 9 s on two cores."""
+    named, sort_keys = _key_columns(table, keys)
+    if named is None or k >= table.num_rows:
+        return sort_indices(table, keys)[:k]
+    try:
+        chosen = pc.select_k_unstable(named, k=k, sort_keys=sort_keys)
+    except pa.ArrowNotImplementedError:  # a key type Arrow cannot select on
+        return sort_indices(table, keys)[:k]
+    return chosen.take(pc.sort_indices(named.take(chosen), sort_keys=sort_keys))
+
+
+def _key_columns(table: pa.Table, keys: list[SortKey]) -> tuple[Any, list[tuple[str, str, str]]]:
+    """The key columns as a table of their own (a record batch when each has one chunk), and
+    Arrow's sort keys over it; None without keys."""
     columns: list[Any] = []
     sort_keys: list[tuple[str, str, str]] = []
     for key in keys:
@@ -110,11 +134,11 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
         sort_keys.append((f"k{len(columns)}", order, key.placement))
         columns.append(column)
     if not columns:
-        return pa.array(np.arange(table.num_rows))
+        return None, []
     named: pa.Table | pa.RecordBatch = pa.table(columns, names=[f"k{i}" for i in range(len(columns))])
     if all(c.num_chunks == 1 for c in named.columns):
         named = named.to_batches()[0]
-    return pc.sort_indices(named, sort_keys=sort_keys)
+    return named, sort_keys
 
 
 def sort_table(table: pa.Table, keys: list[SortKey]) -> pa.Table:
