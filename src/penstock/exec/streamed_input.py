@@ -27,10 +27,12 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.join.grace_join import GraceJoin
 from penstock.exec.join.partitioned_join import PartitionedJoin
+from penstock.exec.order import streamed_top_k
+from penstock.exec.order.streamed_top_k import StreamedTopK
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, step_name
 from penstock.exec.split_pipeline import split_point
 from penstock.io.device_batch import Batch
-from penstock.plan.physical import (AggregateSink, BufferSource, ProbeOp, RunPipeline, Step,
+from penstock.plan.physical import (AggregateSink, BufferSource, ProbeOp, RunPipeline, SortBuffer, Step,
                                     readers)
 
 if TYPE_CHECKING:
@@ -39,20 +41,25 @@ if TYPE_CHECKING:
     from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 
 
-def streamed_consumer(steps: list[Step], at: int, result_buffer: int, ctx: "PipelineContext") -> RunPipeline | None:
+def streamed_consumer(steps: list[Step], at: int, result_buffer: int,
+                      ctx: "PipelineContext") -> RunPipeline | SortBuffer | None:
     """The step after steps[at] that can read steps[at]'s groups as they are made (see the
     module), or None."""
     if ctx.deferred is not None or at + 1 >= len(steps):
         return None
     producer, consumer = steps[at], steps[at + 1]
     if not (isinstance(producer, RunPipeline) and isinstance(producer.pipeline.sink, AggregateSink)
-            and producer.pipeline.sink.groups and isinstance(consumer, RunPipeline)):
+            and producer.pipeline.sink.groups):
         return None
     buffer = producer.pipeline.sink.buffer
+    if readers(steps, buffer, result_buffer) != [consumer]:
+        return None
+    if isinstance(consumer, SortBuffer):  # ORDER BY ... LIMIT k: a running top-k
+        return consumer if streamed_top_k.applies(consumer, producer.pipeline.sink.types) else None
+    if not isinstance(consumer, RunPipeline):
+        return None
     p = consumer.pipeline
     if not (isinstance(p.source, BufferSource) and p.source.buffer == buffer):
-        return None
-    if readers(steps, buffer, result_buffer) != [consumer]:
         return None
     if not isinstance(p.sink, AggregateSink) or p.sink.groups:
         return None
@@ -64,28 +71,40 @@ def streamed_consumer(steps: list[Step], at: int, result_buffer: int, ctx: "Pipe
     return consumer
 
 
-def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipeline, compiled: "CompiledPlan",
-                 ctx: "PipelineContext", metrics: "QueryMetrics", early: dict[int, "PipelineRunner"]) -> None:
+def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipeline | SortBuffer,
+                 compiled: "CompiledPlan", ctx: "PipelineContext", metrics: "QueryMetrics",
+                 early: dict[int, "PipelineRunner"]) -> None:
     """Run the aggregation `producer` with `consumer` taking each batch of its groups as it
     is made. Running out of device memory while the groups stream names the aggregation's
     step (the consumer runs inside it); while the consumer finishes, the consumer."""
-    runner = executor.runner(consumer.pipeline, compiled, ctx, metrics)
-    runner.metrics.streamed_from = producer.pipeline.id
-    compiled.bindings[consumer.pipeline.id] = runner.binding
-    buffer = producer.pipeline.sink.buffer  # type: ignore[union-attr]
-    feed = StreamedInput(runner)
+    sink = producer.pipeline.sink
+    assert isinstance(sink, AggregateSink)
+    runner: "PipelineRunner | None" = None
+    if isinstance(consumer, SortBuffer):
+        feed: StreamedInput | StreamedTopK = StreamedTopK(consumer, sink.types, executor.backend, ctx.store,
+                                                          sink.buffer)
+    else:
+        runner = executor.runner(consumer.pipeline, compiled, ctx, metrics)
+        runner.metrics.streamed_from = producer.pipeline.id
+        compiled.bindings[consumer.pipeline.id] = runner.binding
+        feed = StreamedInput(runner)
     try:
-        ctx.store.emitters[buffer] = feed.push
+        ctx.store.emitters[sink.buffer] = feed.push
         try:
             executor.step(producer, compiled, ctx, metrics, early)
         finally:
-            ctx.store.emitters.pop(buffer, None)
+            ctx.store.emitters.pop(sink.buffer, None)
         ctx.check()
-        feed.finish()
+        if isinstance(feed, StreamedTopK):
+            metrics.steps.append(feed.finish())
+        else:
+            feed.finish()
     except executor.backend.out_of_memory as e:
         message = out_of_memory_message(step_name(consumer, compiled.plan), executor.backend, ctx, e)
         dump_if_asked(executor.backend, message)
         raise QueryError(message, OUT_OF_MEMORY) from e
+    if runner is None:
+        return
     if runner.finalize_binding is not None:
         compiled.finalize_bindings[consumer.pipeline.id] = runner.finalize_binding
     if runner.seen is not None:

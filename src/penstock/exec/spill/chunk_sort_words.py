@@ -86,7 +86,7 @@ class WordChunkSorter:
             if self.splitters:
                 split_words = key_words(self.splitters, self.keys, xp, null_words)
                 words = [xp.concatenate([w, s]) for w, s in zip(words, split_words)]
-            order = _least_significant_first(xp, words)
+            order = least_significant_first(xp, words)
             if self.splitters:
                 is_splitter = order >= n
                 bucket_of = xp.cumsum(is_splitter)[~is_splitter]
@@ -159,7 +159,7 @@ class WordChunkSorter:
             self.xp.cuda.get_current_stream().synchronize()
 
 
-def _least_significant_first(xp: Any, words: list[Any]) -> Any:
+def least_significant_first(xp: Any, words: list[Any]) -> Any:
     """The row order by `words` (most significant first): from the last word's low half to
     the first word's high half, each 32-bit half is sorted packed above the rows' current
     positions into one 64-bit value, so that a plain sort of integers (a radix sort on the
