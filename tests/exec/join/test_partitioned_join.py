@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
+from penstock.errors import QueryError
 
 MiB = 1 << 20
 # The build rows stay on the device whole beside a partition's table and the probe side's
