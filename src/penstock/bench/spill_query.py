@@ -171,19 +171,21 @@ def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, direct
     directory.mkdir(parents=True, exist_ok=True)
     files, description = generate(case, directory, rows, groups)
     query = QUERIES[case]
+    # what the installation holds (`penstock prebuild`: kernels no query shapes, the library
+    # kernels the device paths use), made here if missing, as installing penstock does;
+    # before the timed connection, whose budget the warm-up's connections would replace
+    from penstock.device.prebuild import prebuild
+    from penstock.io.parquet_device.kernels import decode_kernels
+    from penstock.warm_up import warm_up
+
+    backend = penstock.connect(device=device).backend
+    count, seconds = prebuild(backend, decode_kernels())
+    library = warm_up(device) if backend.name != "cpu" else 0.0
+    log(f"installation kernels: {count} ready ({seconds:.1f} s); library kernels warmed ({library:.1f} s)")
     db = penstock.connect(device=device, memory_limit=memory_limit, spill_dir=directory / "spill")
     for name, path in files.items():
         db.register(name, str(path))
     log(f"penstock on {db.backend.describe()}")
-    # what the installation holds (`penstock prebuild`: kernels no query shapes, the library
-    # kernels a scatter runs), made here if missing, as installing penstock does
-    from penstock.device.prebuild import prebuild
-    from penstock.exec.spill.scatter import warm_up
-    from penstock.io.parquet_device.kernels import decode_kernels
-
-    count, seconds = prebuild(db.backend, decode_kernels())
-    warm_up(db.backend)
-    log(f"installation kernels: {count} ready ({seconds:.1f} s)")
     drop_page_cache(list(files.values()))
     started = time.perf_counter()
     result = db.sql(query)
