@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
