@@ -349,19 +349,16 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
 def cmd_prebuild(args: argparse.Namespace) -> int:
     from penstock.device import get_backend
     from penstock.device.kernel_cache import installation_dir
-    from penstock.device.prebuild import prebuild
-    from penstock.io.parquet_device.kernels import decode_kernels
-
-    from penstock.warm_up import warm_up
+    from penstock.warm_up import ready_installation
 
     backend = get_backend(args.device, None)
-    kernels, seconds = prebuild(backend, decode_kernels())
+    kernels, seconds, library = ready_installation(backend)
     print(f"{kernels} installation kernels ready for {backend.describe()} in {installation_dir()} "
           f"({seconds:.1f} s)")
     if backend.name == "cpu":
         print("library kernels: none to compile on the CPU backend")
     else:
-        print(f"library kernels the device paths use compiled by a few small queries ({warm_up('gpu'):.1f} s)")
+        print(f"library kernels the device paths use compiled by a few small queries ({library:.1f} s)")
     return 0
 
 

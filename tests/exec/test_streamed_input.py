@@ -7,12 +7,10 @@ the query's error and the connection goes on."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any, Callable
 
-import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import penstock
@@ -36,32 +34,22 @@ NOT_STREAMED = [
 ]
 
 
+def groups_table(n: int) -> pa.Table:
+    """Every key twice (a permutation folded in half)."""
+    rng = np.random.default_rng(5)
+    return pa.table({"k": (rng.permutation(n) % (n // 2)).astype(np.int64) * 7919, "v": rng.integers(0, 1000, n)})
+
+
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, pa.Table]]:
-    made = {}
-    for device, n in ROWS.items():
-        folder = tmp_path_factory.mktemp(f"streamed-{device}")
-        rng = np.random.default_rng(5)
-        table = pa.table({"k": (rng.permutation(n) % (n // 2)).astype(np.int64) * 7919,
-                          "v": rng.integers(0, 1000, n)})
-        pq.write_table(table, folder / "t.parquet", row_group_size=n // 8)
-        made[device] = (folder, table)
-    return made
-
-
-def engines(data: dict, device: str, budget: int | None) -> tuple[penstock.Connection, duckdb.DuckDBPyConnection]:
-    folder, table = data[device]
-    db = penstock.connect(device=device, memory_limit=budget, spill_dir=folder / "spill")
-    db.register("t", folder / "t.parquet")
-    con = duckdb.connect()
-    con.register("t", table)
-    return db, con
+def data(t_per_device: Callable[..., dict]) -> dict:
+    return t_per_device("streamed", ROWS, groups_table)
 
 
 @pytest.mark.parametrize("budget", ["tight", None])
 @pytest.mark.parametrize("sql", STREAMED)
-def test_groups_streamed_into_their_reader_match_duckdb(data: dict, device: str, sql: str, budget: str | None) -> None:
-    db, con = engines(data, device, BUDGET[device] if budget else None)
+def test_groups_streamed_into_their_reader_match_duckdb(data: dict, t_engines: Callable[..., Any], device: str, sql: str,
+                                                       budget: str | None) -> None:
+    db, con = t_engines(data, device, BUDGET[device] if budget else None)
     try:
         assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
         plan = db.explain(sql, analyze=True)
@@ -75,8 +63,9 @@ def test_groups_streamed_into_their_reader_match_duckdb(data: dict, device: str,
 
 
 @pytest.mark.parametrize("sql", NOT_STREAMED)
-def test_a_grouped_reader_or_a_sort_runs_step_by_step(data: dict, device: str, sql: str) -> None:
-    db, con = engines(data, device, BUDGET[device])
+def test_a_grouped_reader_or_a_sort_runs_step_by_step(data: dict, t_engines: Callable[..., Any], device: str,
+                                                      sql: str) -> None:
+    db, con = t_engines(data, device, BUDGET[device])
     try:
         assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
         assert "streamed:" not in db.explain(sql, analyze=True)
@@ -85,8 +74,8 @@ def test_a_grouped_reader_or_a_sort_runs_step_by_step(data: dict, device: str, s
 
 
 def test_an_error_in_the_reader_mid_stream_is_the_querys_and_the_connection_goes_on(
-        data: dict, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    db, con = engines(data, device, BUDGET[device])
+        data: dict, t_engines: Callable[..., Any], device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    db, con = t_engines(data, device, BUDGET[device])
     # every key has two rows (k is a permutation folded in half): n - 2 is zero in each group
     sql = "SELECT sum(1000 / (n - 2)) AS q FROM (SELECT k, count(*) AS n FROM t GROUP BY k) AS g"
     pushed: list[int] = []

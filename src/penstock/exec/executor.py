@@ -263,7 +263,21 @@ class Executor:
                                 compiled.agg_sizes.get(p.id, (0, 0)), compiled.bindings.get(p.id),
                                 compiled.finalize_bindings.get(p.id))
         runner.partitions_known = compiled.agg_partitions.get(p.id)
+        compiled.bindings[p.id] = runner.binding
         return runner
+
+    @staticmethod
+    def keep_learned(compiled: CompiledPlan, runner: PipelineRunner) -> None:
+        """What a pipeline's run taught the plan for its next run: the finaliser's binding,
+        the aggregation's sizes, or the partitions it had to run in."""
+        pid = runner.p.id
+        if runner.finalize_binding is not None:
+            compiled.finalize_bindings[pid] = runner.finalize_binding
+        if runner.seen is not None:
+            compiled.agg_sizes[pid] = runner.seen
+            compiled.agg_partitions.pop(pid, None)
+        if runner.partitioned is not None:
+            compiled.agg_partitions[pid] = runner.partitioned
 
     def working_memory(self, limit: int | None) -> int | None:
         """The budget a query's operators plan with: the memory cap less what the column
@@ -317,15 +331,8 @@ class Executor:
                     fill.table, fill.build = kept
                 ctx.direct_fills[fills[0]] = fill
             runner = early.get(p.id) or self.runner(p, compiled, ctx, metrics)
-            compiled.bindings[p.id] = runner.binding
             runner.run()
-            if runner.finalize_binding is not None:
-                compiled.finalize_bindings[p.id] = runner.finalize_binding
-            if runner.seen is not None:
-                compiled.agg_sizes[p.id] = runner.seen
-                compiled.agg_partitions.pop(p.id, None)
-            if runner.partitioned is not None:
-                compiled.agg_partitions[p.id] = runner.partitioned
+            self.keep_learned(compiled, runner)
         elif isinstance(step, BuildHashTable):
             metrics.steps.append(build_join(be, step, compiled, ctx, started))
         elif isinstance(step, SortBuffer):

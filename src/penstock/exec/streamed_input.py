@@ -27,6 +27,7 @@ from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.join.grace_join import GraceJoin
 from penstock.exec.join.partitioned_join import PartitionedJoin
+from penstock.exec.metrics import StepMetrics
 from penstock.exec.order import streamed_top_k
 from penstock.exec.order.streamed_top_k import StreamedTopK
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, step_name
@@ -59,7 +60,7 @@ def streamed_consumer(steps: list[Step], at: int, result_buffer: int,
     if not isinstance(consumer, RunPipeline):
         return None
     p = consumer.pipeline
-    if not (isinstance(p.source, BufferSource) and p.source.buffer == buffer):
+    if not isinstance(p.source, BufferSource):  # it reads the buffer (readers): as its source
         return None
     if not isinstance(p.sink, AggregateSink) or p.sink.groups:
         return None
@@ -80,13 +81,12 @@ def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipel
     sink = producer.pipeline.sink
     assert isinstance(sink, AggregateSink)
     runner: "PipelineRunner | None" = None
+    feed: StreamedInput | StreamedTopK
     if isinstance(consumer, SortBuffer):
-        feed: StreamedInput | StreamedTopK = StreamedTopK(consumer, sink.types, executor.backend, ctx.store,
-                                                          sink.buffer)
+        feed = StreamedTopK(consumer, sink.types, executor.backend, ctx.store, sink.buffer)
     else:
         runner = executor.runner(consumer.pipeline, compiled, ctx, metrics)
         runner.metrics.streamed_from = producer.pipeline.id
-        compiled.bindings[consumer.pipeline.id] = runner.binding
         feed = StreamedInput(runner)
     try:
         ctx.store.emitters[sink.buffer] = feed.push
@@ -95,20 +95,15 @@ def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipel
         finally:
             ctx.store.emitters.pop(sink.buffer, None)
         ctx.check()
-        if isinstance(feed, StreamedTopK):
-            metrics.steps.append(feed.finish())
-        else:
-            feed.finish()
+        done = feed.finish()
     except executor.backend.out_of_memory as e:
         message = out_of_memory_message(step_name(consumer, compiled.plan), executor.backend, ctx, e)
         dump_if_asked(executor.backend, message)
         raise QueryError(message, OUT_OF_MEMORY) from e
-    if runner is None:
-        return
-    if runner.finalize_binding is not None:
-        compiled.finalize_bindings[consumer.pipeline.id] = runner.finalize_binding
-    if runner.seen is not None:
-        compiled.agg_sizes[consumer.pipeline.id] = runner.seen
+    if done is not None:  # a step's metrics (the top-k's); a pipeline's are its runner's
+        metrics.steps.append(done)
+    if runner is not None:
+        executor.keep_learned(compiled, runner)
 
 
 class StreamedInput:
@@ -128,5 +123,7 @@ class StreamedInput:
         self.runner.aggregate_batch(self.aggregate, batch, None, self.rows)
         self.rows += batch.length
 
-    def finish(self) -> None:
+    def finish(self) -> StepMetrics | None:
+        """The aggregation's one group written; its metrics are its pipeline's (None)."""
         self.runner.finish_aggregate(self.sink, self.aggregate)
+        return None

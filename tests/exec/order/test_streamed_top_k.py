@@ -6,12 +6,10 @@ answers equal DuckDB's. Text columns keep the sort step; `not_after` is checked 
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any, Callable
 
-import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import penstock
@@ -30,21 +28,20 @@ STREAMED = [
 ]
 
 
+def groups_table(n: int) -> pa.Table:
+    """Keys with about two rows each; measures with NULLs, NaN and small integers."""
+    rng = np.random.default_rng(21)
+    f = rng.normal(size=n)
+    f[rng.random(n) < 0.001] = np.nan
+    return pa.table({"k": rng.integers(0, n // 2, n),
+                     "v": pa.array(rng.integers(0, 1000, n), mask=rng.random(n) < 0.01),
+                     "f": pa.array(f, mask=rng.random(n) < 0.2),
+                     "d": rng.integers(0, 500, n).astype(np.int32)})
+
+
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, pa.Table]]:
-    made = {}
-    for device, n in ROWS.items():
-        folder = tmp_path_factory.mktemp(f"topk-{device}")
-        rng = np.random.default_rng(21)
-        f = rng.normal(size=n)
-        f[rng.random(n) < 0.001] = np.nan
-        table = pa.table({"k": rng.integers(0, n // 2, n),
-                          "v": pa.array(rng.integers(0, 1000, n), mask=rng.random(n) < 0.01),
-                          "f": pa.array(f, mask=rng.random(n) < 0.2),
-                          "d": rng.integers(0, 500, n).astype(np.int32)})
-        pq.write_table(table, folder / "t.parquet", row_group_size=n // 8)
-        made[device] = (folder, table)
-    return made
+def data(t_per_device: Callable[..., dict]) -> dict:
+    return t_per_device("topk", ROWS, groups_table)
 
 
 def rows(table: pa.Table) -> list[tuple]:
@@ -52,19 +49,11 @@ def rows(table: pa.Table) -> list[tuple]:
     return [tuple("NaN" if isinstance(v, float) and v != v else v for v in r.values()) for r in table.to_pylist()]
 
 
-def engines(data: dict, device: str, budget: int | None) -> tuple[penstock.Connection, duckdb.DuckDBPyConnection]:
-    folder, table = data[device]
-    db = penstock.connect(device=device, memory_limit=budget, spill_dir=folder / "spill")
-    db.register("t", folder / "t.parquet")
-    con = duckdb.connect()
-    con.register("t", table)
-    return db, con
-
-
 @pytest.mark.parametrize("budget", ["tight", None])
 @pytest.mark.parametrize("sql", STREAMED)
-def test_a_running_top_k_over_groups_matches_duckdb(data: dict, device: str, sql: str, budget: str | None) -> None:
-    db, con = engines(data, device, BUDGET[device] if budget else None)
+def test_a_running_top_k_over_groups_matches_duckdb(data: dict, t_engines: Callable[..., Any], device: str, sql: str,
+                                                    budget: str | None) -> None:
+    db, con = t_engines(data, device, BUDGET[device] if budget else None)
     try:
         assert rows(db.sql(sql).to_arrow()) == rows(con.sql(sql).to_arrow_table())
         plan = db.explain(sql, analyze=True)
@@ -75,8 +64,8 @@ def test_a_running_top_k_over_groups_matches_duckdb(data: dict, device: str, sql
         penstock.connect(device=device)
 
 
-def test_text_columns_keep_the_sort_step(data: dict, device: str) -> None:
-    db, con = engines(data, device, None)
+def test_text_columns_keep_the_sort_step(data: dict, t_engines: Callable[..., Any], device: str) -> None:
+    db, con = t_engines(data, device, None)
     sql = "SELECT 'g' || CAST(k % 100 AS VARCHAR) AS g, sum(v) AS s FROM t GROUP BY 1 ORDER BY s DESC, g LIMIT 5"
     assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
     assert "a running top-k as the groups were made" not in db.explain(sql, analyze=True)

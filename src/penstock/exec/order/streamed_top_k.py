@@ -87,9 +87,7 @@ class StreamedTopK:
         held = self.store.host.pop(self.source, None)
         if held is not None and held.num_rows:
             self.push(arrow_to_batch(self.backend, held, self.types))
-        table = buffer_to_arrow(self.backend, [self.best], self.types) if self.best is not None else \
-            pa.table({f"c{i}": pa.array([], type=self.store.schema(self.source).field(i).type)
-                      for i in range(len(self.types))})
+        table = buffer_to_arrow(self.backend, [self.best] if self.best is not None else [], self.types)
         self.store.put_host(self.step.target, table)
         label = f"sort (top {self.k})"
         where = f"{self.backend.describe()}, a running top-k as the groups were made"
