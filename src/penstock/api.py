@@ -342,10 +342,12 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
 
     strict: raise penstock.Unsupported instead of falling back to DataFusion.
     memory_limit: bytes of working memory on the executing device (the GPU's; on the CPU
-        backend, host memory); gpu_memory_limit is its older name.
+        backend, host memory); gpu_memory_limit is its older name. Default: no cap on the
+        device's pool, and operators plan within Backend.default_budget (what the GPU had
+        free at start less a tenth; half the machine's memory on the CPU).
     host_memory_limit: bytes of host memory for staging and spilling (`Connection.sort`;
         intermediate results moved off the device past memory_limit go to spill files past
-        it; default: no limit).
+        it; default: a quarter of the machine's memory).
     spill_dir: where spill files go (default: spill/ in the cache directory).
     cache: tables (or {table: [columns]}) to keep in device memory once registered.
     cache_limit: bytes the device-resident column cache may hold.

@@ -111,6 +111,18 @@ class Backend(ABC):
     # and batches read ahead): buffers kept on the device leave it free (BufferStore.room_beside)
     unadmitted_reserve = 0
 
+    def default_budget(self) -> int:
+        """The working memory a query plans with when no memory_limit is given: what the
+        device had free when the backend started, less a tenth (the GPU's), or half the
+        machine's memory (the CPU backend's). Without it an operator would size a table
+        for the whole input and run the device out of memory rather than partition."""
+        return physical_memory() // 2
+
+    def default_host_budget(self) -> int:
+        """Host memory for a query's staging and spilled parts when no host_memory_limit is
+        given: a quarter of the machine's memory (past it, parts go to spill files)."""
+        return physical_memory() // 4
+
     def __init__(self) -> None:
         self._kernels: dict[str, CompiledKernel] = {}
         self._compile_lock = threading.Lock()

@@ -61,6 +61,7 @@ class CudaBackend(Backend):
         self.sms = int(props["multiProcessorCount"])
         self.arch = f"sm_{props['major']}{props['minor']}"
         self.total_memory = int(props["totalGlobalMem"])
+        self.free_at_start = int(cupy.cuda.runtime.memGetInfo()[0])  # other processes hold the rest
         self.pool = cupy.cuda.MemoryPool()
         cupy.cuda.set_allocator(self._allocate)
         self.pinned_pool = cupy.cuda.PinnedMemoryPool()
@@ -123,6 +124,9 @@ class CudaBackend(Backend):
         gc.collect()
         done = time.monotonic()
         self._next_collect = done + COLLECT_SPACING * (done - now)
+
+    def default_budget(self) -> int:
+        return self.free_at_start * 9 // 10
 
     def set_memory_limit(self, limit: int | None) -> None:
         """Cap the device memory penstock's arrays hold (None: no cap beyond the device). The

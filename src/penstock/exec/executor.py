@@ -201,7 +201,7 @@ class Executor:
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                   limit: int | None, emit: Callable[[Batch], None] | None = None) -> pa.Table:
         store = BufferStore(compiled.plan.buffer_types, self.backend,
-                            OffDeviceStore(self.host_memory_limit, self.spill_dir))
+                            OffDeviceStore(self.host_memory_limit or self.backend.default_host_budget(), self.spill_dir))
         if emit is not None:
             store.emitters[compiled.plan.result_buffer] = emit
         ctx = self.context(compiled, store, check, limit)
@@ -236,7 +236,7 @@ class Executor:
         reading at once, so the drive keeps working while the pipelines before it (the
         dimensions of a star join) run. Only without a memory cap: what is read ahead waits
         in device memory."""
-        if ctx.memory_limit is not None:
+        if ctx.capped:
             return {}
         scans = [s.pipeline for s in compiled.plan.steps if isinstance(s, RunPipeline)]
         tables = [p for p in scans[1:] if isinstance(p.source, TableSource) and not (
@@ -279,19 +279,21 @@ class Executor:
         if runner.partitioned is not None:
             compiled.agg_partitions[pid] = runner.partitioned
 
-    def working_memory(self, limit: int | None) -> int | None:
-        """The budget a query's operators plan with: the memory cap less what the column
-        cache holds under it (its columns live in the same capped pool), at least a quarter
-        of the cap (a cache past three quarters is the user's choice; tables then split
-        further)."""
-        if limit is None or self.column_cache is None:
-            return limit
-        return max(limit - self.column_cache.bytes_used, limit // 4)
+    def working_memory(self, limit: int | None) -> int:
+        """The budget a query's operators plan with: the memory cap (without one, the
+        device's default budget, Backend.default_budget) less what the column cache holds
+        under it (its columns live in the same pool), at least a quarter of the cap (a cache
+        past three quarters is the user's choice; tables then split further)."""
+        budget = limit if limit is not None else self.backend.default_budget()
+        if self.column_cache is None:
+            return budget
+        return max(budget - self.column_cache.bytes_used, budget // 4)
 
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
                 limit: int | None) -> PipelineContext:
         return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                               memory_limit=self.working_memory(limit), column_cache=self.column_cache, io=self.io,
+                               memory_limit=self.working_memory(limit), capped=limit is not None,
+                               column_cache=self.column_cache, io=self.io,
                                parquet_decode=self.parquet_decode, check=check,
                                host_buffers=compiled.host_buffers, small_sorts=compiled.small_sorts)
 

@@ -50,7 +50,8 @@ class PipelineContext:
     store: BufferStore
     joins: dict[int, Any]
     runtime: dict[int, Any]
-    memory_limit: int | None = None
+    memory_limit: int | None = None  # the budget operators plan with (Executor.working_memory)
+    capped: bool = False  # whether that budget is the user's cap, not the device's default
     texts: dict[str, Any] = field(default_factory=dict)
     column_cache: Any = None  # io.column_cache.ColumnCache of the device, if one exists
     io: str = "auto"  # read path for Arrow files: auto | pread | direct | kvikio
@@ -344,18 +345,16 @@ class PipelineRunner(AggregateRunning):
 
     def hold_output(self, buffer: int) -> None:
         """The buffer's device batches move to host memory (then spill files) once they pass
-        OUTPUT_SHARE of the memory budget, or, under a memory_limit, the room the buffers
-        kept on the device leave if more (a result, an ORDER BY's input past memory, the
-        groups of a partitioned aggregation as its scattered partitions are done). Without a
-        limit the device's whole memory is no budget to keep buffers in: the column cache
-        and other processes share it."""
-        budget = self.ctx.memory_limit or getattr(self.be, "total_memory", None)
+        OUTPUT_SHARE of the memory budget, or the room the buffers kept on the device leave
+        if more (a result, an ORDER BY's input past memory, the groups of a partitioned
+        aggregation as its scattered partitions are done). Without a memory_limit the
+        budget is the device's default (Backend.default_budget: what was free at start, less
+        the column cache)."""
+        budget = self.ctx.memory_limit
         if budget is None:
             return
         store = self.ctx.store
-        share = budget // OUTPUT_SHARE
-        if self.ctx.memory_limit is not None:
-            share = max(share, store.room_beside(self.ctx.memory_limit, buffer))
+        share = max(budget // OUTPUT_SHARE, store.room_beside(budget, buffer))
         moved, tier = store.hold_within(buffer, share)
         if tier == "host":
             self.metrics.spilled_host_bytes += moved

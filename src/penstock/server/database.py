@@ -296,8 +296,7 @@ def _gpu_memory(conn: Connection) -> int | None:
     limit = conn.backend.memory_limit
     if limit:
         return int(limit)
-    total = getattr(conn.backend, "total_memory", None)
-    return int(total * 0.9) if total else None
+    return conn.backend.default_budget() if conn.backend.name == "gpu" else None
 
 
 def describe_engine(result: Result | ResultStream) -> str:

@@ -46,7 +46,7 @@ DICTIONARY_PAGES = sum(1 << e for e in DICTIONARY_ENCODINGS)
 SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 << DELTA_BYTE_ARRAY) | (1 << BYTE_STREAM_SPLIT)
 
 BATCH_ROWS = 1 << 23  # rows a batch of row groups gathers, at most (a row group larger is one batch)
-BATCH_BYTES = 1 << 30  # device bytes its decoding may take without a memory limit (a limit: an eighth)
+BATCH_BYTES = 1 << 30  # device bytes its decoding may take (under a small budget: an eighth of it)
 
 
 @dataclass
@@ -75,7 +75,7 @@ class BatchDecoder:
     def plan(self, groups: list[int], memory_limit: int | None) -> list[list[int]]:
         """Consecutive row groups gathered into batches of at most BATCH_ROWS rows and of a
         decoding footprint (stored bytes + twice the decoded) within the budget."""
-        budget = memory_limit // 8 if memory_limit else BATCH_BYTES
+        budget = min(memory_limit // 8, BATCH_BYTES) if memory_limit else BATCH_BYTES
         meta = self.row_groups.file.metadata
         runs: list[list[int]] = []
         rows = size = 0
