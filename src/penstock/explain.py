@@ -52,6 +52,7 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
             lines.append(f"first run: plan {metrics.plan_seconds * 1000:.1f} ms, compile "
                          f"{metrics.compile_seconds * 1000:.1f} ms, execute {metrics.execute_seconds * 1000:.1f} ms"
                          f" ({reruns} batch{'es' if reruns != 1 else ''} run again to size tables and outputs)")
+        lines += [f"memory: {note}" for note in metrics.memory_notes]
         if metrics.device_run:
             lines.append(f"device work: {metrics.device_run}; waited {metrics.wait_seconds * 1000:.2f} ms "
                          "for it and its read-back")

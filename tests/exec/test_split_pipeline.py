@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.errors import QueryError
 from penstock.exec.join import grace_join
 
 MiB = 1 << 20
@@ -63,20 +62,11 @@ QUERIES = [
 ]
 
 
-# On the GPU this one still runs out under 48 MiB (53200, never a wrong answer): the third
-# dimension's rows and table beside the partitioned joins' build rows, table and the fact
-# table's batches; the tables of several joins are not yet admitted against the budget
-# together (issue 17, item 4)
-GPU_GAP = {QUERIES[4]}
-
-
 @pytest.mark.parametrize("sql", QUERIES)
-def test_two_joins_too_large_for_memory_in_one_pipeline_match_duckdb(engines: Any, sql: str, device: str,
-                                                                     request: pytest.FixtureRequest) -> None:
-    if device == "gpu" and sql in GPU_GAP:
-        request.applymarker(pytest.mark.xfail(reason="GPU memory beside partitioned joins is not admitted against "
-                                                     "the budget yet (issue 17, item 4)", raises=QueryError,
-                                              strict=False))
+def test_two_joins_too_large_for_memory_in_one_pipeline_match_duckdb(engines: Any, sql: str, device: str) -> None:
+    """On the GPU the three joins under 48 MiB ran out beside the third dimension's table
+    and the fact table's batches: the run goes again planning with half the budget
+    (exec/smaller_budgets.py)."""
     db, con = engines
     got = db.sql(sql).to_arrow().to_pylist()
     assert got == con.sql(sql).to_arrow_table().to_pylist()

@@ -266,30 +266,37 @@ def test_kept_graphs_stay_within_their_memory_budget() -> None:
 
 
 def test_running_out_of_memory_with_graphs_kept_drops_them_and_runs_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from penstock.errors import OUT_OF_MEMORY, QueryError
+    from penstock.exec.errors import DeviceOutOfMemory
 
     f, d = tables()
     db = connect("cpu", f, d)
     want = duck(f, d, STAR)
     other = db.prepare(TOTAL).compiled
     db.executor.keep_replay(other, Kept(10))
-    run_once = Executor.run_once
+    run_once, run_steps = Executor.run_once, Executor.run_steps
     calls = []
+    halvings = []
 
     def out_of_memory_once(self: Executor, *args: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
-            raise QueryError("pipeline 1 ran out of device memory", OUT_OF_MEMORY)
+            raise DeviceOutOfMemory("pipeline 1 ran out of device memory", "pipeline 1")
         return run_once(self, *args)
 
+    def recorded(self: Executor, *args: Any, **kwargs: Any) -> Any:
+        halvings.append(kwargs.get("halvings", args[5] if len(args) > 5 else 0))
+        return run_steps(self, *args, **kwargs)
+
     monkeypatch.setattr(Executor, "run_once", out_of_memory_once)
+    monkeypatch.setattr(Executor, "run_steps", recorded)
     assert run(db, STAR)[0] == want  # the kept graph was dropped and the query ran again
     assert other.replay is None
-    with pytest.raises(QueryError) as err:  # with nothing left to drop, the error stands
-        calls.clear()
-        monkeypatch.setattr(Executor, "run_steps", lambda *a: (_ for _ in ()).throw(AssertionError("no retry")))
-        db.sql(STAR)
-    assert err.value.sqlstate == OUT_OF_MEMORY
+    assert halvings == [0]  # as planned: dropping the graphs was enough
+    calls.clear()
+    halvings.clear()
+    # with nothing left to drop, it runs again planning with half the budget (exec/smaller_budgets.py)
+    assert run(db, STAR)[0] == want
+    assert halvings == [1]
 
 
 @pytest.mark.gpu

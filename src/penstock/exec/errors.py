@@ -46,3 +46,13 @@ class TableTooLarge(QueryError):
         self.slot_bytes: int | None = None  # bytes of one of its table's slots
         self.estimated_groups = 0  # groups its first windows predicted for the whole input (0: none)
         self.foreseen = False  # raised on that prediction, before the table filled (AggregateState.foresee)
+
+
+class DeviceOutOfMemory(QueryError):
+    """An allocation the device (or the memory cap) refused during a step: 53200, naming
+    the step. Unlike a table too large for any budget, a smaller budget may help: the
+    executor runs the plan again planning with half of it (exec/smaller_budgets.py)."""
+
+    def __init__(self, message: str, step: str):
+        super().__init__(message, OUT_OF_MEMORY)
+        self.step = step

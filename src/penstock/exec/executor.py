@@ -20,9 +20,9 @@ from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
 from penstock.device.tiers import tiered_for
-from penstock.errors import CARDINALITY_VIOLATION, OUT_OF_MEMORY, QueryError
+from penstock.errors import CARDINALITY_VIOLATION, QueryError
 from penstock.exec.buffers import BufferStore
-from penstock.exec.errors import RunAgain
+from penstock.exec.errors import DeviceOutOfMemory, RunAgain
 from penstock.exec.join.in_table_builds import cached_table, settle_now
 from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map, direct_map_kernels
@@ -35,6 +35,7 @@ from penstock.exec.split_pipeline import run_split, split_point
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.exec.order.sort_step import run_sort
+from penstock.exec.smaller_budgets import run_shrinking, shrink_note
 from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.steady_runs import run_steady, unsteady
 from penstock.exec.streamed_input import run_streamed, streamed_consumer
@@ -142,12 +143,14 @@ class Executor:
         limit = memory_limit if memory_limit is not None else self.memory_limit
         check = check or (lambda: None)
         if emit is not None and streams(compiled.plan):
-            return self.run_steps(compiled, metrics, check, limit, emit)
+            return run_shrinking(self, compiled, metrics, check, limit, emit)
+        halvings = 0
         try:
             return self.run_once(compiled, metrics, check, limit)
-        except QueryError as e:  # out of memory with graphs kept: drop them and try once more
-            if e.sqlstate != OUT_OF_MEMORY or not self.drop_replays():
-                raise
+        except DeviceOutOfMemory as e:  # with graphs kept: drop them and try once more; else plan smaller
+            if not self.drop_replays():
+                halvings = 1
+                metrics.memory_notes.append(shrink_note(e.step, self.working_memory(limit)))
         except RunAgain as stale:  # built and sized the ordinary way this time
             compiled.replay = None
             for join in stale.joins:
@@ -155,7 +158,7 @@ class Executor:
             for pipeline in stale.pipelines:
                 compiled.agg_sizes.pop(pipeline, None)
         metrics.restart()
-        return self.run_steps(compiled, metrics, check, limit)
+        return run_shrinking(self, compiled, metrics, check, limit, halvings=halvings)
 
     def run_once(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                  limit: int | None) -> pa.Table:
@@ -199,12 +202,14 @@ class Executor:
         return any([_forget(plan, graph) for plan, graph, _ in entries])
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
-                  limit: int | None, emit: Callable[[Batch], None] | None = None) -> pa.Table:
+                  limit: int | None, emit: Callable[[Batch], None] | None = None, halvings: int = 0) -> pa.Table:
+        """The plan's steps in order, planning with the working memory halved `halvings`
+        times (exec/smaller_budgets.py)."""
         store = BufferStore(compiled.plan.buffer_types, self.backend,
                             OffDeviceStore(self.host_memory_limit or self.backend.default_host_budget(), self.spill_dir))
         if emit is not None:
             store.emitters[compiled.plan.result_buffer] = emit
-        ctx = self.context(compiled, store, check, limit)
+        ctx = self.context(compiled, store, check, limit, halvings)
         early = self.read_early(compiled, ctx, metrics)
         try:
             try:
@@ -290,9 +295,10 @@ class Executor:
         return max(budget - self.column_cache.bytes_used, budget // 4)
 
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
-                limit: int | None) -> PipelineContext:
+                limit: int | None, halvings: int = 0) -> PipelineContext:
         return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                               memory_limit=self.working_memory(limit), capped=limit is not None,
+                               memory_limit=self.working_memory(limit) >> halvings,
+                               capped=limit is not None or halvings > 0,
                                column_cache=self.column_cache, io=self.io,
                                parquet_decode=self.parquet_decode, check=check,
                                host_buffers=compiled.host_buffers, small_sorts=compiled.small_sorts)
@@ -307,7 +313,7 @@ class Executor:
         except self.backend.out_of_memory as e:
             message = out_of_memory_message(step_name(step, compiled.plan), self.backend, ctx, e)
             dump_if_asked(self.backend, message)
-            raise QueryError(message, OUT_OF_MEMORY) from e
+            raise DeviceOutOfMemory(message, step_name(step, compiled.plan)) from e
 
     def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
         return shape_result(plan, store.arrow(plan.result_buffer))

@@ -113,6 +113,8 @@ class QueryMetrics:
     # how the device work ran when not step by step (exec/steady_runs.py)
     device_run: str = ""
     wait_seconds: float = 0.0  # a steady run's wait for its device work and its one read-back
+    # runs that ran out of device memory and ran again with half the budget (exec/smaller_budgets.py)
+    memory_notes: list[str] = field(default_factory=list)
 
     def restart(self) -> None:
         """Forget what a run that is being redone another way recorded."""

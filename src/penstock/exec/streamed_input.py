@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from penstock.codegen.agg_layout import layout_of
-from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_state import AggregateState
+from penstock.exec.errors import DeviceOutOfMemory
 from penstock.exec.join.grace_join import GraceJoin
 from penstock.exec.join.partitioned_join import PartitionedJoin
 from penstock.exec.metrics import StepMetrics
@@ -99,7 +99,7 @@ def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipel
     except executor.backend.out_of_memory as e:
         message = out_of_memory_message(step_name(consumer, compiled.plan), executor.backend, ctx, e)
         dump_if_asked(executor.backend, message)
-        raise QueryError(message, OUT_OF_MEMORY) from e
+        raise DeviceOutOfMemory(message, step_name(consumer, compiled.plan)) from e
     if done is not None:  # a step's metrics (the top-k's); a pipeline's are its runner's
         metrics.steps.append(done)
     if runner is not None:
