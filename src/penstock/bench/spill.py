@@ -11,10 +11,15 @@ get --memory-limit.
 The data, int64 keys uniformly at random with an int64 payload, is generated as a Parquet
 file in `--dir` (kept for the next run). penstock sorts it with `penstock sort`
 (exec/spill/external_sort.py), DuckDB with `COPY (SELECT * ... ORDER BY k) TO ...` under
-`SET memory_limit` and a temp directory in `--dir`. The lower bound is the sort's data read
-twice and written twice at the drive's rates, measured here: a file written with fsync,
-then read back after its pages were dropped from the page cache. Each output is checked to
-be sorted and whole. `--case groupby` and `--case join` run a GROUP BY and a join whose hash
+`SET memory_limit` and a temp directory in `--dir`. The lower bound is the input file read,
+the data (16 bytes a row) written and read back once as buckets, and written as the output,
+at the drive's rates measured here: a file written with fsync, then read back after its
+pages were dropped from the page cache. Each output is checked to be sorted and whole.
+`--output none` keeps no output file (the issue's 2 x 10^9 rows leave no room for one on a
+64 GiB disk): penstock hands its sorted rows to a check as they come (`sort_into`), DuckDB's
+`SELECT * ... ORDER BY k` is fetched batch by batch and checked the same way, and the bound
+has no output write. The payload is the row number, delta-encoded (it takes almost no room in
+the input file); the keys are plain. `--case groupby` and `--case join` run a GROUP BY and a join whose hash
 tables pass the budget instead (bench/spill_query.py); `--case all` all three.
 """
 
@@ -46,7 +51,7 @@ class SpillSortResult:
     device: str  # where penstock's chunks sorted
     write_gbps: float
     read_gbps: float
-    lower_bound_s: float  # two reads and two writes of the input's bytes
+    lower_bound_s: float  # the input read, the data written and read as buckets, written as the output
     penstock_s: float
     penstock_sorted: bool
     penstock_buckets: int
@@ -57,13 +62,15 @@ class SpillSortResult:
     penstock_phases: dict[str, float] | None = None  # sample, partition, merge
     penstock_stages: dict[str, float] | None = None  # busy seconds per pipeline stage
     first_use_s: float | None = None  # a small sort before the timed one: CuPy compiling its kernels
+    output: str = "file"  # 'file': each engine writes a Parquet file; 'none': rows checked as they come
 
     def lines(self) -> list[str]:
         out = [f"sort of {self.rows:,} int64 keys with an int64 payload ({self.input_bytes / 2**30:.2f} GiB of Parquet), "
                f"memory limit {self.memory_limit / 2**20:,.0f} MiB on the {self.device}"
                + (f", host memory limit {self.host_memory_limit / 2**20:,.0f} MiB" if self.host_memory_limit else ""),
                f"drive: write {self.write_gbps:.2f} GB/s, read {self.read_gbps:.2f} GB/s; I/O lower bound "
-               f"{self.lower_bound_s:.2f} s (two reads and two writes)",
+               f"{self.lower_bound_s:.2f} s (the input read, the data written and read as buckets"
+               + (", written as the output)" if self.output == "file" else "; no output file: rows checked as they come)"),
                f"penstock: {self.penstock_s:.2f} s ({self.penstock_s / self.lower_bound_s:.2f}x the lower bound), "
                f"{self.penstock_buckets} buckets, {self.penstock_spilled_bytes / 2**30:.2f} GiB spilled, sorted: "
                f"{'yes' if self.penstock_sorted else 'NO'}"]
@@ -88,7 +95,8 @@ def generate(path: Path, rows: int, seed: int = 1) -> Path:
     rng = np.random.default_rng(seed)
     partial = path.with_name(f".{path.name}.partial")
     schema = pa.schema([("k", pa.int64()), ("payload", pa.int64())])
-    with pq.ParquetWriter(partial, schema, compression="none") as writer:
+    with pq.ParquetWriter(partial, schema, compression="none", use_dictionary=False,
+                          column_encoding={"k": "PLAIN", "payload": "DELTA_BINARY_PACKED"}) as writer:
         for start in range(0, rows, BATCH):
             n = min(BATCH, rows - start)
             writer.write_table(pa.table({"k": rng.integers(-2**62, 2**62, n),
@@ -136,34 +144,63 @@ def sorted_and_whole(path: Path, rows: int) -> bool:
     return seen == rows
 
 
+class SortedCheck:
+    """Rows handed over in order: whether their k never decreases, and how many came."""
+
+    def __init__(self) -> None:
+        self.last: Any = None
+        self.rows = 0
+        self.ordered = True
+
+    def take(self, piece: pa.Table | pa.RecordBatch) -> None:
+        k = piece.column(0 if isinstance(piece, pa.RecordBatch) else "k").to_numpy()
+        if k.size == 0:
+            return
+        if (self.last is not None and k[0] < self.last) or (k.size > 1 and bool(np.any(k[1:] < k[:-1]))):
+            self.ordered = False
+        self.last, self.rows = k[-1], self.rows + k.size
+
+    def whole(self, rows: int) -> bool:
+        return self.ordered and self.rows == rows
+
+
 def run_spill_sort(rows: int, memory_limit: int, directory: Path, duckdb_too: bool = True,
                    log: Callable[[str], None] = lambda _m: None, device: str = "cpu",
-                   host_memory_limit: int | None = None) -> SpillSortResult:
-    from penstock.exec.spill.external_sort import parse_keys, sort_files
+                   host_memory_limit: int | None = None, output: str = "file") -> SpillSortResult:
+    from penstock.exec.spill.external_sort import parse_keys, sort_files, sort_into
 
     directory.mkdir(parents=True, exist_ok=True)
     source = generate(directory / f"sort-input-{rows}.parquet", rows)
-    size = source.stat().st_size
+    size, data = source.stat().st_size, rows * 16
     write, read = drive_rates(directory, size)
     log(f"drive: write {write:.2f} GB/s, read {read:.2f} GB/s")
+    bound = size / (read * 1e9) + data / (write * 1e9) + data / (read * 1e9) + \
+        (data / (write * 1e9) if output == "file" else 0.0)
     out = directory / "sorted-penstock.parquet"
     first_use = _first_use(directory, device, log) if device != "cpu" else None
     drop_page_cache([source])
     started = time.perf_counter()
-    report = sort_files(source, parse_keys("k"), out, memory_limit, directory / "spill", log, device,
-                        host_memory_limit)
+    check = SortedCheck()
+    if output == "file":
+        report = sort_files(source, parse_keys("k"), out, memory_limit, directory / "spill", log, device,
+                            host_memory_limit)
+    else:
+        report = sort_into(source, parse_keys("k"), check.take, memory_limit, directory / "spill", log, device,
+                           host_memory_limit)
     seconds = time.perf_counter() - started
     result = SpillSortResult(rows, size, memory_limit, host_memory_limit if report.device == "gpu" else None,
-                             report.device, write, read, 2 * size / (read * 1e9) + 2 * size / (write * 1e9),
-                             seconds, sorted_and_whole(out, rows), report.buckets, report.spilled_bytes,
+                             report.device, write, read, bound, seconds,
+                             sorted_and_whole(out, rows) if output == "file" else check.whole(rows),
+                             report.buckets, report.spilled_bytes, output=output,
                              penstock_phases=report.phases, penstock_stages=report.stage_seconds,
                              first_use_s=first_use)
     out.unlink(missing_ok=True)
+    log("\n".join(result.lines()))  # penstock's part, before DuckDB's (which may take long)
     if duckdb_too:
         import duckdb
 
         try:
-            result.duckdb_s, result.duckdb_sorted = _duckdb_sort(source, directory, report.host_budget, rows)
+            result.duckdb_s, result.duckdb_sorted = _duckdb_sort(source, directory, report.host_budget, rows, output)
         except duckdb.Error as e:
             result.duckdb_error = str(e).splitlines()[0]
     return result
@@ -186,7 +223,7 @@ def _first_use(directory: Path, device: str, log: Callable[[str], None]) -> floa
     return seconds
 
 
-def _duckdb_sort(source: Path, directory: Path, memory_limit: int, rows: int) -> tuple[float, bool]:
+def _duckdb_sort(source: Path, directory: Path, memory_limit: int, rows: int, output: str = "file") -> tuple[float, bool]:
     import duckdb
 
     out = directory / "sorted-duckdb.parquet"
@@ -196,11 +233,18 @@ def _duckdb_sort(source: Path, directory: Path, memory_limit: int, rows: int) ->
     con.execute("SET preserve_insertion_order = false")  # what it advises for data past memory
     drop_page_cache([source])
     started = time.perf_counter()
-    con.execute(f"COPY (SELECT * FROM read_parquet('{source}') ORDER BY k) TO '{out}' (FORMAT parquet)")
-    seconds = time.perf_counter() - started
-    whole = sorted_and_whole(out, rows)
-    out.unlink(missing_ok=True)
-    return seconds, whole
+    if output == "file":
+        con.execute(f"COPY (SELECT * FROM read_parquet('{source}') ORDER BY k) TO '{out}' (FORMAT parquet)")
+        seconds = time.perf_counter() - started
+        whole = sorted_and_whole(out, rows)
+        out.unlink(missing_ok=True)
+        return seconds, whole
+    # fetched as a stream, the result's batches keep their order only with insertion order kept
+    con.execute("SET preserve_insertion_order = true")
+    check = SortedCheck()
+    for batch in con.sql(f"SELECT k, payload FROM read_parquet('{source}') ORDER BY k").to_arrow_reader(BATCH):
+        check.take(batch)
+    return time.perf_counter() - started, check.whole(rows)
 
 
 def write_report(result: Any, out: Path, name: str = "spill-sort.json") -> Path:
@@ -220,6 +264,8 @@ def add_spill_bench(bsub: Any, size: Callable[[str], int]) -> None:
     sp.add_argument("--host-memory-limit", type=size, default=None,
                     help="the sort on the GPU: host memory for rows in flight (default: twice --memory-limit)")
     sp.add_argument("--dir", default="data/bench-spill", help="where the data, spill files and outputs go")
+    sp.add_argument("--output", choices=["file", "none"], default="file",
+                    help="the sort: each engine writes a Parquet file, or none (rows checked as they come)")
     sp.add_argument("--no-duckdb", action="store_true")
     sp.add_argument("--out", default="bench-results", help="directory for the JSON report")
     sp.set_defaults(run=cmd_bench_spill)
@@ -236,7 +282,7 @@ def cmd_bench_spill(args: Any) -> int:
     ok = True
     if args.case in ("sort", "all"):
         result = run_spill_sort(args.rows, args.memory_limit, Path(args.dir), not args.no_duckdb, log, args.device,
-                                args.host_memory_limit)
+                                args.host_memory_limit, args.output)
         print("\n".join(result.lines()))
         log(f"wrote {write_report(result, Path(args.out))}")
         ok &= result.penstock_sorted

@@ -44,7 +44,7 @@ from penstock.exec.spill.sort_keys import SortKey, parse_keys
 from penstock.exec.spill.stages import StageTimes, run_stages
 from penstock.io.tables import guess_format, list_files
 
-__all__ = ["SortKey", "SortReport", "parse_keys", "sort_files"]
+__all__ = ["SortKey", "SortReport", "parse_keys", "sort_files", "sort_into"]
 
 SAMPLE_ROWS = 1 << 17  # rows of keys kept to choose splitters
 SAMPLE_GROUPS = 32  # Parquet row groups read for the sample, spread over the input
@@ -85,17 +85,26 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
     host memory). `host_memory_limit`: host memory for the rows in flight on the GPU path
     (default twice memory_limit). `check` is called between chunks (a cancel raises there).
     `compression`: the Parquet output's codec (default: the input's)."""
+    dataset, fmt, files = _open_input(source, keys)
+    output = OutputFile(Path(out), dataset.schema, compression or input_compression(files, fmt))
+    try:
+        return sort_into(source, keys, output.write, memory_limit, spill_dir, progress, device,
+                         host_memory_limit, check, finish=output.finish)
+    finally:
+        output.discard()
+
+
+def sort_into(source: str | os.PathLike[str], keys: list[SortKey], emit: Callable[[pa.Table], None],
+              memory_limit: int = 1 << 30, spill_dir: str | os.PathLike[str] | None = None,
+              progress: Callable[[str], None] | None = None, device: str = "cpu",
+              host_memory_limit: int | None = None, check: Callable[[], None] | None = None,
+              finish: Callable[[], None] = lambda: None) -> SortReport:
+    """sort_files' sort, its rows handed to `emit` in order (a table at a time) instead of
+    written to a file; `finish` runs after the last, within the spill directory's life."""
     started = time.perf_counter()
-    location = os.fspath(source)
-    files = list_files(location)
-    fmt = guess_format(files, location)
-    dataset = ds.dataset([str(f) for f in files], format={"arrow": "ipc"}.get(fmt, fmt))
-    missing = [k.column for k in keys if k.column not in dataset.schema.names]
-    if missing:
-        raise QueryError(f"column \"{missing[0]}\" does not exist in {location}", UNDEFINED_COLUMN)
+    dataset, _, _ = _open_input(source, keys)
     report = SortReport()
     xp = device_arrays(device, dataset.schema, keys, report)
-    output = OutputFile(Path(out), dataset.schema, compression or input_compression(files, fmt))
     with SpillDirectory(spill_dir) as spill:
         job = SortJob(keys, xp, memory_limit, host_memory_limit, spill, report, progress, check)
         try:
@@ -104,14 +113,23 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
             report.phases["sample"] = time.perf_counter() - tick
             job.run(lambda chunk_rows: (pa.Table.from_batches([b])
                                         for b in dataset.to_batches(batch_size=chunk_rows) if b.num_rows),
-                    rows, row_bytes, sample, output.write)
-            output.finish()
+                    rows, row_bytes, sample, emit)
+            finish()
         except OSError as e:
             raise spill.full(e) from e
-        finally:
-            output.discard()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _open_input(source: str | os.PathLike[str], keys: list[SortKey]) -> tuple[ds.Dataset, str, list[Path]]:
+    location = os.fspath(source)
+    files = list_files(location)
+    fmt = guess_format(files, location)
+    dataset = ds.dataset([str(f) for f in files], format={"arrow": "ipc"}.get(fmt, fmt))
+    missing = [k.column for k in keys if k.column not in dataset.schema.names]
+    if missing:
+        raise QueryError(f"column \"{missing[0]}\" does not exist in {location}", UNDEFINED_COLUMN)
+    return dataset, fmt, files
 
 
 def device_arrays(device: str, schema: pa.Schema, keys: list[SortKey], report: SortReport) -> Any:
