@@ -92,9 +92,12 @@ def unwiden(e: Expr) -> Expr:
     the original exactly instead. It may fit in 64 bits where the cast's type (DataFusion
     likes decimal(30,15)) would not, and where the cast drops integer digits (DataFusion
     compares a decimal(38,8) with a float as decimal(38,15)) it would raise 22003 on a
-    value PostgreSQL compares without complaint."""
+    value PostgreSQL compares without complaint. A float cast to a decimal is compared as
+    the float: PostgreSQL compares float8 with numeric as float8, where the cast would round
+    1e-16 to 0 (a wrong answer) and raise 22003 on 1e16, NaN and infinities."""
     if (isinstance(e, Cast) and e.type.kind is Kind.DECIMAL
-            and (e.arg.type.is_integer or (e.arg.type.kind is Kind.DECIMAL and e.type.scale >= e.arg.type.scale))):
+            and (e.arg.type.is_integer or e.arg.type.is_float
+                 or (e.arg.type.kind is Kind.DECIMAL and e.type.scale >= e.arg.type.scale))):
         return e.arg
     return e
 

@@ -83,7 +83,7 @@ def run_streamed(executor: "Executor", producer: RunPipeline, consumer: RunPipel
     runner: "PipelineRunner | None" = None
     feed: StreamedInput | StreamedTopK
     if isinstance(consumer, SortBuffer):
-        feed = StreamedTopK(consumer, sink.types, executor.backend, ctx.store, sink.buffer)
+        feed = StreamedTopK(consumer, sink.types, executor.backend, ctx.store, sink.buffer, ctx.memory_limit)
     else:
         runner = executor.runner(consumer.pipeline, compiled, ctx, metrics)
         runner.metrics.streamed_from = producer.pipeline.id

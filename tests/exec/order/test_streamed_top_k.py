@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import penstock
+from penstock.exec.order import streamed_top_k
 from penstock.exec.order.streamed_top_k import not_after
 
 MiB = 1 << 20
@@ -49,15 +50,22 @@ def rows(table: pa.Table) -> list[tuple]:
     return [tuple("NaN" if isinstance(v, float) and v != v else v for v in r.values()) for r in table.to_pylist()]
 
 
+@pytest.mark.parametrize("hold", [0, None])
 @pytest.mark.parametrize("budget", ["tight", None])
 @pytest.mark.parametrize("sql", STREAMED)
 def test_a_running_top_k_over_groups_matches_duckdb(data: dict, t_engines: Callable[..., Any], device: str, sql: str,
-                                                    budget: str | None) -> None:
+                                                    budget: str | None, hold: int | None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """hold 0: the running top-k from the first group; None: the first HOLD_ROWS groups held,
+    and selected on the host at the end where no more came."""
+    if hold is not None:
+        monkeypatch.setattr(streamed_top_k, "HOLD_ROWS", hold)
     db, con = t_engines(data, device, BUDGET[device] if budget else None)
     try:
         assert rows(db.sql(sql).to_arrow()) == rows(con.sql(sql).to_arrow_table())
         plan = db.explain(sql, analyze=True)
-        assert "a running top-k as the groups were made" in plan, plan
+        ran = "a running top-k as the groups were made" in plan
+        assert ran or (hold is None and "the few groups selected at the end" in plan), plan
         if budget and sql is STREAMED[0]:
             assert "partitioned:" in plan, plan
     finally:
@@ -69,6 +77,18 @@ def test_text_columns_keep_the_sort_step(data: dict, t_engines: Callable[..., An
     sql = "SELECT 'g' || CAST(k % 100 AS VARCHAR) AS g, sum(v) AS s FROM t GROUP BY 1 ORDER BY s DESC, g LIMIT 5"
     assert db.sql(sql).to_arrow().to_pylist() == con.sql(sql).to_arrow_table().to_pylist()
     assert "a running top-k as the groups were made" not in db.explain(sql, analyze=True)
+
+
+def test_few_groups_are_held_and_selected_on_the_host(data: dict, t_engines: Callable[..., Any], device: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups that stay under HOLD_ROWS never start the device's running top-k; more do."""
+    db, con = t_engines(data, device, None)
+    sql = "SELECT k % 1000 AS g, sum(v) AS s FROM t GROUP BY 1 ORDER BY s DESC, g LIMIT 3"
+    assert rows(db.sql(sql).to_arrow()) == rows(con.sql(sql).to_arrow_table())
+    assert "the few groups selected at the end" in db.explain(sql, analyze=True)
+    monkeypatch.setattr(streamed_top_k, "HOLD_ROWS", 100)
+    assert rows(db.sql(sql).to_arrow()) == rows(con.sql(sql).to_arrow_table())
+    assert "a running top-k as the groups were made" in db.explain(sql, analyze=True)
 
 
 def test_not_after_keeps_the_rows_at_or_before_the_cut() -> None:
