@@ -27,6 +27,7 @@ def _tables() -> dict[str, pa.Table]:
                                         datetime.datetime(2020, 1, 1)], pa.timestamp("us"))}),
         "dec": pa.table({"d": pa.array([Decimal("1.10"), Decimal("2.25"), None], pa.decimal128(5, 2))}),
         "blank": pa.table({"b": pa.array(["", None, ""], pa.string())}),  # no text bytes at all
+        "fl": pa.table({"x": pa.array([1e-16, 1e16, float("nan"), float("-inf"), 2.5, None], pa.float64())}),
     }
 
 
@@ -55,6 +56,11 @@ CASES = [
     # strpos(s, '') read the byte after s: on the GPU, an illegal address when s had no bytes
     ("SELECT i, strpos(s, '') AS a, strpos('', s) AS b FROM s ORDER BY i", None),
     ("SELECT strpos(b, '') AS a, strpos(min(b), '') AS c FROM blank GROUP BY b ORDER BY 1", None),
+    # a float compared with a decimal constant was cast to decimal(30,15): 1e-16 = 0.0 was
+    # true, and 1e16, NaN and infinities raised 22003; PostgreSQL compares them as float8
+    ("SELECT x, x = 0.0 AS eq, x > 1.5 AS gt, x <= 2.50 AS le FROM fl WHERE x < 1e17 ORDER BY x", None),
+    ("SELECT count(*) AS n FROM fl WHERE x > 1.5", None),
+    ("SELECT count(*) AS n FROM fl WHERE x IN (0.0, 2.5) OR x BETWEEN 0.0 AND 1e-15", None),
     # decimal text keeps the value's own scale in a one-branch CASE
     ("SELECT CAST((CASE WHEN d > 2 THEN d END) AS TEXT) AS c0 FROM dec ORDER BY 1", None),
 ]
