@@ -1,5 +1,6 @@
 """Numeric constants typed as PostgreSQL types them (frontend/literals.py), for every client:
-a decimal point makes numeric, an exponent double precision, an integer past bigint numeric."""
+a decimal point or an exponent makes numeric (double precision past 38 digits), an integer past
+bigint numeric."""
 
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ def test_numeric_constants_are_written_as_exact_decimal_casts() -> None:
     assert numeric_literals("SELECT 1.50, 9223372036854775807, 9223372036854775808, x1234567890123456789012, "
                             "1.5e3, 'a 1.5', t.x") == (
         "SELECT CAST('1.50' AS DECIMAL(3,2)), 9223372036854775807, "
-        "CAST('9223372036854775808' AS DECIMAL(19,0)), x1234567890123456789012, 1.5e3, 'a 1.5', t.x")
+        "CAST('9223372036854775808' AS DECIMAL(19,0)), x1234567890123456789012, CAST('1500' AS DECIMAL(4,0)), "
+        "'a 1.5', t.x")
+    assert numeric_literals("SELECT 2.5E-3, 1e25, 1e300, 1e-50") == (
+        "SELECT CAST('0.0025' AS DECIMAL(4,4)), CAST('10000000000000000000000000' AS DECIMAL(26,0)), 1e300, 1e-50")
 
 
 def test_answers_are_postgresql_s_in_the_api_and_on_the_fallback(device: str) -> None:
     db = penstock.connect(device=device)
-    row = db.sql("SELECT CAST(2.5 AS int) AS a, CAST(-2.5 AS int) AS b, 0.1 + 0.2 AS c, 1.5e0 + 1 AS d").to_arrow()
-    assert row.to_pylist() == [{"a": 3, "b": -3, "c": decimal.Decimal("0.3"), "d": 2.5}]
+    row = db.sql("SELECT CAST(2.5 AS int) AS a, CAST(-2.5 AS int) AS b, 0.1 + 0.2 AS c, 1.5e0 + 1 AS d, "
+                 "CAST(2.5e0 AS int) AS e, 0.1e0 + 0.2e0 AS f, 1e300 > 1 AS g").to_arrow()
+    assert row.to_pylist() == [{"a": 3, "b": -3, "c": decimal.Decimal("0.3"), "d": decimal.Decimal("2.5"), "e": 3,
+                                "f": decimal.Decimal("0.3"), "g": True}]

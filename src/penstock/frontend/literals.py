@@ -1,14 +1,17 @@
 """Constants typed as PostgreSQL types them, whichever engine runs the statement.
 
-In PostgreSQL a constant with a decimal point and no exponent (``1.50``) is numeric, as is
-an integer constant too large for bigint; one with an exponent (``1.5e3``) is double
-precision. DataFusion's parser reads both as double, which would change results
-(``0.1 + 0.2``, ``CAST(2.5 AS int)`` is 3 for numeric and 2 for double) and result types.
-So before planning, such constants become decimal casts of their exact text. DuckDB, the
-test oracle, types them as decimals too.
+In PostgreSQL a constant with a decimal point or an exponent (``1.50``, ``2.5e0``) is
+numeric, as is an integer constant too large for bigint. DataFusion's parser reads them as
+double, which would change results (``0.1 + 0.2``, ``CAST(2.5 AS int)`` is 3 for numeric and
+2 for double, ``CAST(1e25 AS numeric)`` gains digits) and result types. So before planning,
+such constants become decimal casts of their exact value. One that needs more than 38 digits
+(``1e300``, ``1e-50``) stays double precision. DuckDB, the test oracle, types constants
+with a decimal point as decimals too (with an exponent, as double).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
 
 from penstock.frontend.sql_tokens import preceding, tokens
 
@@ -32,7 +35,14 @@ def numeric_literals(sql: str) -> str:
 
 def _typed(text: str) -> str:
     if "e" in text.lower():
-        return text  # double precision, as in PostgreSQL
+        try:
+            plain = format(Decimal(text), "f")  # the exact value, without exponent
+        except InvalidOperation:
+            return text
+        whole, _, frac = plain.partition(".")
+        if len(whole.lstrip("0")) + len(frac) > MAX_DIGITS:
+            return text  # past decimal's digits: double precision
+        return _decimal(whole, frac)
     if "." not in text:
         return text if int(text) <= 2**63 - 1 else _decimal(text, "")
     whole, frac = text.split(".", 1)

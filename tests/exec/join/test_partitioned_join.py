@@ -104,3 +104,18 @@ def test_one_key_with_too_many_build_rows_is_53200(tmp_path: Path, device: str) 
     assert err.value.sqlstate == "53200" and "join #0" in err.value.message
     assert db.sql("SELECT count(*) AS n FROM p WHERE k < 10").to_arrow().column("n").to_pylist() == [10]
     penstock.connect(device=device)
+
+
+@pytest.mark.parametrize("key_type", [pa.int64(), pa.int32()])  # a grace join, a partitioned join
+def test_keys_one_hash_bit_leaves_together_split_further(tmp_path: Path, key_type: pa.DataType) -> None:
+    """Found by the fuzzer under a 64 KiB budget: 8 keys of 125 build rows each, four of
+    them in one partition under 3 hash bits and apart under 4. The partitioned join gave up
+    after the first split that separated none of them, and the grace join's partition past
+    its table's share failed; each key alone fits."""
+    db = penstock.connect(device="cpu", strict=True, memory_limit=64 << 10, host_memory_limit=32 << 10,
+                          spill_dir=tmp_path / "spill")
+    db.register_arrow("a", pa.table({"x": pa.array(range(25), pa.int64())}))
+    db.register_arrow("b", pa.table({"k": pa.array([i % 8 for i in range(80)], key_type)}))
+    db.register_arrow("c", pa.table({"k": pa.array([3], key_type)}))
+    sql = "SELECT count(*) AS n FROM c LEFT JOIN (SELECT b.k FROM a CROSS JOIN b) ab ON ab.k = c.k"
+    assert db.sql(sql).to_arrow().to_pylist() == [{"n": 250}]

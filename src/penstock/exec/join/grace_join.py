@@ -30,6 +30,7 @@ from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
 from penstock.exec.aggregate.aggregate_state import next_pow2
 from penstock.exec.buffers import BufferStore, unpack_bits
+from penstock.exec.errors import TableTooLarge
 from penstock.exec.join.join_state import JoinState
 from penstock.exec.scatter_pass import scatter_rows, where_held
 from penstock.io.device_batch import Batch
@@ -98,7 +99,15 @@ class GraceJoin:
         self.keep_matched()
         self.current = self.current_index = None
         batch = build_batch(self.backend, self.store, self.targets[index])
-        state = JoinState(self.backend, batch, True, self.label, self.memory_limit)
+        try:
+            state = JoinState(self.backend, batch, True, self.label, self.memory_limit)
+        except TableTooLarge as e:
+            # a skewed partition (its keys hashed alike) past its table's share, still within
+            # half the budget: built anyway. Past the device's room, the allocation fails and
+            # the run goes again with half the budget, so more partitions (smaller_budgets.py)
+            if self.memory_limit is None or e.needed_bytes > self.memory_limit // 2:
+                raise
+            state = JoinState(self.backend, batch, True, self.label, None)
         state.build(self.kernel, self.label)
         self.multiplicity = max(self.multiplicity, state.multiplicity)
         self.current, self.current_index = state, index

@@ -60,12 +60,12 @@ class JoinState:
                              PROGRAM_LIMIT_EXCEEDED)
         need = 16 * self.capacity
         if memory_limit is not None and need > memory_limit // TABLE_SHARE:  # checked before allocating it
-            raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "
-                                f"more than its share of memory_limit ({memory_limit / 2**20:,.0f} MiB) allows", need)
+            raise TableTooLarge(f"{label} needs a hash table of {size_text(need)} for {self.rows:,} rows, "
+                                f"more than its share of memory_limit ({size_text(memory_limit)}) allows", need)
         try:
             self.slots = backend.zeros(2 * self.capacity, np.uint64)
         except backend.out_of_memory as e:
-            raise TableTooLarge(f"{label} needs a hash table of {need / 2**20:,.0f} MiB for {self.rows:,} rows, "
+            raise TableTooLarge(f"{label} needs a hash table of {size_text(need)} for {self.rows:,} rows, "
                                 f"more than the device has free", need) from e
         # [error | has-NULL flag | most rows with one key | key min | key max]: read back once
         start = np.array([0, 0, 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min], dtype=np.int64)
@@ -188,3 +188,8 @@ def direct_map_kernels(plan: PhysicalPlan) -> list[Kernel]:
             if ctype is not None:
                 ctypes.add(ctype)
     return [fill_direct_map(c) for c in sorted(ctypes)]
+
+
+def size_text(n: int) -> str:
+    """Bytes as errors say them: MiB, or bytes under one (a budget of a few KiB said 0 MiB)."""
+    return f"{n / 2**20:,.0f} MiB" if n >= 1 << 20 else f"{n:,} bytes"

@@ -28,10 +28,11 @@ from penstock.device.base import Backend
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_state import TABLE_SHARE, next_pow2
 from penstock.exec.errors import TableTooLarge
-from penstock.exec.join.join_state import JoinState
+from penstock.exec.join.join_state import JoinState, size_text
 from penstock.io.device_batch import Batch
 
 MAX_PARTITION_BITS = 15  # as for aggregations: hash bits 48..62
+STUCK_SPLITS = 4  # splits in a row that separate no rows before a partition counts as one key
 TABLE_BYTES_PER_ROW = 16  # a join table's slot (JoinState: 16 bytes a slot, two slots a row)
 
 
@@ -95,18 +96,22 @@ def partition_join(backend: Backend, batch: Batch, kernel: Kernel, label: str, m
     # passes over its probe side)
     ways = min(max(next_pow2(-(-too_large.needed_bytes // share)), 2), 1 << MAX_PARTITION_BITS)
     join = PartitionedJoin(backend, batch, kernel, label, memory_limit)
-    todo = [(ways - 1, index, batch.length) for index in range(ways)]  # (mask, index, rows of its parent)
+    # (mask, index, rows of its parent, splits in a row that separated none of its rows)
+    todo = [(ways - 1, index, batch.length, 0) for index in range(ways)]
     while todo:
-        mask, index, parent_rows = todo.pop(0)
+        mask, index, parent_rows, stuck = todo.pop(0)
         counter = JoinState(backend, batch, True, label, None, partition=(mask, index), table_rows=0)
         rows = counter.count_rows(kernel)
         del counter
         if TABLE_BYTES_PER_ROW * next_pow2(2 * rows) > share:  # too many: split it in two
-            if rows == parent_rows or mask + 1 >= 1 << MAX_PARTITION_BITS:  # splitting did not separate them
+            # one hash bit may not separate keys that the next ones do (four keys in one
+            # partition under 3 bits, apart under 4): only STUCK_SPLITS in a row say one key
+            stuck = stuck + 1 if rows == parent_rows else 0
+            if stuck > STUCK_SPLITS or mask + 1 >= 1 << MAX_PARTITION_BITS:
                 raise QueryError(f"{label}: {rows:,} build rows share one key (or hash alike), more than a hash "
-                                 f"table within memory_limit's share ({share / 2**20:,.0f} MiB) holds", OUT_OF_MEMORY)
+                                 f"table within memory_limit's share ({size_text(share)}) holds", OUT_OF_MEMORY)
             wider = 2 * mask + 1
-            todo[:0] = [(wider, index, rows), (wider, index + mask + 1, rows)]
+            todo[:0] = [(wider, index, rows, stuck), (wider, index + mask + 1, rows, stuck)]
             continue
         state = join.build((mask, index, rows))
         join.parts.append((mask, index, rows))
