@@ -63,7 +63,11 @@ def test_parameters_client_bound(pg_server: Running) -> None:
         cur = psycopg.ClientCursor(conn)
         for type_name, value in VALUES:
             cur.execute("select %s", (value,))
-            check_value(type_name, value, cur.fetchone()[0])
+            got = cur.fetchone()[0]
+            if value == 2.0 ** -30:  # written bare as 9.313225746154785e-10: numeric, as PostgreSQL types it
+                assert got == decimal.Decimal(repr(value)) and isinstance(got, decimal.Decimal), got
+                continue
+            check_value(type_name, value, got)  # 1e300 written bare stays float8 (past numeric's 38 digits here)
 
 
 def test_untyped_text_parameters_take_their_type_from_context(pg_server: Running) -> None:
