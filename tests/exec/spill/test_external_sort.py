@@ -266,3 +266,27 @@ def test_the_connection_budgets(tmp_path: Path, source: Path) -> None:
     assert report.buckets > 5 and (tmp_path / "spill").is_dir() and list((tmp_path / "spill").iterdir()) == []
     check(pq.read_table(tmp_path / "o.parquet"), duckdb_order(source, "k DESC, payload"), ["k", "payload"])
     penstock.connect(device="cpu")  # lift the memory limit for the tests that follow in this process
+
+
+def test_small_row_groups_are_gathered_into_chunks_of_the_budget(tmp_path: Path) -> None:
+    """Row groups of 1,000 rows under a budget for chunks of tens of thousands: the chunks are
+    the budget's, not the row groups' (2 x 10^9 rows came as 1,904 chunks of one row group)."""
+    rng = np.random.default_rng(5)
+    table = pa.table({"k": rng.integers(-10**9, 10**9, 200_000), "p": np.arange(200_000)})
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=1_000)
+    report = sort_files(tmp_path / "in.parquet", parse_keys("k"), tmp_path / "out.parquet", 16 << 20,
+                        tmp_path / "spill")
+    assert report.rows == 200_000 and report.chunks < 200_000 // 1_000 // 4, report
+    got = pq.read_table(tmp_path / "out.parquet")
+    assert got.column("k").to_pylist() == sorted(table.column("k").to_pylist())
+    assert sorted(got.column("p").to_pylist()) == list(range(200_000))
+
+
+def test_coalesced_keeps_every_row_in_order() -> None:
+    from penstock.exec.spill.external_sort import coalesced
+
+    batches = [pa.record_batch([pa.array(range(s, s + n))], names=["x"]) for s, n in [(0, 3), (3, 0), (3, 4), (7, 2)]]
+    tables = list(coalesced(iter(batches), 5))
+    assert [t.num_rows for t in tables] == [3, 4, 2]  # a table never passes 5 rows by a batch
+    assert [v for t in tables for v in t.column("x").to_pylist()] == list(range(9))
+    assert [t.num_rows for t in coalesced(iter(batches), 100)] == [9]

@@ -111,14 +111,31 @@ def sort_into(source: str | os.PathLike[str], keys: list[SortKey], emit: Callabl
             tick = time.perf_counter()
             rows, row_bytes, sample = _sample(dataset, keys)
             report.phases["sample"] = time.perf_counter() - tick
-            job.run(lambda chunk_rows: (pa.Table.from_batches([b])
-                                        for b in dataset.to_batches(batch_size=chunk_rows) if b.num_rows),
+            job.run(lambda chunk_rows: coalesced(dataset.to_batches(batch_size=chunk_rows), chunk_rows),
                     rows, row_bytes, sample, emit)
             finish()
         except OSError as e:
             raise spill.full(e) from e
     report.seconds = time.perf_counter() - started
     return report
+
+
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """The batches gathered into tables of about `rows` rows. A dataset's batches end at its
+    row groups: 2 x 10^9 rows in row groups of 2^20 came as 1,904 chunks where the budgets
+    allowed chunks 14 times larger, and every bucket file held 1,904 small pieces."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if held and count + batch.num_rows > rows:
+            yield pa.Table.from_batches(held)
+            held, count = [], 0
+        held.append(batch)
+        count += batch.num_rows
+    if held:
+        yield pa.Table.from_batches(held)
 
 
 def _open_input(source: str | os.PathLike[str], keys: list[SortKey]) -> tuple[ds.Dataset, str, list[Path]]:
