@@ -132,16 +132,10 @@ def drive_rates(directory: Path, size: int) -> tuple[float, float]:
 
 def sorted_and_whole(path: Path, rows: int) -> bool:
     """Whether a file's k column never decreases and it holds `rows` rows."""
-    file = pq.ParquetFile(path)
-    last, seen = None, 0
-    for batch in file.iter_batches(columns=["k"], batch_size=BATCH):
-        k = batch.column(0).to_numpy()
-        if k.size == 0:
-            continue
-        if (last is not None and k[0] < last) or (k.size > 1 and bool(np.any(k[1:] < k[:-1]))):
-            return False
-        last, seen = k[-1], seen + k.size
-    return seen == rows
+    check = SortedCheck()
+    for batch in pq.ParquetFile(path).iter_batches(columns=["k"], batch_size=BATCH):
+        check.take(batch)
+    return check.whole(rows)
 
 
 class SortedCheck:

@@ -284,20 +284,21 @@ class Executor:
         if runner.partitioned is not None:
             compiled.agg_partitions[pid] = runner.partitioned
 
-    def working_memory(self, limit: int | None) -> int:
+    def working_memory(self, limit: int | None, halvings: int = 0) -> int:
         """The budget a query's operators plan with: the memory cap (without one, the
         device's default budget, Backend.default_budget) less what the column cache holds
         under it (its columns live in the same pool), at least a quarter of the cap (a cache
-        past three quarters is the user's choice; tables then split further)."""
+        past three quarters is the user's choice; tables then split further); halved
+        `halvings` times after runs that ran out (exec/smaller_budgets.py)."""
         budget = limit if limit is not None else self.backend.default_budget()
-        if self.column_cache is None:
-            return budget
-        return max(budget - self.column_cache.bytes_used, budget // 4)
+        if self.column_cache is not None:
+            budget = max(budget - self.column_cache.bytes_used, budget // 4)
+        return budget >> halvings
 
     def context(self, compiled: CompiledPlan, store: BufferStore, check: Callable[[], None],
                 limit: int | None, halvings: int = 0) -> PipelineContext:
         return PipelineContext(self.backend, self.open_table, store, joins={}, runtime={}, texts=compiled.texts,
-                               memory_limit=self.working_memory(limit) >> halvings,
+                               memory_limit=self.working_memory(limit, halvings),
                                capped=limit is not None or halvings > 0,
                                column_cache=self.column_cache, io=self.io,
                                parquet_decode=self.parquet_decode, check=check,
@@ -311,9 +312,10 @@ class Executor:
         try:
             self.run_step(step, compiled, ctx, metrics, early or {})
         except self.backend.out_of_memory as e:
-            message = out_of_memory_message(step_name(step, compiled.plan), self.backend, ctx, e)
+            name = step_name(step, compiled.plan)
+            message = out_of_memory_message(name, self.backend, ctx, e)
             dump_if_asked(self.backend, message)
-            raise DeviceOutOfMemory(message, step_name(step, compiled.plan)) from e
+            raise DeviceOutOfMemory(message, name) from e
 
     def result(self, plan: PhysicalPlan, store: BufferStore) -> pa.Table:
         return shape_result(plan, store.arrow(plan.result_buffer))

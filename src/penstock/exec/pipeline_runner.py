@@ -331,9 +331,9 @@ class PipelineRunner(AggregateRunning):
         """Under a memory budget, batches read ahead wait within READ_SHARE of it, and of
         the device memory under its cap not yet in use when the reading starts (what the
         joins' build rows and tables, kept buffers and the column cache leave), so what is
-        held before the reading leaves it less room instead of being run out beside. (A
-        pipeline probing three joins under 48 MiB on the GPU still runs out: its other
-        memory is not yet admitted; tests/exec/test_split_pipeline.py.)"""
+        held before the reading leaves it less room instead of being run out beside. What
+        is still not admitted, a run that runs out of it runs again with half the budget
+        (exec/smaller_budgets.py)."""
         budget = self.ctx.memory_limit
         if budget is None:
             return {}

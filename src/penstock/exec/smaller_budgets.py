@@ -45,7 +45,7 @@ def run_shrinking(executor: "Executor", compiled: "CompiledPlan", metrics: Query
         try:
             return executor.run_steps(compiled, metrics, check, limit, counting if emit else None, halvings)
         except DeviceOutOfMemory as e:
-            planned = executor.working_memory(limit) >> halvings
+            planned = executor.working_memory(limit, halvings)
             if halvings >= SHRINKS or handed_out or planned // 2 < MIN_BUDGET:
                 raise
             halvings += 1

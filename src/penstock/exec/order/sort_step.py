@@ -49,10 +49,8 @@ def run_sort(step: SortBuffer, store: BufferStore, backend: Backend, memory_limi
     if store.sorted_by.get(step.source) == keys:  # the device sorted it before the read-back
         out = table if step.limit is None else table.slice(0, step.limit)
         where = f"{backend.describe()}, sorted before the read-back"
-    elif step.limit is not None and step.limit < table.num_rows:
-        out = table.take(top_indices(table, keys, step.limit))
     else:
-        out = table.take(sort_indices(table, keys))
+        out = in_order(table, step)
     store.put_host(step.target, out)
     return StepMetrics(label, where, table.num_rows, out.num_rows, time.perf_counter() - started)
 
@@ -114,6 +112,15 @@ def rechunked(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
     for table in tables:
         for start in range(0, table.num_rows, rows):
             yield table.slice(start, rows)
+
+
+def in_order(table: pa.Table, step: SortBuffer) -> pa.Table:
+    """The table's rows in the plan's total order, only the first `step.limit` where a
+    LIMIT keeps fewer than all (selected, not sorted whole)."""
+    keys = step.total_order(table.num_columns)
+    if step.limit is not None and step.limit < table.num_rows:
+        return table.take(top_indices(table, keys, step.limit))
+    return table.take(sort_indices(table, keys))
 
 
 def sort_indices(table: pa.Table, keys: list[tuple[int, bool, bool]]) -> pa.Array:

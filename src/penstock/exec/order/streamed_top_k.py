@@ -27,7 +27,7 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat, take_rows, unpack_bits
 from penstock.exec.metrics import StepMetrics
-from penstock.exec.order.sort_step import sort_indices, top_indices
+from penstock.exec.order.sort_step import in_order
 from penstock.exec.spill.chunk_sort_words import least_significant_first
 from penstock.exec.spill.sort_keys import SortKey, StagedColumn, key_words
 from penstock.io.device_batch import Batch
@@ -118,11 +118,8 @@ class StreamedTopK:
             parts = [buffer_to_arrow(self.backend, self.held, self.types)] if self.held else []
             if on_host is not None:
                 parts.append(on_host)
-            table = pa.concat_tables(parts) if parts else buffer_to_arrow(self.backend, [], self.types)
-            if table.num_rows > self.k:
-                table = table.take(top_indices(table, self.step.total_order(table.num_columns), self.k))
-            else:
-                table = table.take(sort_indices(table, self.step.total_order(table.num_columns)))
+            table = in_order(pa.concat_tables(parts) if parts else buffer_to_arrow(self.backend, [], self.types),
+                             self.step)
             self.held = []
             where = "host, the few groups selected at the end"
         else:

@@ -88,8 +88,8 @@ def sort_files(source: str | os.PathLike[str], keys: list[SortKey], out: str | o
     dataset, fmt, files = _open_input(source, keys)
     output = OutputFile(Path(out), dataset.schema, compression or input_compression(files, fmt))
     try:
-        return sort_into(source, keys, output.write, memory_limit, spill_dir, progress, device,
-                         host_memory_limit, check, finish=output.finish)
+        return _sort_dataset(dataset, keys, output.write, memory_limit, spill_dir, progress, device,
+                             host_memory_limit, check, finish=output.finish)
     finally:
         output.discard()
 
@@ -101,8 +101,16 @@ def sort_into(source: str | os.PathLike[str], keys: list[SortKey], emit: Callabl
               finish: Callable[[], None] = lambda: None) -> SortReport:
     """sort_files' sort, its rows handed to `emit` in order (a table at a time) instead of
     written to a file; `finish` runs after the last, within the spill directory's life."""
-    started = time.perf_counter()
     dataset, _, _ = _open_input(source, keys)
+    return _sort_dataset(dataset, keys, emit, memory_limit, spill_dir, progress, device, host_memory_limit, check,
+                         finish)
+
+
+def _sort_dataset(dataset: ds.Dataset, keys: list[SortKey], emit: Callable[[pa.Table], None], memory_limit: int,
+                  spill_dir: str | os.PathLike[str] | None, progress: Callable[[str], None] | None, device: str,
+                  host_memory_limit: int | None, check: Callable[[], None] | None,
+                  finish: Callable[[], None]) -> SortReport:
+    started = time.perf_counter()
     report = SortReport()
     xp = device_arrays(device, dataset.schema, keys, report)
     with SpillDirectory(spill_dir) as spill:
@@ -248,9 +256,7 @@ class SortJob:
         written = 0
 
         def read(bucket: int) -> pa.Table | _SortedWhole:
-            # plain reads, not a memory map: the map's rows came in by page faults as the
-            # copy touched them, and the 2 x 10^9-row sort's merge spent 276 s reading 32 GB
-            with pa.OSFile(str(buckets[bucket])) as source, ipc.open_file(source) as reader:
+            with ipc.open_file(pa.memory_map(str(buckets[bucket]))) as reader:
                 table = reader.read_all()
             buckets[bucket].unlink()
             if table.num_rows > 2 * self.chunk_rows:
