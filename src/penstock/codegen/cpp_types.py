@@ -27,6 +27,7 @@ STORAGE = {
     Kind.INT8: "int8_t", Kind.INT16: "int16_t", Kind.INT32: "int32_t", Kind.INT64: "int64_t",
     Kind.FLOAT32: "float", Kind.FLOAT64: "double", Kind.DECIMAL: "int64_t", Kind.DATE: "int32_t",
     Kind.TIMESTAMP: "int64_t", Kind.BOOL: "uint8_t", Kind.STRING: "int32_t", Kind.NULL: "uint8_t",
+    Kind.BINARY: "uint8_t",  # fixed_size_binary: `width` bytes a row
 }
 
 INT_LIMITS = {
@@ -39,8 +40,8 @@ INT128 = "xpu::int128_t"
 
 
 def scalar_type(t: DataType) -> str:
-    """C++ type of a non-text value."""
-    if t.kind is Kind.STRING:
+    """C++ type of a value (text and bytea: a view of its bytes)."""
+    if t.kind in (Kind.STRING, Kind.BINARY):
         return STRVIEW
     if t.is_wide_decimal:
         return INT128

@@ -50,10 +50,10 @@ class ExprGen:
         self.err = err  # name of the kernel's error-flag parameter
         self.reject = "continue"  # the statement that drops the current row combination
         self._scopes: list[dict[Expr, Val]] = [{}]
-        from penstock.codegen import expr_arith, expr_dates, expr_logic, expr_text, keys
+        from penstock.codegen import expr_arith, expr_binary, expr_dates, expr_logic, expr_text, keys
 
         self.handlers: dict[str, Handler] = {}
-        for module in (expr_logic, expr_arith, expr_text, expr_dates, keys):
+        for module in (expr_logic, expr_arith, expr_text, expr_dates, expr_binary, keys):
             self.handlers.update(module.HANDLERS)
 
     # -- scopes: values computed inside a conditional block stay there ------------------------
@@ -114,8 +114,8 @@ class ExprGen:
         if value is None or t.kind is Kind.NULL:
             cpp = text_type(Literal(t, None)) if t.kind is Kind.STRING else scalar_type(t)
             return Val(f"{cpp}()", "true", t, cpp)
-        if t.kind is Kind.STRING:
-            assert isinstance(value, str)
+        if t.kind in (Kind.STRING, Kind.BINARY):
+            assert isinstance(value, (str, bytes))
             ptr = self.params.get(ConstantText(value, "ptr"), "const uint8_t*", "ptr", "lit")
             n = self.params.get(ConstantText(value, "len"), "int64_t", "i64", "lit")
             return Val(f"xpu::make_str({ptr}, {n})", "false", t, STRVIEW)
@@ -139,7 +139,7 @@ class ExprGen:
 
     def runtime_value(self, p: Param) -> Val:
         null = self.params.get(RuntimeValue(p.slot, "null"), "int32_t", "i32", "rt")
-        if p.type.kind is Kind.STRING:
+        if p.type.kind in (Kind.STRING, Kind.BINARY):
             ptr = self.params.get(RuntimeValue(p.slot, "ptr"), "const uint8_t*", "ptr", "rt")
             n = self.params.get(RuntimeValue(p.slot, "len"), "int64_t", "i64", "rt")
             return Val(f"xpu::make_str({ptr}, {n})", f"({null} != 0)", p.type, STRVIEW)

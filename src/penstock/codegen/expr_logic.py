@@ -53,7 +53,7 @@ def compile_null_test(g: ExprGen, e: Call) -> Val:
 def comparison(g: ExprGen, a: Val, b: Val) -> str:
     """C++ int expression: <0, 0 or >0 as a compares to b (valid when neither is NULL)."""
     ka, kb = a.type.kind, b.type.kind
-    if ka is Kind.STRING and kb is Kind.STRING:
+    if (ka, kb) in ((Kind.STRING, Kind.STRING), (Kind.BINARY, Kind.BINARY)):  # bytea: bytes, as memcmp
         return f"xpu::str_cmp({a.v}, {b.v})"
     if a.type.is_float or b.type.is_float:
         return f"xpu::fcmp({g.as_double(a)}, {g.as_double(b)})"
@@ -80,7 +80,7 @@ def _seconds(v: Val) -> tuple[str, int]:
 
 
 def equality(g: ExprGen, a: Val, b: Val) -> str:
-    if a.type.kind is Kind.STRING and b.type.kind is Kind.STRING:
+    if (a.type.kind, b.type.kind) in ((Kind.STRING, Kind.STRING), (Kind.BINARY, Kind.BINARY)):
         return f"xpu::str_eq({a.v}, {b.v})"
     if a.type == b.type and not a.type.is_float and a.cpp == b.cpp:
         return f"(({a.v}) == ({b.v}))"

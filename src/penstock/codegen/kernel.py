@@ -83,9 +83,9 @@ class Constant(Role):
 
 @dataclass(frozen=True)
 class ConstantText(Role):
-    """A text literal: its bytes (part 'ptr') or its length (part 'len')."""
+    """A text or bytea literal: its bytes (part 'ptr') or its length (part 'len')."""
 
-    value: str
+    value: str | bytes
     part: str
 
 
@@ -165,8 +165,8 @@ class ParamTable:
         return tuple(p.ctype for p in self.params)
 
 
-HEADERS = ("xpu.h", "tiles.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "hash.h",
-           "hash_table.h", "reduce.h")
+HEADERS = ("xpu.h", "tiles.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "binary.h",
+           "hash.h", "hash_table.h", "reduce.h")
 
 
 # Blocks of 256 threads a GPU kernel must fit on one SM (registers capped to match: 4 means

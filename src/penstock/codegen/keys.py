@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from penstock.codegen.cpp_types import KEY_TEXT
 from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.errors import Unsupported
 from penstock.plan.expr import Call
 from penstock.plan.types import DataType, Kind
 
 
 def hash_value(v: Val) -> str:
+    if v.type.kind is Kind.BINARY:
+        raise Unsupported("bytea values as grouping, join or DISTINCT keys")
     if v.cpp == KEY_TEXT:
         return f"{v.v}.hash"
     if v.type.kind is Kind.STRING:

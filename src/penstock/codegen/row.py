@@ -54,6 +54,8 @@ class ColumnParams:
             dict_data = self._get(DICT_DATA, "const uint8_t*")
             return f"xpu::text_at({values}, {data}, {dict_offsets}, {dict_data}, {row})"
         values = self.value_array()
+        if t.kind is Kind.BINARY:
+            return f"xpu::bytes_at({values}, {row}, {t.width})"
         if t.kind is Kind.BOOL:
             return f"xpu::get_bit({values}, {row})"
         if t.is_wide_decimal:
@@ -96,7 +98,7 @@ def _load(g: ExprGen, col: ColumnParams, row: str, guard_missing: bool, nullable
           value: str | None = None) -> Val:
     t = col.type
     at = value or col.value_at(row)
-    cpp = STRVIEW if t.kind is Kind.STRING else scalar_type(t)
+    cpp = scalar_type(t)
     v, n = g.fresh()
     if t.kind is Kind.NULL:
         g.out.line(f"bool {v} = false;")

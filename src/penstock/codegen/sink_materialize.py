@@ -15,6 +15,7 @@ from __future__ import annotations
 from penstock.codegen.cpp_types import STORAGE
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.kernel import SinkPart
+from penstock.errors import Unsupported
 from penstock.plan.types import Kind
 
 
@@ -36,6 +37,9 @@ def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None, at: st
             continue
         if v.type.kind is Kind.STRING:
             _write_text(g, j, v, o, capacity)
+            continue
+        if v.type.kind is Kind.BINARY:
+            _write_bytes(g, j, v, o, capacity)
             continue
         values = p.get(SinkPart("values", j), f"{STORAGE[v.type.kind]}*", "ptr", "s")
         if v.type.is_wide_decimal:  # two 64-bit words, as Arrow's decimal128
@@ -71,6 +75,23 @@ def enter_direct(g: ExprGen, key: Val, row: str, guard: str = "true") -> None:
     assert not key.type.is_wide_decimal, "direct maps hold 64-bit keys"
     g.out.line(f"if ({direct} != nullptr && {guard}) "
                f"xpu::direct_enter({direct}, {lo}, {span}, {key.n}, (int64_t){key.v}, {row}, {failed});")
+
+
+def _write_bytes(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
+    """A bytea value of the column's fixed width, `width` bytes a row (a NULL's are zero)."""
+    width = v.type.width
+    if not width:
+        raise Unsupported("a bytea result whose values differ in length")
+    p = g.params
+    values = p.get(SinkPart("values", j), "uint8_t*", "ptr", "s")
+    g.out.open(f"if ({o} < {capacity})")
+    g.out.line(f"if ({v.n}) {{ for (int32_t k = 0; k < {width}; ++k) {values}[{o} * {width} + k] = 0; }}")
+    g.out.line(f"else xpu::copy_to({values} + {o} * {width}, {v.v});")
+    if v.nullable:
+        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+        nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
+        g.out.line(f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1);")
+    g.out.close()
 
 
 def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:

@@ -23,7 +23,7 @@ from penstock.codegen.kernel import Kernel
 from penstock.plan.types import DataType, Kind
 
 _PART_CPP = {"validity": "uint8_t", "text_start": "int64_t", "text_len": "int32_t"}  # as sink_materialize writes them
-SORTABLE_KEYS = frozenset(STORAGE)
+SORTABLE_KEYS = frozenset(STORAGE) - {Kind.BINARY}
 
 
 def sortable(types: list[DataType], keys: list[tuple[int, bool, bool]]) -> bool:
@@ -72,6 +72,9 @@ def generate_small_sort(types: list[DataType], parts: list[tuple[str, int]],
 def _move(part: str, j: int, t: DataType) -> str:
     if part == "values" and t.is_wide_decimal:  # two words per value
         return f"    xpu::store_i128(d_{part}_{j}, rank, xpu::load_i128(s_{part}_{j}, i));"
+    if part == "values" and t.kind is Kind.BINARY:  # `width` bytes per value
+        w = t.width
+        return f"    for (int32_t k = 0; k < {w}; ++k) d_{part}_{j}[rank * {w} + k] = s_{part}_{j}[i * {w} + k];"
     return f"    d_{part}_{j}[rank] = s_{part}_{j}[i];"
 
 

@@ -101,7 +101,7 @@ def _value(role: Any, ctype: str, ctx: BindContext) -> Any:
     if isinstance(role, Constant):
         return int(role.value) if ctype != "f64" else float(role.value)
     if isinstance(role, ConstantText):
-        data = role.value.encode()
+        data = role.value.encode() if isinstance(role.value, str) else role.value
         if role.part == "len":
             return len(data)
         if role.value in ctx.texts:
@@ -118,7 +118,7 @@ def _value(role: Any, ctype: str, ctx: BindContext) -> Any:
         if role.part == "null":
             return int(is_null)
         if role.part in ("ptr", "len"):
-            data = (value or "").encode()
+            data = value if isinstance(value, bytes) else (value or "").encode()
             if role.part == "len":
                 return len(data)
             return ctx.backend.to_device(np.frombuffer(data or b"\0", dtype=np.uint8).copy())

@@ -14,6 +14,7 @@ KERNEL_ERRORS = {
     6: ("22008", "date/time field value out of range"),
     7: ("21000", "more than one row returned by a subquery used as an expression"),
     8: ("XX000", "internal error: a kernel's row queue overflowed"),
+    9: ("22026", "binary values of different lengths"),
 }
 
 

@@ -123,6 +123,8 @@ class MaterializeState:
                 self.arrays[(part, j)] = be.empty(cap, np.int64)
                 self.arrays[("text_len", j)] = be.empty(cap, np.int32)
                 self.arrays[("text_bytes", j)] = be.empty(self.text_capacity[j], np.uint8)
+            elif part == "values" and t.kind is Kind.BINARY:  # `width` bytes a row
+                self.arrays[(part, j)] = be.empty(cap * t.width, np.uint8).reshape(cap, t.width)
             elif part == "values" and t.is_wide_decimal:  # Arrow's decimal128: two words a row
                 self.arrays[(part, j)] = be.empty(2 * cap, np.int64).reshape(cap, 2)
             elif part == "values":

@@ -19,6 +19,8 @@ from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError, Unsupported
+from penstock.frontend import binary_functions
+from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.literals import numeric_literals
@@ -62,6 +64,8 @@ class Frontend:
         # (without simplify_expressions it cannot execute COALESCE); Arrow IPC files as they
         # are (its reader cannot cast their dictionaries away to the plain schema).
         self.fallback_ctx = SessionContext(config)
+        for ctx in (self.ctx, self.fallback_ctx):
+            binary_functions.register(ctx)
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
 
@@ -120,10 +124,10 @@ class Frontend:
         """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
         values = _param_values(params)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        text = numeric_literals(pin_clock(sql, instant) or sql)
+        text = rewritten_sql(pin_clock(sql, instant) or sql)
         named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
         if named is not None:
-            named.sql = numeric_literals(pin_clock(named.sql, instant) or named.sql)
+            named.sql = rewritten_sql(pin_clock(named.sql, instant) or named.sql)
         tries = [named.sql] if named is not None else []
         tries += [text] if text not in tries else []
         failure: Exception | None = None
@@ -195,6 +199,12 @@ def fold_identifier(name: str) -> str:
 def quoted(name: str) -> str:
     """The identifier DataFusion parses back to exactly `name`."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def rewritten_sql(sql: str) -> str:
+    """The text DataFusion plans: constants typed as PostgreSQL types them, the bytea
+    functions' arguments cast to bytea."""
+    return binary_functions.binary_arguments(bytea_literals(numeric_literals(sql)))
 
 
 def _sql(ctx: SessionContext, text: str, values: Any) -> Any:

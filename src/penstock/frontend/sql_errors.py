@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from penstock.errors import (DATATYPE_MISMATCH, DATETIME_FIELD_OVERFLOW, DIVISION_BY_ZERO, INTERNAL_ERROR,
-                             INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR,
+                             INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE,
+                             STRING_DATA_LENGTH_MISMATCH, SYNTAX_ERROR,
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
 
 _LINE_COL = re.compile(r"Line: (\d+), Column: (\d+)")
@@ -27,6 +28,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"Cannot cast string '\d{1,6}-\d{1,2}-\d{1,2}[^']*' to value of (?:Date|Timestamp)", re.I),
      DATETIME_FIELD_OVERFLOW, ""),
     (re.compile(r"Divide by zero", re.I), DIVISION_BY_ZERO, ""),
+    (re.compile(r"binary values of different lengths", re.I), STRING_DATA_LENGTH_MISMATCH, ""),
     (re.compile(r"overflow|Can't cast value -?\d+ to type U?Int|too (?:small|large) to store in a Decimal", re.I),
      NUMERIC_VALUE_OUT_OF_RANGE, ""),
     (re.compile(r"negative count not allowed|negative substring length", re.I), "22011", ""),

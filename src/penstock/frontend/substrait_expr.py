@@ -62,6 +62,8 @@ class ExprTranslator:
         declared = _microseconds(declared, args) if declared is not None else None
         if name in ("like", "ilike"):
             return self._like(args, case_insensitive=(name == "ilike"))
+        if name == "decode":
+            return _decoded(args)
         if name in ("date_part", "datepart", "extract"):
             return self._date_function("date_part", args, declared)
         if name == "date_trunc":
@@ -77,6 +79,8 @@ class ExprTranslator:
                 raise Unsupported("round with a non-constant precision")
             args[1] = Literal(T.INT32, digits)
         result = declared or F.result_type(fn, [a.type for a in args])
+        if fn in F.BINARY_FUNCTIONS:  # DataFusion's UDFs say binary: penstock knows the width
+            result = F.result_type(fn, [a.type for a in args])
         if declared is not None and _retyped(fn, declared, args):
             result = F.result_type(fn, [a.type for a in args])
         return Call(result, fn, tuple(args))
@@ -164,6 +168,8 @@ class ExprTranslator:
             return Literal(target, None)
         if arg.type == target:  # e.g. Utf8 -> Utf8View: the same thing to penstock
             return arg
+        if arg.type.is_binary and target.is_binary:  # fixed_size_binary(N) as bytea: the same bytes
+            return arg
         folded = fold_numeric_cast(arg, target) if isinstance(arg, Literal) else None
         return folded if folded is not None else Cast(target, arg)
 
@@ -172,6 +178,29 @@ class ExprTranslator:
         if kind != "scalar":
             raise Unsupported(f"{kind} subquery that DataFusion did not turn into a join")
         return self.subquery(e.scalar.input)
+
+
+def _decoded(args: list[Expr]) -> Literal:
+    """decode(constant, 'hex' | 'base64'), how bytea constants and parameters reach the plan
+    (frontend/bytea_literals.py), as the bytes it stands for."""
+    import base64
+    import binascii
+
+    text, form = args
+    if isinstance(text, Cast) and isinstance(text.arg, Literal):  # DataFusion casts the text to bytes
+        text = text.arg
+    if isinstance(text, Literal) and isinstance(text.value, bytes):
+        text = Literal(T.STRING, text.value.decode("ascii", "replace"))
+    if not (isinstance(text, Literal) and isinstance(form, Literal) and isinstance(form.value, str)
+            and form.value.lower() in ("hex", "base64")):
+        raise Unsupported("decode() of a value that is not a constant")
+    if text.value is None:
+        return Literal(T.binary(), None)
+    try:
+        value = bytes.fromhex(text.value) if form.value.lower() == "hex" else base64.b64decode(text.value)
+    except (ValueError, binascii.Error):
+        raise Unsupported("decode() of a malformed constant") from None  # DataFusion says how
+    return Literal(T.binary(len(value)), value)
 
 
 def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:

@@ -32,6 +32,10 @@ def from_substrait_type(t: type_pb2.Type) -> DataType:
         if unit is None:
             raise Unsupported(f"timestamp precision {t.precision_timestamp.precision}")
         return T.timestamp(unit)
+    if kind == "fixed_binary":
+        return T.binary(t.fixed_binary.length)
+    if kind == "binary":
+        return T.binary()
     if kind in ("interval_day", "interval_year", "interval_compound"):
         return T.INTERVAL
     raise Unsupported(f"Substrait type {kind}")
@@ -56,6 +60,9 @@ def literal_value(lit: algebra_pb2.Expression.Literal) -> tuple[Any, DataType]:
     if kind in ("string", "var_char", "fixed_char"):
         value = lit.var_char.value if kind == "var_char" else getattr(lit, kind)
         return str(value), T.STRING
+    if kind in ("binary", "fixed_binary"):
+        value = bytes(getattr(lit, kind))
+        return value, T.binary(len(value))
     if kind == "date":
         return int(lit.date), T.DATE
     if kind == "decimal":
@@ -113,4 +120,6 @@ def describe_value(value: Any, t: DataType) -> str:
         return str(value / 10 ** t.scale)
     if t.kind is T.Kind.STRING:
         return "'" + value.replace("'", "''") + "'"
+    if t.kind is T.Kind.BINARY:
+        return "'\\x" + bytes(value).hex() + "'::bytea"
     return str(value)

@@ -145,6 +145,8 @@ def column_from_arrow(arr: pa.Array, t: DataType, backend: Backend) -> Column:
                       data=move(np.frombuffer(data, dtype=np.uint8)))
     if t.kind is Kind.BOOL:
         return Column(t, n, values=move(_view(bufs[1], np.uint8, bitmap_bytes)), validity=validity)
+    if t.kind is Kind.BINARY:  # fixed_size_binary: `width` bytes a row, end to end
+        return Column(t, n, values=move(_view(bufs[1], np.uint8, n * t.width)), validity=validity)
     if t.kind is Kind.DECIMAL:
         width = arr.type.bit_width
         if width not in (64, 128):
@@ -180,6 +182,9 @@ def column_to_arrow(col: Column, backend: Backend, host: Callable[[Any], np.ndar
             return pa.DictionaryArray.from_arrays(indices, d).dictionary_decode()
         return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(host(col.values)),
                                                       pa.py_buffer(host(col.data))], null_count)
+    if t.kind is Kind.BINARY:
+        values = np.ascontiguousarray(host(col.values)).reshape(-1)[:n * t.width]
+        return pa.Array.from_buffers(T.to_arrow(t), n, [validity, pa.py_buffer(values)], null_count)
     if t.is_wide_decimal:  # already Arrow's decimal128 layout
         values = np.ascontiguousarray(host(col.values)).reshape(-1)[:2 * n]
         return pa.Array.from_buffers(T.to_arrow(t), n, [validity, pa.py_buffer(values)], null_count)

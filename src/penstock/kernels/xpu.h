@@ -247,6 +247,7 @@ const int32_t ERR_NEGATIVE_LENGTH = 5;   // 22011
 const int32_t ERR_DATETIME = 6;          // 22008
 const int32_t ERR_CARDINALITY = 7;       // 21000
 const int32_t ERR_INTERNAL = 8;          // XX000: a kernel's own invariant failed
+const int32_t ERR_LENGTH_MISMATCH = 9;   // 22026: binary values of different lengths
 
 // Read before the compare-and-swap: once a code is there, every later raise is a cached read.
 // (A full hash table refuses every new key of a batch; a CAS per row, all on this one word,

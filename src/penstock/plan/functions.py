@@ -20,6 +20,8 @@ STRING_FUNCTIONS = ("upper", "lower", "char_length", "octet_length", "substr", "
                     "right", "strpos", "lpad", "rpad", "replace", "concat_ws")
 MATH = ("neg", "abs", "round", "floor", "ceil", "sqrt")
 OTHER = ("coalesce", "nullif")
+# On bytea (similarity search over binary signatures; frontend/binary_functions.py).
+BINARY_FUNCTIONS = ("hamming_distance", "bit_count", "bitwise_xor", "bitwise_and", "bitwise_or")
 DATE_PART_FIELDS = ("year", "quarter", "month", "day", "hour", "minute", "second",
                     "millisecond", "microsecond", "dow", "doy", "week", "epoch", "isodow")
 FIELD_ALIASES = {"years": "year", "quarters": "quarter", "months": "month", "days": "day",
@@ -47,9 +49,10 @@ SUBSTRAIT_NAMES = {
     "strpos": "strpos", "instr": "strpos", "position": "strpos", "lpad": "lpad", "rpad": "rpad",
     "replace": "replace", "concat_ws": "concat_ws", "is_unknown": "is_null",
     "is_not_unknown": "is_not_null",
+    **{name: name for name in BINARY_FUNCTIONS},
 }
 
-KNOWN = set(COMPARISONS + ARITHMETIC + BOOLEAN + STRING_FUNCTIONS + MATH + OTHER)
+KNOWN = set(COMPARISONS + ARITHMETIC + BOOLEAN + STRING_FUNCTIONS + MATH + OTHER + BINARY_FUNCTIONS)
 
 
 def is_known(fn: str) -> bool:
@@ -67,8 +70,13 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     if fn in ("upper", "lower", "substr", "concat", "str_concat", "btrim", "ltrim", "rtrim", "left",
               "right", "lpad", "rpad", "replace", "concat_ws"):
         return T.STRING
-    if fn in ("char_length", "octet_length", "strpos"):
+    if fn in ("char_length", "octet_length", "strpos", "hamming_distance"):
         return T.INT32
+    if fn == "bit_count":
+        return T.INT64
+    if fn in ("bitwise_xor", "bitwise_and", "bitwise_or"):
+        same = args[0].width == args[1].width
+        return T.binary(args[0].width if same else 0)
     if fn in ("neg", "abs", "floor", "ceil"):
         return args[0]
     if fn in ("round", "sqrt"):

@@ -2,9 +2,11 @@
 
 Values keep Arrow's physical layout everywhere (see DESIGN.md), so a DataType is mostly a
 name for an Arrow layout plus the SQL facts the code generator needs: decimal scale,
-timestamp unit. Decimals are scaled integers: 64-bit up to precision 18 (the fast path),
+timestamp unit, a binary value's width. Decimals are scaled integers: 64-bit up to precision 18 (the fast path),
 128-bit (Arrow decimal128, two 64-bit words) up to 38; a result that does not fit its
-precision raises SQLSTATE 22003 instead of wrapping, and a value is never narrowed.
+precision raises SQLSTATE 22003 instead of wrapping, and a value is never narrowed. Binary values
+(bytea) are what similarity search works on: a column of them is Arrow's
+fixed_size_binary(N) (a signature of N bytes); constants and parameters may have any length.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Kind(Enum):
     TIMESTAMP = "timestamp"
     STRING = "string"
     INTERVAL = "interval"  # only as a literal operand of date/timestamp arithmetic
+    BINARY = "binary"  # bytea: fixed_size_binary(width) columns, constants of any length
 
 
 INTEGER_KINDS = (Kind.INT8, Kind.INT16, Kind.INT32, Kind.INT64)
@@ -47,12 +50,15 @@ class DataType:
     precision: int = 0  # decimals
     scale: int = 0  # decimals
     unit: str = ""  # timestamps: s, ms, us, ns
+    width: int = 0  # binary: bytes per value when every value has the same length, else 0
 
     def __str__(self) -> str:
         if self.kind is Kind.DECIMAL:
             return f"decimal({self.precision},{self.scale})"
         if self.kind is Kind.TIMESTAMP:
             return f"timestamp[{self.unit}]"
+        if self.kind is Kind.BINARY:
+            return f"binary({self.width})" if self.width else "binary"
         return self.kind.value
 
     @property
@@ -72,6 +78,10 @@ class DataType:
         return self.kind is Kind.STRING
 
     @property
+    def is_binary(self) -> bool:
+        return self.kind is Kind.BINARY
+
+    @property
     def is_wide_decimal(self) -> bool:
         """A decimal of more than 18 digits: 128-bit values in kernels and columns."""
         return self.kind is Kind.DECIMAL and self.precision > MAX_NARROW_PRECISION
@@ -83,6 +93,8 @@ class DataType:
     @property
     def byte_width(self) -> int:
         """Bytes per value in a values buffer penstock writes (strings: per offset)."""
+        if self.kind is Kind.BINARY:
+            return self.width or 4  # a fixed width's bytes, else an offset
         return 16 if self.is_wide_decimal else _WIDTH[self.kind]
 
 
@@ -113,6 +125,11 @@ def timestamp(unit: str = "us") -> DataType:
     return DataType(Kind.TIMESTAMP, unit=unit)
 
 
+def binary(width: int = 0) -> DataType:
+    """bytea; `width`: every value's length in bytes (a fixed_size_binary column), or 0."""
+    return DataType(Kind.BINARY, width=width)
+
+
 _FROM_ARROW_SIMPLE = {
     pa.null(): NULL, pa.bool_(): BOOL, pa.int8(): INT8, pa.int16(): INT16, pa.int32(): INT32,
     pa.int64(): INT64, pa.float32(): FLOAT32, pa.float64(): FLOAT64, pa.date32(): DATE,
@@ -134,6 +151,8 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         if t.precision > MAX_DECIMAL_PRECISION:
             raise Unsupported(f"{t} column {where}: more than {MAX_DECIMAL_PRECISION} digits".strip())
         return decimal(t.precision, t.scale)
+    if pa.types.is_fixed_size_binary(t):
+        return binary(t.byte_width)
     if pa.types.is_timestamp(t):
         if t.tz is not None:
             raise Unsupported(f"timestamp with time zone column {where}".strip())
@@ -147,6 +166,8 @@ def to_arrow(t: DataType) -> pa.DataType:
         return pa.decimal128(max(t.precision, 1), t.scale)
     if t.kind is Kind.TIMESTAMP:
         return pa.timestamp(t.unit)
+    if t.kind is Kind.BINARY:
+        return pa.binary(t.width) if t.width else pa.binary()
     return _TO_ARROW[t.kind]
 
 

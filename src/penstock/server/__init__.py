@@ -6,7 +6,7 @@
     emulation/  system catalog emulation: pg_catalog (+ _tables, _types, _functions),
                 information_schema
     rewrites/   PostgreSQL spellings for DataFusion: rewrite, rewrite_catalog,
-                rewrite_empty, rewrite_subquery, literals (bytea constants)
+                rewrite_empty, rewrite_subquery
     catalog     persistent tables (catalog.json)    statements  splitting, utility parsing
     settings    SET/SHOW/RESET parameters           admission   GPU memory shares
     database    shared engine + catalog             commands    one statement -> Outcome

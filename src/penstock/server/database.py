@@ -29,7 +29,6 @@ from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, Pen
 from penstock.server.emulation import pg_catalog
 from penstock.server.admission import Admission, Grant
 from penstock.server.catalog import Catalog, TableEntry, arrow_type
-from penstock.server.rewrites.literals import bytea_literals
 from penstock.server.rewrites.rewrite import rewrite
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
 
@@ -270,9 +269,9 @@ class Database:
 
 
 def planner_sql(sql: str) -> str:
-    """The statement as DataFusion should read it: PostgreSQL-only syntax rewritten, numeric
-    constants typed as PostgreSQL types them."""
-    return bytea_literals(rewrite(sql))
+    """The statement as DataFusion should read it: PostgreSQL-only syntax rewritten (the
+    frontend then types constants as PostgreSQL types them, bytea constants included)."""
+    return rewrite(sql)
 
 
 def check_declared(entry: TableEntry, schema: pa.Schema) -> None:

@@ -80,6 +80,8 @@ def _pg_type_of(t: pa.DataType) -> PgType:
     }
     if t in simple:
         return TYPES[simple[t]]
+    if pa.types.is_fixed_size_binary(t):  # a signature column
+        return TYPES["bytea"]
     if pa.types.is_decimal(t):
         return TYPES["numeric"]
     if pa.types.is_timestamp(t):
@@ -198,7 +200,7 @@ def _python_text(arr: pa.Array) -> list[str]:
     if pa.types.is_duration(t):
         return [interval_text(0, 0, int(v / datetime.timedelta(microseconds=1))) if v is not None else ""
                 for v in arr.cast(pa.duration("us")).to_pylist()]
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return ["\\x" + v.hex() if v is not None else "" for v in arr.to_pylist()]
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         inner = t.value_type

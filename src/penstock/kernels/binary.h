@@ -1,0 +1,83 @@
+// binary.h — bytea values and the bit operations of similarity search.
+//
+// A bytea value is a StrView (pointer and length): a fixed_size_binary column's row, a
+// constant, a parameter. bitwise_xor/and/or build a BitOp that computes its bytes as they
+// are read, so hamming_distance(sig, q) = bit_count(bitwise_xor(sig, q)) reads each
+// signature once and writes nothing. Values are read 64 bits at a time where aligned.
+#pragma once
+
+#include "xpu.h"
+#include "text.h"
+
+namespace xpu {
+
+XPU_FN int32_t popcount64(uint64_t x) {
+#ifdef XPU_GPU
+  return __popcll(x);
+#else
+  return __builtin_popcountll(x);
+#endif
+}
+
+// A row of a fixed_size_binary column of `width` bytes.
+XPU_FN StrView bytes_at(const uint8_t* values, int64_t row, int32_t width) {
+  return make_str(values + row * (int64_t)width, width);
+}
+
+// Bytes 8w .. 8w+7, the first in the low bits (little-endian, as the bytes lie in memory).
+XPU_FN uint64_t word_at(const StrView& s, int32_t w) {
+  const uint8_t* p = s.ptr + 8 * (int64_t)w;
+  if ((reinterpret_cast<uint64_t>(p) & 7) == 0) return *reinterpret_cast<const uint64_t*>(p);
+  uint64_t v = 0;
+  for (int k = 0; k < 8; ++k) v |= (uint64_t)p[k] << (8 * k);
+  return v;
+}
+
+enum BitOpKind { BIT_XOR = 0, BIT_AND = 1, BIT_OR = 2 };
+
+template <int OP>
+XPU_FN uint64_t combine(uint64_t x, uint64_t y) {
+  return OP == BIT_XOR ? (x ^ y) : OP == BIT_AND ? (x & y) : (x | y);
+}
+
+// len() and at() as text values have them, so comparisons and copying out (text.h) serve too.
+template <class A, class B, int OP>
+struct BitOp {
+  A a;
+  B b;
+  int32_t n;
+  XPU_METHOD int32_t len() const { return n; }
+  XPU_METHOD uint8_t at(int32_t i) const { return (uint8_t)combine<OP>(a.at(i), b.at(i)); }
+};
+
+template <class A, class B, int OP>
+XPU_FN uint64_t word_at(const BitOp<A, B, OP>& v, int32_t w) {
+  return combine<OP>(word_at(v.a, w), word_at(v.b, w));
+}
+
+// Two values of different lengths raise 22026 (the result is then never used).
+template <int OP, class A, class B>
+XPU_FN BitOp<A, B, OP> bit_op(const A& a, const B& b, int32_t* err) {
+  if (a.len() != b.len()) raise(err, ERR_LENGTH_MISMATCH);
+  BitOp<A, B, OP> v;
+  v.a = a;
+  v.b = b;
+  v.n = a.len() < b.len() ? a.len() : b.len();
+  return v;
+}
+
+template <class V>
+XPU_FN int64_t bit_count(const V& v) {
+  const int32_t words = v.len() / 8;
+  int64_t bits = 0;
+  for (int32_t w = 0; w < words; ++w) bits += popcount64(word_at(v, w));
+  for (int32_t i = words * 8; i < v.len(); ++i) bits += popcount64(v.at(i));
+  return bits;
+}
+
+template <class A, class B>
+XPU_FN int32_t hamming_distance(const A& a, const B& b, int32_t* err) {
+  return (int32_t)bit_count(bit_op<BIT_XOR>(a, b, err));
+}
+
+}  // namespace xpu
