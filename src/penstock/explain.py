@@ -104,6 +104,10 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
             kept = f"{pm.kept_device_bytes:,} bytes of partitions kept in device memory, " if pm.kept_device_bytes else ""
             out.append(f"    spilled: {kept}{pm.spilled_host_bytes:,} bytes to host memory, "
                        f"{pm.spilled_disk_bytes:,} bytes to spill files")
+        if pm.top_k_rows is not None:
+            reached, kept = pm.top_k_rows
+            out.append(f"    top-k: one pass recorded the sort key of {reached:,} rows, a second wrote the "
+                       f"{kept:,} within the bound of the first {p.sink.top_k.k:,} (no full sort)")
         if pm.cache_hits:
             encoded = f"; {pm.cache_dictionaries} text dictionary-encoded" if pm.cache_dictionaries else ""
             out.append(f"    column cache: hit ({pm.cache_hits} columns, {pm.cache_bytes:,} bytes in device memory{encoded})")
@@ -146,6 +150,9 @@ def op_text(op: Any) -> str:
 def sink_text(s: Any) -> str:
     if isinstance(s, MaterializeSink):
         limit = f" (stop after {s.limit} rows)" if s.limit is not None else ""
+        if s.top_k is not None:
+            order = "DESC" if s.top_k.descending else "ASC"
+            limit += f" (top {s.top_k.k} by {s.top_k.key} {order})"
         return f"Materialize -> buffer {s.buffer}{limit}"
     assert isinstance(s, AggregateSink)
     groups = ", ".join(map(str, s.groups)) or "(global)"

@@ -1,5 +1,5 @@
 """Kernels that do not depend on the query: moving text bytes, growing hash tables, filling
-a join's direct map."""
+a join's direct map, finding a top-k's bound (codegen/top_k_gen.py)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,58 @@ FILL_DIRECT_MAP = """  XPU_PARALLEL_BEGIN
 """
 
 
+WORD_RANGE = """  XPU_PARALLEL_BEGIN
+  uint64_t count = 0, lo = xpu::NO_WORD, hi = 0;
+  XPU_FOR(i, n) {
+    const uint64_t w = words[i];
+    if (w == xpu::NO_WORD) continue;
+    ++count;
+    lo = w < lo ? w : lo;
+    hi = w > hi ? w : hi;
+  }
+  xpu::reduce_add(&out[0], count);
+  lo = xpu::block_reduce(lo, xpu::NO_WORD, [](uint64_t a, uint64_t b) { return a < b ? a : b; });
+  hi = xpu::block_reduce(hi, (uint64_t)0, [](uint64_t a, uint64_t b) { return a > b ? a : b; });
+  if (xpu::block_leader()) {
+    xpu::atomic_update_if(&out[1], lo, [](uint64_t a, uint64_t b) { return a < b; });
+    xpu::atomic_update_if(&out[2], hi, [](uint64_t a, uint64_t b) { return a > b; });
+  }
+  XPU_PARALLEL_END
+"""
+
+# Counts of the words whose bits above shift + width equal `prefix`, by their `width` bits
+# from `shift` (at most 256 bins): one radix-select step. Blocks count in shared memory.
+WORD_HISTOGRAM = """  const uint64_t digits = (1ull << width) - 1;
+  const int32_t above = shift + width;
+#ifdef XPU_GPU
+  __shared__ uint32_t bins[256];
+  for (int b = threadIdx.x; b < 256; b += blockDim.x) bins[b] = 0;
+  __syncthreads();
+#else
+  XPU_PARALLEL_BEGIN
+  uint64_t bins[256] = {0};
+#endif
+  XPU_FOR(i, n) {
+    const uint64_t w = words[i];
+    if (w == xpu::NO_WORD || (above >= 64 ? 0 : (w >> above)) != prefix) continue;
+#ifdef XPU_GPU
+    atomicAdd(&bins[(w >> shift) & digits], 1u);
+#else
+    ++bins[(w >> shift) & digits];
+#endif
+  }
+#ifdef XPU_GPU
+  __syncthreads();
+  for (int b = threadIdx.x; b < 256; b += blockDim.x)
+    if (bins[b]) xpu::atomic_add(&hist[b], (uint64_t)bins[b]);
+#else
+  for (int b = 0; b < 256; ++b)
+    if (bins[b]) xpu::atomic_add(&hist[b], bins[b]);
+  XPU_PARALLEL_END
+#endif
+"""
+
+
 def plain_kernel(name: str, signature: list[tuple[str, str, str]], body: str,
                  installation: bool = False) -> Kernel:
     table = ParamTable()
@@ -95,7 +147,8 @@ DIRECT_MAP_KEYS = ("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16
 
 def installation_kernels() -> list[Kernel]:
     """Every kernel no query shapes: compiled once per installation (`penstock prebuild`)."""
-    return [gather_text(), text_to_arrow(), rehash(), *(fill_direct_map(c) for c in DIRECT_MAP_KEYS)]
+    return [gather_text(), text_to_arrow(), rehash(), *(fill_direct_map(c) for c in DIRECT_MAP_KEYS),
+            word_range(), word_histogram()]
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
@@ -130,3 +183,18 @@ def fill_direct_map(key_ctype: str) -> Kernel:
     return plain_kernel(f"fill_direct_map_{key_ctype}", [
         ("n", "int64_t", "i64"), ("keys", f"const {key_ctype}*", "ptr"), ("lo", "int64_t", "i64"),
         ("range", "int64_t", "i64"), ("direct", "int32_t*", "ptr")], FILL_DIRECT_MAP, installation=True)
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def word_range() -> Kernel:
+    """out = {count, min, max} of the words that are not NO_WORD (out preset to 0, NO_WORD, 0)."""
+    return plain_kernel("top_k_word_range", [("n", "int64_t", "i64"), ("words", "const uint64_t*", "ptr"),
+                                             ("out", "uint64_t*", "ptr")], WORD_RANGE, installation=True)
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def word_histogram() -> Kernel:
+    return plain_kernel("top_k_word_histogram", [
+        ("n", "int64_t", "i64"), ("words", "const uint64_t*", "ptr"), ("shift", "int32_t", "i32"),
+        ("width", "int32_t", "i32"), ("prefix", "uint64_t", "u64"), ("hist", "uint64_t*", "ptr")],
+        WORD_HISTOGRAM, installation=True)

@@ -166,7 +166,7 @@ class ParamTable:
 
 
 HEADERS = ("xpu.h", "tiles.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_functions.h", "text_cast.h", "binary.h",
-           "hash.h", "hash_table.h", "reduce.h")
+           "hash.h", "hash_table.h", "reduce.h", "top_k.h")
 
 
 # Blocks of 256 threads a GPU kernel must fit on one SM (registers capped to match: 4 means

@@ -18,8 +18,9 @@ from penstock.codegen.pipeline_stages import pass_row, staged_body
 from penstock.codegen.row import ColumnParams, load_build, load_input, load_key_text
 from penstock.codegen.sink_aggregate import AggregateSinkGen
 from penstock.codegen.sink_materialize import enter_direct, write_row
+from penstock.codegen.top_k_gen import record_word, skip_past_bound
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr, conjuncts
-from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp,
+from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp, TopKBound,
                                     UnmatchedBuildSource)
 from penstock.plan.rel import JoinKind
 from penstock.plan.types import Kind
@@ -87,6 +88,7 @@ class PipelineGen:
         ops = self.p.ops
         grouped = isinstance(sink, AggregateSink) and bool(sink.groups)
         staged = len(ops) >= 2 or (len(ops) == 1 and grouped)
+        assert not (staged and self.top_k() is not None), "a bounded top-k runs in a plain body (plan/top_k.py)"
         body = self.staged_body() if staged else self.plain_body()
         tail = CodeWriter(indent=1)
         if self.agg is not None:
@@ -114,6 +116,8 @@ class PipelineGen:
         """One loop over the rows, every operator nested in it."""
         self.out = self.g.out = CodeWriter(indent=2)
         self.row_start()
+        if self.top_k() is not None:
+            skip_past_bound(self.g)
         self.operators(0, probe=0)
         return [f"  XPU_FOR(t, {self.n}) {{", *self.out.lines, "  }"]
 
@@ -148,6 +152,8 @@ class PipelineGen:
         self.g.reject = self.reject[-1]
         self.out.line(f"++{self.counter(len(self.p.ops), 'sink rows')};")
         if isinstance(sink, MaterializeSink):
+            if sink.top_k is not None:
+                record_word(self.g, sink.top_k)
             direct = sink.direct_build[1] if sink.direct_build is not None else None
             if sink.build_in_table and direct is not None:
                 self.in_table_or_write(sink.exprs, direct)
@@ -157,12 +163,16 @@ class PipelineGen:
             assert self.agg is not None
             self.agg.row()
 
+    def top_k(self) -> TopKBound | None:
+        sink = self.p.sink
+        return sink.top_k if isinstance(sink, MaterializeSink) else None
+
     def in_order(self) -> str | None:
         """The output position of the current row when the pipeline keeps every input row
         (no filter, no probe): its input row, counted from the first row the sink's output
         starts at (a launch over a span of a batch), so a sorted buffer stays sorted. None:
         claim."""
-        if self.p.ops or isinstance(self.p.source, UnmatchedBuildSource):
+        if self.p.ops or isinstance(self.p.source, UnmatchedBuildSource) or self.top_k() is not None:
             return None
         first = self.params.get(SinkPart("first_row"), "int64_t", "i64", "s")
         return f"(i - {first})"

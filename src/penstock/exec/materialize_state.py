@@ -80,6 +80,10 @@ class MaterializeState:
         self.arrays: dict[tuple[str, int], Any] = {}
         self.in_table = 0  # 1: the kernel enters table rows in the direct map, writes nothing
         self.first_row = 0  # the input row written at output row 0 (a pipeline keeping rows in order)
+        # a bounded top-k (exec/order/top_k_bound.py): 0 records words, 1 writes rows within the bound
+        self.top_k_mode = 0
+        self.top_k_words: Any = None
+        self.top_k_bound = 0
 
     def write_nothing(self, status: Any = None) -> None:
         """Set up a launch that writes no rows: no output arrays (null pointers)."""
@@ -140,6 +144,8 @@ class MaterializeState:
             return self.first_row
         if part == "text_capacity":
             return self.text_capacity[column]
+        if part in ("top_k_mode", "top_k_words", "top_k_bound"):  # exec/order/top_k_bound.py
+            return getattr(self, part)
         if part == "count":
             return self.status[0:1]
         if part == "text_cursor":

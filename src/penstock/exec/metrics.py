@@ -48,6 +48,8 @@ class PipelineMetrics:
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files
     kept_device_bytes: int = 0  # scattered partitions' rows kept on the device (exec/spill/scatter.py)
+    # a bounded top-k (exec/order/top_k_bound.py): (rows that reached the sink, rows written)
+    top_k_rows: tuple[int, int] | None = None
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked
     timed_by: tuple[Any, Any, Any] | None = None
 

@@ -24,6 +24,7 @@ from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.join.grace_join import GraceJoin, grace_batches
 from penstock.exec.join.partitioned_join import PartitionedJoin
 from penstock.exec.order.small_sorts import SmallSort
+from penstock.exec.order.top_k_bound import TopKRun
 from penstock.exec.scatter_pass import row_bytes
 from penstock.exec.table_reads import read_table
 from penstock.io.prefetch import ReadAhead, prefetch
@@ -99,6 +100,7 @@ class PipelineRunner(AggregateRunning):
         self.partitions_known: tuple[int, int] | None = None  # what an earlier run recorded
         self.launch_rows: int | None = None  # a materializing launch's most input rows (None: a batch)
         self.written = 0  # rows a materializing run has written so far
+        self.top_k: TopKRun | None = None  # a bounded top-k's run (plan/top_k.py)
         self.progress: float | None = None  # how far through its input an aggregation's pass got
 
     # -- sources ------------------------------------------------------------------------------
@@ -269,6 +271,7 @@ class PipelineRunner(AggregateRunning):
             return
         self.written = 0
         self.bind_context.batch_start = 0
+        self.top_k = TopKRun(sink.top_k.k) if sink.top_k is not None else None
         for batch in self.batches():
             self.materialize_batch(sink, state, batch, fill)
             if sink.limit is not None and self.written >= sink.limit:
@@ -284,6 +287,12 @@ class PipelineRunner(AggregateRunning):
         self.metrics.batches += 1
         if fill is not None:
             state.direct = None if fill.failed else fill
+        written_before = self.written
+        if self.top_k is not None:
+            if not self.top_k.bound_batch(self, state, batch):
+                self.bind_context.batch_start += batch.length
+                return
+            counted_words = list(self.metrics.counters)
         for span in self.launch_spans(batch.length):
             rows = span[1] - span[0]
             state.reserve(self.output_room(rows, state), status=self.fresh_status(state.status_words))
@@ -306,6 +315,13 @@ class PipelineRunner(AggregateRunning):
                 self.ctx.store.add(sink.buffer, out)
                 self.hold_output(sink.buffer)
             self.written += out.length
+        if self.top_k is not None:  # operators' counts are the words' run's (the rewrite skips rows)
+            kept = self.written - written_before
+            self.top_k.rows_kept += kept
+            self.metrics.counters = counted_words
+            if self.metrics.counters:  # the sink's count: the rows written, not those that reached it
+                self.metrics.counters[-1] -= self.top_k.batch_rows - kept
+            self.metrics.top_k_rows = (self.top_k.rows_in, self.top_k.rows_kept)
         self.bind_context.batch_start += batch.length
 
     def output_room(self, rows: int, state: MaterializeState) -> int:
@@ -316,6 +332,8 @@ class PipelineRunner(AggregateRunning):
         build key repeats up to 10 times made room for 4 rows per row, 128 MiB for 2 x 10^6
         rows under a 384 MiB GPU budget, and ran it out beside the join's table."""
         room = min(rows * self.fanout(), max(4 * rows + 1024, 1 << 16))
+        if self.top_k is not None:  # the rows within the bound: about k (ties ask for a rerun)
+            room = min(room, 2 * self.top_k.k + 1024)
         budget = self.ctx.memory_limit
         if budget is not None:
             room = min(room, max(rows + 1024, budget // (RESERVE_SHARE * row_bytes(state.types))))

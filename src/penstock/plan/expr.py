@@ -43,6 +43,8 @@ class Literal(Expr):
     value: Any = None
 
     def __str__(self) -> str:
+        if isinstance(self.value, bytes):  # bytea, as PostgreSQL writes it
+            return "'\\x" + self.value.hex() + "'"
         return "NULL" if self.value is None else repr(self.value)
 
 

@@ -94,10 +94,23 @@ Operator = FilterOp | ProbeOp
 
 
 @dataclass
+class TopKBound:
+    """ORDER BY `key` ... LIMIT k over a scan: the sink writes only rows whose first sort key
+    may be among the first k (every row that ties with the k-th included); the sort step
+    after it picks the k (plan/top_k.py, exec/order/top_k_bound.py)."""
+
+    key: Expr
+    descending: bool
+    nulls_first: bool
+    k: int
+
+
+@dataclass
 class MaterializeSink:
     exprs: list[Expr]
     buffer: int
     limit: int | None = None  # enough rows: the source may stop reading (LIMIT without ORDER BY)
+    top_k: TopKBound | None = None
     # (join, key column): rows also go into that join's direct map (plan/direct_builds.py)
     direct_build: tuple[int, int] | None = None
     # the pipeline only filters and projects a table, and nothing but the build reads the

@@ -25,6 +25,7 @@ from penstock.plan.physical import (AggregateSink, BufferSource, BuildHashTable,
                                     ProbeOp, RunPipeline, SortBuffer, Step, TableSource,
                                     UnmatchedBuildSource, ValuesSource)
 from penstock.plan.rel import JoinKind
+from penstock.plan.top_k import bound_top_k
 from penstock.plan.types import INT64, DataType
 
 
@@ -197,6 +198,7 @@ class PhysicalPlanner:
                 column = len(exprs) - 1
             keys.append((column, k.ascending, k.nulls_first))
         unsorted = self.materialize(s, "sort input", exprs)
+        bound_top_k(s.pipeline, exprs, keys, limit)
         target = self.new_buffer([e.type for e in exprs], self.buffer_nullable[unsorted])
         self.steps.append(SortBuffer(unsorted, target, keys, limit))
         out = self.read_buffer(target, "after sort")

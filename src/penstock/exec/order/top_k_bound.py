@@ -1,0 +1,97 @@
+"""A bounded top-k's host side (plan/top_k.py): per batch, the scan kernel records each
+row's sort-key word (mode 0), the bound is found among the words, and the kernel runs again
+writing only the rows within it (mode 1).
+
+The bound is the k-th smallest word, found by radix selection: one pass for the count, least
+and greatest word, then passes counting words by 8 bits at a time from the highest bit in
+which the least and greatest differ, among the words that share the digits chosen so far.
+It stops at the first digit whose words are few (STOP_ROWS past k): the bound is then that
+digit's greatest possible word, so every row that ties with the k-th is written. Hamming
+distances over random 2048-bit signatures span a few hundred values: one counting pass.
+
+Across batches the bound only tightens: a batch with k rows within its bound proves that the
+k best rows overall lie within it too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from penstock.codegen.fixed_kernels import word_histogram, word_range
+from penstock.device.base import Backend
+from penstock.exec.kernels import compile_kernel
+from penstock.io.device_batch import Batch
+
+if TYPE_CHECKING:
+    from penstock.exec.materialize_state import MaterializeState
+    from penstock.exec.pipeline_runner import PipelineRunner
+
+NO_WORD = 2**64 - 1  # a row the pipeline dropped
+ALL_ROWS = NO_WORD - 1  # a bound every kept row is within
+STOP_ROWS = 1024  # a digit whose words are at most k plus this many ends the selection
+
+
+def kth_word(backend: Backend, words: Any, k: int) -> tuple[int | None, int]:
+    """(bound, rows): a word at least the k-th smallest of `words` (NO_WORD ones left out)
+    that leaves few more than k within it, and how many words there are; bound None when
+    there are none, ALL_ROWS when there are at most k."""
+    n = int(words.shape[0])
+    stats = backend.to_device(np.array([0, NO_WORD, 0], np.uint64))
+    backend.launch(compile_kernel(backend, word_range()), n, [n, words, stats])
+    count, least, greatest = (int(x) for x in backend.to_host(stats))
+    if count == 0:
+        return None, 0
+    if count <= k:
+        return ALL_ROWS, count
+    if least == greatest:
+        return least, count
+    shift = max((least ^ greatest).bit_length() - 8, 0)
+    width = (least ^ greatest).bit_length() - shift
+    prefix = least >> (shift + width) if shift + width < 64 else 0
+    wanted = k  # the rank of the k-th word among those sharing `prefix`
+    histogram = compile_kernel(backend, word_histogram())
+    while True:
+        counts = backend.zeros(256, np.uint64)
+        backend.launch(histogram, n, [n, words, shift, width, prefix, counts])
+        bins = backend.to_host(counts)
+        below = np.cumsum(bins, dtype=np.int64)
+        digit = int(np.searchsorted(below, wanted))  # the first digit whose cumulative count reaches it
+        wanted -= int(below[digit - 1]) if digit else 0
+        prefix = (prefix << width) | digit
+        if shift == 0 or int(bins[digit]) <= k + STOP_ROWS:
+            return (prefix << shift) | ((1 << shift) - 1), count
+        width = min(8, shift)
+        shift -= width
+
+
+class TopKRun:
+    """One run of a bounded pipeline: the running bound, and what the bound kept."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.bound = ALL_ROWS
+        self.rows_in = 0
+        self.rows_kept = 0
+        self.batch_rows = 0  # rows of the last batch that reached the sink
+
+    def bound_batch(self, runner: "PipelineRunner", state: "MaterializeState", batch: Batch) -> bool:
+        """Record the batch's words and set the bound its rewrite is held to; False when no
+        row of the batch passed the pipeline's filter (nothing to write)."""
+        backend = runner.be
+        words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
+        state.write_nothing(runner.fresh_status(state.status_words))
+        state.top_k_mode, state.top_k_words = 0, words
+        code, _ = runner.launch(batch, state, None)
+        if code:
+            runner.fail(code)
+        bound, rows = kth_word(backend, words, self.k)
+        self.rows_in += rows
+        self.batch_rows = rows
+        if bound is None:
+            return False
+        if bound != ALL_ROWS:
+            self.bound = min(self.bound, bound)
+        state.top_k_mode, state.top_k_bound = 1, min(bound, self.bound)
+        return True
