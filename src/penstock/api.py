@@ -23,6 +23,7 @@ from penstock.exec.executor import CompiledPlan, Executor, compile_plan
 from penstock.exec.metrics import QueryMetrics
 from penstock.explain import explain_request, explain_text
 from penstock.frontend.clock import reads_clock
+from penstock.frontend.param_slots import runtime_values, shape
 from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
@@ -213,8 +214,9 @@ class Connection:
 
     # -- queries ------------------------------------------------------------------------------
     def _plan_key(self, sql: str, params: Sequence[Any] | dict[str, Any] | None) -> tuple[Any, ...]:
-        """The plan cache's key: the text, the parameters and the catalog's version."""
-        return (sql, repr(params), self.frontend.version)
+        """The plan cache's key: the text, the parameters (bytea ones by length: they are bound
+        at run time, frontend/param_slots.py) and the catalog's version."""
+        return (sql, shape(params), self.frontend.version)
 
     def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> _Prepared:
         key = self._plan_key(sql, params)
@@ -230,6 +232,8 @@ class Connection:
                     planner = PhysicalPlanner(lambda t: self.tables[t].num_rows() if t in self.tables else None)
                     prepared.physical = planner.plan(planned.ir, planned.names)
                     prepared.compiled = compile_plan(self.backend, prepared.physical)
+                    if planned.markers:  # a CUDA graph would keep the first call's bytes
+                        prepared.compiled.unsteady = "its bytea parameters are bound when it runs"
                 except Unsupported as e:
                     prepared.reason, prepared.physical, prepared.compiled = str(e), None, None
                 except PenstockError as e:  # a kernel that does not compile is a penstock bug
@@ -262,21 +266,22 @@ class Connection:
         metrics.plan_cache_hit = cached
         metrics.plan_seconds = time.perf_counter() - started
         if prepared.compiled is None:
-            return self._fallback(prepared, started, check)
+            return self._fallback(prepared, started, check, params)
         metrics.compile_seconds = 0.0 if cached else prepared.compiled.compile_seconds
-        table = self.executor.run(prepared.compiled, metrics, check, memory_limit)
+        table = self.executor.run(prepared.compiled, metrics, check, memory_limit, params=runtime_values(params))
         table = _rename(table, prepared.planned.names)
         metrics.execute_seconds = time.perf_counter() - started - metrics.plan_seconds
         return Result(table, self.backend.engine, None, metrics, time.perf_counter() - started,
                       prepared.physical)
 
-    def _fallback(self, prepared: _Prepared, started: float, check: Callable[[], None] | None = None) -> Result:
-        schema, pieces = self.fallback_pieces(prepared, check)
+    def _fallback(self, prepared: _Prepared, started: float, check: Callable[[], None] | None = None,
+                  params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+        schema, pieces = self.fallback_pieces(prepared, check, params)
         table = pa.Table.from_batches([b for piece in pieces for b in piece.to_batches()], schema)
         return Result(table, "datafusion", prepared.reason or "unknown", None, time.perf_counter() - started)
 
-    def fallback_pieces(self, prepared: _Prepared, check: Callable[[], None] | None = None
-                        ) -> tuple[pa.Schema, Iterator[pa.Table]]:
+    def fallback_pieces(self, prepared: _Prepared, check: Callable[[], None] | None = None,
+                        params: Sequence[Any] | dict[str, Any] | None = None) -> tuple[pa.Schema, Iterator[pa.Table]]:
         """A query for DataFusion: its result's schema, and its batches as DataFusion makes
         them (a cancel stops it between batches)."""
         reason = prepared.reason or "unknown"
@@ -287,7 +292,7 @@ class Connection:
                              FEATURE_NOT_SUPPORTED)
         sql, names = prepared.planned.sql, prepared.planned.names
         try:
-            df = self.frontend.fallback_dataframe(prepared.planned)
+            df = self.frontend.fallback_dataframe(prepared.planned, params)
             planned = df.schema()
             batches = df.execute_stream()
         except Exception as e:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from penstock.frontend.param_slots import runtime_values
 from penstock.exec.metrics import QueryMetrics
 from penstock.exec.result_stream import QUEUE_BATCHES, output, slices, streams
 from penstock.io.prefetch import ReadAhead
@@ -74,7 +75,7 @@ def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, 
     started = time.perf_counter()
     prepared = conn.prepare(sql, params)
     if prepared.compiled is None:
-        schema, pieces = conn.fallback_pieces(prepared, check)
+        schema, pieces = conn.fallback_pieces(prepared, check, params)
         return ResultStream(schema, "datafusion", prepared.reason, pieces, streamed=True)
     compiled, names, backend = prepared.compiled, prepared.planned.names, conn.backend
     if not streams(compiled.plan):
@@ -89,7 +90,7 @@ def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, 
             if check is not None:
                 check()
 
-        conn.executor.run(compiled, metrics, checked, memory_limit,
+        conn.executor.run(compiled, metrics, checked, memory_limit, params=runtime_values(params),
                           emit=lambda batch: reader.push(output(backend, compiled.plan, names, [batch])))
 
     def pieces() -> Iterator[pa.Table]:  # the query starts when the first piece is asked for

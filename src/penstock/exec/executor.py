@@ -134,19 +134,20 @@ class Executor:
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
             check: Callable[[], None] | None = None, memory_limit: int | None = None,
-            emit: Callable[[Batch], None] | None = None) -> pa.Table:
+            emit: Callable[[Batch], None] | None = None, params: dict[int, Any] | None = None) -> pa.Table:
         """Run the plan's steps in order; `check` is called before every step and batch and
         stops the query by raising (cancellation, statement timeout). `memory_limit` is this
         query's share of device memory (the server admits concurrent queries with shares).
         With `emit`, a plan that streams (exec/result_stream.py) gives it each batch of its
-        result as written, and returns an empty table."""
+        result as written, and returns an empty table. `params`: the call's values of the
+        plan's runtime parameters by slot (frontend/param_slots.py)."""
         limit = memory_limit if memory_limit is not None else self.memory_limit
         check = check or (lambda: None)
         if emit is not None and streams(compiled.plan):
-            return run_shrinking(self, compiled, metrics, check, limit, emit)
+            return run_shrinking(self, compiled, metrics, check, limit, emit, params=params)
         halvings = 0
         try:
-            return self.run_once(compiled, metrics, check, limit)
+            return self.run_once(compiled, metrics, check, limit, params)
         except DeviceOutOfMemory as e:  # with graphs kept: drop them and try once more; else plan smaller
             if not self.drop_replays():
                 halvings = 1
@@ -158,10 +159,10 @@ class Executor:
             for pipeline in stale.pipelines:
                 compiled.agg_sizes.pop(pipeline, None)
         metrics.restart()
-        return run_shrinking(self, compiled, metrics, check, limit, halvings=halvings)
+        return run_shrinking(self, compiled, metrics, check, limit, halvings=halvings, params=params)
 
     def run_once(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
-                 limit: int | None) -> pa.Table:
+                 limit: int | None, params: dict[int, Any] | None = None) -> pa.Table:
         """Replay the plan's CUDA graph, or run it steadily, or step by step (the first that
         can; exec/steady_runs.py)."""
         if compiled.replay is not None:
@@ -169,12 +170,12 @@ class Executor:
             if table is not None:
                 return table
             if compiled.replay is not None:  # another thread is replaying it: do not record another
-                return self.run_steps(compiled, metrics, check, limit)
+                return self.run_steps(compiled, metrics, check, limit, params=params)
         if compiled.unsteady is None and unsteady(compiled, self.column_cache, self.open_table) is None:
             table = run_steady(self, compiled, metrics, check, limit)
             if table is not None:
                 return table
-        return self.run_steps(compiled, metrics, check, limit)
+        return self.run_steps(compiled, metrics, check, limit, params=params)
 
     def keep_replay(self, compiled: CompiledPlan, replay: Any) -> None:
         """Keep a plan's CUDA graph (exec/steady_runs.py) while the graphs kept fit a budget
@@ -202,7 +203,8 @@ class Executor:
         return any([_forget(plan, graph) for plan, graph, _ in entries])
 
     def run_steps(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
-                  limit: int | None, emit: Callable[[Batch], None] | None = None, halvings: int = 0) -> pa.Table:
+                  limit: int | None, emit: Callable[[Batch], None] | None = None, halvings: int = 0,
+                  params: dict[int, Any] | None = None) -> pa.Table:
         """The plan's steps in order, planning with the working memory halved `halvings`
         times (exec/smaller_budgets.py)."""
         store = BufferStore(compiled.plan.buffer_types, self.backend,
@@ -210,6 +212,7 @@ class Executor:
         if emit is not None:
             store.emitters[compiled.plan.result_buffer] = emit
         ctx = self.context(compiled, store, check, limit, halvings)
+        ctx.runtime.update(params or {})
         early = self.read_early(compiled, ctx, metrics)
         try:
             try:

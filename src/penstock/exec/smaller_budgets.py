@@ -13,7 +13,7 @@ twice). EXPLAIN ANALYZE lists each rerun (`memory: ran out of device memory in .
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
@@ -30,7 +30,7 @@ MIN_BUDGET = 4 << 20
 
 def run_shrinking(executor: "Executor", compiled: "CompiledPlan", metrics: QueryMetrics,
                   check: Callable[[], None], limit: int | None, emit: Callable[["Batch"], None] | None = None,
-                  halvings: int = 0) -> pa.Table:
+                  halvings: int = 0, params: dict[int, Any] | None = None) -> pa.Table:
     """executor.run_steps, run again with the budget halved while it runs out of device
     memory (module docstring). `halvings`: how many times the first run already halves it."""
     handed_out = 0
@@ -43,7 +43,7 @@ def run_shrinking(executor: "Executor", compiled: "CompiledPlan", metrics: Query
 
     while True:
         try:
-            return executor.run_steps(compiled, metrics, check, limit, counting if emit else None, halvings)
+            return executor.run_steps(compiled, metrics, check, limit, counting if emit else None, halvings, params)
         except DeviceOutOfMemory as e:
             planned = executor.working_memory(limit, halvings)
             if halvings >= SHRINKS or handed_out or planned // 2 < MIN_BUDGET:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -18,13 +18,14 @@ from datafusion import SessionConfig, SessionContext
 from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
-from penstock.errors import FEATURE_NOT_SUPPORTED, QueryError, Unsupported
+from penstock.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, QueryError, Unsupported
 from penstock.frontend import binary_functions
 from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.literals import numeric_literals
 from penstock.frontend.output_names import name_select_list
+from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait_rel import RelTranslator
 from penstock.plan import types as T
@@ -41,8 +42,9 @@ class PlannedQuery:
     logical_plan: str
     hazard: str | None = None  # why DataFusion's answer would not be PostgreSQL's (fallback_check.py)
     attempt: str = ""  # the text DataFusion planned (after penstock's rewrites); the fallback runs it
-    values: Any = None  # its parameter values
+    values: Any = None  # its parameter values, as planned (bytea ones by markers: param_slots.py)
     substrait: Any = None  # the plan's Substrait form, when DataFusion could produce it
+    markers: dict[bytes, int] = field(default_factory=dict)  # bytea parameters bound at run time
 
 
 class Frontend:
@@ -122,7 +124,8 @@ class Frontend:
     def plan(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
              at: datetime.datetime | None = None) -> PlannedQuery:
         """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
-        values = _param_values(params)
+        slotted = slot_params(params)
+        values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         text = rewritten_sql(pin_clock(sql, instant) or sql)
         named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
@@ -154,7 +157,7 @@ class Frontend:
         substrait: plan_pb2.Plan | None = None
         try:
             substrait = self.substrait(logical)
-            ir = self.translate(logical, substrait)
+            ir = self.translate(logical, substrait, slotted.markers)
             reason = None
         except Unsupported as e:
             ir, reason = None, str(e)
@@ -163,11 +166,14 @@ class Frontend:
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
         hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
-                            attempt, values, substrait)
+                            attempt, values, substrait, slotted.markers)
 
-    def fallback_dataframe(self, planned: PlannedQuery) -> Any:
-        """The query as the fallback engine runs it (DataFusion with all its rules)."""
-        return _sql(self.fallback_ctx, planned.attempt, planned.values)
+    def fallback_dataframe(self, planned: PlannedQuery, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
+        """The query as the fallback engine runs it (DataFusion with all its rules), with the
+        call's own parameter values (the plan may be kept from a call with other bytes)."""
+        if params is None and planned.markers:  # its values are markers: never run them
+            raise QueryError("internal error: a plan kept for bytea parameters ran without them", INTERNAL_ERROR)
+        return _sql(self.fallback_ctx, planned.attempt, _param_values(params) if params is not None else planned.values)
 
     def substrait(self, logical: Any) -> plan_pb2.Plan:
         try:
@@ -178,8 +184,8 @@ class Frontend:
         plan.ParseFromString(plan_bytes)
         return plan
 
-    def translate(self, logical: Any, plan: plan_pb2.Plan) -> Rel:
-        translator = RelTranslator(plan, self.table_fields, null_aware_flags(logical))
+    def translate(self, logical: Any, plan: plan_pb2.Plan, markers: dict[bytes, int] | None = None) -> Rel:
+        translator = RelTranslator(plan, self.table_fields, null_aware_flags(logical), markers or {})
         return translator.translate_root(plan)
 
     def table_fields(self, name: str) -> list[Field]:

@@ -17,7 +17,7 @@ from penstock.errors import Unsupported
 from penstock.frontend.substrait_types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
-from penstock.plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Like, Literal
+from penstock.plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Like, Literal, Param
 from penstock.plan.types import DataType, Kind
 
 Expression = algebra_pb2.Expression
@@ -28,8 +28,9 @@ class ExprTranslator:
     """Translates expressions over an input whose column types are `input_types`."""
 
     def __init__(self, functions: dict[int, str], input_types: list[DataType],
-                 subquery: Callable[[algebra_pb2.Rel], Expr]):
+                 subquery: Callable[[algebra_pb2.Rel], Expr], markers: dict[bytes, int] | None = None):
         self.functions = functions
+        self.markers = markers or {}  # bytea parameters bound at run time (param_slots.py)
         self.input_types = input_types
         self.subquery = subquery
 
@@ -43,6 +44,8 @@ class ExprTranslator:
     # -- leaves ---------------------------------------------------------------------------
     def _literal(self, lit: Expression.Literal) -> Expr:
         value, t = literal_value(lit)
+        if isinstance(value, bytes) and value in self.markers:
+            return Param(t, self.markers[value])
         return Literal(t, value)
 
     def _selection(self, sel: Expression.FieldReference) -> Expr:

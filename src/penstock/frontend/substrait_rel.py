@@ -50,10 +50,11 @@ class RelTranslator:
     """One plan's translation; `table_fields(name)` gives a registered table's fields."""
 
     def __init__(self, plan: plan_pb2.Plan, table_fields: Callable[[str], list[Field]],
-                 null_aware_flags: list[bool]):
+                 null_aware_flags: list[bool], markers: dict[bytes, int] | None = None):
         self.functions = {e.extension_function.function_anchor: e.extension_function.name
                           for e in plan.extensions if e.HasField("extension_function")}
         self.table_fields = table_fields
+        self.markers = markers or {}  # bytea parameters bound at run time (param_slots.py)
         self.null_aware_flags = list(null_aware_flags)
         self.subqueries = 0
         self.in_subquery = 0
@@ -77,7 +78,7 @@ class RelTranslator:
         return out
 
     def exprs(self, input_rel: Rel) -> ExprTranslator:
-        return ExprTranslator(self.functions, [f.type for f in input_rel.fields], self._subquery)
+        return ExprTranslator(self.functions, [f.type for f in input_rel.fields], self._subquery, self.markers)
 
     def _subquery(self, rel: algebra_pb2.Rel) -> Expr:
         self.in_subquery += 1
@@ -120,7 +121,7 @@ class RelTranslator:
         for row in getattr(r.virtual_table, "values", []):  # older producers
             rows.append([Literal(t, literal_value(f)[0]) for f, t in zip(row.fields, types)])
         one_row = Values(_empty_rows(1), [])
-        tr = ExprTranslator(self.functions, [], self._subquery)
+        tr = ExprTranslator(self.functions, [], self._subquery, self.markers)
         for row in r.virtual_table.expressions:
             rows.append([tr.translate(f) for f in row.fields])
         if not types:  # SELECT without FROM reads one row of no columns
@@ -234,7 +235,7 @@ class RelTranslator:
         if r.HasField("post_join_filter") and kind is not JoinKind.INNER:
             raise Unsupported("outer join with a post-join filter")
         both_types = [f.type for f in left.fields + right.fields]
-        tr = ExprTranslator(self.functions, both_types, self._subquery)
+        tr = ExprTranslator(self.functions, both_types, self._subquery, self.markers)
         condition = tr.translate(r.expression) if r.HasField("expression") else None
         post = tr.translate(r.post_join_filter) if r.HasField("post_join_filter") else None
         n_left = len(left.fields)

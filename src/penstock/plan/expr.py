@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from penstock.plan.rel import Rel
 
 
+PARAM_SLOT_BASE = 1 << 20  # runtime slots of a call's parameters; scalar subqueries number theirs from 0
+
+
 @dataclass(frozen=True)
 class Expr:
     type: DataType
@@ -180,12 +183,13 @@ class RowOrdinal(Expr):
 
 @dataclass(frozen=True)
 class Param(Expr):
-    """A value known only when the query runs (a scalar subquery's result)."""
+    """A value known only when the query runs: a scalar subquery's result, or a bytea
+    parameter of the call (slots from PARAM_SLOT_BASE; frontend/param_slots.py)."""
 
     slot: int = 0
 
     def __str__(self) -> str:
-        return f"${self.slot}"
+        return f"${self.slot - PARAM_SLOT_BASE + 1}" if self.slot >= PARAM_SLOT_BASE else f"${self.slot}"
 
 
 def walk(e: Expr) -> Iterator[Expr]:
