@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     from penstock.sort_command import parse_size
 
     add_spill_bench(bsub, parse_size)
+    from penstock.bench.knn import add_knn_bench
+
+    add_knn_bench(bsub)
     bi = bsub.add_parser("io", help="print the hardware ceilings alone")
     bi.add_argument("--file", required=True, help="a large file to read (e.g. lineorder.arrow); a Parquet "
                     "file is also scanned by the engine, against the page cache ceiling")

@@ -243,6 +243,8 @@ class ArrowDeviceReader:
                                       data=view("data", np.uint8, parts["data"][1])))
             elif t.kind is Kind.BOOL:
                 columns.append(Column(t, rows, values=view("values", np.uint8, (rows + 7) // 8), validity=validity))
+            elif t.kind is Kind.BINARY:  # fixed_size_binary: `width` bytes a row
+                columns.append(Column(t, rows, values=view("values", np.uint8, rows * t.width), validity=validity))
             elif t.kind is Kind.DECIMAL:
                 stride = arrow_type.bit_width // 64
                 values = view("values", np.int64, rows * stride)

@@ -75,6 +75,35 @@ XPU_FN int64_t bit_count(const V& v) {
   return bits;
 }
 
+// Two plain values (a signature and a query): 16 bytes a load where both lie 16-aligned, so
+// a GPU thread's reads of its row fill whole sectors and take half the instructions.
+template <int OP>
+XPU_FN int64_t bit_count(const BitOp<StrView, StrView, OP>& v) {
+  const uint8_t* a = v.a.ptr;
+  const uint8_t* b = v.b.ptr;
+  if (((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) & 15) != 0) {
+    int64_t bits = 0;
+    for (int32_t w = 0; w < v.n / 8; ++w) bits += popcount64(word_at(v, w));
+    for (int32_t i = v.n / 8 * 8; i < v.n; ++i) bits += popcount64(v.at(i));
+    return bits;
+  }
+  const int32_t pairs = v.n / 16;
+  int64_t bits = 0;
+  for (int32_t p = 0; p < pairs; ++p) {
+#ifdef XPU_GPU
+    const ulonglong2 x = reinterpret_cast<const ulonglong2*>(a)[p];
+    const ulonglong2 y = reinterpret_cast<const ulonglong2*>(b)[p];
+    bits += popcount64(combine<OP>(x.x, y.x)) + popcount64(combine<OP>(x.y, y.y));
+#else
+    const uint64_t* x = reinterpret_cast<const uint64_t*>(a) + 2 * p;
+    const uint64_t* y = reinterpret_cast<const uint64_t*>(b) + 2 * p;
+    bits += popcount64(combine<OP>(x[0], y[0])) + popcount64(combine<OP>(x[1], y[1]));
+#endif
+  }
+  for (int32_t i = pairs * 16; i < v.n; ++i) bits += popcount64(v.at(i));
+  return bits;
+}
+
 template <class A, class B>
 XPU_FN int32_t hamming_distance(const A& a, const B& b, int32_t* err) {
   return (int32_t)bit_count(bit_op<BIT_XOR>(a, b, err));

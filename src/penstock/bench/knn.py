@@ -1,0 +1,233 @@
+"""`penstock bench knn`: nearest neighbours by Hamming distance over binary signatures, on
+penstock, FAISS's exact binary index and DuckDB, same data, same machine, one run.
+
+    penstock bench knn --rows 20000000 --bits 2048 --k 10 --batch 1,16,256
+
+The table (an int64 id and a fixed_size_binary signature of random bits) is generated as an
+Arrow IPC file in `--dir` and kept for the next run. penstock runs
+
+    SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT k
+
+with its columns in the column cache (GPU memory, or host memory on the CPU backend), once
+per query signature: a batch of
+B queries is B such statements one after another (one plan: bytea parameters are bound at
+run time). FAISS's IndexBinaryFlat (faiss-cpu, every core) searches each batch in one call;
+DuckDB computes bit_count(xor(sig::BIT, q::BIT)) over the same file, one query at a time.
+Every engine's distances for the first queries are checked against numpy. Reported per
+engine and batch size: time per query, effective GB/s (signature bytes scanned per second)
+and, on a GPU, the share of the device-to-device copy ceiling measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+CHUNK_ROWS = 1 << 20
+SQL = "SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT {k}"
+DUCKDB_SQL = "SELECT id, bit_count(xor(sig::BIT, $1::BLOB::BIT)) AS d FROM t ORDER BY d, id LIMIT {k}"
+
+
+@dataclass
+class EngineTimes:
+    engine: str
+    batch: int
+    per_query_ms: float
+    same: bool | None = None  # distances equal numpy's (None: not checked)
+    how: str = ""
+
+
+@dataclass
+class KnnResult:
+    rows: int
+    bits: int
+    k: int
+    device: str
+    ceiling_gbps: float | None
+    first_run_ms: float | None = None  # penstock's first query in the process (kernels compiled)
+    times: list[EngineTimes] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def table_bytes(self) -> int:
+        return self.rows * self.bits // 8
+
+    def lines(self) -> list[str]:
+        ceiling = f"; device copy ceiling {self.ceiling_gbps:,.0f} GB/s" if self.ceiling_gbps else ""
+        out = [f"k-NN by Hamming distance: {self.rows:,} signatures of {self.bits} bits "
+               f"({self.table_bytes / 1e9:.2f} GB), k = {self.k}; penstock on {self.device}{ceiling}"]
+        if self.first_run_ms is not None:
+            out.append(f"penstock's first query in the process (plan, compile, column cache warm): {self.first_run_ms:,.1f} ms")
+        out.append(f"{'engine':<44} {'batch':>5} {'ms/query':>10} {'GB/s':>8} {'%ceil':>6}  same")
+        for t in self.times:
+            gbps = self.table_bytes / (t.per_query_ms / 1e3) / 1e9
+            share = f"{100 * gbps / self.ceiling_gbps:6.1f}" if self.ceiling_gbps and t.engine.startswith("penstock") else "     -"
+            same = "-" if t.same is None else ("yes" if t.same else "NO")
+            out.append(f"{t.engine + (' (' + t.how + ')' if t.how else ''):<44} {t.batch:>5} {t.per_query_ms:>10.3f} "
+                       f"{gbps:>8.1f} {share}  {same}")
+        return out + self.notes
+
+
+def generate(path: Path, rows: int, bits: int, seed: int = 7) -> Path:
+    """id int64 and sig fixed_size_binary(bits / 8) of random bits, as an Arrow IPC file."""
+    if path.exists():
+        return path
+    width = bits // 8
+    schema = pa.schema([("id", pa.int64()), ("sig", pa.binary(width))])
+    rng = np.random.default_rng(seed)
+    partial = path.with_suffix(".partial")
+    with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        for start in range(0, rows, CHUNK_ROWS):
+            n = min(CHUNK_ROWS, rows - start)
+            data = rng.integers(0, 256, n * width, dtype=np.uint8)
+            sig = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(data)])
+            writer.write_batch(pa.record_batch([pa.array(np.arange(start, start + n)), sig], schema=schema))
+    partial.rename(path)
+    return path
+
+
+def signatures(path: Path) -> np.ndarray:
+    """The file's signatures as one (rows, bytes) uint8 matrix (memory-mapped where it can)."""
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    sig = table.column("sig").combine_chunks()
+    width = sig.type.byte_width
+    return np.frombuffer(sig.buffers()[1], np.uint8, len(sig) * width).reshape(len(sig), width)
+
+
+def exact(matrix: np.ndarray, query: np.ndarray, k: int) -> list[int]:
+    """The k smallest distances, by numpy (64-bit popcounts)."""
+    words = matrix.view(np.uint64) if matrix.shape[1] % 8 == 0 else matrix
+    q = query.view(np.uint64) if matrix.shape[1] % 8 == 0 else query
+    distance = np.zeros(len(matrix), np.int64)
+    for start in range(0, len(matrix), CHUNK_ROWS):
+        distance[start:start + CHUNK_ROWS] = np.bitwise_count(words[start:start + CHUNK_ROWS] ^ q).sum(axis=1)
+    return sorted(np.partition(distance, k - 1)[:k].tolist())
+
+
+def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, directory: Path,
+            engines: tuple[str, ...] = ("penstock", "faiss", "duckdb"), repeat: int = 3,
+            log: Callable[[str], None] = lambda _m: None) -> KnnResult:
+    import penstock
+    from penstock.bench.ceilings import device_copy_gbps
+
+    if bits % 8:
+        raise ValueError("--bits must be a multiple of 8")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = generate(directory / f"knn-{rows}-{bits}.arrow", rows, bits)
+    rng = np.random.default_rng(11)
+    queries = rng.integers(0, 256, (max(batches), bits // 8), dtype=np.uint8)
+    matrix = signatures(path)
+    checked = min(4, len(queries))
+    truth = [exact(matrix, queries[i], k) for i in range(checked)]
+    log(f"numpy: the distances of {checked} queries")
+    db = penstock.connect(device=device)
+    result = KnnResult(rows, bits, k, db.backend.describe(),
+                       device_copy_gbps(db.backend) if db.backend.name == "gpu" else None)
+    if "penstock" in engines:
+        db.register("t", path)
+        db.cache("t")  # the column cache: device memory on a GPU, host memory on the CPU backend
+        sql = SQL.format(k=k)
+        started = time.perf_counter()
+        first = db.sql(sql, [queries[0].tobytes()])
+        result.first_run_ms = (time.perf_counter() - started) * 1e3
+        engine = f"penstock ({first.engine})"
+        for batch in batches:
+            best = float("inf")
+            for _ in range(repeat):
+                started = time.perf_counter()
+                answers = [db.sql(sql, [queries[i].tobytes()]).to_arrow()["d"].to_pylist() for i in range(batch)]
+                best = min(best, time.perf_counter() - started)
+            same = all(answers[i] == truth[i] for i in range(min(checked, batch)))
+            result.times.append(EngineTimes(engine, batch, best / batch * 1e3, same, "one statement a query"))
+            log(f"penstock: batch {batch}: {best / batch * 1e3:.3f} ms a query")
+        del db
+    if "faiss" in engines:
+        _faiss(result, matrix, queries, batches, k, truth, repeat, log)
+    if "duckdb" in engines:
+        _duckdb(result, path, queries, k, truth, log)
+    return result
+
+
+def _faiss(result: KnnResult, matrix: np.ndarray, queries: np.ndarray, batches: list[int], k: int,
+           truth: list[list[int]], repeat: int, log: Callable[[str], None]) -> None:
+    try:
+        import faiss
+    except ImportError:
+        result.notes.append("faiss: not installed (pip install faiss-cpu)")
+        return
+    threads = os.cpu_count() or 1
+    faiss.omp_set_num_threads(threads)
+    index = faiss.IndexBinaryFlat(matrix.shape[1] * 8)
+    index.add(np.ascontiguousarray(matrix))
+    for batch in batches:
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.perf_counter()
+            distances, _ = index.search(np.ascontiguousarray(queries[:batch]), k)
+            best = min(best, time.perf_counter() - started)
+        same = all(sorted(distances[i].tolist()) == truth[i] for i in range(min(len(truth), batch)))
+        result.times.append(EngineTimes("faiss-cpu IndexBinaryFlat", batch, best / batch * 1e3, same,
+                                        f"{threads} threads"))
+        log(f"faiss: batch {batch}: {best / batch * 1e3:.3f} ms a query")
+
+
+def _duckdb(result: KnnResult, path: Path, queries: np.ndarray, k: int, truth: list[list[int]],
+            log: Callable[[str], None]) -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    con.register("t", table)
+    sql = DUCKDB_SQL.format(k=k)
+    con.execute(sql, [queries[0].tobytes()]).fetchall()  # warm
+    runs = min(2, len(queries))
+    started = time.perf_counter()
+    answers = [sorted(d for _, d in con.execute(sql, [queries[i].tobytes()]).fetchall()) for i in range(runs)]
+    seconds = (time.perf_counter() - started) / runs
+    same = all(answers[i] == truth[i] for i in range(min(runs, len(truth))))
+    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    result.times.append(EngineTimes("duckdb", 1, seconds * 1e3, same, f"{threads} threads"))
+    log(f"duckdb: {seconds * 1e3:.1f} ms a query")
+
+
+def write_report(result: KnnResult, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "knn.json"
+    path.write_text(json.dumps({**asdict(result), "lines": result.lines()}, indent=2))
+    (out / "knn.txt").write_text("\n".join(result.lines()) + "\n")
+    return path
+
+
+def add_knn_bench(bsub: Any) -> None:
+    kp = bsub.add_parser("knn", help="k nearest signatures by Hamming distance: penstock, FAISS, DuckDB")
+    kp.add_argument("--rows", type=int, default=20_000_000)
+    kp.add_argument("--bits", type=int, default=2048)
+    kp.add_argument("--k", type=int, default=10)
+    kp.add_argument("--batch", default="1,16,256", help="batch sizes, comma-separated")
+    kp.add_argument("--device", default="auto", help="penstock's device: auto, gpu, cpu")
+    kp.add_argument("--engines", default="penstock,faiss,duckdb", help="which engines run, comma-separated")
+    kp.add_argument("--repeat", type=int, default=3, help="runs of each batch; the best is reported")
+    kp.add_argument("--dir", default="data/bench-knn", help="where the generated signatures go")
+    kp.add_argument("--out", default="bench-results", help="directory for the text and JSON reports")
+    kp.set_defaults(run=cmd_bench_knn)
+
+
+def cmd_bench_knn(args: Any) -> int:
+    import sys
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    batches = [int(b) for b in args.batch.split(",") if b]
+    result = run_knn(args.rows, args.bits, args.k, batches, args.device, Path(args.dir),
+                     tuple(e.strip() for e in args.engines.split(",")), args.repeat, log)
+    print("\n".join(result.lines()))
+    log(f"wrote {write_report(result, Path(args.out))}")
+    return 0 if all(t.same is not False for t in result.times) else 1

@@ -1,0 +1,32 @@
+"""`penstock bench knn` on a small table: every engine that runs answers as numpy does, and
+the report names each engine, batch and rate (the timings themselves are not checked)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.bench.knn import exact, generate, run_knn, signatures, write_report
+
+
+def test_generated_signatures_and_numpy_distances(tmp_path: Path) -> None:
+    path = generate(tmp_path / "s.arrow", 3000, 136)  # 17 bytes: not a multiple of 8
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    assert table.schema.field("sig").type == pa.binary(17) and table.num_rows == 3000
+    matrix = signatures(path)
+    popcount = np.array([bin(i).count("1") for i in range(256)])
+    query = matrix[5] ^ 1
+    assert exact(matrix, query, 4) == sorted(popcount[matrix ^ query].sum(axis=1).tolist())[:4]
+
+
+def test_knn_bench_answers_equal_numpy(tmp_path: Path) -> None:
+    result = run_knn(4000, 256, 7, [1, 3], "cpu", tmp_path, engines=("penstock", "faiss", "duckdb"), repeat=1)
+    engines = {t.engine for t in result.times}
+    assert "penstock (penstock-cpu)" in engines and "duckdb" in engines
+    assert all(t.same for t in result.times), result.lines()
+    assert [t.batch for t in result.times if t.engine.startswith("penstock")] == [1, 3]
+    text = "\n".join(result.lines())
+    assert "4,000 signatures of 256 bits" in text and "ms/query" in text
+    assert write_report(result, tmp_path / "out").exists()
