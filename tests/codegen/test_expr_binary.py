@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv
 import pyarrow.parquet as pq
 import pytest
 
@@ -142,3 +143,23 @@ def test_bytea_keys_fall_back_and_say_why(tmp_path: Path) -> None:
     result = db.sql("SELECT sig, count(*) AS c FROM s GROUP BY sig")
     assert result.engine == "datafusion" and "bytea values as grouping" in (result.fallback_reason or "")
     assert sum(result.to_arrow()["c"].to_pylist()) == 50
+
+
+def test_signatures_from_csv_hex_text(device: str, tmp_path: Path) -> None:
+    table, matrix, valid = _signatures(400, 16, seed=23, null_every=7)
+    hex_text = [bytes(r).hex() if ok else None for r, ok in zip(matrix, valid)]
+    path = tmp_path / "sigs.csv"
+    pa.csv.write_csv(pa.table({"id": table["id"], "h": pa.array(hex_text, pa.string())}), path)
+    db = penstock.connect(device=device, strict=True)
+    db.register("c", path)
+    query = matrix[11]
+    rows = db.sql("SELECT id, hamming_distance(decode(h, 'hex'), $1) AS d FROM c ORDER BY d, id LIMIT 20",
+                  [query.tobytes()]).to_arrow()
+    distance = _POPCOUNT[matrix ^ query].sum(axis=1)
+    assert list(zip(rows["id"].to_pylist(), rows["d"].to_pylist())) == _top_k(distance, valid, np.arange(400), 20)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,h\n1,00ff\n2,0g\n")
+    db.register("b", bad)
+    with pytest.raises(QueryError) as raised:
+        db.sql("SELECT bit_count(decode(h, 'hex')) FROM b")
+    assert raised.value.sqlstate == "22023"

@@ -32,5 +32,11 @@ def compile_bitwise(g: "ExprGen", e: Call) -> "Val":
                     cpp=f"xpu::BitOp<{a.cpp}, {b.cpp}, {op}>")
 
 
+def compile_decode_hex(g: "ExprGen", e: Call) -> "Val":
+    a = g.compile(e.args[0])
+    return g.strict(e.type, [a], f"xpu::hex_view({a.v}, {g.err})", cpp="xpu::HexView")
+
+
 HANDLERS = {"hamming_distance": compile_hamming_distance, "bit_count": compile_bit_count,
+            "decode_hex": compile_decode_hex,
             **{name: compile_bitwise for name in _OPERATIONS}}

@@ -15,6 +15,7 @@ KERNEL_ERRORS = {
     7: ("21000", "more than one row returned by a subquery used as an expression"),
     8: ("XX000", "internal error: a kernel's row queue overflowed"),
     9: ("22026", "binary values of different lengths"),
+    10: ("22023", "invalid hexadecimal data: decode(text, 'hex') needs an even number of hex digits"),
 }
 
 

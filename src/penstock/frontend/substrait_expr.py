@@ -183,15 +183,17 @@ class ExprTranslator:
         return self.subquery(e.scalar.input)
 
 
-def _decoded(args: list[Expr]) -> Literal:
+def _decoded(args: list[Expr]) -> Expr:
     """decode(constant, 'hex' | 'base64'), how bytea constants and parameters reach the plan
     (frontend/bytea_literals.py), as the bytes it stands for."""
     import base64
     import binascii
 
     text, form = args
-    if isinstance(text, Cast) and isinstance(text.arg, Literal):  # DataFusion casts the text to bytes
+    if isinstance(text, Cast) and text.arg.type.kind is Kind.STRING:  # DataFusion casts the text to bytes
         text = text.arg
+    if not isinstance(text, Literal) and isinstance(form, Literal) and form.value == "hex":
+        return Call(T.binary(), "decode_hex", (text,))  # a text column of hex digits: decoded as read
     if isinstance(text, Literal) and isinstance(text.value, bytes):
         text = Literal(T.STRING, text.value.decode("ascii", "replace"))
     if not (isinstance(text, Literal) and isinstance(form, Literal) and isinstance(form.value, str)

@@ -33,6 +33,40 @@ XPU_FN uint64_t word_at(const StrView& s, int32_t w) {
   return v;
 }
 
+// Any value with len() and at(): 8 bytes assembled (a decoded hex text, say).
+template <class V>
+XPU_FN uint64_t word_at(const V& v, int32_t w) {
+  uint64_t x = 0;
+  for (int k = 0; k < 8; ++k) x |= (uint64_t)v.at(8 * w + k) << (8 * k);
+  return x;
+}
+
+// decode(text, 'hex'): the bytes two hex digits each, read as they are used. The text is
+// checked once when the view is made (22023 for a digit that is not one, or an odd count).
+XPU_FN uint8_t hex_digit(uint8_t c) {
+  return c <= '9' ? (uint8_t)(c - '0') : (uint8_t)((c | 0x20) - 'a' + 10);
+}
+
+struct HexView {
+  StrView text;
+  XPU_METHOD int32_t len() const { return text.n / 2; }
+  XPU_METHOD uint8_t at(int32_t i) const {
+    return (uint8_t)((hex_digit(text.ptr[2 * i]) << 4) | hex_digit(text.ptr[2 * i + 1]));
+  }
+};
+
+XPU_FN HexView hex_view(const StrView& text, int32_t* err) {
+  bool ok = text.n % 2 == 0;
+  for (int32_t i = 0; ok && i < text.n; ++i) {
+    const uint8_t c = text.ptr[i] | 0x20;
+    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  }
+  if (!ok) raise(err, ERR_INVALID_HEX);
+  HexView v;
+  v.text = ok ? text : make_str(text.ptr, 0);
+  return v;
+}
+
 enum BitOpKind { BIT_XOR = 0, BIT_AND = 1, BIT_OR = 2 };
 
 template <int OP>

@@ -248,6 +248,7 @@ const int32_t ERR_DATETIME = 6;          // 22008
 const int32_t ERR_CARDINALITY = 7;       // 21000
 const int32_t ERR_INTERNAL = 8;          // XX000: a kernel's own invariant failed
 const int32_t ERR_LENGTH_MISMATCH = 9;   // 22026: binary values of different lengths
+const int32_t ERR_INVALID_HEX = 10;      // 22023: decode(text, 'hex') of a text that is not hex
 
 // Read before the compare-and-swap: once a code is there, every later raise is a cached read.
 // (A full hash table refuses every new key of a batch; a CAS per row, all on this one word,

@@ -21,7 +21,7 @@ STRING_FUNCTIONS = ("upper", "lower", "char_length", "octet_length", "substr", "
 MATH = ("neg", "abs", "round", "floor", "ceil", "sqrt")
 OTHER = ("coalesce", "nullif")
 # On bytea (similarity search over binary signatures; frontend/binary_functions.py).
-BINARY_FUNCTIONS = ("hamming_distance", "bit_count", "bitwise_xor", "bitwise_and", "bitwise_or")
+BINARY_FUNCTIONS = ("hamming_distance", "bit_count", "bitwise_xor", "bitwise_and", "bitwise_or", "decode_hex")
 DATE_PART_FIELDS = ("year", "quarter", "month", "day", "hour", "minute", "second",
                     "millisecond", "microsecond", "dow", "doy", "week", "epoch", "isodow")
 FIELD_ALIASES = {"years": "year", "quarters": "quarter", "months": "month", "days": "day",
@@ -74,6 +74,8 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
         return T.INT32
     if fn == "bit_count":
         return T.INT64
+    if fn == "decode_hex":
+        return T.binary()
     if fn in ("bitwise_xor", "bitwise_and", "bitwise_or"):
         same = args[0].width == args[1].width
         return T.binary(args[0].width if same else 0)
