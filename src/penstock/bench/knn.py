@@ -15,7 +15,8 @@ run time). FAISS's IndexBinaryFlat (faiss-cpu, every core) searches each batch i
 DuckDB computes bit_count(xor(sig::BIT, q::BIT)) over the same file, one query at a time.
 Every engine's distances for the first queries are checked against numpy. Reported per
 engine and batch size: time per query, effective GB/s (signature bytes scanned per second)
-and, on a GPU, the share of the device-to-device copy ceiling measured in the same run.
+and the share of the copy ceiling measured in the same run (device to device on a GPU, host
+memory to host memory on the CPU backend).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class KnnResult:
         return self.rows * self.bits // 8
 
     def lines(self) -> list[str]:
-        ceiling = f"; device copy ceiling {self.ceiling_gbps:,.0f} GB/s" if self.ceiling_gbps else ""
+        what = "device copy" if self.device.startswith("GPU") else "memory copy"
+        ceiling = f"; {what} ceiling {self.ceiling_gbps:,.1f} GB/s" if self.ceiling_gbps else ""
         out = [f"k-NN by Hamming distance: {self.rows:,} signatures of {self.bits} bits "
                f"({self.table_bytes / 1e9:.2f} GB), k = {self.k}; penstock on {self.device}{ceiling}"]
         if self.first_run_ms is not None:
@@ -68,7 +70,7 @@ class KnnResult:
         out.append(f"{'engine':<44} {'batch':>5} {'ms/query':>10} {'GB/s':>8} {'%ceil':>6}  same")
         for t in self.times:
             gbps = self.table_bytes / (t.per_query_ms / 1e3) / 1e9
-            share = f"{100 * gbps / self.ceiling_gbps:6.1f}" if self.ceiling_gbps and t.engine.startswith("penstock") else "     -"
+            share = f"{100 * gbps / self.ceiling_gbps:6.1f}" if self.ceiling_gbps else "     -"
             same = "-" if t.same is None else ("yes" if t.same else "NO")
             out.append(f"{t.engine + (' (' + t.how + ')' if t.how else ''):<44} {t.batch:>5} {t.per_query_ms:>10.3f} "
                        f"{gbps:>8.1f} {share}  {same}")
@@ -128,8 +130,7 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
     truth = [exact(matrix, queries[i], k) for i in range(checked)]
     log(f"numpy: the distances of {checked} queries")
     db = penstock.connect(device=device)
-    result = KnnResult(rows, bits, k, db.backend.describe(),
-                       device_copy_gbps(db.backend) if db.backend.name == "gpu" else None)
+    result = KnnResult(rows, bits, k, db.backend.describe(), device_copy_gbps(db.backend))
     if "penstock" in engines:
         db.register("t", path)
         db.cache("t")  # the column cache: device memory on a GPU, host memory on the CPU backend
