@@ -288,11 +288,9 @@ class PipelineRunner(AggregateRunning):
         if fill is not None:
             state.direct = None if fill.failed else fill
         written_before = self.written
-        if self.top_k is not None:
-            if not self.top_k.bound_batch(self, state, batch):
-                self.bind_context.batch_start += batch.length
-                return
-            counted_words = list(self.metrics.counters)
+        if self.top_k is not None and not self.top_k.bound_batch(self, state, batch):
+            self.bind_context.batch_start += batch.length
+            return
         for span in self.launch_spans(batch.length):
             rows = span[1] - span[0]
             state.reserve(self.output_room(rows, state), status=self.fresh_status(state.status_words))
@@ -315,13 +313,8 @@ class PipelineRunner(AggregateRunning):
                 self.ctx.store.add(sink.buffer, out)
                 self.hold_output(sink.buffer)
             self.written += out.length
-        if self.top_k is not None:  # operators' counts are the words' run's (the rewrite skips rows)
-            kept = self.written - written_before
-            self.top_k.rows_kept += kept
-            self.metrics.counters = counted_words
-            if self.metrics.counters:  # the sink's count: the rows written, not those that reached it
-                self.metrics.counters[-1] -= self.top_k.batch_rows - kept
-            self.metrics.top_k_rows = (self.top_k.rows_in, self.top_k.rows_kept)
+        if self.top_k is not None:
+            self.top_k.end_batch(self.metrics, self.written - written_before)
         self.bind_context.batch_start += batch.length
 
     def output_room(self, rows: int, state: MaterializeState) -> int:

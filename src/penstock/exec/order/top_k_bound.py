@@ -22,6 +22,7 @@ import numpy as np
 from penstock.codegen.fixed_kernels import word_histogram, word_range
 from penstock.device.base import Backend
 from penstock.exec.kernels import compile_kernel
+from penstock.exec.metrics import PipelineMetrics
 from penstock.io.device_batch import Batch
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class TopKRun:
         self.rows_in = 0
         self.rows_kept = 0
         self.batch_rows = 0  # rows of the last batch that reached the sink
+        self.counted: list[int] = []  # the operators' counts after the last batch's words' run
 
     def bound_batch(self, runner: "PipelineRunner", state: "MaterializeState", batch: Batch) -> bool:
         """Record the batch's words and set the bound its rewrite is held to; False when no
@@ -86,6 +88,7 @@ class TopKRun:
         code, _ = runner.launch(batch, state, None)
         if code:
             runner.fail(code)
+        self.counted = list(runner.metrics.counters)
         bound, rows = kth_word(backend, words, self.k)
         self.rows_in += rows
         self.batch_rows = rows
@@ -95,3 +98,12 @@ class TopKRun:
             self.bound = min(self.bound, bound)
         state.top_k_mode, state.top_k_bound = 1, min(bound, self.bound)
         return True
+
+    def end_batch(self, metrics: PipelineMetrics, kept: int) -> None:
+        """After the batch's rewrite (`kept` rows written): the operators' counts are the
+        words' run's (the rewrite skips rows), the sink's the rows written."""
+        self.rows_kept += kept
+        metrics.counters = self.counted
+        if metrics.counters:
+            metrics.counters[-1] -= self.batch_rows - kept
+        metrics.top_k_rows = (self.rows_in, self.rows_kept)
