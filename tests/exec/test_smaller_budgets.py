@@ -92,12 +92,12 @@ def test_a_stream_that_handed_out_rows_is_not_run_again(db: Any, monkeypatch: py
     run_steps = Executor.run_steps
 
     def out_after_a_batch(self: Executor, compiled: Any, metrics: Any, check: Any, limit: Any,
-                          emit: Any = None, halvings: int = 0) -> Any:
+                          emit: Any = None, halvings: int = 0, params: Any = None) -> Any:
         def first_then_fail(batch: Any) -> None:  # the batch reaches the reader, then memory runs out
             emit(batch)
             handed_out["n"] += 1
             raise MemoryError("simulated: out of memory after a batch")
-        return run_steps(self, compiled, metrics, check, limit, first_then_fail if emit else None, halvings)
+        return run_steps(self, compiled, metrics, check, limit, first_then_fail if emit else None, halvings, params)
 
     monkeypatch.setattr(Executor, "run_steps", out_after_a_batch)
     with pytest.raises((QueryError, MemoryError)):

@@ -175,7 +175,7 @@ def test_a_steady_run_whose_sizes_fall_short_runs_again(device: str, monkeypatch
     compiled.agg_sizes[pipeline] = (10, 64)
     runs = []
     run_steps = Executor.run_steps
-    monkeypatch.setattr(Executor, "run_steps", lambda self, *a: runs.append(1) or run_steps(self, *a))
+    monkeypatch.setattr(Executor, "run_steps", lambda self, *a, **kw: runs.append(1) or run_steps(self, *a, **kw))
     result = db.sql(sql)
     assert result.to_arrow().column("s").to_pylist() == want
     assert runs == [1] and result.metrics.device_run == ""

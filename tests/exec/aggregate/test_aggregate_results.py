@@ -98,7 +98,7 @@ def test_a_repeated_aggregation_that_outgrows_its_remembered_sizes_runs_again(
     compiled.agg_sizes[pipeline] = (10, 64)  # as if an earlier run had seen far less
     runs = []
     run_steps = Executor.run_steps
-    monkeypatch.setattr(Executor, "run_steps", lambda self, *a: runs.append(1) or run_steps(self, *a))
+    monkeypatch.setattr(Executor, "run_steps", lambda self, *a, **kw: runs.append(1) or run_steps(self, *a, **kw))
     assert db.sql(sql).to_arrow().column("s").to_pylist() == want
     assert len(runs) == 2  # the trusted sizes overflowed: the plan ran again
     assert compiled.agg_sizes[pipeline] == (groups, arena)
