@@ -123,9 +123,6 @@ XPU_FN int64_t bit_count(const BitOp<StrView, StrView, OP>& v) {
   }
   const int32_t pairs = v.n / 16;
   int64_t bits = 0;
-#ifdef XPU_GPU
-#pragma unroll 4  // several loads of the row in flight at once: the scan is bound by them
-#endif
   for (int32_t p = 0; p < pairs; ++p) {
 #ifdef XPU_GPU
     const ulonglong2 x = reinterpret_cast<const ulonglong2*>(a)[p];
