@@ -51,3 +51,30 @@ def test_signature_column_is_bytea(signatures: tuple[Running, np.ndarray], binar
         cursor = conn.execute("SELECT sig FROM sigs WHERE id IN (3, 7) ORDER BY id", binary=binary)
         assert cursor.description[0].type_code == 17  # bytea
         assert [r[0] for r in cursor.fetchall()] == [matrix[3].tobytes(), None]
+
+
+def test_one_plan_serves_every_signature_sent(signatures: tuple[Running, np.ndarray]) -> None:
+    """A bytea parameter of 8 bytes or more stays a parameter of the plan (bound when the
+    query runs), so searches with new signatures reuse one plan; shorter ones are written in."""
+    running, matrix = signatures
+    plans = running.server.db.conn._plans
+    sql = "SELECT id, hamming_distance(sig, %s) AS d FROM sigs ORDER BY d, id LIMIT 3"
+    with psycopg.connect(running.dsn, autocommit=True) as conn:
+        conn.execute(sql, [matrix[1].tobytes()]).fetchall()
+        before = len(plans)
+        for row in (2, 3, 4):
+            got = conn.execute(sql, [matrix[row].tobytes()]).fetchall()
+            assert got[0] == (row, 0)
+        assert len(plans) == before
+        short = conn.execute("SELECT count(*) FROM sigs WHERE sig <> %s", [matrix[5][:2].tobytes()])
+        assert short.fetchone()[0] == 499  # every signature but the NULL one
+
+
+def test_bind_values_keeps_long_bytea_parameters() -> None:
+    from penstock.server.protocol.params import bind_values
+
+    sql = "SELECT '$2', hamming_distance(sig, $1) FROM t WHERE id > $2 AND sig <> $3"
+    text, kept = bind_values(sql, [b"\x01" * 8, 5, b"\x02"], [17, 20, 17])
+    assert kept == {"1": b"\x01" * 8}
+    assert text == "SELECT '$2', hamming_distance(sig, $1) FROM t WHERE id > 5 AND sig <> decode('02', 'hex')"
+    assert bind_values("SELECT $1", [3], [20]) == ("SELECT 3", {})

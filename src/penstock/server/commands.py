@@ -81,6 +81,9 @@ class SessionState:
     cursors: dict[str, Cursor] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event)
     check: Callable[[], None] = lambda: None  # set per statement by the session
+    # a query's bytea parameters bound when it runs ($n -> bytes; set per statement by the
+    # extended protocol's Execute, protocol/params.bind_values)
+    params: dict[str, bytes] = field(default_factory=dict)
 
 
 # PostgreSQL's statements: the ones penstock does not run are "not supported"; any other
@@ -117,7 +120,7 @@ def run_query(state: SessionState, sql: str) -> Outcome:
     sql = pg_catalog.for_session(state, sql)
     s = state.settings
     executed = state.db.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
-                               state.cancelled, s.memory_limit())
+                               state.cancelled, s.memory_limit(), state.params or None)
     result = executed.result
     notices = list(executed.notices)
     engine = describe_engine(result)

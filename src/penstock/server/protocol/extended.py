@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from penstock.errors import QueryError
 from penstock.server.commands import Outcome, QUERY_WORDS
-from penstock.server.protocol.params import count_placeholders, substitute
+from penstock.server.protocol.params import bind_values, count_placeholders, substitute
 from penstock.server.protocol.pgtypes import decode_param
 from penstock.server.protocol.results import data_row_blocks, describe
 from penstock.server.statements import split_statements, words
@@ -40,11 +40,12 @@ class Statement:
 @dataclass
 class Portal:
     statement: Statement
-    sql: str  # with the parameters written in
+    sql: str  # with the parameters written in (bytea ones of a query excepted: `params`)
     formats: list[int]
     outcome: Outcome | None = None
     sent: int = 0  # rows already sent
     failed: bool = False
+    params: dict[str, bytes] = field(default_factory=dict)  # $n -> bytes, bound when the query runs
 
 
 @dataclass
@@ -110,8 +111,12 @@ class Extended:
                 raise QueryError(f"parameter ${i + 1}: {e}", "22P02") from None
         if portal_name and portal_name in self.portals:
             raise QueryError(f'cursor "{portal_name}" already exists', "42P03")
-        sql = substitute(stmt.sql, values, stmt.oids) if values else stmt.sql
-        self.portals[portal_name] = Portal(stmt, sql, result_formats)
+        w = words(stmt.sql, 1)
+        if values and w and w[0] in QUERY_WORDS:
+            sql, kept = bind_values(stmt.sql, values, stmt.oids)
+        else:
+            sql, kept = (substitute(stmt.sql, values, stmt.oids) if values else stmt.sql), {}
+        self.portals[portal_name] = Portal(stmt, sql, result_formats, params=kept)
         self.session.out.add(b"2")
 
     def describe(self, body: Body) -> None:
@@ -212,7 +217,11 @@ class Extended:
             if not split_statements(portal.sql):
                 portal.outcome = Outcome("")
                 return portal.outcome
-            outcome = self.session.run(portal.sql)
+            self.session.state.params = portal.params
+            try:
+                outcome = self.session.run(portal.sql)
+            finally:
+                self.session.state.params = {}
             if outcome is None:
                 portal.failed = True
                 return None

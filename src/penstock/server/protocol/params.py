@@ -15,6 +15,7 @@ import math
 import re
 from typing import Any
 
+from penstock.frontend.param_slots import MIN_BYTES
 from penstock.server.protocol.pgtypes import BY_OID, UnknownText
 from penstock.server.statements import map_unquoted
 
@@ -80,6 +81,23 @@ def substitute(sql: str, values: list[Any], oids: list[int]) -> str:
             raise IndexError(n)
         return literal(values[n - 1], oids[n - 1] if n - 1 < len(oids) else 0)
     return map_unquoted(sql, lambda text: _PLACEHOLDER.sub(one, text))
+
+
+def bind_values(sql: str, values: list[Any], oids: list[int]) -> tuple[str, dict[str, bytes]]:
+    """A query's text with its parameters written in, except bytea values of MIN_BYTES or
+    more: those stay $n and come back by name, for the engine to bind when the query runs
+    (frontend/param_slots.py: one plan then serves every signature a search sends)."""
+    kept = {str(i + 1): bytes(v) for i, v in enumerate(values)
+            if isinstance(v, (bytes, bytearray, memoryview)) and len(bytes(v)) >= MIN_BYTES}
+    if not kept:
+        return substitute(sql, values, oids), {}
+
+    def one(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        if n < 1 or n > len(values):
+            raise IndexError(n)
+        return m.group(0) if str(n) in kept else literal(values[n - 1], oids[n - 1] if n - 1 < len(oids) else 0)
+    return map_unquoted(sql, lambda text: _PLACEHOLDER.sub(one, text)), kept
 
 
 def count_placeholders(sql: str) -> int:
