@@ -23,6 +23,7 @@ from penstock.exec.executor import CompiledPlan, Executor, compile_plan
 from penstock.exec.metrics import QueryMetrics
 from penstock.explain import explain_request, explain_text
 from penstock.frontend.clock import reads_clock
+from penstock.frontend.fallback_check import bytea_cast_hazard
 from penstock.frontend.param_slots import runtime_values, shape
 from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
 from penstock.frontend.sql_errors import translate_error
@@ -241,6 +242,10 @@ class Connection:
                         raise
                     prepared.reason = f"internal error while compiling kernels: {e}"
                     prepared.physical = prepared.compiled = None
+                if prepared.compiled is None and planned.hazard is None and planned.substrait is not None:
+                    # translated but not compiled, it falls back: DataFusion must not read
+                    # text cast to bytea otherwise (the kernels read it as PostgreSQL does)
+                    planned.hazard = bytea_cast_hazard(planned.substrait)
             if clock:
                 return prepared
             if len(self._plans) >= PLAN_CACHE_SIZE:

@@ -163,3 +163,40 @@ def test_signatures_from_csv_hex_text(device: str, tmp_path: Path) -> None:
     with pytest.raises(QueryError) as raised:
         db.sql("SELECT bit_count(decode(h, 'hex')) FROM b")
     assert raised.value.sqlstate == "22023"
+
+
+def test_text_cast_to_bytea_reads_postgresql_hex(device: str, tmp_path: Path) -> None:
+    """CAST(text AS bytea): '\\x..' is hex digits, other text its bytes; a backslash of the
+    escape format is refused (22P02) rather than read otherwise than PostgreSQL does."""
+    table, matrix, valid = _signatures(300, 8, seed=29, null_every=6)
+    text = ["\\x" + bytes(r).hex() if ok else None for r, ok in zip(matrix, valid)]
+    path = tmp_path / "sigs.csv"
+    pa.csv.write_csv(pa.table({"id": table["id"], "h": pa.array(text, pa.string())}), path)
+    db = penstock.connect(device=device, strict=True)
+    db.register("c", path)
+    query = matrix[3]
+    rows = db.sql("SELECT id, hamming_distance(CAST(h AS bytea), $1) AS d FROM c ORDER BY d, id LIMIT 7",
+                  [query.tobytes()]).to_arrow()
+    distance = _POPCOUNT[matrix ^ query].sum(axis=1)
+    assert list(zip(rows["id"].to_pylist(), rows["d"].to_pylist())) == _top_k(distance, valid, np.arange(300), 7)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("id,h\n1,abcdefgh\n2,a\\\\b\n")
+    db.register("p", plain)
+    assert db.sql("SELECT bit_count(CAST(h AS bytea)) AS b FROM p WHERE id = 1").to_arrow()["b"].to_pylist() == \
+        [sum(bin(c).count("1") for c in b"abcdefgh")]
+    with pytest.raises(QueryError) as raised:
+        db.sql("SELECT bit_count(CAST(h AS bytea)) FROM p")
+    assert raised.value.sqlstate == "22P02"
+
+
+def test_fallback_refuses_text_cast_to_bytea(tmp_path: Path) -> None:
+    """DataFusion takes CAST(text AS bytea) as the text's bytes: a query that would fall back
+    with one is refused (0A000) rather than answered otherwise than PostgreSQL."""
+    path = tmp_path / "t.csv"
+    path.write_text("id,h\n1,\\x01\n")
+    db = penstock.connect(device="cpu")
+    db.register("c", path)
+    with pytest.raises(QueryError) as raised:
+        db.sql("SELECT CAST(h AS bytea) AS b, count(*) FROM c GROUP BY CAST(h AS bytea)")
+    assert raised.value.sqlstate == "0A000"
+    assert db.sql("SELECT 'abc'::bytea AS b, count(*) AS n FROM c GROUP BY 1").to_arrow()["n"].to_pylist() == [1]

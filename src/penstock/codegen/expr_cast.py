@@ -5,7 +5,7 @@ out-of-range values raise 22003, malformed text raises 22P02."""
 from __future__ import annotations
 
 from penstock.codegen import expr_decimal
-from penstock.codegen.cpp_types import INT_LIMITS, SMALLTEXT, per_second, scalar_type
+from penstock.codegen.cpp_types import INT_LIMITS, SMALLTEXT, STRVIEW, per_second, scalar_type
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Cast
@@ -23,6 +23,10 @@ def compile_cast(g: ExprGen, e: Cast) -> Val:
         return g.literal(None, dst)
     if dst.kind is Kind.STRING:
         return g.strict(dst, [a], to_text(g, a), SMALLTEXT)
+    if src.kind is Kind.STRING and dst.kind is Kind.BINARY:  # kernels/binary.h: '\x' hex, or the bytes
+        if a.cpp != STRVIEW:
+            raise Unsupported("a computed text cast to bytea")
+        return g.strict(dst, [a], f"xpu::bytea_in({a.v}, {g.err})", "xpu::ByteaText")
     if src.kind is Kind.STRING:
         return g.strict(dst, [a], from_text(g, a, dst))
     return g.strict(dst, [a], convert(g, a, dst))

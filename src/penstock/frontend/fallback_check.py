@@ -15,7 +15,10 @@ engine, tests/differential/test_queries.py, and found them):
 - EXTRACT of seconds, milliseconds, microseconds or epoch, whose fraction DataFusion drops;
 - timestamps and floats cast to text, which DataFusion writes otherwise
   ('2020-01-01T10:00:00', '1e20', '1.0' where PostgreSQL writes '2020-01-01 10:00:00',
-  '1e+20', '1').
+  '1e+20', '1');
+- text cast to bytea, which DataFusion takes as the text's bytes where PostgreSQL reads
+  hex digits after a backslash and x, and backslashes as escapes (a constant without a backslash is safe;
+  decode()'s own cast of its argument is not such a cast).
 Such a plan is refused (0A000) with the reason.
 
 The check walks the Substrait form of DataFusion's plan, deriving each relation's column
@@ -42,21 +45,30 @@ Type = Any  # substrait type_pb2.Type, or None where unknown
 
 def fallback_hazard(plan: plan_pb2.Plan) -> str | None:
     """Why DataFusion's answer to this plan would not be PostgreSQL's, or None."""
+    return _walk(plan).hazard
+
+
+def bytea_cast_hazard(plan: plan_pb2.Plan) -> str | None:
+    """The text-to-bytea difference alone: a query penstock translated but could not compile
+    falls back too, and there its kernels would have read such a cast as PostgreSQL does."""
+    return _walk(plan).bytea_hazard
+
+
+def _walk(plan: plan_pb2.Plan) -> "_Walker":
     functions = {e.extension_function.function_anchor: e.extension_function.name
                  for e in plan.extensions if e.HasField("extension_function")}
     walker = _Walker(functions)
     for rel in plan.relations:
         root = rel.root.input if rel.HasField("root") else rel.rel
         walker.rel(root)
-        if walker.hazard:
-            return walker.hazard
-    return None
+    return walker
 
 
 class _Walker:
     def __init__(self, functions: dict[int, str]):
         self.functions = functions
         self.hazard: str | None = None
+        self.bytea_hazard: str | None = None
 
     def rel(self, rel: algebra_pb2.Rel) -> list[Type]:
         kind = rel.WhichOneof("rel_type")
@@ -121,7 +133,9 @@ class _Walker:
             return _literal_type(e.literal)
         if kind == "scalar_function":
             f = e.scalar_function
-            args = [self.expr(a.value, inputs) for a in f.arguments]
+            decode = self.name(f.function_reference) == "decode"
+            args = [self.expr(a.value.cast.input if decode and k == 0 and a.value.WhichOneof("rex_type") == "cast"
+                              else a.value, inputs) for k, a in enumerate(f.arguments)]
             self.check_function(self.name(f.function_reference), f, args)
             return f.output_type
         if kind == "window_function":
@@ -137,6 +151,12 @@ class _Walker:
                 what = "numeric" if source.WhichOneof("kind") == "decimal" else "double precision"
                 self.hazard = (f"DataFusion, which would run it, casts {what} to an integer type by truncating "
                                "where PostgreSQL rounds (write round() inside the cast)")
+            if target in ("binary", "fixed_binary") and source is not None and \
+                    source.WhichOneof("kind") in ("string", "varchar", "fixed_char") and not _plain_text(e.cast.input):
+                self.bytea_hazard = self.bytea_hazard or (
+                    f"{_RUNS} takes text cast to bytea as the text's bytes where PostgreSQL reads "
+                    "'\\x..' as hex digits (write decode(text, 'hex'))")
+                self.flag(self.bytea_hazard)
             if target in ("string", "varchar") and source is not None and \
                     source.WhichOneof("kind") in ("fp32", "fp64", "timestamp", "precision_timestamp"):
                 self.flag(f"{_RUNS} writes {'timestamps' if 'timestamp' in source.WhichOneof('kind') else 'floats'} "
@@ -199,6 +219,16 @@ class _Walker:
     def _integral(self, e: algebra_pb2.Expression) -> bool:
         return e.WhichOneof("rex_type") == "scalar_function" and \
             self.functions.get(e.scalar_function.function_reference, "").split(":")[0] in _ROUNDING
+
+
+def _plain_text(e: algebra_pb2.Expression) -> bool:
+    """A text constant without a backslash: its bytes are its bytea value in both engines."""
+    if e.WhichOneof("rex_type") != "literal":
+        return False
+    lit = e.literal
+    kind = lit.WhichOneof("literal_type")
+    text = lit.var_char.value if kind == "var_char" else getattr(lit, kind, None) if kind in ("string", "fixed_char") else None
+    return isinstance(text, str) and "\\" not in text
 
 
 def _literal_type(lit: algebra_pb2.Expression.Literal) -> Type:

@@ -67,6 +67,36 @@ XPU_FN HexView hex_view(const StrView& text, int32_t* err) {
   return v;
 }
 
+// text cast to bytea, as PostgreSQL reads it: '\x' then hex digits, or else the text's own
+// bytes. A backslash in the escape format (PostgreSQL's \\ and \ooo) is refused with 22P02
+// rather than read otherwise than PostgreSQL reads it.
+struct ByteaText {
+  StrView text;
+  bool hex;
+  XPU_METHOD int32_t len() const { return hex ? (text.n - 2) / 2 : text.n; }
+  XPU_METHOD uint8_t at(int32_t i) const {
+    if (!hex) return text.ptr[i];
+    return (uint8_t)((hex_digit(text.ptr[2 + 2 * i]) << 4) | hex_digit(text.ptr[3 + 2 * i]));
+  }
+};
+
+XPU_FN ByteaText bytea_in(const StrView& text, int32_t* err) {
+  ByteaText v;
+  v.text = text;
+  v.hex = text.n >= 2 && text.ptr[0] == '\\' && text.ptr[1] == 'x';
+  bool ok = !v.hex || text.n % 2 == 0;
+  for (int32_t i = v.hex ? 2 : 0; ok && i < text.n; ++i) {
+    const uint8_t c = text.ptr[i] | 0x20;
+    ok = v.hex ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) : text.ptr[i] != '\\';
+  }
+  if (!ok) {
+    raise(err, ERR_INVALID_TEXT);
+    v.text = make_str(text.ptr, 0);
+    v.hex = false;
+  }
+  return v;
+}
+
 enum BitOpKind { BIT_XOR = 0, BIT_AND = 1, BIT_OR = 2 };
 
 template <int OP>
