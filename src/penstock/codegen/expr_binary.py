@@ -34,7 +34,7 @@ def compile_bitwise(g: "ExprGen", e: Call) -> "Val":
 
 def compile_decode_hex(g: "ExprGen", e: Call) -> "Val":
     a = g.compile(e.args[0])
-    return g.strict(e.type, [a], f"xpu::hex_view({a.v}, {g.err})", cpp="xpu::HexView")
+    return g.strict(e.type, [a], f"xpu::hex_view({a.v}, {g.err})", cpp="xpu::ByteaText")
 
 
 HANDLERS = {"hamming_distance": compile_hamming_distance, "bit_count": compile_bit_count,

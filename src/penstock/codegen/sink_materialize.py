@@ -47,19 +47,14 @@ def write_row(g: ExprGen, vals: list[Val], direct_key: int | None = None, at: st
             if not v.nullable:
                 g.out.line(f"if ({o} < {capacity}) {store}")
                 continue
-            valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
-            nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
-            g.out.line(f"if ({o} < {capacity}) {{ {store} {valid}[{o}] = !{v.n}; "
-                       f"if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1); }}")
+            g.out.line(f"if ({o} < {capacity}) {{ {store} {_validity(g, j, v, o)} }}")
             continue
         stored = f"({v.v} ? 1 : 0)" if v.type.kind is Kind.BOOL else v.v
         if not v.nullable:  # no validity to write: the column has no NULLs
             g.out.line(f"if ({o} < {capacity}) {values}[{o}] = ({STORAGE[v.type.kind]}){stored};")
             continue
-        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
-        nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
         g.out.line(f"if ({o} < {capacity}) {{ {values}[{o}] = {v.n} ? 0 : ({STORAGE[v.type.kind]}){stored}; "
-                   f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1); }}")
+                   f"{_validity(g, j, v, o)} }}")
     if direct_key is not None:
         base = p.get(SinkPart("row_base"), "int64_t", "i64", "s")
         enter_direct(g, vals[direct_key], f"{base} + {o}", f"{o} < {capacity}")
@@ -88,10 +83,15 @@ def _write_bytes(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
     g.out.line(f"if ({v.n}) {{ for (int32_t k = 0; k < {width}; ++k) {values}[{o} * {width} + k] = 0; }}")
     g.out.line(f"else xpu::copy_to({values} + {o} * {width}, {v.v});")
     if v.nullable:
-        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
-        nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
-        g.out.line(f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1);")
+        g.out.line(_validity(g, j, v, o))
     g.out.close()
+
+
+def _validity(g: ExprGen, j: int, v: Val, o: str) -> str:
+    """The statement writing output row `o`'s validity byte, counting a NULL."""
+    valid = g.params.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
+    nulls = g.params.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
+    return f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1);"
 
 
 def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
@@ -108,9 +108,7 @@ def _write_text(g: ExprGen, j: int, v: Val, o: str, capacity: str) -> None:
     g.out.open(f"if ({o} < {capacity})")
     g.out.line(f"{starts}[{o}] = (int64_t){at}; {lengths}[{o}] = {n};")
     if v.nullable:
-        valid = p.get(SinkPart("validity", j), "uint8_t*", "ptr", "s")
-        nulls = p.get(SinkPart("null_count", j), "uint64_t*", "ptr", "s")
-        g.out.line(f"{valid}[{o}] = !{v.n}; if ({v.n}) xpu::atomic_add({nulls}, (uint64_t)1);")
+        g.out.line(_validity(g, j, v, o))
     # a NULL's value may still hold text (NULLIF(s, 'x') keeps s): nothing of it is copied
     g.out.line(f"if (!{v.n} && {at} + {n} <= (uint64_t){room}) xpu::copy_to({data} + {at}, {v.v});")
     g.out.close()

@@ -41,60 +41,54 @@ XPU_FN uint64_t word_at(const V& v, int32_t w) {
   return x;
 }
 
-// decode(text, 'hex'): the bytes two hex digits each, read as they are used. The text is
-// checked once when the view is made (22023 for a digit that is not one, or an odd count).
+// Text read as bytea: hex digits from `skip` on, two a byte, decoded as they are read; or
+// the text's own bytes. Made by decode(text, 'hex') (skip 0; 22023 for text that is not an
+// even number of hex digits) and by a cast of text to bytea, read as PostgreSQL reads it
+// ('\x' then hex digits, 22P02 otherwise; text without '\x' is its bytes, and an
+// escape-format backslash, PostgreSQL's \\ and \ooo, is refused rather than read otherwise).
 XPU_FN uint8_t hex_digit(uint8_t c) {
   return c <= '9' ? (uint8_t)(c - '0') : (uint8_t)((c | 0x20) - 'a' + 10);
 }
 
-struct HexView {
+struct ByteaText {
   StrView text;
-  XPU_METHOD int32_t len() const { return text.n / 2; }
+  int32_t skip;
+  bool hex;
+  XPU_METHOD int32_t len() const { return hex ? (text.n - skip) / 2 : text.n; }
   XPU_METHOD uint8_t at(int32_t i) const {
-    return (uint8_t)((hex_digit(text.ptr[2 * i]) << 4) | hex_digit(text.ptr[2 * i + 1]));
+    if (!hex) return text.ptr[i];
+    return (uint8_t)((hex_digit(text.ptr[skip + 2 * i]) << 4) | hex_digit(text.ptr[skip + 2 * i + 1]));
   }
 };
 
-XPU_FN HexView hex_view(const StrView& text, int32_t* err) {
-  bool ok = text.n % 2 == 0;
-  for (int32_t i = 0; ok && i < text.n; ++i) {
+XPU_FN bool hex_digits(const StrView& text, int32_t from) {
+  bool ok = (text.n - from) % 2 == 0;
+  for (int32_t i = from; ok && i < text.n; ++i) {
     const uint8_t c = text.ptr[i] | 0x20;
     ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
   }
-  if (!ok) raise(err, ERR_INVALID_HEX);
-  HexView v;
+  return ok;
+}
+
+XPU_FN ByteaText bytea_text(const StrView& text, int32_t skip, bool hex, bool ok, int32_t* err, int32_t code) {
+  ByteaText v;
   v.text = ok ? text : make_str(text.ptr, 0);
+  v.skip = ok ? skip : 0;
+  v.hex = ok && hex;
+  if (!ok) raise(err, code);
   return v;
 }
 
-// text cast to bytea, as PostgreSQL reads it: '\x' then hex digits, or else the text's own
-// bytes. A backslash in the escape format (PostgreSQL's \\ and \ooo) is refused with 22P02
-// rather than read otherwise than PostgreSQL reads it.
-struct ByteaText {
-  StrView text;
-  bool hex;
-  XPU_METHOD int32_t len() const { return hex ? (text.n - 2) / 2 : text.n; }
-  XPU_METHOD uint8_t at(int32_t i) const {
-    if (!hex) return text.ptr[i];
-    return (uint8_t)((hex_digit(text.ptr[2 + 2 * i]) << 4) | hex_digit(text.ptr[3 + 2 * i]));
-  }
-};
+XPU_FN ByteaText hex_view(const StrView& text, int32_t* err) {
+  return bytea_text(text, 0, true, hex_digits(text, 0), err, ERR_INVALID_HEX);
+}
 
 XPU_FN ByteaText bytea_in(const StrView& text, int32_t* err) {
-  ByteaText v;
-  v.text = text;
-  v.hex = text.n >= 2 && text.ptr[0] == '\\' && text.ptr[1] == 'x';
-  bool ok = !v.hex || text.n % 2 == 0;
-  for (int32_t i = v.hex ? 2 : 0; ok && i < text.n; ++i) {
-    const uint8_t c = text.ptr[i] | 0x20;
-    ok = v.hex ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) : text.ptr[i] != '\\';
-  }
-  if (!ok) {
-    raise(err, ERR_INVALID_TEXT);
-    v.text = make_str(text.ptr, 0);
-    v.hex = false;
-  }
-  return v;
+  if (text.n >= 2 && text.ptr[0] == '\\' && text.ptr[1] == 'x')
+    return bytea_text(text, 2, true, hex_digits(text, 2), err, ERR_INVALID_TEXT);
+  bool ok = true;
+  for (int32_t i = 0; ok && i < text.n; ++i) ok = text.ptr[i] != '\\';
+  return bytea_text(text, 0, false, ok, err, ERR_INVALID_TEXT);
 }
 
 enum BitOpKind { BIT_XOR = 0, BIT_AND = 1, BIT_OR = 2 };
@@ -131,12 +125,17 @@ XPU_FN BitOp<A, B, OP> bit_op(const A& a, const B& b, int32_t* err) {
 }
 
 template <class V>
-XPU_FN int64_t bit_count(const V& v) {
+XPU_FN int64_t bit_count_by_word(const V& v) {
   const int32_t words = v.len() / 8;
   int64_t bits = 0;
   for (int32_t w = 0; w < words; ++w) bits += popcount64(word_at(v, w));
   for (int32_t i = words * 8; i < v.len(); ++i) bits += popcount64(v.at(i));
   return bits;
+}
+
+template <class V>
+XPU_FN int64_t bit_count(const V& v) {
+  return bit_count_by_word(v);
 }
 
 // Two plain values (a signature and a query): 16 bytes a load where both lie 16-aligned, so
@@ -145,12 +144,7 @@ template <int OP>
 XPU_FN int64_t bit_count(const BitOp<StrView, StrView, OP>& v) {
   const uint8_t* a = v.a.ptr;
   const uint8_t* b = v.b.ptr;
-  if (((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) & 15) != 0) {
-    int64_t bits = 0;
-    for (int32_t w = 0; w < v.n / 8; ++w) bits += popcount64(word_at(v, w));
-    for (int32_t i = v.n / 8 * 8; i < v.n; ++i) bits += popcount64(v.at(i));
-    return bits;
-  }
+  if (((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) & 15) != 0) return bit_count_by_word(v);
   const int32_t pairs = v.n / 16;
   int64_t bits = 0;
   for (int32_t p = 0; p < pairs; ++p) {

@@ -73,12 +73,15 @@ def literal(value: Any, oid: int = 0) -> str:
     return quote(str(value))
 
 
-def substitute(sql: str, values: list[Any], oids: list[int]) -> str:
-    """The statement with each $n outside quotes and comments replaced by its literal."""
+def substitute(sql: str, values: list[Any], oids: list[int], keep: frozenset[str] = frozenset()) -> str:
+    """The statement with each $n outside quotes and comments replaced by its literal (those
+    named in `keep` stay $n)."""
     def one(m: re.Match[str]) -> str:
         n = int(m.group(1))
         if n < 1 or n > len(values):
             raise IndexError(n)
+        if str(n) in keep:
+            return m.group(0)
         return literal(values[n - 1], oids[n - 1] if n - 1 < len(oids) else 0)
     return map_unquoted(sql, lambda text: _PLACEHOLDER.sub(one, text))
 
@@ -89,15 +92,7 @@ def bind_values(sql: str, values: list[Any], oids: list[int]) -> tuple[str, dict
     (frontend/param_slots.py: one plan then serves every signature a search sends)."""
     kept = {str(i + 1): bytes(v) for i, v in enumerate(values)
             if isinstance(v, (bytes, bytearray, memoryview)) and len(bytes(v)) >= MIN_BYTES}
-    if not kept:
-        return substitute(sql, values, oids), {}
-
-    def one(m: re.Match[str]) -> str:
-        n = int(m.group(1))
-        if n < 1 or n > len(values):
-            raise IndexError(n)
-        return m.group(0) if str(n) in kept else literal(values[n - 1], oids[n - 1] if n - 1 < len(oids) else 0)
-    return map_unquoted(sql, lambda text: _PLACEHOLDER.sub(one, text)), kept
+    return substitute(sql, values, oids, frozenset(kept)), kept
 
 
 def count_placeholders(sql: str) -> int:
