@@ -6,6 +6,7 @@ driver, so CI compiles every generated kernel for the GPU on a machine that has 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from penstock.device.base import header_sources
@@ -15,6 +16,13 @@ NVRTC_OPTIONS = ("-std=c++17", "--device-int128")
 # a quick build (device/tiers.py): most of an optimised compile is the NVVM optimiser and
 # ptxas; this skips most of the former (a TPC-H pipeline: 0.94 s -> 0.40 s)
 QUICK_OPTIONS = ("--Ofast-compile=max",)
+
+
+def quick_options() -> tuple[str, ...]:
+    """The quick tier's options; PENSTOCK_NVRTC_QUICK (space-separated) replaces them, so
+    `scripts/compile_tiers.py` can measure other settings without a code change."""
+    given = os.environ.get("PENSTOCK_NVRTC_QUICK")
+    return tuple(given.split()) if given is not None else QUICK_OPTIONS
 
 
 @dataclass
@@ -34,7 +42,7 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick:
     _check(err, "nvrtcCreateProgram")
     try:
         options = [f"--gpu-architecture={arch}".encode()]
-        options += [o.encode() for o in NVRTC_OPTIONS + (QUICK_OPTIONS if quick else ())]
+        options += [o.encode() for o in NVRTC_OPTIONS + (quick_options() if quick else ())]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = _buffer(size)
