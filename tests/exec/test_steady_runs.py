@@ -50,7 +50,11 @@ def duck(f: pa.Table, d: pa.Table, sql: str) -> list[tuple[Any, ...]]:
 
 
 def run(db: Any, sql: str) -> tuple[list[tuple[Any, ...]], str]:
+    """The rows and how the device work went. A plan records no graph while it runs quick
+    builds (device/tiers.py): the optimised builds a run queued are waited for, so that the
+    runs after it are steady as these tests expect."""
     result = db.sql(sql)
+    db.backend.wait_for_upgrades()
     return [tuple(r.values()) for r in result.to_arrow().to_pylist()], result.metrics.device_run
 
 

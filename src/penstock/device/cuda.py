@@ -47,6 +47,8 @@ class CudaBackend(Backend):
     small_sort_rows = 16384  # 2.7e8 comparisons at most: well under a millisecond
     # the GPU suite under 48-384 MiB caps ran out beside buffers kept up to half the cap
     unadmitted_reserve = 256 << 20
+    # a new kernel runs from a quick build while its optimised build is made (device/tiers.py)
+    quick_builds = True
 
     def __init__(self, device_id: int = 0):
         import cupy

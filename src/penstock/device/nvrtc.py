@@ -14,8 +14,11 @@ from penstock.device.base import header_sources
 ARCH = "sm_90"
 NVRTC_OPTIONS = ("-std=c++17", "--device-int128")
 # a quick build (device/tiers.py): most of an optimised compile is the NVVM optimiser and
-# ptxas; this skips most of the former (a TPC-H pipeline: 0.94 s -> 0.40 s)
-QUICK_OPTIONS = ("--Ofast-compile=max",)
+# ptxas. `--Ofast-compile=mid` trims the former and `-Xptxas -O1` the latter; measured on the
+# H100 (TPC-H SF 10, the 22 queries' kernels, scripts/compile_tiers.py) the plans' compiles
+# took 659 ms geomean against 903 ms optimised, and the first runs executed in 26 ms against
+# 20 ms. `=max` compiles faster still but its kernels ran up to 15 times slower.
+QUICK_OPTIONS = ("--Ofast-compile=mid", "-Xptxas", "-O1")
 
 
 def quick_options() -> tuple[str, ...]:
@@ -32,7 +35,11 @@ class NvrtcResult:
     cubin: bytes = b""
 
 
-def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick: bool = False) -> NvrtcResult:
+def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick: bool = False,
+                  extra: tuple[str, ...] | None = None) -> NvrtcResult:
+    """Compile `source` for `arch` (sm_XX: a cubin; compute_XX: PTX only). The options after
+    the common ones are the quick tier's when `quick`, else the optimised build's (none),
+    unless `extra` names them."""
     from cuda.bindings import nvrtc
 
     headers = header_sources()
@@ -42,7 +49,9 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick:
     _check(err, "nvrtcCreateProgram")
     try:
         options = [f"--gpu-architecture={arch}".encode()]
-        options += [o.encode() for o in NVRTC_OPTIONS + (quick_options() if quick else ())]
+        if extra is None:
+            extra = quick_options() if quick else ()
+        options += [o.encode() for o in NVRTC_OPTIONS + extra]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = _buffer(size)

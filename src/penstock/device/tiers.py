@@ -4,22 +4,26 @@ same source replaces it once a background thread has made it.
 A new query's first run waits for its kernels. Most of an optimised compile is optimisation
 (NVRTC: the NVVM optimiser and ptxas; g++: -O2), not parsing, and a kernel built with little
 optimisation runs the same code with the same answers, only slower. So a kernel that no
-cache holds is built quickly first (NVRTC --Ofast-compile=max, g++ -O1), and its optimised
-build is queued here. The backend swaps the optimised kernel in the next time anyone asks for
-it (Backend.compile), so later batches and runs use it; a plan records no CUDA graph while
-one of its kernels is still a quick build.
+cache holds is built quickly first (NVRTC --Ofast-compile=mid -Xptxas -O1, g++ -O1), and its
+optimised build is queued here. The backend swaps the optimised kernel in the next time anyone
+asks for it (Backend.compile), so later batches and runs use it; a plan records no CUDA graph
+while one of its kernels is still a quick build.
 
 Both builds go to the on-disk cache under their own names, written atomically: a process
 that exits or is killed while an optimised build runs leaves the quick build, never half a
 file, and the next process queues the optimised build again.
 
-Measured, it does not pay yet, so it is off by default (PENSTOCK_TIERED=1 turns it on for
-every backend, 0 off). On the H100 (TPC-H SF 10, gpu tier, fresh processes): quick builds cut
-the largest kernels' compiles by about 30% (Q18: 734 -> 470 ms for the plan), but run up to
-15 times slower (Q1's pipeline: 18 -> 334 ms), so the cold first-run geomean rose from 0.41
-to 1.15 s. On the CPU backend (2 cores, SF 0.05) g++ spends most of a small kernel's compile
-on fixed costs -O1 does not cut, and the optimised builds compete with the next query: cold
-first runs 743 ms tiered against 756 ms untiered, warm first runs 170 against 110 ms.
+On by default on the GPU, off on the CPU backend (PENSTOCK_TIERED=1 turns it on for every
+backend, 0 off). Measured on the H100 (TPC-H SF 10, columns cached, one process per setting
+with an empty kernel cache, scripts/compile_tiers.py): with the quick tier at
+`--Ofast-compile=mid -Xptxas -O1` the 22 first runs took 697 ms geomean against 943 ms
+untiered (compiling 659 against 903 ms, executing 26 against 20 ms), and the repeats, on the
+optimised builds, 12.7 ms either way. The quick tier was `--Ofast-compile=max` before: it cut
+compiles by about 30% but its kernels ran up to 15 times slower (Q1's pipeline: 18 -> 334 ms),
+so cold first runs rose from 0.41 to 1.15 s. On the CPU backend (2 cores, SF 0.05) g++ spends
+most of a small kernel's compile on fixed costs -O1 does not cut, and the optimised builds
+compete with the next query: cold first runs 743 ms tiered against 756 ms untiered, warm
+first runs 170 against 110 ms.
 """
 
 from __future__ import annotations
