@@ -92,6 +92,7 @@ def main() -> None:
             env[key] = value.replace("+", " ")
         with tempfile.TemporaryDirectory() as cache:
             env["PENSTOCK_CACHE_DIR"] = cache
+            env["CUDA_CACHE_PATH"] = os.path.join(cache, "cuda")  # NVRTC answers from the driver's cache
             done = subprocess.run([sys.executable, __file__, "--child", "--data", args.data],
                                   input=json.dumps(spec), capture_output=True, text=True, env=env)
         if done.returncode != 0:

@@ -4,7 +4,8 @@
 
 The spec names the device, the tables (name -> file), which of their columns to hold in the
 column cache first (the gpu tier: loading them is not timed), and the query. The kernel cache is
-wherever PENSTOCK_CACHE_DIR points: an empty directory gives the first run with empty
+wherever PENSTOCK_CACHE_DIR points (with the driver's compute cache, where NVRTC keeps its
+own copies, inside it): an empty directory gives the first run with empty
 kernel caches, the directory another first run filled gives the first run with a warm
 on-disk kernel cache. What belongs to the installation rather than to a query (kernels no
 query shapes, the CPU backend's precompiled header) is kept. `fresh_first_run` starts such a process and returns what it measured:
@@ -48,7 +49,11 @@ def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: P
 
     # what the installation holds stays (`penstock prebuild` makes it once, as the packages
     # are installed once): only the query's kernels are the new process's to compile
-    env = dict(os.environ, PENSTOCK_CACHE_DIR=str(cache_dir), PENSTOCK_INSTALL_CACHE=str(installation_dir()))
+    # NVRTC (CUDA 12.9+) keeps what it compiled in the driver's compute cache
+    # (~/.nv/ComputeCache) and answers the same source from there: a "cold" process would
+    # find kernels an earlier run compiled. The driver's cache is kept beside penstock's.
+    env = dict(os.environ, PENSTOCK_CACHE_DIR=str(cache_dir), PENSTOCK_INSTALL_CACHE=str(installation_dir()),
+               CUDA_CACHE_PATH=str(Path(cache_dir) / "cuda-compute-cache"))
     done = subprocess.run([sys.executable, "-m", "penstock.bench.first_run"], input=json.dumps(spec),
                           capture_output=True, text=True, env=env, timeout=timeout)
     if done.returncode != 0:

@@ -265,6 +265,10 @@ class Backend(ABC):
     def zeros(self, count: int, dtype: Any = np.uint8) -> Any:
         return self.xp.zeros(max(count, 0), dtype=dtype)
 
+    def duplicate(self, array: Any) -> Any:
+        """A copy of a contiguous device array."""
+        return self.xp.copy(array)
+
     def host_buffer(self, size: int) -> np.ndarray:
         """A host byte buffer that copies to this device fast (pinned memory on a GPU)."""
         return np.empty(max(size, 1), np.uint8)

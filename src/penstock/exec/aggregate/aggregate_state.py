@@ -286,9 +286,9 @@ class AggregateState:
         self.snapshot = None if fits or self.trusts_sizes else self._take()
 
     def _take(self) -> _Snapshot:
-        xp = self.backend.xp
-        return _Snapshot(xp.copy(self.table.slots), [xp.copy(d.slots) for d in self.distinct],
-                         xp.copy(self.counts), self.arena)
+        be = self.backend
+        return _Snapshot(be.duplicate(self.table.slots), [be.duplicate(d.slots) for d in self.distinct],
+                         be.duplicate(self.counts), self.arena)
 
     def overflowed(self) -> None:
         """The launch ran out of room: restore the snapshot and grow what was full."""
