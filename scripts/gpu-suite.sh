@@ -14,7 +14,8 @@ source "$(dirname "$0")/device-env.sh"
   which g++ && g++ --version | head -1
   nproc; free -g | head -2
 } 2>&1 | tee "$OUT/env.txt"
-PENSTOCK_LEAK_LOG="$OUT/device-memory-left.txt" PENSTOCK_OOM_DUMP="$OUT/oom-dump.txt" timeout "${SUITE_SECONDS:-540}" python3 -m pytest -m gpu -v -rfEX -p no:cacheprovider -n 8 "$@" \
+# eight workers with tiered builds: two background compiles each, not half the cores each
+PENSTOCK_UPGRADE_WORKERS=${PENSTOCK_UPGRADE_WORKERS:-2} PENSTOCK_LEAK_LOG="$OUT/device-memory-left.txt" PENSTOCK_OOM_DUMP="$OUT/oom-dump.txt" timeout "${SUITE_SECONDS:-540}" python3 -m pytest -m gpu -v -rfEX -p no:cacheprovider -n 8 "$@" \
   > "$OUT/pytest-gpu.txt" 2>&1
 echo "pytest exit: $?"
 grep -E "FAILED|ERROR|XPASS|XFAIL| passed| failed" "$OUT/pytest-gpu.txt" | grep -v " PASSED " | tail -60

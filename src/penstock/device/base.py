@@ -212,8 +212,11 @@ class Backend(ABC):
             self._foreground_done.wait_for(lambda: self._foreground == 0)
 
     def upgrade_workers(self) -> int:
-        """Threads making optimised builds: half the cores, so queries keep the rest."""
-        return max(1, (os.cpu_count() or 2) // 2)
+        """Threads making optimised builds: half the cores, so queries keep the rest
+        (PENSTOCK_UPGRADE_WORKERS sets it: several processes on one machine, such as the
+        test suite's workers, would otherwise ask for half the cores each)."""
+        given = os.environ.get("PENSTOCK_UPGRADE_WORKERS")
+        return max(1, int(given)) if given else max(1, (os.cpu_count() or 2) // 2)
 
     def cancel_builds(self) -> None:
         """Stop builds in progress (at exit); a backend whose builds run in-process cannot."""
