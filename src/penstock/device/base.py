@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -158,13 +159,31 @@ class Backend(ABC):
                 self._kernels[spec.digest] = kernel
             return kernel
 
-    def _find_or_build(self, spec: KernelSpec, tiered: bool) -> CompiledKernel:
-        from penstock.device.kernel_cache import cache_dir, installation_dir, log_source
+    def compile_all(self, specs: Sequence[KernelSpec], tiered: bool = False) -> list[CompiledKernel]:
+        """A plan's kernels, compiled concurrently before any data moves (a new plan then
+        costs its slowest kernel's compile, not their sum); in the order asked."""
+        if len(specs) <= 1:
+            return [self.compile(spec, tiered) for spec in specs]
+        with ThreadPoolExecutor(max_workers=self.compile_workers(len(specs))) as pool:
+            return list(pool.map(lambda spec: self.compile(spec, tiered), specs))
 
-        log_source(spec)
+    def compile_workers(self, kernels: int) -> int:
+        """Compiles of a plan's kernels that run at once."""
+        return max(1, min(kernels, os.cpu_count() or 2, 8))
+
+    def cache_path(self, spec: KernelSpec) -> Path:
+        """Where the on-disk cache keeps `spec`'s optimised build (its folder made)."""
+        from penstock.device.kernel_cache import cache_dir, installation_dir
+
         folder = installation_dir() / "kernels" if spec.installation else cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
+        return folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
+
+    def _find_or_build(self, spec: KernelSpec, tiered: bool) -> CompiledKernel:
+        from penstock.device.kernel_cache import log_source
+
+        log_source(spec)
+        path = self.cache_path(spec)
         started = time.perf_counter()
         quick = tiered and not spec.installation and not path.exists()
         target = path.with_name(f"{spec.name}-{spec.digest}-quick{self.artifact_suffix}") if quick else path

@@ -14,12 +14,15 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from penstock.device.base import KERNELS_DIR, Backend, CompiledKernel, KernelSpec
+from penstock.device.host_batch import batch_source, batches, entry_symbol
 from penstock.device.host_pch import precompiled, split_prelude
 from penstock.errors import PenstockError
 
@@ -48,6 +51,7 @@ def pch_flags(flags: list[str]) -> list[str]:
 
 
 USE_PCH = os.environ.get("PENSTOCK_HOST_PCH", "1") != "0"  # 0: every kernel parses the headers itself
+BATCHES = os.environ.get("PENSTOCK_HOST_BATCH", "1") != "0"  # 0: one g++ run per kernel (host_batch.py)
 _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
            "u64": ctypes.c_uint64, "f64": ctypes.c_double}
 
@@ -55,7 +59,10 @@ _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
 class HostKernel(CompiledKernel):
     def __init__(self, spec: KernelSpec, library: ctypes.CDLL):
         self.spec = spec
-        self.function = getattr(library, spec.name)
+        try:  # built in a batch with other kernels (device/host_batch.py)
+            self.function = getattr(library, entry_symbol(spec))
+        except AttributeError:
+            self.function = getattr(library, spec.name)
         self.function.argtypes = [_CTYPES[c] for c in spec.param_ctypes]
         self.function.restype = None
         self._library = library  # keeps the shared object loaded
@@ -83,6 +90,69 @@ class HostBackend(Backend):
 
     def load(self, spec: KernelSpec, path: Path) -> CompiledKernel:
         return HostKernel(spec, ctypes.CDLL(str(path)))
+
+    def compile_all(self, specs: Sequence[KernelSpec], tiered: bool = False) -> list[CompiledKernel]:
+        """A plan's kernels: those no cache holds are compiled a few per g++ run, one run per
+        core (device/host_batch.py), then every kernel is loaded as usual. Quick builds
+        (tiered) are made one each."""
+        built = self._build_in_batches(list(specs)) if BATCHES and not tiered else {}
+        kernels = super().compile_all(specs, tiered)
+        for kernel in kernels:
+            if kernel.spec.digest in built:  # found on disk just now: compiled, not cached
+                kernel.cached, kernel.compile_seconds = False, built[kernel.spec.digest]
+        return kernels
+
+    def _build_in_batches(self, specs: list[KernelSpec]) -> dict[str, float]:
+        """Build the kernels of `specs` missing from every cache, in batches; the seconds
+        each took, by digest."""
+        with self._compile_lock:
+            unknown = {s.digest: s for s in specs if not s.installation and s.digest not in self._kernels}
+        missing = [s for s in unknown.values() if not self.cache_path(s).exists()]
+        groups = batches(missing, self.compile_workers(len(missing))) if missing else []
+        if not any(len(g) > 1 for g in groups):
+            return {}
+
+        def build(group: list[KernelSpec]) -> dict[str, float]:
+            if len(group) > 1:
+                return self._build_batch(group)
+            self.compile(group[0])  # alone, beside the batches
+            return {}
+
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            return {digest: seconds for done in pool.map(build, groups) for digest, seconds in done.items()}
+
+    def _build_batch(self, group: list[KernelSpec]) -> dict[str, float]:
+        """One g++ run for the kernels of `group`; its shared object is linked into the cache
+        under each kernel's name. Nothing when another thread built them first, or when g++
+        fails (each kernel is then built alone, and its error names it)."""
+        with self._compile_lock:  # held in digest order: two batches never wait on each other
+            locks = [self._building.setdefault(s.digest, threading.Lock()) for s in sorted(group, key=lambda s: s.digest)]
+        for lock in locks:
+            lock.acquire()
+        try:
+            todo = [s for s in group if not self.cache_path(s).exists()]
+            if len(todo) < 2:
+                return {}
+            started = time.perf_counter()
+            batch = KernelSpec("batch", batch_source(todo), ())
+            shared = self.cache_path(batch)
+            try:
+                self.build(batch, shared)
+            except PenstockError:
+                return {}
+            for spec in todo:
+                tmp = self.cache_path(spec).with_name(f".{spec.digest}.{os.getpid()}.link")
+                try:
+                    os.link(shared, tmp)
+                except OSError:
+                    shutil.copyfile(shared, tmp)
+                os.replace(tmp, self.cache_path(spec))
+            shared.unlink(missing_ok=True)
+            seconds = time.perf_counter() - started
+            return {spec.digest: seconds for spec in todo}
+        finally:
+            for lock in locks:
+                lock.release()
 
     def build(self, spec: KernelSpec, target: Path, quick: bool = False) -> None:
         flags = QUICK_FLAGS if quick else CXX_FLAGS

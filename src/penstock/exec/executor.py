@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -103,9 +101,8 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
     jobs += [("fixed", 0, s.kernel) for s in out.small_sorts.values()]
     jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow())]
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
-    out.kernels_total, out.compile_workers = len(jobs), min(len(jobs), os.cpu_count() or 2, 8)
-    with ThreadPoolExecutor(max_workers=out.compile_workers) as pool:
-        compiled = list(pool.map(lambda job: backend.compile(job[2].spec, tiered), jobs))
+    out.kernels_total, out.compile_workers = len(jobs), backend.compile_workers(len(jobs))
+    compiled = backend.compile_all([kernel.spec for _, _, kernel in jobs], tiered)
     out.specs = [kernel.spec for _, _, kernel in jobs]
     for (kind, key, kernel), kc in zip(jobs, compiled):
         out.kernels_compiled += 0 if kc.cached else 1
