@@ -125,7 +125,7 @@ class HostBackend(Backend):
         """One g++ run for the kernels of `group`; its shared object is linked into the cache
         under each kernel's name. Nothing when another thread built them first, or when g++
         fails (each kernel is then built alone, and its error names it)."""
-        with self._compile_lock:  # held in digest order: two batches never wait on each other
+        with self._compile_lock:  # taken in digest order: batches sharing kernels cannot deadlock
             locks = [self._building.setdefault(s.digest, threading.Lock()) for s in sorted(group, key=lambda s: s.digest)]
         for lock in locks:
             lock.acquire()
