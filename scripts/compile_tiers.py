@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 
 def child(spec: dict) -> None:
@@ -30,7 +31,7 @@ def child(spec: dict) -> None:
 
     bench = suite(spec["suite"])
     db = penstock.connect(device=spec["device"])
-    for table, path in bench.files(__import__("pathlib").Path(spec["data"]), spec["format"]).items():
+    for table, path in bench.files(Path(spec["data"]), spec["format"]).items():
         db.register(table, str(path))
         db.cache(table)
     db.sql(bench.warm_up).to_arrow()

@@ -145,18 +145,27 @@ def test_bytea_keys_fall_back_and_say_why(tmp_path: Path) -> None:
     assert sum(result.to_arrow()["c"].to_pylist()) == 50
 
 
-def test_signatures_from_csv_hex_text(device: str, tmp_path: Path) -> None:
-    table, matrix, valid = _signatures(400, 16, seed=23, null_every=7)
-    hex_text = [bytes(r).hex() if ok else None for r, ok in zip(matrix, valid)]
+def _top_k_over_csv_text(device: str, tmp_path: Path, rows: int, width: int, seed: int, null_every: int,
+                         prefix: str, signature: str, k: int, query_row: int) -> Any:
+    """Signatures written to a CSV file as `prefix` + hex text; the k nearest to row
+    `query_row`'s by hamming_distance(`signature`, $1) over column h equal numpy's. The connection."""
+    table, matrix, valid = _signatures(rows, width, seed=seed, null_every=null_every)
+    text = [prefix + bytes(r).hex() if ok else None for r, ok in zip(matrix, valid)]
     path = tmp_path / "sigs.csv"
-    pa.csv.write_csv(pa.table({"id": table["id"], "h": pa.array(hex_text, pa.string())}), path)
+    pa.csv.write_csv(pa.table({"id": table["id"], "h": pa.array(text, pa.string())}), path)
     db = penstock.connect(device=device, strict=True)
     db.register("c", path)
-    query = matrix[11]
-    rows = db.sql("SELECT id, hamming_distance(decode(h, 'hex'), $1) AS d FROM c ORDER BY d, id LIMIT 20",
-                  [query.tobytes()]).to_arrow()
+    query = matrix[query_row]
+    got = db.sql(f"SELECT id, hamming_distance({signature}, $1) AS d FROM c ORDER BY d, id LIMIT {k}",
+                 [query.tobytes()]).to_arrow()
     distance = _POPCOUNT[matrix ^ query].sum(axis=1)
-    assert list(zip(rows["id"].to_pylist(), rows["d"].to_pylist())) == _top_k(distance, valid, np.arange(400), 20)
+    assert list(zip(got["id"].to_pylist(), got["d"].to_pylist())) == _top_k(distance, valid, np.arange(rows), k)
+    return db
+
+
+def test_signatures_from_csv_hex_text(device: str, tmp_path: Path) -> None:
+    db = _top_k_over_csv_text(device, tmp_path, 400, 16, seed=23, null_every=7, prefix="",
+                              signature="decode(h, 'hex')", k=20, query_row=11)
     bad = tmp_path / "bad.csv"
     bad.write_text("id,h\n1,00ff\n2,0g\n")
     db.register("b", bad)
@@ -168,17 +177,8 @@ def test_signatures_from_csv_hex_text(device: str, tmp_path: Path) -> None:
 def test_text_cast_to_bytea_reads_postgresql_hex(device: str, tmp_path: Path) -> None:
     """CAST(text AS bytea): '\\x..' is hex digits, other text its bytes; a backslash of the
     escape format is refused (22P02) rather than read otherwise than PostgreSQL does."""
-    table, matrix, valid = _signatures(300, 8, seed=29, null_every=6)
-    text = ["\\x" + bytes(r).hex() if ok else None for r, ok in zip(matrix, valid)]
-    path = tmp_path / "sigs.csv"
-    pa.csv.write_csv(pa.table({"id": table["id"], "h": pa.array(text, pa.string())}), path)
-    db = penstock.connect(device=device, strict=True)
-    db.register("c", path)
-    query = matrix[3]
-    rows = db.sql("SELECT id, hamming_distance(CAST(h AS bytea), $1) AS d FROM c ORDER BY d, id LIMIT 7",
-                  [query.tobytes()]).to_arrow()
-    distance = _POPCOUNT[matrix ^ query].sum(axis=1)
-    assert list(zip(rows["id"].to_pylist(), rows["d"].to_pylist())) == _top_k(distance, valid, np.arange(300), 7)
+    db = _top_k_over_csv_text(device, tmp_path, 300, 8, seed=29, null_every=6, prefix="\\x",
+                              signature="CAST(h AS bytea)", k=7, query_row=3)
     plain = tmp_path / "plain.csv"
     plain.write_text("id,h\n1,abcdefgh\n2,a\\\\b\n")
     db.register("p", plain)

@@ -130,7 +130,8 @@ class HostBackend(Backend):
         for lock in locks:
             lock.acquire()
         try:
-            todo = [s for s in group if not self.cache_path(s).exists()]
+            paths = {s.digest: self.cache_path(s) for s in group}
+            todo = [s for s in group if not paths[s.digest].exists()]
             if len(todo) < 2:
                 return {}
             started = time.perf_counter()
@@ -141,12 +142,12 @@ class HostBackend(Backend):
             except PenstockError:
                 return {}
             for spec in todo:
-                tmp = self.cache_path(spec).with_name(f".{spec.digest}.{os.getpid()}.link")
+                tmp = paths[spec.digest].with_name(f".{spec.digest}.{os.getpid()}.link")
                 try:
                     os.link(shared, tmp)
                 except OSError:
                     shutil.copyfile(shared, tmp)
-                os.replace(tmp, self.cache_path(spec))
+                os.replace(tmp, paths[spec.digest])
             shared.unlink(missing_ok=True)
             seconds = time.perf_counter() - started
             return {spec.digest: seconds for spec in todo}
