@@ -15,8 +15,10 @@ start (imports, device, registration) apart.
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
+import pstats
 import subprocess
 import sys
 import time
@@ -40,11 +42,14 @@ class FirstRun:
 
 def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: Path,
                     cached: dict[str, list[str]] | None = None, io: str = "auto",
-                    parquet_decode: str = "auto", timeout: float = 1800) -> FirstRun:
+                    parquet_decode: str = "auto", timeout: float = 1800,
+                    profile: Path | None = None) -> FirstRun:
     """Run `sql` once in a new Python process whose kernel cache is `cache_dir`; `cached`
-    names the columns (table -> columns) put in the column cache first, untimed."""
+    names the columns (table -> columns) put in the column cache first, untimed. `profile`:
+    where the process writes the query's Python profile (cProfile, by cumulative time)."""
     spec = {"device": device, "tables": {t: str(p) for t, p in tables.items()}, "sql": sql,
-            "cached": cached or {}, "io": io, "parquet_decode": parquet_decode}
+            "cached": cached or {}, "io": io, "parquet_decode": parquet_decode,
+            "profile": str(profile) if profile else ""}
     from penstock.device.kernel_cache import installation_dir
 
     # what the installation holds stays (`penstock prebuild` makes it once, as the packages
@@ -73,10 +78,17 @@ def main() -> int:
     for name, columns in spec.get("cached", {}).items():
         db.cache(name, columns)
     start_s = time.perf_counter() - started
+    profiler = cProfile.Profile() if spec.get("profile") else None
+    if profiler is not None:
+        profiler.enable()
     began = time.perf_counter()
     result = db.sql(spec["sql"])
     rows = result.to_arrow().num_rows
     seconds = time.perf_counter() - began
+    if profiler is not None:
+        profiler.disable()
+        with open(spec["profile"], "w") as out:
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(60)
     m = result.metrics
     compiled = db.prepare(spec["sql"]).compiled  # the cached plan: nothing is planned again
     compile_s = m.compile_seconds if m else 0.0

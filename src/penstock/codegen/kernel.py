@@ -194,10 +194,11 @@ def kernel_source(name: str, params: ParamTable, body: str) -> str:
 class CodeWriter:
     """Lines of C++ with indentation."""
 
-    def __init__(self, indent: int = 1) -> None:
+    def __init__(self, indent: int = 1, prefix: str = "") -> None:
         self.lines: list[str] = []
         self.level = indent
         self._next = 0
+        self.prefix = prefix  # starts every fresh name: a second writer's names never shadow ours
 
     def line(self, text: str) -> None:
         self.lines.append("  " * self.level + text)
@@ -212,7 +213,7 @@ class CodeWriter:
 
     def fresh(self, prefix: str = "v") -> str:
         self._next += 1
-        return f"{prefix}{self._next}"
+        return f"{self.prefix}{prefix}{self._next}"
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"

@@ -8,6 +8,8 @@ combination". Each operator counts the rows it lets through (EXPLAIN ANALYZE).
 
 from __future__ import annotations
 
+import os
+
 from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.expr_gen import ExprGen, Val
@@ -35,7 +37,11 @@ class PipelineGen:
         self.err = self.params.get(ErrorFlag(), "int32_t*", "ptr", "err")
         self.cnt = self.params.get(Counters(), "uint64_t*", "ptr", "cnt")
         self.out = CodeWriter(indent=2)
-        self.g = ExprGen(self.out, self.params, self, self.err)
+        # row-invariant expressions, computed before the row loop (expr_gen.py);
+        # PENSTOCK_HOIST=0 leaves them in the loop, to measure what hoisting saves
+        self.invariants = CodeWriter(indent=1, prefix="inv_")
+        hoist = os.environ.get("PENSTOCK_HOIST", "1") != "0"
+        self.g = ExprGen(self.out, self.params, self, self.err, prologue=self.invariants if hoist else None)
         self.probe_ops = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
         self.counter_names = ["rows in"] + [""] * (len(pipeline.ops) + 1)
         self.agg: AggregateSinkGen | None = None
@@ -97,6 +103,7 @@ class PipelineGen:
         # a plain body's probe may match any number of rows per thread: 64-bit counts there
         ctype = "xpu::row_counter" if staged else "uint64_t"
         lines = ["  XPU_PARALLEL_BEGIN", f"  {ctype} " + ", ".join(f"{c} = 0" for c in counters) + ";"]
+        lines += self.invariants.lines
         lines += ["  " + p for p in prologue]
         lines += body
         lines += tail.lines

@@ -29,8 +29,11 @@ typedef unsigned long long uint64_t;
 #else
 #define XPU_KERNEL extern "C" __global__
 #endif
-#define XPU_FN static __device__ __forceinline__
-#define XPU_METHOD __device__ __forceinline__
+#ifndef XPU_INLINE
+#define XPU_INLINE __forceinline__
+#endif
+#define XPU_FN static __device__ XPU_INLINE
+#define XPU_METHOD __device__ XPU_INLINE
 #define XPU_PARALLEL_BEGIN {
 #define XPU_PARALLEL_END }
 #define XPU_FOR(i, n) \
@@ -254,6 +257,14 @@ const int32_t ERR_INVALID_HEX = 10;      // 22023: decode(text, 'hex') of a text
 // (A full hash table refuses every new key of a batch; a CAS per row, all on this one word,
 // serialised a pass over 10^8 rows into seconds.)
 XPU_FN void raise(int32_t* err, int32_t code) {
+#ifdef XPU_GPU
+  // a thread's own flag (a row-invariant expression's, computed before the row loop): no
+  // atomics on local memory
+  if (__isLocal(err)) {
+    if (*err == 0) *err = code;
+    return;
+  }
+#endif
   if (load_relaxed(err) == 0) atomic_cas(err, 0, code);
 }
 
