@@ -1,5 +1,6 @@
 """Kernels that do not depend on the query: moving text bytes, growing hash tables, filling
-a join's direct map, finding a top-k's bound (codegen/top_k_gen.py)."""
+a join's direct map, finding a top-k's bound (codegen/top_k_gen.py), prefix sums and bitmaps
+(exec/buffers.py)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,92 @@ TEXT_TO_ARROW = """#ifdef XPU_GPU
   }
   offsets[n] = (int32_t)at;
 #endif
+"""
+
+# Arrow offsets from text lengths: offsets[0] = 0, offsets[i + 1] = lengths[0] + ... +
+# lengths[i] (the caller knows the total fits 32 bits). Three launches over tiles of 4096
+# rows: phase 0 sums each tile, phase 1 (one block) turns the sums into each tile's start,
+# phase 2 scans each tile from its start. The CPU backend uses numpy and never runs it.
+PREFIX_SUM = """#ifdef XPU_GPU
+  __shared__ int64_t warp_sums[32];
+  const int64_t tile_rows = 4096, tiles = (n + tile_rows - 1) / tile_rows;
+  // the block's inclusive scan of x; *total: the block's sum (every thread must call it)
+  auto inclusive = [&](int64_t x, int64_t* total) -> int64_t {
+    const int32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int32_t d = 1; d < 32; d <<= 1) {
+      const int64_t y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      int64_t w = lane < warps ? warp_sums[lane] : 0;
+      for (int32_t d = 1; d < 32; d <<= 1) {
+        const int64_t y = __shfl_up_sync(0xFFFFFFFFu, w, d);
+        if (lane >= d) w += y;
+      }
+      warp_sums[lane] = w;
+    }
+    __syncthreads();
+    const int64_t r = x + (warp > 0 ? warp_sums[warp - 1] : 0);
+    *total = warp_sums[warps - 1];
+    __syncthreads();
+    return r;
+  };
+  int64_t total = 0;
+  if (phase == 1) {
+    if (blockIdx.x != 0) return;
+    int64_t carry = 0;
+    for (int64_t base = 0; base < tiles; base += blockDim.x) {
+      const int64_t t = base + threadIdx.x;
+      const int64_t x = t < tiles ? tile_sums[t] : 0;
+      const int64_t upto = inclusive(x, &total);
+      if (t < tiles) tile_sums[t] = carry + upto - x;
+      carry += total;
+    }
+    return;
+  }
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t end = (tile + 1) * tile_rows < n ? (tile + 1) * tile_rows : n;
+    int64_t carry = phase == 2 ? tile_sums[tile] : 0, sum = 0;
+    for (int64_t base = tile * tile_rows; base < end; base += blockDim.x) {
+      const int64_t i = base + threadIdx.x;
+      const int64_t x = i < end ? (int64_t)lengths[i] : 0;
+      if (phase == 0) { sum += x; continue; }
+      const int64_t upto = inclusive(x, &total);
+      if (i < end) offsets[i + 1] = (int32_t)(carry + upto);
+      carry += total;
+    }
+    if (phase == 0) {
+      inclusive(sum, &total);
+      if (threadIdx.x == 0) tile_sums[tile] = total;
+    }
+  }
+  if (phase == 2 && blockIdx.x == 0 && threadIdx.x == 0) offsets[0] = 0;
+#else
+  if (phase != 0) return;
+  int64_t at = 0;
+  offsets[0] = 0;
+  for (int64_t i = 0; i < n; ++i) offsets[i + 1] = (int32_t)(at += lengths[i]);
+#endif
+"""
+
+# An Arrow bitmap (little-endian bits) from one byte per row, nonzero meaning set; and back.
+PACK_BITS = """  XPU_PARALLEL_BEGIN
+  XPU_FOR(b, (n + 7) / 8) {
+    uint8_t byte = 0;
+    for (int32_t k = 0; k < 8; ++k) {
+      const int64_t i = b * 8 + k;
+      if (i < n && flags[i] != 0) byte |= (uint8_t)(1u << k);
+    }
+    bits[b] = byte;
+  }
+  XPU_PARALLEL_END
+"""
+
+UNPACK_BITS = """  XPU_PARALLEL_BEGIN
+  XPU_FOR(i, n) flags[i] = (uint8_t)((bits[i >> 3] >> (i & 7)) & 1);
+  XPU_PARALLEL_END
 """
 
 REHASH = """  XPU_PARALLEL_BEGIN
@@ -148,7 +235,32 @@ DIRECT_MAP_KEYS = ("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16
 def installation_kernels() -> list[Kernel]:
     """Every kernel no query shapes: compiled once per installation (`penstock prebuild`)."""
     return [gather_text(), text_to_arrow(), rehash(), *(fill_direct_map(c) for c in DIRECT_MAP_KEYS),
-            word_range(), word_histogram()]
+            word_range(), word_histogram(), *array_kernels()]
+
+
+def array_kernels() -> list[Kernel]:
+    """The prefix sum and bitmap kernels exec/buffers.py runs instead of CuPy's routines."""
+    return [prefix_sum(), pack_bits(), unpack_bits()]
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def prefix_sum() -> Kernel:
+    """One phase (0, 1, 2) of Arrow offsets from int32 lengths (PREFIX_SUM)."""
+    return plain_kernel("prefix_sum", [
+        ("phase", "int32_t", "i32"), ("n", "int64_t", "i64"), ("lengths", "const int32_t*", "ptr"),
+        ("tile_sums", "int64_t*", "ptr"), ("offsets", "int32_t*", "ptr")], PREFIX_SUM, installation=True)
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def pack_bits() -> Kernel:
+    return plain_kernel("pack_bits", [("n", "int64_t", "i64"), ("flags", "const uint8_t*", "ptr"),
+                                      ("bits", "uint8_t*", "ptr")], PACK_BITS, installation=True)
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def unpack_bits() -> Kernel:
+    return plain_kernel("unpack_bits", [("n", "int64_t", "i64"), ("bits", "const uint8_t*", "ptr"),
+                                        ("flags", "uint8_t*", "ptr")], UNPACK_BITS, installation=True)
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time

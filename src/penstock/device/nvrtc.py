@@ -14,11 +14,16 @@ from penstock.device.base import header_sources
 ARCH = "sm_90"
 NVRTC_OPTIONS = ("-std=c++17", "--device-int128")
 # a quick build (device/tiers.py): most of an optimised compile is the NVVM optimiser and
-# ptxas. `--Ofast-compile=mid` trims the former and `-Xptxas -O1` the latter; measured on the
-# H100 (TPC-H SF 10, the 22 queries' kernels, scripts/compile_tiers.py) the plans' compiles
-# took 659 ms geomean against 903 ms optimised, and the first runs executed in 26 ms against
-# 20 ms. `=max` compiles faster still but its kernels ran up to 15 times slower.
-QUICK_OPTIONS = ("--Ofast-compile=mid", "-Xptxas", "-O1")
+# ptxas, over a kernel whose helpers (decimal arithmetic, text, dates) are all inlined, often
+# several times. The quick build keeps the helpers as functions of their own (XPU_INLINE,
+# kernels/xpu.h), so each is optimised once, and lets NVVM optimise them on several threads
+# (--split-compile=0: as many as the machine has); `--Ofast-compile=mid` trims the
+# optimiser's passes and `-Xptxas -O1` ptxas's. Measured on the H100 (TPC-H SF 10, the 22
+# queries' first runs in one process, scripts/compile_tiers.py, one run): compiles 718 ms
+# geomean against 923 ms with the helpers inlined (`mid -Xptxas -O1` alone) and 927 ms
+# untiered; the first runs executed in 33 against 25 and 18 ms. `=max` compiles faster still
+# but its kernels ran up to 15 times slower.
+QUICK_OPTIONS = ("--Ofast-compile=mid", "-Xptxas", "-O1", "-DXPU_INLINE=__noinline__", "--split-compile=0")
 
 
 def quick_options() -> tuple[str, ...]:

@@ -4,10 +4,11 @@ same source replaces it once a background thread has made it.
 A new query's first run waits for its kernels. Most of an optimised compile is optimisation
 (NVRTC: the NVVM optimiser and ptxas; g++: -O2), not parsing, and a kernel built with little
 optimisation runs the same code with the same answers, only slower. So a kernel that no
-cache holds is built quickly first (NVRTC --Ofast-compile=mid -Xptxas -O1, g++ -O1), and its
-optimised build is queued here. The backend swaps the optimised kernel in the next time anyone
-asks for it (Backend.compile), so later batches and runs use it; a plan records no CUDA graph
-while one of its kernels is still a quick build.
+cache holds is built quickly first (NVRTC: helpers not inlined, the optimiser on several
+threads, --Ofast-compile=mid -Xptxas -O1, see device/nvrtc.py; g++ -O1), and its optimised
+build is queued here. The backend swaps the optimised kernel in the next time anyone asks for
+it (Backend.compile), so later batches and runs use it; a plan records no CUDA graph while
+one of its kernels is still a quick build.
 
 Both builds go to the on-disk cache under their own names, written atomically: a process
 that exits or is killed while an optimised build runs leaves the quick build, never half a
@@ -15,15 +16,16 @@ file, and the next process queues the optimised build again.
 
 On by default on the GPU, off on the CPU backend (PENSTOCK_TIERED=1 turns it on for every
 backend, 0 off). Measured on the H100 (TPC-H SF 10, columns cached, one process per setting
-with an empty kernel cache, scripts/compile_tiers.py): with the quick tier at
-`--Ofast-compile=mid -Xptxas -O1` the 22 first runs took 697 ms geomean against 943 ms
-untiered (compiling 659 against 903 ms, executing 26 against 20 ms), and the repeats, on the
-optimised builds, 12.7 ms either way. The quick tier was `--Ofast-compile=max` before: it cut
-compiles by about 30% but its kernels ran up to 15 times slower (Q1's pipeline: 18 -> 334 ms),
-so cold first runs rose from 0.41 to 1.15 s. On the CPU backend (2 cores, SF 0.05) g++ spends
-most of a small kernel's compile on fixed costs -O1 does not cut, and the optimised builds
-compete with the next query: cold first runs 743 ms tiered against 756 ms untiered, warm
-first runs 170 against 110 ms.
+with an empty kernel cache, scripts/compile_tiers.py, one run, 2026-11-27): the 22 first runs
+took 773 ms geomean tiered against 961 ms untiered (compiling 718 against 927 ms, executing 33
+against 18 ms), and the repeats, on the optimised builds, 10.4 against 10.2 ms. A quick tier
+that inlined every helper (`--Ofast-compile=mid -Xptxas -O1` alone) saved nothing in that
+run (971 ms), though an earlier run measured 697 against 943 ms: single runs of these
+compiles vary by 20%. `--Ofast-compile=max` kernels ran up to 15 times slower (Q1's
+pipeline: 18 -> 334 ms). On the CPU backend (2 cores, SF 0.05) g++ spends most of a small
+kernel's compile on fixed costs -O1 does not cut, and the optimised builds compete with the
+next query: cold first runs 743 ms tiered against 756 ms untiered, warm first runs 170
+against 110 ms.
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from penstock.codegen import fixed_kernels
 from penstock.device.base import Backend
+from penstock.exec.kernels import compile_kernel
 from penstock.exec.spill.off_device import OffDeviceStore
-from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow, validity_bits
+from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow
 from penstock.plan.types import DataType, Kind
 
 OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget,
@@ -167,18 +169,52 @@ class BufferStore:
         self.off_device.close()
 
 
+# The prefix sum and bitmap steps below run installation kernels (codegen/fixed_kernels.py)
+# on the device rather than CuPy's routines: CuPy compiles each routine with NVRTC the first
+# time a process uses it, and its cumsum cost every fresh process that returned text 30 ms
+# with the driver's cache warm and 290-430 ms without (H100, TPC-H SF 10: 14 of the 22
+# queries' first runs). Host arrays (numpy) go through numpy.
+
+
 def unpack_bits(backend: Backend, bits: Any, n: int) -> Any:
-    return backend.xp.unpackbits(bits, bitorder="little")[:n]
+    """An Arrow bitmap -> one byte per row (0 or 1)."""
+    if isinstance(bits, np.ndarray):
+        return np.unpackbits(bits, bitorder="little")[:n]
+    flags = backend.empty(n, np.uint8)
+    if n:
+        backend.launch(compile_kernel(backend, fixed_kernels.unpack_bits()), n, [n, bits, flags])
+    return flags
 
 
-def pack_bits(xp: Any, flags: Any) -> Any:
-    """One byte per row -> an Arrow bitmap, with numpy or CuPy (`xp`)."""
-    return xp.packbits(flags.astype(np.uint8), bitorder="little")
+def pack_bits(backend: Backend, flags: Any) -> Any:
+    """One value per row (nonzero: set) -> an Arrow bitmap, on the side `flags` is on."""
+    if isinstance(flags, np.ndarray):
+        return np.packbits(flags.astype(np.uint8, copy=False), bitorder="little")
+    n = len(flags)
+    bits = backend.empty((n + 7) // 8, np.uint8)
+    if n:
+        one_byte = flags.view(np.uint8) if flags.dtype.itemsize == 1 and flags.flags.c_contiguous else flags.astype(np.uint8)
+        backend.launch(compile_kernel(backend, fixed_kernels.pack_bits()), (n + 7) // 8, [n, one_byte, bits])
+    return bits
 
 
-def validity_or_none(backend: Backend, valid_bytes: Any) -> Any:
-    """Packed validity from one byte per row; None when every row is valid."""
-    return validity_bits(backend, valid_bytes)
+def text_offsets(backend: Backend, lengths: Any) -> Any:
+    """Arrow offsets (n + 1 int32) of text values `lengths` (int32) long: a prefix sum. The
+    caller knows the total fits 32 bits."""
+    n = len(lengths)
+    if isinstance(lengths, np.ndarray):
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(lengths, dtype=np.int32, out=offsets[1:])
+        return offsets
+    if n == 0:
+        return backend.zeros(1, np.int32)
+    tiles = (n + 4095) // 4096  # PREFIX_SUM's tile_rows
+    tile_sums = backend.empty(tiles, np.int64)
+    offsets = backend.empty(n + 1, np.int32)
+    kernel = compile_kernel(backend, fixed_kernels.prefix_sum())
+    for phase, rows in ((0, tiles * 256), (1, 1), (2, tiles * 256)):
+        backend.launch(kernel, rows, [phase, n, lengths, tile_sums, offsets])
+    return offsets
 
 
 def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Batch:
@@ -194,7 +230,7 @@ def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Bat
         if any(c.validity is not None for c in parts):
             flags = [unpack_bits(backend, c.validity, c.length) if c.validity is not None
                      else xp.ones(c.length, dtype=np.uint8) for c in parts]
-            validity = pack_bits(xp, xp.concatenate(flags)) if flags else None
+            validity = pack_bits(backend, xp.concatenate(flags)) if flags else None
         if t.kind is Kind.NULL:
             columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
         elif t.kind is Kind.STRING:
@@ -208,7 +244,7 @@ def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Bat
                                   validity=validity, data=xp.concatenate([c.data for c in parts])))
         elif t.kind is Kind.BOOL:
             flags = [unpack_bits(backend, c.values, c.length) for c in parts]
-            columns.append(Column(t, total, values=pack_bits(xp, xp.concatenate(flags)), validity=validity))
+            columns.append(Column(t, total, values=pack_bits(backend, xp.concatenate(flags)), validity=validity))
         else:
             columns.append(Column(t, total, values=xp.concatenate([c.values[:c.length] for c in parts]),
                                   validity=validity))
@@ -226,7 +262,7 @@ def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any)
     for c, t in zip(batch.columns, types):
         validity = None
         if c.validity is not None:
-            validity = pack_bits(xp, unpack_bits(backend, c.validity, c.length)[order])
+            validity = pack_bits(backend, unpack_bits(backend, c.validity, c.length)[order])
         if t.kind is Kind.NULL or c.values is None:  # (a column of NULLs has no values)
             columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
         elif t.kind is Kind.STRING:
@@ -240,7 +276,7 @@ def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any)
             data = c.data[shift + xp.arange(size, dtype=np.int64)] if size else xp.zeros(0, dtype=np.uint8)
             columns.append(Column(t, total, values=new_offsets.astype(np.int32), validity=validity, data=data))
         elif t.kind is Kind.BOOL:
-            columns.append(Column(t, total, values=pack_bits(xp, unpack_bits(backend, c.values, c.length)[order]),
+            columns.append(Column(t, total, values=pack_bits(backend, unpack_bits(backend, c.values, c.length)[order]),
                                   validity=validity))
         else:
             columns.append(Column(t, total, values=c.values[:c.length][order], validity=validity,
@@ -257,7 +293,7 @@ def slice_rows(backend: Backend, batch: Batch, types: list[DataType], bounds: li
 
     def bitmap_slices(bits: Any) -> list[Any]:
         flags = unpack_bits(backend, bits, batch.length)
-        return [pack_bits(xp, flags[start:end]) for start, end in spans]
+        return [pack_bits(backend, flags[start:end]) for start, end in spans]
 
     for c, t in zip(batch.columns, types):
         validity = bitmap_slices(c.validity) if c.validity is not None else [None] * len(spans)

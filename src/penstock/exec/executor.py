@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
-from penstock.codegen.fixed_kernels import gather_text, rehash, text_to_arrow
+from penstock.codegen.fixed_kernels import array_kernels, gather_text, rehash, text_to_arrow
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
 from penstock.device.base import Backend, CompiledKernel
@@ -99,7 +99,7 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
             jobs.append(("build", step.join, out.builds[step.join]))
     out.small_sorts = small_sorts(plan, out.finalizers, out.host_buffers)
     jobs += [("fixed", 0, s.kernel) for s in out.small_sorts.values()]
-    jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow())]
+    jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow(), *array_kernels())]
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
     out.kernels_total, out.compile_workers = len(jobs), backend.compile_workers(len(jobs))
     compiled = backend.compile_all([kernel.spec for _, _, kernel in jobs], tiered)

@@ -16,7 +16,7 @@ import numpy as np
 from penstock.codegen.fixed_kernels import gather_text, text_to_arrow
 from penstock.codegen.kernel import Kernel
 from penstock.device.base import Backend
-from penstock.exec.buffers import pack_bits
+from penstock.exec.buffers import pack_bits, text_offsets
 from penstock.exec.kernels import compile_kernel
 from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.plan.types import DataType, Kind
@@ -185,9 +185,9 @@ class MaterializeState:
         # host copies come from readback_parts: text already in Arrow layout, nothing to gather;
         # they may be views into a pinned buffer a replay refills, so the rows kept are copied
         if host is None:
-            return Batch([_column(self.arrays, self.backend.xp, self._gather, _same, j, t, count, needed[j], nulls[j])
+            return Batch([_column(self.arrays, self.backend, self._gather, _same, j, t, count, needed[j], nulls[j])
                           for j, t in enumerate(self.types)], count)
-        return Batch([_column(host, np, None, np.copy, j, t, count, needed[j], nulls[j])
+        return Batch([_column(host, self.backend, None, np.copy, j, t, count, needed[j], nulls[j])
                       for j, t in enumerate(self.types)], count)
 
     def readback_parts(self, sort: SmallSort | None = None) -> list[tuple[tuple[str, int], Any]]:
@@ -237,16 +237,17 @@ def _same(array: Any) -> Any:
     return array
 
 
-def _column(arrays: Any, xp: Any, gather: Any, own: Callable[[Any], Any], j: int, t: DataType, n: int,
+def _column(arrays: Any, backend: Backend, gather: Any, own: Callable[[Any], Any], j: int, t: DataType, n: int,
             text_bytes: int, nulls: int) -> Column:
-    """Output column j of n rows from the sink's arrays (device arrays with the backend's
-    xp, or host copies from readback_parts with numpy); `gather` moves text bytes into row
-    order (device arrays only); `own` makes the column's own copy of a slice it keeps."""
+    """Output column j of n rows from the sink's arrays (device arrays, or host copies from
+    readback_parts: numpy); `gather` moves text bytes into row order (device arrays only:
+    None for host copies); `own` makes the column's own copy of a slice it keeps."""
     if t.kind is Kind.NULL:
-        return Column(t, n, validity=xp.zeros((n + 7) // 8, np.uint8))
-    validity = pack_bits(xp, arrays[("validity", j)][:n]) if nulls else None
+        zeros = backend.zeros if gather is not None else np.zeros
+        return Column(t, n, validity=zeros((n + 7) // 8, np.uint8))
+    validity = pack_bits(backend, arrays[("validity", j)][:n]) if nulls else None
     if t.kind is Kind.BOOL:
-        return Column(t, n, values=pack_bits(xp, arrays[("values", j)][:n]), validity=validity)
+        return Column(t, n, values=pack_bits(backend, arrays[("values", j)][:n]), validity=validity)
     if t.kind is not Kind.STRING:
         return Column(t, n, values=own(arrays[("values", j)][:n]), validity=validity,
                       decimal_stride=2 if t.is_wide_decimal else 1)
@@ -257,8 +258,6 @@ def _column(arrays: Any, xp: Any, gather: Any, own: Callable[[Any], Any], j: int
     lengths = arrays[("text_len", j)][:n]
     if text_bytes >= 2 ** 31:
         raise MemoryError("one batch of a text result column exceeds 2 GiB")
-    offsets32 = xp.zeros(n + 1, np.int32)  # the total fits, so every prefix sum does
-    if n:
-        xp.cumsum(lengths, dtype=np.int32, out=offsets32[1:])
+    offsets32 = text_offsets(backend, lengths)  # the total fits, so every prefix sum does
     data = gather(arrays[("text_start", j)][:n], lengths, arrays[("text_bytes", j)], offsets32, text_bytes)
     return Column(t, n, values=offsets32, validity=validity, data=data)

@@ -29,7 +29,7 @@ typedef unsigned long long uint64_t;
 #else
 #define XPU_KERNEL extern "C" __global__
 #endif
-#ifndef XPU_INLINE
+#ifndef XPU_INLINE  // a quick build (device/nvrtc.py) makes it __noinline__: each helper compiled once
 #define XPU_INLINE __forceinline__
 #endif
 #define XPU_FN static __device__ XPU_INLINE
