@@ -4,7 +4,6 @@ computed them: the kernel's source is checked, and the results against DuckDB.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -36,20 +35,17 @@ def _oracle(sql: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in con.execute(sql).fetchall()]
 
 
-def _kernel_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str) -> list[str]:
-    """The pipeline kernels `sql` compiles on the CPU backend, as their sources."""
-    log = tmp_path / "kernels"
-    log.mkdir()
-    monkeypatch.setenv("PENSTOCK_KERNEL_LOG", str(log))
-    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path / "cache"))  # new sources are logged when compiled
-    _connect("cpu").sql(sql).to_arrow()
-    return [p.read_text() for p in sorted(log.glob("pipeline-*.cu"))]
+def _kernel_sources(sql: str) -> list[str]:
+    """The pipeline kernels of `sql`'s plan on the CPU backend, as their sources."""
+    compiled = _connect("cpu").prepare(sql).compiled
+    assert compiled is not None
+    return [spec.source for spec in compiled.specs if spec.name == "pipeline"]
 
 
-def test_a_date_literal_is_parsed_before_the_row_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_date_literal_is_parsed_before_the_row_loop() -> None:
     sql = ("SELECT k, count(*) FROM t WHERE d >= DATE '1995-01-01' "
            "AND d < DATE '1995-01-01' + INTERVAL '3' MONTH GROUP BY k")
-    [source] = _kernel_sources(tmp_path, monkeypatch, sql)
+    [source] = _kernel_sources(sql)
     loop = source.index("XPU_TILES(") if "XPU_TILES(" in source else source.index("XPU_FOR(")
     parses = [i for i in range(len(source)) if source.startswith("xpu::parse_date(", i)]
     months = [i for i in range(len(source)) if source.startswith("xpu::add_months(", i)]
@@ -57,8 +53,8 @@ def test_a_date_literal_is_parsed_before_the_row_loop(tmp_path: Path, monkeypatc
     assert max(parses + months) < loop, "the literal's date is computed inside the row loop"
 
 
-def test_an_expression_of_a_column_stays_in_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    [source] = _kernel_sources(tmp_path, monkeypatch, "SELECT sum(x * 3 + 1) FROM t WHERE x > 2 + 5")
+def test_an_expression_of_a_column_stays_in_the_loop() -> None:
+    [source] = _kernel_sources("SELECT sum(x * 3 + 1) FROM t WHERE x > 2 + 5")
     loop = source.index("XPU_TILES(") if "XPU_TILES(" in source else source.index("XPU_FOR(")
     prologue, body = source[:loop], source[loop:]
     assert "inv_" in prologue  # 2 + 5
