@@ -69,7 +69,7 @@ def test_text_and_boolean_results_equal_duckdb(device: str, no_cupy_routines: No
     got = db.sql(sql).to_arrow()
     oracle = duckdb.connect()
     oracle.register("t", table)
-    want = oracle.execute(sql).to_arrow_table()
+    want = oracle.sql(sql).to_arrow_table()
     assert got.column("name").to_pylist() == want.column("name").to_pylist()
     assert got.column("big").to_pylist() == want.column("big").to_pylist()
     assert got.column("missing").to_pylist() == want.column("missing").to_pylist()
