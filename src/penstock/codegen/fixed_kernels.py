@@ -22,32 +22,14 @@ GATHER_TEXT = """  XPU_PARALLEL_BEGIN
 # block (results read back whole are small); on the CPU one thread.
 TEXT_TO_ARROW = """#ifdef XPU_GPU
   if (blockIdx.x != 0) return;
-  __shared__ int32_t warp_sums[32];
   const int64_t n = count[0] < (uint64_t)capacity ? (int64_t)count[0] : capacity;
-  const int32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  int32_t carry = 0;
+  int32_t carry = 0, total = 0;
   for (int64_t base = 0; base < n; base += blockDim.x) {
     const int64_t i = base + threadIdx.x;
     const int32_t len = i < n ? lengths[i] : 0;
-    int32_t x = len;  // inclusive scan within the warp, then over the warps' sums
-    for (int32_t d = 1; d < 32; d <<= 1) {
-      const int32_t y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-      if (lane >= d) x += y;
-    }
-    if (lane == 31) warp_sums[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-      int32_t w = lane < warps ? warp_sums[lane] : 0;
-      for (int32_t d = 1; d < 32; d <<= 1) {
-        const int32_t y = __shfl_up_sync(0xFFFFFFFFu, w, d);
-        if (lane >= d) w += y;
-      }
-      warp_sums[lane] = w;
-    }
-    __syncthreads();
-    if (i < n) offsets[i] = carry + (warp > 0 ? warp_sums[warp - 1] : 0) + x - len;
-    carry += warp_sums[warps - 1];
-    __syncthreads();
+    const int32_t upto = xpu::block_scan(len, &total);
+    if (i < n) offsets[i] = carry + upto - len;
+    carry += total;
   }
   if (threadIdx.x == 0) offsets[n] = carry;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -71,31 +53,7 @@ TEXT_TO_ARROW = """#ifdef XPU_GPU
 # rows: phase 0 sums each tile, phase 1 (one block) turns the sums into each tile's start,
 # phase 2 scans each tile from its start. The CPU backend uses numpy and never runs it.
 PREFIX_SUM = """#ifdef XPU_GPU
-  __shared__ int64_t warp_sums[32];
   const int64_t tile_rows = 4096, tiles = (n + tile_rows - 1) / tile_rows;
-  // the block's inclusive scan of x; *total: the block's sum (every thread must call it)
-  auto inclusive = [&](int64_t x, int64_t* total) -> int64_t {
-    const int32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (int32_t d = 1; d < 32; d <<= 1) {
-      const int64_t y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-      if (lane >= d) x += y;
-    }
-    if (lane == 31) warp_sums[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-      int64_t w = lane < warps ? warp_sums[lane] : 0;
-      for (int32_t d = 1; d < 32; d <<= 1) {
-        const int64_t y = __shfl_up_sync(0xFFFFFFFFu, w, d);
-        if (lane >= d) w += y;
-      }
-      warp_sums[lane] = w;
-    }
-    __syncthreads();
-    const int64_t r = x + (warp > 0 ? warp_sums[warp - 1] : 0);
-    *total = warp_sums[warps - 1];
-    __syncthreads();
-    return r;
-  };
   int64_t total = 0;
   if (phase == 1) {
     if (blockIdx.x != 0) return;
@@ -103,7 +61,7 @@ PREFIX_SUM = """#ifdef XPU_GPU
     for (int64_t base = 0; base < tiles; base += blockDim.x) {
       const int64_t t = base + threadIdx.x;
       const int64_t x = t < tiles ? tile_sums[t] : 0;
-      const int64_t upto = inclusive(x, &total);
+      const int64_t upto = xpu::block_scan(x, &total);
       if (t < tiles) tile_sums[t] = carry + upto - x;
       carry += total;
     }
@@ -116,13 +74,13 @@ PREFIX_SUM = """#ifdef XPU_GPU
       const int64_t i = base + threadIdx.x;
       const int64_t x = i < end ? (int64_t)lengths[i] : 0;
       if (phase == 0) { sum += x; continue; }
-      const int64_t upto = inclusive(x, &total);
+      const int64_t upto = xpu::block_scan(x, &total);
       if (i < end) offsets[i + 1] = (int32_t)(carry + upto);
       carry += total;
     }
     if (phase == 0) {
-      inclusive(sum, &total);
-      if (threadIdx.x == 0) tile_sums[tile] = total;
+      sum = xpu::block_reduce(sum, (int64_t)0, [](int64_t a, int64_t b) { return a + b; });
+      if (xpu::block_leader()) tile_sums[tile] = sum;
     }
   }
   if (phase == 2 && blockIdx.x == 0 && threadIdx.x == 0) offsets[0] = 0;

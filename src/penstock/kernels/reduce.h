@@ -1,4 +1,5 @@
-// reduce.h — folding per-thread values into one global value at the end of a kernel.
+// reduce.h — folding per-thread values into one global value at the end of a kernel, and a
+// block's prefix sum.
 //
 // On the GPU a block first combines its threads' values (warp shuffles, then shared memory)
 // and one thread per block does the atomic; on the CPU each OpenMP thread does its own.
@@ -29,6 +30,32 @@ XPU_FN T block_reduce(T v, T identity, Op op) {
   return v;
 }
 XPU_FN bool block_leader() { return threadIdx.x == 0; }
+// The block's inclusive prefix sum of one value per thread; *total gets the block's sum in
+// every thread.
+template <class T>
+XPU_FN T block_scan(T x, T* total) {
+  __shared__ T warp_sums[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  for (int d = 1; d < 32; d <<= 1) {
+    const T y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
+  }
+  if (lane == 31) warp_sums[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    T w = lane < warps ? warp_sums[lane] : T(0);
+    for (int d = 1; d < 32; d <<= 1) {
+      const T y = __shfl_up_sync(0xffffffffu, w, d);
+      if (lane >= d) w += y;
+    }
+    warp_sums[lane] = w;
+  }
+  __syncthreads();
+  const T upto = x + (warp > 0 ? warp_sums[warp - 1] : T(0));
+  *total = warp_sums[warps - 1];
+  __syncthreads();
+  return upto;
+}
 #else
 template <class T, class Op>
 XPU_FN T block_reduce(T v, T, Op) { return v; }  // a CPU thread is its own block
