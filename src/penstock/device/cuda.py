@@ -21,6 +21,7 @@ import numpy as np
 from penstock.device.base import Backend, CompiledKernel, KernelSpec, Readback
 from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
 from penstock.device.kernel_cache import write_atomically
+from penstock.device.linked_helpers import HelperLibrary, link_cubins
 from penstock.device.pinned import PinnedStaging, default_limit
 from penstock.errors import PenstockError
 
@@ -78,6 +79,9 @@ class CudaBackend(Backend):
         self._marks_work = True
         self._pack: CudaKernel | None = None
         self._next_collect = 0.0  # (_collect)
+        self.helpers = HelperLibrary(self.arch)
+        self.helpers.start()
+        self.linked_builds = 0  # quick builds linked with the helper library (tests)
 
     def _allocate(self, size: int) -> Any:
         """The pool's allocation, admitted against the memory cap by the bytes in use.
@@ -152,12 +156,23 @@ class CudaBackend(Backend):
 
     # -- compiling ----------------------------------------------------------------------------
     def build(self, spec: KernelSpec, path: Path, quick: bool = False) -> None:
+        """A quick build links its helpers from the helper library once that exists
+        (device/linked_helpers.py); an optimised build is one translation unit."""
         from penstock.device.nvrtc import nvrtc_compile
 
-        result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch, quick)
+        library = self.helpers.get() if quick else None
+        result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch, quick, linked=library is not None)
         if not result.ok:
             raise PenstockError(f"NVRTC could not compile generated kernel {spec.name}:\n{result.log[-4000:]}")
-        write_atomically(path, result.cubin)
+        cubin = result.cubin
+        if library is not None:
+            self.device.use()  # the driver's linker needs the device's context on this thread
+            cubin = link_cubins([("helpers", library), (spec.name, cubin)])
+            self.linked_builds += 1
+        write_atomically(path, cubin)
+
+    def prepare_quick_builds(self, spec: KernelSpec) -> None:
+        self.helpers.get(wait=True)
 
     def load(self, spec: KernelSpec, path: Path) -> CompiledKernel:
         return CudaKernel(spec, self.cp.RawModule(path=str(path)))

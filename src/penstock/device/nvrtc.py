@@ -26,6 +26,18 @@ NVRTC_OPTIONS = ("-std=c++17", "--device-int128")
 QUICK_OPTIONS = ("--Ofast-compile=mid", "-Xptxas", "-O1", "-DXPU_INLINE=__noinline__", "--split-compile=0")
 
 
+# a linked quick build (device/linked_helpers.py) compiles only the kernel's own code, against
+# the helpers' declarations; `--Ofast-compile=mid` measured 120 against 156 ms a kernel for
+# full optimisation (geomean of 33 TPC-H kernels, 2-core machine), -Xptxas -O1 no faster
+LINKED_QUICK_OPTIONS = ("--Ofast-compile=mid",)
+
+
+def linked_options() -> tuple[str, ...]:
+    """A linked quick build's own options; PENSTOCK_NVRTC_LINKED (space-separated) replaces them."""
+    given = os.environ.get("PENSTOCK_NVRTC_LINKED")
+    return tuple(given.split()) if given is not None else LINKED_QUICK_OPTIONS
+
+
 def quick_options() -> tuple[str, ...]:
     """The quick tier's options; PENSTOCK_NVRTC_QUICK (space-separated) replaces them, so
     `scripts/compile_tiers.py` can measure other settings without a code change."""
@@ -41,13 +53,18 @@ class NvrtcResult:
 
 
 def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick: bool = False,
-                  extra: tuple[str, ...] | None = None) -> NvrtcResult:
+                  extra: tuple[str, ...] | None = None, linked: bool = False) -> NvrtcResult:
     """Compile `source` for `arch` (sm_XX: a cubin; compute_XX: PTX only). The options after
     the common ones are the quick tier's when `quick`, else the optimised build's (none),
-    unless `extra` names them."""
+    unless `extra` names them. linked: relocatable code against the helpers' declarations
+    (device/linked_helpers.py), to be linked with the helper library."""
     from cuda.bindings import nvrtc
 
-    headers = header_sources()
+    from penstock.device.linked_helpers import LINKED_OPTIONS, linked_header_sources
+
+    headers = linked_header_sources() if linked else header_sources()
+    if linked:
+        extra = LINKED_OPTIONS + (linked_options() if extra is None else extra)
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), len(headers),
                                          [t.encode() for t in headers.values()],
                                          [n.encode() for n in headers])

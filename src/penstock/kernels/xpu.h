@@ -24,7 +24,8 @@ typedef unsigned long long uint64_t;
 #define INT32_MAX 2147483647
 #define INT64_MIN (-9223372036854775807LL - 1)
 #define INT64_MAX 9223372036854775807LL
-#ifdef XPU_MIN_BLOCKS  // PENSTOCK_MIN_BLOCKS: cap registers so that many 256-thread blocks fit an SM
+#if defined(XPU_MIN_BLOCKS) && !defined(XPU_LINKED)  // PENSTOCK_MIN_BLOCKS: cap registers so that
+// many 256-thread blocks fit an SM (a linked build caps every function alike: -maxrregcount)
 #define XPU_KERNEL extern "C" __global__ __launch_bounds__(256, XPU_MIN_BLOCKS)
 #else
 #define XPU_KERNEL extern "C" __global__
@@ -32,7 +33,12 @@ typedef unsigned long long uint64_t;
 #ifndef XPU_INLINE  // a quick build (device/nvrtc.py) makes it __noinline__: each helper compiled once
 #define XPU_INLINE __forceinline__
 #endif
+#ifdef XPU_LINKED  // a linked quick build: helpers' bodies come from the helper library
+#define XPU_FN __device__ __noinline__  // (device/linked_helpers.py), so they link externally
+#else
 #define XPU_FN static __device__ XPU_INLINE
+#endif
+#define XPU_LOCAL_FN static __device__ __forceinline__  // a one-line helper a linked build keeps
 #define XPU_METHOD __device__ XPU_INLINE
 #define XPU_PARALLEL_BEGIN {
 #define XPU_PARALLEL_END }
