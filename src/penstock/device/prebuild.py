@@ -3,8 +3,9 @@
 The kernels no query shapes (codegen/fixed_kernels.installation_kernels: text moves,
 rehashing, direct-map fills) and, on the CPU backend, the precompiled header of every
 kernel's prelude (device/host_pch.py; one for optimised and one for quick builds) go to the installation cache
-(kernel_cache.installation_dir), so a new query in a new process compiles only its own
-kernels. Without it they are made the first time a query needs them, and kept as well.
+(kernel_cache.installation_dir), with the GPU's helper library (device/linked_helpers.py:
+every header helper compiled once, linked into quick builds), so a new query in a new
+process compiles only its own kernels. Without it they are made the first time a query needs them, and kept as well.
 """
 
 from __future__ import annotations
