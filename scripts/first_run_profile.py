@@ -1,6 +1,6 @@
 """Where a query's first run goes, cold and warm: for each query, one fresh process with an
 empty kernel cache, then one with the cache it filled, each caching the suite's tables on
-the device first (untimed) and profiling the query (cProfile, by cumulative time).
+the device first (untimed; `--tier host` reads the files instead) and profiling the query (cProfile, by cumulative time).
 
     python scripts/first_run_profile.py --data /tmp/tpch-sf10 --sf 10 --queries q05,q09 --out DIR
 
@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--device", default="gpu")
     parser.add_argument("--queries", required=True, help="comma-separated names, e.g. q05,q09")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--tier", default="gpu", choices=("gpu", "host"),
+                        help="gpu: the scanned columns cached on the device first; host: read from the files")
     args = parser.parse_args()
     bench = suite(args.suite)
     tables = bench.files(Path(args.data), args.format)
@@ -39,7 +41,7 @@ def main() -> None:
     for table, path in tables.items():
         db.register(table, str(path))
     for name in args.queries.split(","):
-        cached = referenced_columns(db, queries[name])
+        cached = referenced_columns(db, queries[name]) if args.tier == "gpu" else {}
         with tempfile.TemporaryDirectory() as cache_dir:
             for regime in ("cold", "warm"):
                 run = fresh_first_run(args.device, tables, queries[name], Path(cache_dir), cached,

@@ -116,3 +116,20 @@ def test_a_linked_quick_build_answers_as_the_optimised_build(tmp_path, monkeypat
     assert backend.linked_builds == linked_before + 1  # the quick build was linked, the optimised one not
     (quick_out, quick_count, quick_err), (full_out, full_count, full_err) = answers
     assert np.array_equal(quick_out, full_out) and quick_count == full_count == len(days) and quick_err == full_err == 0
+
+
+def test_the_declarations_are_kept_with_the_installation(tmp_path, monkeypatch) -> None:
+    """Made once per installation (a new process reads them rather than spend 0.2 s of its
+    first query making them); a damaged file is made again."""
+    from penstock.device import linked_helpers
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path))
+    monkeypatch.setattr(linked_helpers, "_LINKED_HEADERS", [])
+    made = linked_header_sources()
+    (kept,) = tmp_path.glob("linked-headers-*.json")
+    assert made["decimal.h"] == declarations_only(header_sources()["decimal.h"])
+    monkeypatch.setattr(linked_helpers, "_LINKED_HEADERS", [])
+    kept.write_text("{not json")
+    assert linked_header_sources() == made
+    monkeypatch.setattr(linked_helpers, "_LINKED_HEADERS", [])
+    assert linked_header_sources() == made  # read back from the file written again

@@ -43,6 +43,7 @@ class KernelSpec:
         return h.hexdigest()[:24]
 
 
+@functools.cache  # read once: every NVRTC compile passes them all (not to be modified)
 def header_sources() -> dict[str, str]:
     """The hand-written kernel headers, by file name (what NVRTC gets as named headers)."""
     return {p.name: p.read_text() for p in sorted(KERNELS_DIR.glob("*.h"))}

@@ -20,7 +20,7 @@ unit, every helper inlined.
 
 from __future__ import annotations
 
-import functools
+import json
 import os
 import threading
 
@@ -44,10 +44,25 @@ def library_name(arch: str) -> str:
     return f"helpers-{headers_digest()}-{arch}.cubin"
 
 
-@functools.cache
+_LINKED_HEADERS: list[dict[str, str]] = []
+_LINKED_HEADERS_LOCK = threading.Lock()
+
+
 def linked_header_sources() -> dict[str, str]:
-    """The headers as a linked quick build sees them: multi-line helper bodies removed."""
-    return {name: declarations_only(text) for name, text in header_sources().items()}
+    """The headers as a linked quick build sees them: multi-line helper bodies removed. Made
+    once per installation and kept beside the library (making them is 0.2 s of Python, which
+    a new process's first query measured on its critical path), and once per process read."""
+    with _LINKED_HEADERS_LOCK:
+        if not _LINKED_HEADERS:
+            path = installation_dir() / f"linked-headers-{headers_digest()}.json"
+            try:
+                headers = json.loads(path.read_text())
+            except (OSError, ValueError):
+                headers = {name: declarations_only(text) for name, text in header_sources().items()}
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(path, json.dumps(headers).encode())
+            _LINKED_HEADERS.append(headers)
+        return _LINKED_HEADERS[0]
 
 
 def declarations_only(text: str) -> str:
@@ -195,6 +210,7 @@ class HelperLibrary:
         from penstock.device.nvrtc import nvrtc_compile
 
         self._load_or_make()
+        linked_header_sources()
         nvrtc_compile('extern "C" __global__ void warm_up() {}', "warm_up.cu", self.arch, extra=())
 
     def _load_or_make(self) -> None:
@@ -207,6 +223,7 @@ class HelperLibrary:
             if path.exists():
                 self.image = path.read_bytes()
                 return
+            linked_header_sources()  # made with the library, so an installation has both
             result = nvrtc_compile(library_source(), "helpers.cu", self.arch, extra=LINKED_OPTIONS)
             if not result.ok:
                 self.failure = result.log[-2000:]
