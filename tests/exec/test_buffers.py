@@ -1,6 +1,7 @@
 """The device's prefix sum and bitmap steps (exec/buffers.py: text_offsets, pack_bits,
-unpack_bits) against numpy, at sizes around their tile and byte edges, and results that
-need them (nullable text, booleans) against DuckDB with CuPy's own routines out of reach."""
+unpack_bits) against numpy, at sizes around their tile and byte edges, batches laid end to
+end (concat) against pyarrow, and results that need them (nullable text, booleans) against
+DuckDB with CuPy's own routines out of reach."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 import penstock
 from penstock.device import get_backend
-from penstock.exec.buffers import pack_bits, text_offsets, unpack_bits
+from penstock.exec.buffers import arrow_to_batch, buffer_to_arrow, concat, pack_bits, text_offsets, unpack_bits
+from penstock.plan.types import from_arrow
 
 SIZES = [0, 1, 7, 8, 9, 255, 4095, 4096, 4097, 100_003, 2_500_000]
 
@@ -56,8 +58,21 @@ def no_cupy_routines(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a CuPy routine that compiles on first use ran")
 
-    for name in ("cumsum", "packbits", "unpackbits"):
+    for name in ("cumsum", "packbits", "unpackbits", "concatenate"):
         monkeypatch.setattr(cupy, name, refuse)
+
+
+@pytest.mark.parametrize("sizes", [(5000, 0, 1, 70_000), (0, 3), (1, 1)])
+def test_batches_laid_end_to_end_equal_pyarrow(device: str, no_cupy_routines: None, sizes: tuple[int, ...]) -> None:
+    """A join's build side from several batches (text with nulls, booleans, integers, an
+    empty batch among them): the same rows as pyarrow's concatenation."""
+    be = get_backend(device)
+    tables = [_table(n).append_column("big", pa.array([i % 3 == 0 for i in range(n)], pa.bool_()))
+              for n in sizes]
+    types = [from_arrow(f.type) for f in tables[0].schema]
+    batches = [arrow_to_batch(be, table, types) for table in tables]
+    got = buffer_to_arrow(be, [concat(be, batches, types)], types, names=tables[0].column_names)
+    assert got.equals(pa.concat_tables(tables).combine_chunks())
 
 
 @pytest.mark.parametrize("rows", [1, 5000, 70_000])

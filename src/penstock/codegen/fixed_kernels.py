@@ -105,6 +105,12 @@ PACK_BITS = """  XPU_PARALLEL_BEGIN
   XPU_PARALLEL_END
 """
 
+# One part's text offsets where the part lands in a concatenation (exec/buffers.concat).
+SHIFT_OFFSETS = """  XPU_PARALLEL_BEGIN
+  XPU_FOR(i, n) dst[i] = (int32_t)((int64_t)src[i] + base);
+  XPU_PARALLEL_END
+"""
+
 UNPACK_BITS = """  XPU_PARALLEL_BEGIN
   XPU_FOR(i, n) flags[i] = (uint8_t)((bits[i >> 3] >> (i & 7)) & 1);
   XPU_PARALLEL_END
@@ -197,8 +203,8 @@ def installation_kernels() -> list[Kernel]:
 
 
 def array_kernels() -> list[Kernel]:
-    """The prefix sum and bitmap kernels exec/buffers.py runs instead of CuPy's routines."""
-    return [prefix_sum(), pack_bits(), unpack_bits()]
+    """The prefix sum, bitmap and offset kernels exec/buffers.py runs instead of CuPy's routines."""
+    return [prefix_sum(), pack_bits(), unpack_bits(), shift_offsets()]
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time
@@ -219,6 +225,13 @@ def pack_bits() -> Kernel:
 def unpack_bits() -> Kernel:
     return plain_kernel("unpack_bits", [("n", "int64_t", "i64"), ("bits", "const uint8_t*", "ptr"),
                                         ("flags", "uint8_t*", "ptr")], UNPACK_BITS, installation=True)
+
+
+@functools.cache  # pure: the same Kernel (and its source digest) every time
+def shift_offsets() -> Kernel:
+    return plain_kernel("shift_offsets", [("n", "int64_t", "i64"), ("src", "const int32_t*", "ptr"),
+                                          ("base", "int64_t", "i64"), ("dst", "int32_t*", "ptr")],
+                        SHIFT_OFFSETS, installation=True)
 
 
 @functools.cache  # pure: the same Kernel (and its source digest) every time

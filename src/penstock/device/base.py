@@ -292,6 +292,10 @@ class Backend(ABC):
         """A copy of a contiguous device array."""
         return self.xp.copy(array)
 
+    def concatenate(self, arrays: list[Any]) -> Any:
+        """One array holding `arrays` (one dtype) in order."""
+        return self.xp.concatenate(arrays)
+
     def host_buffer(self, size: int) -> np.ndarray:
         """A host byte buffer that copies to this device fast (pinned memory on a GPU)."""
         return np.empty(max(size, 1), np.uint8)

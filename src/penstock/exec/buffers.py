@@ -230,25 +230,37 @@ def concat(backend: Backend, batches: list[Batch], types: list[DataType]) -> Bat
         if any(c.validity is not None for c in parts):
             flags = [unpack_bits(backend, c.validity, c.length) if c.validity is not None
                      else xp.ones(c.length, dtype=np.uint8) for c in parts]
-            validity = pack_bits(backend, xp.concatenate(flags)) if flags else None
+            validity = pack_bits(backend, backend.concatenate(flags)) if flags else None
         if t.kind is Kind.NULL:
             columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
         elif t.kind is Kind.STRING:
-            offsets, base = [xp.zeros(1, dtype=np.int64)], 0
-            for c in parts:
-                offsets.append(c.values[1:c.length + 1].astype(np.int64) + base)
-                base += int(c.values[c.length]) if c.length else 0
-            if base >= 2 ** 31:
-                raise MemoryError("a text column of an intermediate result exceeds 2 GiB")
-            columns.append(Column(t, total, values=xp.concatenate(offsets).astype(np.int32),
-                                  validity=validity, data=xp.concatenate([c.data for c in parts])))
+            columns.append(Column(t, total, values=concat_offsets(backend, parts, total), validity=validity,
+                                  data=backend.concatenate([c.data for c in parts])))
         elif t.kind is Kind.BOOL:
             flags = [unpack_bits(backend, c.values, c.length) for c in parts]
-            columns.append(Column(t, total, values=pack_bits(backend, xp.concatenate(flags)), validity=validity))
+            columns.append(Column(t, total, values=pack_bits(backend, backend.concatenate(flags)), validity=validity))
         else:
-            columns.append(Column(t, total, values=xp.concatenate([c.values[:c.length] for c in parts]),
+            columns.append(Column(t, total, values=backend.concatenate([c.values[:c.length] for c in parts]),
                                   validity=validity))
     return Batch(columns, total)
+
+
+def concat_offsets(backend: Backend, parts: list[Column], total: int) -> Any:
+    """The Arrow offsets (int32) of text columns `parts` laid end to end: each part's own
+    offsets moved by the bytes before it (an installation kernel, not CuPy's arithmetic)."""
+    offsets = backend.empty(total + 1, np.int32)
+    kernel = compile_kernel(backend, fixed_kernels.shift_offsets())
+    row = base = 0
+    for k, c in enumerate(parts):
+        first = 0 if k == 0 else 1  # the first part brings the leading 0
+        n = c.length + 1 - first
+        if n:
+            backend.launch(kernel, n, [n, c.values[first:c.length + 1], base, offsets[row + first:row + c.length + 1]])
+        row += c.length
+        base += int(backend.scalar(c.values, c.length)) if c.length else 0
+        if base >= 2 ** 31:
+            raise MemoryError("a text column of an intermediate result exceeds 2 GiB")
+    return offsets
 
 
 def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any) -> Batch:
