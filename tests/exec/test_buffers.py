@@ -68,6 +68,7 @@ def test_batches_laid_end_to_end_equal_pyarrow(device: str, no_cupy_routines: No
     empty batch among them): the same rows as pyarrow's concatenation."""
     be = get_backend(device)
     tables = [_table(n).append_column("big", pa.array([i % 3 == 0 for i in range(n)], pa.bool_()))
+              .append_column("price", pa.array([None if i % 7 == 0 else i * 10**20 - 5 for i in range(n)], pa.decimal128(38, 2)))
               for n in sizes]
     types = [from_arrow(f.type) for f in tables[0].schema]
     batches = [arrow_to_batch(be, table, types) for table in tables]
