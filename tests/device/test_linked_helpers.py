@@ -133,3 +133,31 @@ def test_the_declarations_are_kept_with_the_installation(tmp_path, monkeypatch) 
     assert linked_header_sources() == made
     monkeypatch.setattr(linked_helpers, "_LINKED_HEADERS", [])
     assert linked_header_sources() == made  # read back from the file written again
+
+
+def test_the_library_is_made_once_and_kept_with_the_installation(tmp_path, monkeypatch) -> None:
+    """Without a GPU: NVRTC makes the sm_90 library, a second backend reads it from disk."""
+    from penstock.device import linked_helpers
+    from penstock.device.linked_helpers import HelperLibrary
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path))
+    first = HelperLibrary("sm_90")
+    image = first.get(wait=True)
+    assert image is not None and image[:4] == b"\x7fELF", first.failure
+    assert first.path().read_bytes() == image
+    monkeypatch.setattr(linked_helpers, "library_source", lambda: "this does not compile")
+    assert HelperLibrary("sm_90").get(wait=True) == image  # found on disk, not compiled again
+
+
+def test_without_a_library_quick_builds_stay_unlinked(tmp_path, monkeypatch) -> None:
+    """A library that cannot be made, or PENSTOCK_LINKED=0: get() answers None, and says why."""
+    from penstock.device import linked_helpers
+    from penstock.device.linked_helpers import HelperLibrary
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path))
+    monkeypatch.setattr(linked_helpers, "library_source", lambda: "this does not compile")
+    broken = HelperLibrary("sm_90")
+    assert broken.get(wait=True) is None and "error" in broken.failure
+    assert not broken.path().exists()
+    monkeypatch.setenv("PENSTOCK_LINKED", "0")
+    assert HelperLibrary("sm_90").get(wait=True) is None
