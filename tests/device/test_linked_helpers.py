@@ -161,3 +161,16 @@ def test_without_a_library_quick_builds_stay_unlinked(tmp_path, monkeypatch) -> 
     assert not broken.path().exists()
     monkeypatch.setenv("PENSTOCK_LINKED", "0")
     assert HelperLibrary("sm_90").get(wait=True) is None
+
+
+def test_an_installation_that_cannot_be_written_still_links(tmp_path, monkeypatch) -> None:
+    """Declarations and library are made and kept by the process when no file can be written."""
+    from penstock.device import linked_helpers
+
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the installation's folder would be")
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(blocked / "install"))
+    monkeypatch.setattr(linked_helpers, "_LINKED_HEADERS", [])
+    assert linked_header_sources()["decimal.h"] == declarations_only(header_sources()["decimal.h"])
+    library = linked_helpers.HelperLibrary("sm_90")
+    assert library.get(wait=True) is not None and not library.path().exists()  # kept by the process

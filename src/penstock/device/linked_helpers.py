@@ -59,8 +59,11 @@ def linked_header_sources() -> dict[str, str]:
                 headers = json.loads(path.read_text())
             except (OSError, ValueError):
                 headers = {name: declarations_only(text) for name, text in header_sources().items()}
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(path, json.dumps(headers).encode())
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomically(path, json.dumps(headers).encode())
+                except OSError:  # an installation that cannot be written: made per process
+                    pass
             _LINKED_HEADERS.append(headers)
         return _LINKED_HEADERS[0]
 
@@ -228,6 +231,9 @@ class HelperLibrary:
             if not result.ok:
                 self.failure = result.log[-2000:]
                 return
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, result.cubin)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(path, result.cubin)
+            except OSError:  # an installation that cannot be written: this process keeps it
+                pass
             self.image = result.cubin
