@@ -213,12 +213,12 @@ class HelperLibrary:
         from penstock.device.nvrtc import nvrtc_compile
 
         self._load_or_make()
-        linked_header_sources()
         nvrtc_compile('extern "C" __global__ void warm_up() {}', "warm_up.cu", self.arch, extra=())
 
     def _load_or_make(self) -> None:
         from penstock.device.nvrtc import nvrtc_compile
 
+        linked_header_sources()  # the other half of a linked build: an installation has both
         with self.lock:
             if self.image is not None or self.failure:
                 return
@@ -226,7 +226,6 @@ class HelperLibrary:
             if path.exists():
                 self.image = path.read_bytes()
                 return
-            linked_header_sources()  # made with the library, so an installation has both
             result = nvrtc_compile(library_source(), "helpers.cu", self.arch, extra=LINKED_OPTIONS)
             if not result.ok:
                 self.failure = result.log[-2000:]
