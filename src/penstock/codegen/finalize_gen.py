@@ -12,6 +12,7 @@ from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.cpp_types import scalar_type
 from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.interpret.kernels import finalize_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, Kernel, Mode, ParamTable, RowCount,
                                      RowOffset, kernel_source)
 from penstock.codegen.sink_aggregate import AggregateSinkGen
@@ -49,7 +50,8 @@ def generate_finalize(sink: AggregateSink) -> Kernel:
     vals += [measure_value(g, m) for m in layout.measures]
     write_row(g, vals)
     body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
-    return Kernel("finalize", kernel_source("finalize", params, "\n".join(body) + "\n"), params.params)
+    return Kernel("finalize", kernel_source("finalize", params, "\n".join(body) + "\n"), params.params,
+                  program=finalize_program(sink, params))
 
 
 def key_value(g: ExprGen, layout: AggLayout, j: int) -> Val:

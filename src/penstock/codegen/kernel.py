@@ -127,6 +127,7 @@ class Kernel:
     params: list[KernelParam]
     counters: list[str] = field(default_factory=list)  # what each ANALYZE counter counts
     installation: bool = False  # no query shapes it: cached with the installation (KernelSpec)
+    program: bytes | None = None  # the same kernel for the plan interpreter (codegen/interpret/)
 
     @property
     def param_ctypes(self) -> tuple[str, ...]:
@@ -135,7 +136,7 @@ class Kernel:
     @functools.cached_property
     def spec(self) -> KernelSpec:
         """What a backend compiles (made once: its digest hashes the whole source)."""
-        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation)
+        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation, self.program)
 
     @functools.cached_property
     def sink_parts(self) -> frozenset[tuple[str, int]]:
@@ -157,6 +158,11 @@ class ParamTable:
             self.params.append(KernelParam(name, ctype, cpp, role))
             self._by_role[role] = name
         return name
+
+    def index_of(self, role: Role) -> int | None:
+        """The position of the parameter with this role, if the table has one."""
+        name = self._by_role.get(role)
+        return None if name is None else next(k for k, p in enumerate(self.params) if p.name == name)
 
     def signature(self) -> str:
         return ",\n    ".join(f"{p.cpp} {p.name}" for p in self.params)

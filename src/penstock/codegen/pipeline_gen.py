@@ -14,6 +14,7 @@ from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.expr_logic import equality
+from penstock.codegen.interpret.kernels import pipeline_program
 from penstock.codegen.kernel import (BuildPart, CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
                                      ParamTable, RowCount, RowOffset, SinkPart, kernel_source)
 from penstock.codegen.pipeline_stages import pass_row, staged_body
@@ -110,7 +111,8 @@ class PipelineGen:
         lines += [f"  xpu::reduce_add(&{self.cnt}[{i}], {c});" for i, c in enumerate(counters)]
         lines.append("  XPU_PARALLEL_END")
         source = kernel_source(name, self.params, "\n".join(lines) + "\n")
-        return Kernel(name, source, self.params.params, self.counter_names)
+        return Kernel(name, source, self.params.params, self.counter_names,
+                      program=pipeline_program(self.p, self.params))
 
     def row_start(self) -> None:
         self.out.line(f"const int64_t i = {self.row0} + t;")

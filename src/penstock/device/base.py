@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,6 +35,9 @@ class KernelSpec:
     # a kernel no query shapes (text moves, rehashing, direct maps): cached with the
     # installation (kernel_cache.installation_dir), not with the queries' kernels
     installation: bool = False
+    # the kernel as a plan-interpreter program (device/interpreter.py), if the interpreter
+    # covers it: it then runs at once, while its optimised build is made
+    program: bytes | None = field(default=None, compare=False, repr=False)
 
     @functools.cached_property
     def digest(self) -> str:
@@ -132,6 +135,7 @@ class Backend(ABC):
         self._upgrades: Any = None  # device/tiers.Upgrades, made on first use
         self._foreground = 0  # builds a caller is waiting for, now
         self._foreground_done = threading.Condition()
+        self._interpreters: Any = None  # device/interpreter.Interpreters, made on first use
 
     def compile(self, spec: KernelSpec, tiered: bool = False) -> CompiledKernel:
         """The kernel, from memory, from the on-disk cache, or compiled now (and cached).
@@ -181,11 +185,19 @@ class Backend(ABC):
         return folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
 
     def _find_or_build(self, spec: KernelSpec, tiered: bool) -> CompiledKernel:
+        from penstock.device import interpreter
         from penstock.device.kernel_cache import log_source
 
         log_source(spec)
         path = self.cache_path(spec)
         started = time.perf_counter()
+        if spec.program is not None and (not path.exists() or interpreter.always()):
+            interpreted = self.interpreted(spec)
+            if interpreted is not None:  # runs now; its optimised build is made meanwhile
+                interpreted.compile_seconds = time.perf_counter() - started
+                if not interpreter.always():
+                    self.upgrades().submit(spec, path)
+                return interpreted
         quick = tiered and not spec.installation and not path.exists()
         target = path.with_name(f"{spec.name}-{spec.digest}-quick{self.artifact_suffix}") if quick else path
         cached = target.exists()
@@ -205,6 +217,20 @@ class Backend(ABC):
         if quick:
             self.upgrades().submit(spec, path)
         return kernel
+
+    def interpreted(self, spec: KernelSpec) -> CompiledKernel | None:
+        """`spec` run by the plan interpreter, if it covers it (device/interpreter.py)."""
+        from penstock.device.interpreter import Interpreters
+
+        with self._compile_lock:
+            if self._interpreters is None:
+                self._interpreters = Interpreters()
+        return self._interpreters.interpret(self, spec)
+
+    def launch_interpreted(self, kernel: Any, rows: int, args: Sequence[Any]) -> None:
+        """Run an InterpretedKernel: its arguments as words, then the interpreter."""
+        words = self.to_device(kernel.arguments(self, args))
+        self.launch(kernel.interpreter, rows, [kernel.program, words])
 
     def _upgrade_ready(self, spec: KernelSpec) -> bool:
         return self._upgrades is not None and self._upgrades.take(spec.digest) is not None
@@ -306,6 +332,10 @@ class Backend(ABC):
         if isinstance(array, np.ndarray):
             return int(array.ctypes.data)
         return int(array.data.ptr)
+
+    def argument_address(self, value: Any) -> int:
+        """A pointer argument as an address (None: 0), for the plan interpreter's words."""
+        return 0 if value is None else self.address(value)
 
     def to_host_many(self, arrays: list[Any]) -> list[np.ndarray]:
         """Several device arrays on the host (a backend may move them in one transfer)."""

@@ -187,6 +187,9 @@ class CudaBackend(Backend):
         return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * kernel.blocks_per_sm))
 
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
+        if getattr(kernel, "interpreted", False):
+            self.launch_interpreted(kernel, rows, args)
+            return
         assert isinstance(kernel, CudaKernel)
         converted = []
         for value, ctype in zip(args, kernel.spec.param_ctypes):

@@ -201,12 +201,18 @@ class HostBackend(Backend):
                 child.kill()
 
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
+        if getattr(kernel, "interpreted", False):
+            self.launch_interpreted(kernel, rows, args)
+            return
         assert isinstance(kernel, HostKernel)
         kernel.function(*[_pointer(a) if c == "ptr" else a
                           for a, c in zip(args, kernel.spec.param_ctypes)])
 
     def to_device(self, host: np.ndarray) -> Any:
         return host
+
+    def argument_address(self, value: Any) -> int:
+        return _pointer(value) or 0
 
     def to_host(self, array: Any) -> np.ndarray:
         return np.asarray(array)

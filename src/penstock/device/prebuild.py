@@ -5,7 +5,8 @@ rehashing, direct-map fills) and, on the CPU backend, the precompiled header of 
 kernel's prelude (device/host_pch.py; one for optimised and one for quick builds) go to the installation cache
 (kernel_cache.installation_dir), with the GPU's helper library (device/linked_helpers.py:
 every header helper compiled once, linked into quick builds), so a new query in a new
-process compiles only its own kernels. Without it they are made the first time a query needs them, and kept as well.
+process compiles only its own kernels, and the plan interpreter (device/interpreter.py), which
+runs a new query's kernels while they compile. Without it they are made the first time a query needs them, and kept as well.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from penstock.codegen.fixed_kernels import installation_kernels
 from penstock.device.base import Backend, KernelSpec
+from penstock.device.interpreter import interpreter_spec
 
 
 def prebuild(backend: Backend, extra: Sequence[KernelSpec] = ()) -> tuple[int, float]:
@@ -26,7 +28,7 @@ def prebuild(backend: Backend, extra: Sequence[KernelSpec] = ()) -> tuple[int, f
     # the first kernel alone: on the CPU backend it makes the precompiled header the others use
     backend.compile(kernels[0].spec)
     backend.prepare_quick_builds(kernels[0].spec)  # the quick builds' header (device/tiers.py)
-    specs = [k.spec for k in kernels[1:]] + list(extra)
+    specs = [interpreter_spec()] + [k.spec for k in kernels[1:]] + list(extra)
     with ThreadPoolExecutor() as pool:
         list(pool.map(backend.compile, specs))
-    return len(kernels) + len(extra), time.perf_counter() - started
+    return len(specs) + 1, time.perf_counter() - started

@@ -1,0 +1,219 @@
+"""Pipelines and aggregate finalisations -> interpreter programs (kernels/interpret.h).
+
+A program does what codegen/pipeline_gen.py's or finalize_gen.py's kernel does, through the
+kernel's own parameters: the same counters (EXPLAIN ANALYZE), the same hash-table slots
+(codegen/agg_layout.py) and the same output rows, so the executor cannot tell them apart and
+the optimised build can take over between two launches. What the interpreter covers: scans
+with filters into a grouped or global aggregate or into written rows; fixed-width keys and
+values. Joins, text, DISTINCT aggregates and top-k bounds compile as before.
+"""
+
+from __future__ import annotations
+
+from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
+from penstock.codegen.interpret.expressions import ExprProgram, fit_how, scale_of
+from penstock.codegen.interpret.program import (FINALIZE, KEY_FLOAT, KEY_INT, KEY_WIDE, MAX_COUNTERS,
+                                                MEASURE_KINDS, SINK_GLOBAL, SINK_GROUPS, SINK_WRITE,
+                                                Header, NotInterpretable, Op, Program, Reg)
+from penstock.codegen.kernel import (STRIDE, VALIDITY, VALUES, Counters, ErrorFlag, InputPart, Mode,
+                                     ParamTable, RowCount, RowOffset, SinkPart)
+from penstock.errors import Unsupported
+from penstock.plan.expr import ColumnRef, conjuncts
+from penstock.plan.physical import AggregateSink, FilterOp, MaterializeSink, Pipeline, UnmatchedBuildSource
+from penstock.plan.types import DataType, Kind
+
+# kernels/interpret.h: load_value's and write's storage codes
+STORAGE = {Kind.INT8: 0, Kind.INT16: 1, Kind.INT32: 2, Kind.DATE: 2, Kind.INT64: 3, Kind.TIMESTAMP: 3,
+           Kind.FLOAT32: 4, Kind.FLOAT64: 5, Kind.BOOL: 6, Kind.DECIMAL: 7}
+WIDE_STORAGE = 8
+
+
+def storage(t: DataType) -> int:
+    if t.is_wide_decimal:
+        return WIDE_STORAGE
+    if t.kind not in STORAGE:
+        raise NotInterpretable(f"values of type {t}")
+    return STORAGE[t.kind]
+
+
+def pipeline_program(pipeline: Pipeline, params: ParamTable) -> bytes | None:
+    """The interpreter's program for a pipeline kernel with these parameters, or None."""
+    try:
+        return _pipeline(pipeline, params).encode()
+    except Unsupported:
+        return None
+
+
+def finalize_program(sink: AggregateSink, params: ParamTable) -> bytes | None:
+    """The interpreter's program for an aggregate's finalisation kernel, or None."""
+    try:
+        return _finalize(sink, params).encode()
+    except Unsupported:
+        return None
+
+
+def _pipeline(pipeline: Pipeline, params: ParamTable) -> Program:
+    if isinstance(pipeline.source, UnmatchedBuildSource):
+        raise NotInterpretable("a FULL join's unmatched rows")
+    if not all(isinstance(op, FilterOp) for op in pipeline.ops):
+        raise NotInterpretable("a join probe")
+    if len(pipeline.ops) + 2 > MAX_COUNTERS:
+        raise NotInterpretable("too many operators")
+    p = Program(params)
+    nullable = pipeline.source.nullable
+
+    def load(program: Program, e: ColumnRef) -> Reg:
+        d = program.reg()
+        t = e.type
+        stride = program.arg(InputPart(e.index, STRIDE)) if t.kind is Kind.DECIMAL and not t.is_wide_decimal else 0
+        may_be_null = nullable[e.index] if nullable else True
+        validity = program.arg(InputPart(e.index, VALIDITY)) if may_be_null else -1
+        program.emit(Op.LOAD, d, x=program.arg(InputPart(e.index, VALUES)), y=validity, z=storage(t), w=stride)
+        return d
+
+    exprs = ExprProgram(p, load)
+    p.header.update({Header.N: p.arg(RowCount()), Header.ROW0: p.arg(RowOffset()), Header.ERR: p.arg(ErrorFlag()),
+                     Header.CNT: p.arg(Counters()), Header.COUNTERS: len(pipeline.ops) + 2})
+    p.emit(Op.COUNT, x=0)
+    for k, op in enumerate(pipeline.ops):
+        assert isinstance(op, FilterOp)
+        for term in conjuncts(op.condition):
+            p.emit(Op.FILTER, a=exprs.compile(term))
+        p.emit(Op.COUNT, x=k + 1)
+    p.emit(Op.COUNT, x=len(pipeline.ops) + 1)
+    sink = pipeline.sink
+    if isinstance(sink, AggregateSink):
+        _aggregate_row(p, exprs, sink)
+    elif isinstance(sink, MaterializeSink):
+        if sink.top_k is not None or sink.direct_build is not None or sink.build_in_table:
+            raise NotInterpretable("a top-k bound or a join's direct build")
+        first = p.arg(SinkPart("first_row")) if not pipeline.ops else -1
+        _write_row(p, [(exprs.compile(e), e.type) for e in sink.exprs], first)
+    else:
+        raise NotInterpretable("a pipeline without a sink")
+    return p
+
+
+def _measure_table(p: Program, layout: AggLayout, regs: list[int]) -> None:
+    for m, reg in zip(layout.measures, regs):
+        if m.kind not in MEASURE_KINDS or m.distinct_set is not None:
+            raise NotInterpretable(f"aggregate state {m.kind}")
+        p.measures.append((MEASURE_KINDS[m.kind], m.word, 1 if m.call.fn in ("min", "bool_and") else 0, reg))
+
+
+def _key_kind(t: DataType) -> int:
+    if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL):
+        raise NotInterpretable(f"a group key of type {t}")
+    return KEY_FLOAT if t.is_float else (KEY_WIDE if t.is_wide_decimal else KEY_INT)
+
+
+def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink) -> None:
+    """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states."""
+    layout = layout_of(sink)
+    keys = [exprs.compile(e) for e in sink.groups]
+    args = [exprs.compile(m.call.arg).index if m.call.arg is not None else -1 for m in layout.measures]
+    _measure_table(p, layout, args)
+    p.header[Header.TABLE] = p.arg(SinkPart("table"))
+    if not layout.grouped:
+        p.header[Header.SINK] = SINK_GLOBAL
+        p.emit(Op.AGG_GLOBAL)
+        return
+    p.header.update({Header.SINK: SINK_GROUPS, Header.MASK: p.arg(SinkPart("mask")),
+                     Header.GROUPS: p.arg(SinkPart("groups")), Header.LIMIT: p.arg(SinkPart("limit")),
+                     Header.PART_MASK: p.arg(SinkPart("part_mask")), Header.PART_INDEX: p.arg(SinkPart("part_index")),
+                     Header.WIDTH: layout.width, Header.NULL_WORD: layout.null_word})
+    p.keys = [(_key_kind(e.type), layout.key_word(j), r.index) for j, (e, r) in enumerate(zip(sink.groups, keys))]
+    p.emit(Op.AGG_GROUP)
+
+
+def _write_row(p: Program, values: list[tuple[Reg, DataType]], first: int = -1) -> None:
+    """sink_materialize.write_row for fixed-width values."""
+    p.emit(Op.CLAIM, x=p.arg(SinkPart("count")), y=first)
+    capacity = p.arg(SinkPart("capacity"))
+    for j, (reg, t) in enumerate(values):
+        if t.kind is Kind.NULL:
+            continue
+        code = storage(t)
+        validity = p.optional_arg(SinkPart("validity", j))
+        nulls = p.arg(SinkPart("null_count", j)) if validity >= 0 else 0
+        p.emit(Op.WRITE, a=reg, b=Reg(capacity), x=p.arg(SinkPart("values", j)), y=validity, z=nulls, w=code)
+
+
+def _finalize(sink: AggregateSink, params: ParamTable) -> Program:
+    """finalize_gen.generate_finalize: mode 0 starts the states, mode 1 writes a slot's row."""
+    layout = layout_of(sink)
+    p = Program(params, kind=FINALIZE)
+    _measure_table(p, layout, [-1] * len(layout.measures))
+    p.header.update({Header.N: p.arg(RowCount()), Header.ROW0: p.arg(RowOffset()), Header.ERR: p.arg(ErrorFlag()),
+                     Header.MODE: p.arg(Mode()), Header.TABLE: p.arg(SinkPart("table")), Header.WIDTH: layout.width,
+                     Header.SINK: SINK_WRITE})
+    values = []
+    for j, t in enumerate(layout.keys):
+        _key_kind(t)
+        d = p.reg()
+        p.emit(Op.SLOT_NULL, d, x=layout.null_word, y=j)
+        p.emit(Op.SLOT_READ, d, x=layout.key_word(j), y=_read_how(t))
+        values.append((d, t))
+    values += [(_measure_value(p, m), m.call.type) for m in layout.measures]
+    _write_row(p, values)
+    return p
+
+
+def _read_how(t: DataType) -> int:
+    """How OP_SLOT_READ reads a value stored as a key (keys.key_value)."""
+    return 1 if t.is_float else (2 if t.is_wide_decimal else (4 if t.kind is Kind.BOOL else 0))
+
+
+def _slot_value(p: Program, word: int, null_word: int, null_bit: int, how: int) -> Reg:
+    d = p.reg()
+    p.emit(Op.SLOT_NULL, d, x=null_word, y=null_bit)
+    p.emit(Op.SLOT_READ, d, x=word, y=how)
+    return d
+
+
+def _measure_value(p: Program, m: MeasureState) -> Reg:
+    """finalize_gen.measure_value and sum_value."""
+    t, w = m.call.type, m.word
+    if m.kind == "count":
+        return _slot_value(p, w, 0, -2, 0)
+    count_word = w + m.count_word
+    if m.kind in ("minmax_int", "minmax_float"):
+        return _slot_value(p, w, count_word, -1, _read_how(t))
+    count = _slot_value(p, count_word, 0, -2, 0)
+    if m.kind == "sum_float":
+        total = _slot_value(p, w, count_word, -1, 1)
+        if m.call.fn != "avg":
+            return total
+        d = p.reg()
+        p.emit(Op.FLOAT_ARITH, d, total, _to_double(p, count, 0, 0), x=3)
+        return d
+    total = _slot_value(p, w, count_word, -1, 2 if m.kind == "sum_int" else 3)
+    arg = m.call.arg.type  # type: ignore[union-attr]
+    scale_in = scale_of(arg)
+    d = p.reg()
+    if m.call.fn == "avg":
+        if t.kind is Kind.DECIMAL:
+            quotient = p.reg()
+            p.emit(Op.WIDE_ARITH, quotient, total, count, x=4, y=scale_in, z=0, w=t.scale)
+            how, precision = fit_how(t)
+            p.emit(Op.FIT, d, quotient, x=how, y=precision)
+            return d
+        scaled = _to_double(p, total, 2 if arg.kind is Kind.DECIMAL else 3, scale_in)
+        p.emit(Op.FLOAT_ARITH, d, scaled, _to_double(p, count, 0, 0), x=3)
+        return d
+    if t.is_float:
+        return _to_double(p, total, 2, scale_in)
+    scale_out = scale_of(t)
+    if scale_out != scale_in:
+        rescaled = p.reg()
+        p.emit(Op.RESCALE128, rescaled, total, x=scale_out - scale_in)
+        total = rescaled
+    how, precision = fit_how(t)
+    p.emit(Op.FIT, d, total, x=how, y=precision)
+    return d
+
+
+def _to_double(p: Program, r: Reg, how: int, scale: int) -> Reg:
+    d = p.reg()
+    p.emit(Op.TO_DOUBLE, d, r, x=how, y=scale)
+    return d

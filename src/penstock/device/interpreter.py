@@ -1,0 +1,122 @@
+"""The plan interpreter as a backend's kernel: a new query runs now, compiling nothing.
+
+A generated kernel that the interpreter covers carries a program (codegen/interpret/): its
+logic as register instructions. When no cache holds the kernel's optimised build, the backend
+hands out an InterpretedKernel instead of compiling one: launching it packs the kernel's
+arguments into words and runs the installation's prebuilt interpreter (kernels/interpret.h)
+over the program, while the optimised build is made in the background (device/tiers.py) and
+replaces it the next time the plan asks for its kernels. So a new query's first run costs
+planning, an upload of a few hundred bytes and the interpreter's execution, not NVRTC's or
+g++'s 0.1-1.5 s; PG-Strom 5 made the same trade for the same reason.
+
+The interpreter itself compiles once per installation (`penstock prebuild`); until it has,
+kernels compile as before and it is built in the background. PENSTOCK_INTERPRET=0 turns
+interpretation off.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from penstock.device.base import CompiledKernel, KernelSpec
+
+HEADERS = ("xpu.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_cast.h", "hash.h", "hash_table.h",
+           "reduce.h", "interpret.h")
+
+BODY = """  const int64_t n = (int64_t)args[program[xpu::vm::H_N]];
+  const int64_t row0 = (int64_t)args[program[xpu::vm::H_ROW0]];
+  int32_t* err = xpu::vm::arg_ptr<int32_t>(args, program[xpu::vm::H_ERR]);
+  const bool finalize = program[xpu::vm::H_KIND] == xpu::vm::FINALIZE;
+  XPU_PARALLEL_BEGIN
+  xpu::vm::Machine machine(program, args, err);
+  XPU_FOR(t, n) {
+    if (finalize) machine.finalize_slot(row0 + t);
+    else machine.run(row0 + t);
+  }
+  machine.finish();
+  XPU_PARALLEL_END
+"""
+
+
+def interpreter_spec() -> KernelSpec:
+    """The interpreter kernel: (program, args), both device arrays."""
+    includes = "\n".join(f'#include "{h}"' for h in HEADERS)
+    source = (f"{includes}\n\nXPU_KERNEL void interpret(\n    const int32_t* program,\n    const uint64_t* args) {{\n"
+              f"{BODY}}}\n")
+    return KernelSpec("interpret", source, ("ptr", "ptr"), installation=True)
+
+
+def setting() -> str:
+    """PENSTOCK_INTERPRET: 1 (default) a kernel no cache holds runs interpreted while it
+    compiles; 0 never; always: every kernel with a program runs interpreted, and nothing
+    replaces it (tests run whole suites so, against DuckDB)."""
+    return os.environ.get("PENSTOCK_INTERPRET", "1")
+
+
+def always() -> bool:
+    return setting() == "always"
+
+
+class InterpretedKernel(CompiledKernel):
+    """A kernel run by the interpreter over its program until its optimised build is ready."""
+
+    def __init__(self, spec: KernelSpec, interpreter: CompiledKernel, program: Any):
+        self.spec = spec
+        self.interpreter = interpreter
+        self.program = program  # the program's words, on the device
+        self.quick = True
+        self.interpreted = True
+
+    def arguments(self, backend: Any, args: Sequence[Any]) -> np.ndarray:
+        """The kernel's arguments as 64-bit words, in its parameter order."""
+        words = np.zeros(max(len(args), 1), dtype=np.uint64)
+        for k, (value, ctype) in enumerate(zip(args, self.spec.param_ctypes)):
+            if ctype == "ptr":
+                words[k] = backend.argument_address(value)
+            elif ctype == "f64":
+                words[k] = struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+            else:
+                words[k] = int(value) & 0xFFFFFFFFFFFFFFFF
+        return words
+
+
+class Interpreters:
+    """A backend's interpreter kernel: loaded from the installation once it is built there,
+    else built once in the background (kernels compile as before meanwhile)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.kernel: CompiledKernel | None = None
+        self.requested = False
+
+    def get(self, backend: Any) -> CompiledKernel | None:
+        with self.lock:
+            if self.kernel is not None:
+                return self.kernel
+        spec = interpreter_spec()
+        path = backend.cache_path(spec)
+        if path.exists() or always():
+            kernel = backend.compile(spec)
+            with self.lock:
+                self.kernel = kernel
+            return kernel
+        with self.lock:
+            requested, self.requested = self.requested, True
+        if not requested:
+            backend.upgrades().submit(spec, path)
+        return None
+
+    def interpret(self, backend: Any, spec: KernelSpec) -> InterpretedKernel | None:
+        """`spec` run by the interpreter, if it has a program and the interpreter is built."""
+        if spec.program is None or setting() == "0":
+            return None
+        interpreter = self.get(backend)
+        if interpreter is None:
+            return None
+        program = backend.to_device(np.frombuffer(spec.program, dtype=np.int32).copy())
+        return InterpretedKernel(spec, interpreter, program)

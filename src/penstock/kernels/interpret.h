@@ -1,0 +1,480 @@
+// The plan interpreter: one prebuilt kernel that runs a pipeline or an aggregate's
+// finalisation from a program (codegen/interpret/), so a new query's first run compiles
+// nothing (PG-Strom's approach). The program is a generated kernel's logic as register
+// instructions; the kernel's own arguments come as words, in the kernel's parameter order,
+// so the interpreter writes the same tables, rows and counters the kernel would, and the
+// optimised build can replace it between any two launches. Each instruction calls the helper
+// the generated C++ calls (arith.h, decimal.h, hash_table.h, ...): the same answers and the
+// same errors, one source.
+//
+// Values live in 128-bit registers with a NULL flag: integers, dates, timestamps and
+// decimals as signed integers, floats as their double's bits, booleans as 0/1.
+#pragma once
+
+namespace xpu {
+namespace vm {
+
+const int32_t MAX_REGS = 64, MAX_MEASURES = 16, MAX_COUNTERS = 16, INS_WORDS = 8;
+
+// header words (codegen/interpret/program.py writes them)
+enum Header {
+  H_KIND, H_REGS, H_CODE, H_CODE_END, H_N, H_ROW0, H_ERR, H_CNT, H_COUNTERS, H_MODE,
+  H_TABLE, H_MASK, H_GROUPS, H_LIMIT, H_PART_MASK, H_PART_INDEX, H_WIDTH, H_NULL_WORD,
+  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_WORDS
+};
+enum SinkKind { S_WRITE = 0, S_GROUPS, S_GLOBAL };
+enum ProgramKind { PIPELINE = 0, FINALIZE = 1 };
+enum MeasureKind { M_COUNT = 0, M_SUM_INT, M_SUM_WIDE, M_SUM_FLOAT, M_MINMAX_INT, M_MINMAX_FLOAT };
+enum KeyKind { K_INT = 0, K_FLOAT, K_WIDE };
+
+XPU_FN double dbl(int128_t r) { return bits_to_double((uint64_t)r); }
+XPU_FN int128_t from_dbl(double x) {
+  union { double d; uint64_t u; } b;
+  b.d = x;
+  return (int128_t)b.u;
+}
+XPU_FN uint64_t arg_u64(const uint64_t* args, int32_t k) { return args[k]; }
+template <class T>
+XPU_FN T* arg_ptr(const uint64_t* args, int32_t k) { return (T*)args[k]; }
+
+// a column's value at row i, by its storage code (codegen/interpret/program.py: STORAGE)
+XPU_FN int128_t load_value(const uint64_t* args, int32_t column, int32_t storage, int32_t stride, int64_t i) {
+  switch (storage) {
+    case 0: return arg_ptr<const int8_t>(args, column)[i];
+    case 1: return arg_ptr<const int16_t>(args, column)[i];
+    case 2: return arg_ptr<const int32_t>(args, column)[i];
+    case 3: return arg_ptr<const int64_t>(args, column)[i];
+    case 4: return from_dbl((double)arg_ptr<const float>(args, column)[i]);
+    case 5: return from_dbl(arg_ptr<const double>(args, column)[i]);
+    case 6: return get_bit(arg_ptr<const uint8_t>(args, column), i) ? 1 : 0;
+    case 7: return arg_ptr<const int64_t>(args, column)[i * (int64_t)args[stride]];
+    default: return load_i128(arg_ptr<const int64_t>(args, column), i);
+  }
+}
+
+// integer arithmetic at the result's width, with PostgreSQL's overflow checks (arith.h)
+template <class T>
+XPU_FN int128_t integer_arith_as(int32_t fn, T a, T b, int32_t* err) {
+  switch (fn) {
+    case 0: return add_checked<T>(a, b, err);
+    case 1: return sub_checked<T>(a, b, err);
+    case 2: return mul_checked<T>(a, b, err);
+    case 3: return div_checked<T>(a, b, err);
+    default: return mod_checked<T>(a, b, err);
+  }
+}
+
+XPU_FN int128_t integer_arith(int32_t fn, int32_t width, int128_t a, int128_t b, int32_t* err) {
+  switch (width) {
+    case 1: return integer_arith_as<int8_t>(fn, (int8_t)a, (int8_t)b, err);
+    case 2: return integer_arith_as<int16_t>(fn, (int16_t)a, (int16_t)b, err);
+    case 4: return integer_arith_as<int32_t>(fn, (int32_t)a, (int32_t)b, err);
+    default: return integer_arith_as<int64_t>(fn, (int64_t)a, (int64_t)b, err);
+  }
+}
+
+// a 128-bit value as the type codegen/expr_decimal.fit names: 0 wide decimal, 1 decimal
+// of up to 18 digits (both checked against `precision`), 2..5 integers of 1, 2, 4, 8 bytes
+XPU_FN int128_t fit(int128_t v, int32_t how, int32_t precision, int32_t* err) {
+  switch (how) {
+    case 0: return check_precision128(v, precision, err);
+    case 1: return (int64_t)check_precision128(v, precision, err);
+    case 2: return narrow128<int8_t>(v, INT8_MIN, INT8_MAX, err);
+    case 3: return narrow128<int16_t>(v, INT16_MIN, INT16_MAX, err);
+    case 4: return narrow128<int32_t>(v, INT32_MIN, INT32_MAX, err);
+    default: return narrow128<int64_t>(v, INT64_MIN, INT64_MAX, err);
+  }
+}
+
+XPU_FN int32_t compare(int32_t mode, int128_t a, int128_t b, int32_t sa, int32_t sb) {
+  switch (mode) {
+    case 0: return a < b ? -1 : (a > b ? 1 : 0);
+    case 1: return fcmp(dbl(a), dbl(b));
+    case 2: return decimal_cmp(a, sa, b, sb);
+    default: return decimal_cmp128(a, sa, b, sb);
+  }
+}
+
+XPU_FN bool compare_holds(int32_t op, int32_t c) {
+  switch (op) {
+    case 0: return c == 0;
+    case 1: return c != 0;
+    case 2: return c < 0;
+    case 3: return c <= 0;
+    case 4: return c > 0;
+    default: return c >= 0;
+  }
+}
+
+// a value stored as a table word (codegen/keys.py: key_word), and hashed as keys are
+XPU_FN uint64_t key_word(int32_t kind, int128_t v) {
+  return kind == K_FLOAT ? double_key(dbl(v)) : (uint64_t)(int64_t)v;
+}
+XPU_FN uint64_t key_hash(int32_t kind, int128_t v) {
+  return kind == K_FLOAT ? hash_double(dbl(v)) : (kind == K_WIDE ? hash_i128(v) : hash_int((int64_t)v));
+}
+XPU_FN bool key_equals(const uint64_t* s, int32_t kind, int128_t v) {
+  return kind == K_WIDE ? read_i128(s) == v : s[0] == key_word(kind, v);
+}
+
+// a measure state's starting words (codegen/sink_aggregate.py: initial_words)
+XPU_FN void init_state(uint64_t* s, int32_t kind, bool is_min) {
+  if (kind == M_MINMAX_INT) {
+    s[0] = is_min ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN;
+    s[1] = 0;
+  } else if (kind == M_MINMAX_FLOAT) {
+    s[0] = double_key(is_min ? infinity() - infinity() : -infinity());
+    s[1] = 0;
+  } else {
+    const int32_t words = kind == M_COUNT ? 1 : (kind == M_SUM_INT ? 3 : (kind == M_SUM_WIDE ? 4 : 2));
+    for (int32_t w = 0; w < words; ++w) s[w] = 0;
+  }
+}
+
+// one non-NULL value (count(*): any row) into a table state, with device-wide atomics
+XPU_FN void update_state(uint64_t* s, int32_t kind, bool is_min, int128_t v) {
+  switch (kind) {
+    case M_COUNT: atomic_add(s, (uint64_t)1); return;
+    case M_SUM_INT: atomic_add_i128(s, (int64_t)v); atomic_add(s + 2, (uint64_t)1); return;
+    case M_SUM_WIDE: atomic_add_wide(s, v); atomic_add(s + 3, (uint64_t)1); return;
+    case M_SUM_FLOAT: atomic_add((double*)s, dbl(v)); atomic_add(s + 1, (uint64_t)1); return;
+    case M_MINMAX_INT:
+      if (is_min) atomic_update_if((int64_t*)s, (int64_t)v, [](int64_t a, int64_t b) { return a < b; });
+      else atomic_update_if((int64_t*)s, (int64_t)v, [](int64_t a, int64_t b) { return a > b; });
+      atomic_add(s + 1, (uint64_t)1);
+      return;
+    default:
+      if (is_min) atomic_update_if((double*)s, dbl(v), [](double a, double b) { return fcmp(a, b) < 0; });
+      else atomic_update_if((double*)s, dbl(v), [](double a, double b) { return fcmp(a, b) > 0; });
+      atomic_add(s + 1, (uint64_t)1);
+  }
+}
+
+// A global aggregate's per-thread states, merged into the table's one slot at the end.
+struct LocalStates {
+  int128_t value[MAX_MEASURES];
+  uint64_t wide[MAX_MEASURES][3];
+  uint64_t count[MAX_MEASURES];
+
+  XPU_METHOD void init(const int32_t* table, int32_t measures) {
+    for (int32_t m = 0; m < measures; ++m) {
+      const int32_t kind = table[m * 4], is_min = table[m * 4 + 2];
+      count[m] = 0;
+      wide[m][0] = wide[m][1] = wide[m][2] = 0;
+      if (kind == M_MINMAX_INT) value[m] = is_min ? INT64_MAX : INT64_MIN;
+      else if (kind == M_MINMAX_FLOAT) value[m] = from_dbl(is_min ? infinity() - infinity() : -infinity());
+      else if (kind == M_SUM_FLOAT) value[m] = from_dbl(0.0);
+      else value[m] = 0;
+    }
+  }
+
+  XPU_METHOD void add(int32_t m, int32_t kind, bool is_min, int128_t v) {
+    switch (kind) {
+      case M_COUNT: ++value[m]; return;
+      case M_SUM_INT: value[m] += (int64_t)v; break;
+      case M_SUM_WIDE: local_add_wide(wide[m], v); break;
+      case M_SUM_FLOAT: value[m] = from_dbl(dbl(value[m]) + dbl(v)); break;
+      case M_MINMAX_INT:
+        if (is_min ? (int64_t)v < (int64_t)value[m] : (int64_t)v > (int64_t)value[m]) value[m] = (int64_t)v;
+        break;
+      default:
+        if (is_min ? fcmp(dbl(v), dbl(value[m])) < 0 : fcmp(dbl(v), dbl(value[m])) > 0) value[m] = v;
+    }
+    ++count[m];
+  }
+
+  XPU_METHOD void merge(uint64_t* slot, const int32_t* table, int32_t measures) {
+    for (int32_t m = 0; m < measures; ++m) {
+      const int32_t kind = table[m * 4], is_min = table[m * 4 + 2];
+      uint64_t* s = slot + table[m * 4 + 1];
+      switch (kind) {
+        case M_COUNT: reduce_add(s, (uint64_t)value[m]); break;
+        case M_SUM_INT: merge_sum_i128(s, value[m], count[m]); break;
+        case M_SUM_WIDE: merge_sum_wide(s, wide[m], count[m]); break;
+        case M_SUM_FLOAT: merge_sum_float(s, dbl(value[m]), count[m]); break;
+        case M_MINMAX_INT:
+          if (is_min) merge_extreme_int<true>(s, (int64_t)value[m], count[m]);
+          else merge_extreme_int<false>(s, (int64_t)value[m], count[m]);
+          break;
+        default:
+          if (is_min) merge_extreme_float<true>(s, dbl(value[m]), count[m]);
+          else merge_extreme_float<false>(s, dbl(value[m]), count[m]);
+      }
+    }
+  }
+};
+
+
+// instructions: {op, d, a, b, x, y, z, w}; d, a, b are registers, x..w what the op says
+enum Op {
+  OP_END = 0, OP_LOAD, OP_CONST, OP_PARSE_DATE, OP_INT_ARITH, OP_DEC_ADD, OP_DEC_MUL, OP_DEC_DIV,
+  OP_WIDE_ARITH, OP_FIT, OP_FLOAT_ARITH, OP_TO_DOUBLE, OP_CAST_INT, OP_RESCALE, OP_RESCALE128,
+  OP_ADD_MONTHS, OP_DATE_INT, OP_CMP, OP_NOT, OP_NULL_TEST, OP_LOGIC_BEGIN, OP_JUMP_DECIDED,
+  OP_LOGIC_STEP, OP_FILTER, OP_COUNT, OP_AGG_GROUP, OP_AGG_GLOBAL, OP_SLOT_NULL, OP_SLOT_READ,
+  OP_CLAIM, OP_WRITE, OP_COUNT_STAR
+};
+
+struct Machine {
+  const int32_t* program;
+  const uint64_t* args;
+  int32_t* err;
+  int128_t reg[MAX_REGS];
+  bool null[MAX_REGS];
+  uint64_t counters[MAX_COUNTERS];
+  LocalStates local;
+  uint64_t* slot;  // the aggregate slot this row works on (finalisation)
+  int64_t out_row;
+
+  XPU_METHOD Machine(const int32_t* p, const uint64_t* a, int32_t* e) : program(p), args(a), err(e) {
+    for (int32_t k = 0; k < MAX_COUNTERS; ++k) counters[k] = 0;
+    if (p[H_SINK] == S_GLOBAL) local.init(p + p[H_MEASURE_TABLE], p[H_MEASURES]);
+    slot = nullptr;
+    out_row = 0;
+  }
+
+  // the row's code, from the first instruction to OP_END or a rejection
+  XPU_METHOD void run(int64_t i) {
+    const int32_t* code = program + program[H_CODE];
+    const int32_t count = (program[H_CODE_END] - program[H_CODE]) / INS_WORDS;
+    for (int32_t pc = 0; pc < count; ++pc) {
+      const int32_t* in = code + pc * INS_WORDS;
+      const int32_t op = in[0], d = in[1], a = in[2], b = in[3], x = in[4], y = in[5], z = in[6], w = in[7];
+      const bool strict_null = op >= OP_INT_ARITH && op <= OP_CMP && (null[a] || (op_binary(op) && null[b]));
+      if (strict_null) {  // PostgreSQL's strict functions: NULL in, NULL out, nothing computed
+        null[d] = true;
+        reg[d] = 0;
+        continue;
+      }
+      switch (op) {
+        case OP_END: return;
+        case OP_LOAD:
+          null[d] = y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), i);
+          reg[d] = load_value(args, x, z, w, i);
+          break;
+        case OP_CONST:
+          null[d] = y == 3;
+          reg[d] = y == 2 ? (int128_t)((((unsigned __int128)args[z]) << 64) | args[x])
+                          : (y == 1 ? (int128_t)args[x] : (int128_t)(int64_t)args[x]);
+          break;
+        case OP_PARSE_DATE:
+          null[d] = false;
+          reg[d] = (int32_t)parse_date(make_str(arg_ptr<const uint8_t>(args, x), (int64_t)args[y]), err);
+          break;
+        case OP_INT_ARITH: null[d] = false; reg[d] = integer_arith(x, y, reg[a], reg[b], err); break;
+        case OP_DEC_ADD: {
+          const int64_t u = y ? rescale((int64_t)reg[a], y, err) : (int64_t)reg[a];
+          const int64_t v = z ? rescale((int64_t)reg[b], z, err) : (int64_t)reg[b];
+          const int64_t r = x == 0 ? add_checked<int64_t>(u, v, err)
+                                   : (x == 1 ? sub_checked<int64_t>(u, v, err) : mod_checked<int64_t>(u, v, err));
+          null[d] = false;
+          reg[d] = check_precision(r, w, err);
+          break;
+        }
+        case OP_DEC_MUL:
+          null[d] = false;
+          reg[d] = x >= 0 ? decimal_mul((int64_t)reg[a], (int64_t)reg[b], x, err)
+                          : rescale(decimal_mul((int64_t)reg[a], (int64_t)reg[b], 0, err), -x, err);
+          break;
+        case OP_DEC_DIV: null[d] = false; reg[d] = decimal_div((int64_t)reg[a], x, (int64_t)reg[b], y, z, err); break;
+        case OP_WIDE_ARITH: null[d] = false; reg[d] = wide_arith(x, y, z, w, reg[a], reg[b], err); break;
+        case OP_FIT: null[d] = false; reg[d] = fit(reg[a], x, y, err); break;
+        case OP_FLOAT_ARITH: {
+          const double u = dbl(reg[a]), v = dbl(reg[b]);
+          double r = x == 3 ? fdiv_checked(u, v, err) : (x == 4 ? fmod_checked(u, v, err)
+                   : fcheck(x == 0 ? u + v : (x == 1 ? u - v : u * v), u, v, err));
+          if (y) r = (double)(float)r;
+          null[d] = false;
+          reg[d] = from_dbl(r);
+          break;
+        }
+        case OP_TO_DOUBLE: {
+          // x: 0 an integer, 1 a decimal of up to 18 digits, 2 a wider one, 3 a 128-bit total
+          const double r = x == 0 ? (double)(int64_t)reg[a]
+                         : (x == 1 ? decimal_to_double((int64_t)reg[a], y)
+                                   : (x == 2 ? decimal128_to_double(reg[a], y) : (double)reg[a]));
+          null[d] = false;
+          reg[d] = from_dbl(z ? (double)(float)r : r);
+          break;
+        }
+        case OP_CAST_INT: null[d] = false; reg[d] = fit(reg[a], x, 0, err); break;
+        case OP_RESCALE: null[d] = false; reg[d] = check_precision(rescale((int64_t)reg[a], x, err), y, err); break;
+        case OP_RESCALE128: null[d] = false; reg[d] = rescale128(reg[a], x, err); break;
+        case OP_ADD_MONTHS:
+          null[d] = false;
+          reg[d] = (int32_t)(add_months((int64_t)reg[a], (int64_t)reg[b]) + (int64_t)reg[x] / 86400000000LL);
+          break;
+        case OP_DATE_INT:
+          null[d] = false;
+          reg[d] = (int32_t)(x ? sub_checked<int64_t>((int64_t)reg[a], (int64_t)reg[b], err)
+                               : add_checked<int64_t>((int64_t)reg[a], (int64_t)reg[b], err));
+          break;
+        case OP_CMP: null[d] = false; reg[d] = compare_holds(y, compare(x, reg[a], reg[b], z, w)) ? 1 : 0; break;
+        case OP_NOT: null[d] = null[a]; reg[d] = reg[a] ? 0 : 1; break;
+        case OP_NULL_TEST: reg[d] = (null[a] == (x != 0)) ? 1 : 0; null[d] = false; break;  // x: IS NULL
+        case OP_LOGIC_BEGIN: reg[d] = reg[a]; null[d] = null[a]; break;
+        case OP_JUMP_DECIDED:  // AND already FALSE, OR already TRUE: skip the rest
+          if (!null[d] && (x ? reg[d] == 0 : reg[d] != 0)) pc = y - 1;
+          break;
+        case OP_LOGIC_STEP:
+          if (x) {
+            if (!null[a] && reg[a] == 0) { reg[d] = 0; null[d] = false; }
+            else { null[d] = null[d] || null[a]; reg[d] = 1; }
+          } else {
+            if (!null[a] && reg[a] != 0) { reg[d] = 1; null[d] = false; }
+            else { null[d] = null[d] || null[a]; reg[d] = 0; }
+          }
+          break;
+        case OP_FILTER: if (null[a] || reg[a] == 0) return; break;
+        case OP_COUNT: ++counters[x]; break;
+        case OP_AGG_GROUP: if (!aggregate_group()) return; break;
+        case OP_AGG_GLOBAL: aggregate_global(); break;
+        case OP_SLOT_NULL:  // y: the key's bit in the NULL word; -1: NULL when word x is 0; -2: never
+          null[d] = y == -2 ? false : (y == -1 ? slot[x] == 0 : ((slot[x] >> y) & 1) != 0);
+          reg[d] = 0;
+          break;
+        case OP_SLOT_READ:
+          if (null[d]) break;
+          reg[d] = y == 0 ? (int128_t)(int64_t)slot[x] : (y == 1 ? (int128_t)slot[x]
+                  : (y == 2 ? read_i128(&slot[x]) : (y == 3 ? read_wide(&slot[x], err) : (int128_t)(slot[x] != 0))));
+          break;
+        case OP_CLAIM:  // y: the sink's first row, where a pipeline writes row i at i - first
+          out_row = claim_row(arg_ptr<uint64_t>(args, x));
+          if (y >= 0) out_row = i - (int64_t)args[y];
+          break;
+        case OP_WRITE: write(in); break;
+        default: raise(err, ERR_INTERNAL); return;
+      }
+    }
+  }
+
+  XPU_METHOD static bool op_binary(int32_t op) {
+    return op == OP_INT_ARITH || op == OP_DEC_ADD || op == OP_DEC_MUL || op == OP_DEC_DIV || op == OP_WIDE_ARITH
+        || op == OP_FLOAT_ARITH || op == OP_ADD_MONTHS || op == OP_DATE_INT || op == OP_CMP;
+  }
+
+  XPU_METHOD static int128_t wide_arith(int32_t fn, int32_t y, int32_t z, int32_t w, int128_t a, int128_t b,
+                                         int32_t* err) {
+    switch (fn) {
+      case 0: return add128_checked(y ? rescale128(a, y, err) : a, z ? rescale128(b, z, err) : b, err);
+      case 1: return sub128_checked(y ? rescale128(a, y, err) : a, z ? rescale128(b, z, err) : b, err);
+      case 2: return mod128_checked(y ? rescale128(a, y, err) : a, z ? rescale128(b, z, err) : b, err);
+      case 3: {  // y: digits dropped (negative: added), z: the plain product of two 64-bit factors
+        const int128_t p = z ? a * b : decimal_mul128(a, b, y, err);
+        return y < 0 ? rescale128(p, -y, err) : p;
+      }
+      default: return decimal_div128(a, y, b, z, w, err);
+    }
+  }
+
+  // the grouped sink: find or insert the row's group, then update its states
+  XPU_METHOD bool aggregate_group() {
+    const int32_t* keys = program + program[H_KEY_TABLE];
+    const int32_t nkeys = program[H_KEYS], width = program[H_WIDTH], null_word = program[H_NULL_WORD];
+    uint64_t h = 0, nm = 0;
+    for (int32_t j = 0; j < nkeys; ++j) {
+      const int32_t r = keys[j * 3 + 2];
+      const uint64_t kh = null[r] ? HASH_NULL : key_hash(keys[j * 3], reg[r]);
+      h = j == 0 ? kh : hash_combine(h, kh);
+      if (null[r]) nm |= 1ull << j;
+    }
+    if (((h >> PARTITION_SHIFT) & args[program[H_PART_MASK]]) != args[program[H_PART_INDEX]]) return false;
+    uint64_t* table = arg_ptr<uint64_t>(args, program[H_TABLE]);
+    const int32_t* measures = program + program[H_MEASURE_TABLE];
+    const int32_t nmeasures = program[H_MEASURES];
+    bool inserted;
+    const int64_t at = find_or_insert(table, args[program[H_MASK]], width, h,
+        arg_ptr<uint64_t>(args, program[H_GROUPS]), args[program[H_LIMIT]], inserted,
+        [&](const uint64_t* s) -> bool {
+          if (s[null_word] != nm) return false;
+          for (int32_t j = 0; j < nkeys; ++j) {
+            const int32_t r = keys[j * 3 + 2];
+            if (!null[r] && !key_equals(s + keys[j * 3 + 1], keys[j * 3], reg[r])) return false;
+          }
+          return true;
+        },
+        [&](uint64_t* s, uint64_t id) {
+          s[1] = id;
+          for (int32_t j = 0; j < nkeys; ++j) {
+            const int32_t r = keys[j * 3 + 2], kind = keys[j * 3];
+            uint64_t* k = s + keys[j * 3 + 1];
+            if (kind == K_WIDE) {
+              const int128_t v = null[r] ? (int128_t)0 : reg[r];
+              k[0] = (uint64_t)v;
+              k[1] = (uint64_t)(v >> 64);
+            } else {
+              k[0] = null[r] ? 0ull : key_word(kind, reg[r]);
+            }
+          }
+          s[null_word] = nm;
+          for (int32_t m = 0; m < nmeasures; ++m)
+            init_state(s + measures[m * 4 + 1], measures[m * 4], measures[m * 4 + 2] != 0);
+        });
+    if (at < 0) {
+      raise(err, ERR_TABLE_FULL);
+      return false;
+    }
+    uint64_t* s = table + at * width;
+    for (int32_t m = 0; m < nmeasures; ++m) {
+      const int32_t r = measures[m * 4 + 3];
+      if (r < 0 || !null[r]) update_state(s + measures[m * 4 + 1], measures[m * 4], measures[m * 4 + 2] != 0,
+                                          r < 0 ? (int128_t)0 : reg[r]);
+    }
+    return true;
+  }
+
+  XPU_METHOD void aggregate_global() {
+    const int32_t* measures = program + program[H_MEASURE_TABLE];
+    for (int32_t m = 0; m < program[H_MEASURES]; ++m) {
+      const int32_t r = measures[m * 4 + 3];
+      if (r < 0 || !null[r]) local.add(m, measures[m * 4], measures[m * 4 + 2] != 0, r < 0 ? (int128_t)0 : reg[r]);
+    }
+  }
+
+  // one value of the output row claimed last: {op, -, a: value, b: capacity argument,
+  // x: values, y: validity (-1: none), z: NULL count, w: storage}
+  XPU_METHOD void write(const int32_t* in) {
+    const int32_t a = in[2], values = in[4], validity = in[5], storage = in[7];
+    const int64_t o = out_row;
+    if (o >= (int64_t)args[in[3]]) return;
+    const bool is_null_value = null[a];
+    const int128_t v = is_null_value ? (int128_t)0 : reg[a];
+    switch (storage) {
+      case 0: arg_ptr<int8_t>(args, values)[o] = (int8_t)v; break;
+      case 1: arg_ptr<int16_t>(args, values)[o] = (int16_t)v; break;
+      case 2: arg_ptr<int32_t>(args, values)[o] = (int32_t)v; break;
+      case 3: case 7: arg_ptr<int64_t>(args, values)[o] = (int64_t)v; break;
+      case 4: arg_ptr<float>(args, values)[o] = is_null_value ? 0.0f : (float)dbl(v); break;
+      case 5: arg_ptr<double>(args, values)[o] = is_null_value ? 0.0 : dbl(v); break;
+      case 6: arg_ptr<uint8_t>(args, values)[o] = v != 0 ? 1 : 0; break;
+      default: store_i128(arg_ptr<int64_t>(args, values), o, v);
+    }
+    if (validity >= 0) {
+      arg_ptr<uint8_t>(args, validity)[o] = !is_null_value;
+      if (is_null_value) atomic_add(arg_ptr<uint64_t>(args, in[6]), (uint64_t)1);
+    }
+  }
+
+  // a finalisation's slot: mode 0 gives it its starting states; mode 1 writes its row
+  XPU_METHOD void finalize_slot(int64_t s) {
+    slot = arg_ptr<uint64_t>(args, program[H_TABLE]) + s * program[H_WIDTH];
+    if ((int32_t)(int64_t)args[program[H_MODE]] == 0) {
+      slot[0] = slot_tag(HASH_SEED);
+      slot[1] = 0;
+      const int32_t* measures = program + program[H_MEASURE_TABLE];
+      for (int32_t m = 0; m < program[H_MEASURES]; ++m)
+        init_state(slot + measures[m * 4 + 1], measures[m * 4], measures[m * 4 + 2] != 0);
+      return;
+    }
+    if (slot[0] != 0) run(s);
+  }
+
+  XPU_METHOD void finish() {
+    if (program[H_SINK] == S_GLOBAL)
+      local.merge(arg_ptr<uint64_t>(args, program[H_TABLE]), program + program[H_MEASURE_TABLE], program[H_MEASURES]);
+    if (program[H_CNT] >= 0)
+      for (int32_t k = 0; k < program[H_COUNTERS]; ++k) reduce_add(arg_ptr<uint64_t>(args, program[H_CNT]) + k, counters[k]);
+  }
+};
+
+}  // namespace vm
+}  // namespace xpu
