@@ -42,8 +42,10 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
         if metrics.compile_seconds and compiled is not None and compiled.kernels_total:
             quick = (f", {compiled.kernels_quick} as quick builds whose optimised builds follow in the background"
                      if compiled.kernels_quick else "")
+            interpreted = (f", {compiled.kernels_interpreted} run by the plan interpreter while they compile"
+                           if compiled.kernels_interpreted else "")
             kernels = (f" ({compiled.kernels_compiled} of {compiled.kernels_total} kernels compiled, "
-                       f"{compiled.compile_workers} at a time{quick}; the rest from the kernel caches)")
+                       f"{compiled.compile_workers} at a time{quick}{interpreted}; the rest from the kernel caches)")
         lines.append(f"plan: {metrics.plan_seconds * 1000:.2f} ms (cache {'hit' if metrics.plan_cache_hit else 'miss'})"
                      f"  compile: {metrics.compile_seconds * 1000:.1f} ms{kernels}"
                      f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")

@@ -137,13 +137,16 @@ class Backend(ABC):
         self._foreground_done = threading.Condition()
         self._interpreters: Any = None  # device/interpreter.Interpreters, made on first use
 
-    def compile(self, spec: KernelSpec, tiered: bool = False) -> CompiledKernel:
+    def compile(self, spec: KernelSpec, tiered: bool = False,
+                deferred: list[tuple[KernelSpec, Path]] | None = None) -> CompiledKernel:
         """The kernel, from memory, from the on-disk cache, or compiled now (and cached).
 
         tiered: a kernel no cache holds is built quickly now and its optimised build is
         queued (device/tiers.py); whoever asks for the kernel once that build is ready gets
         it. Different kernels compile concurrently (a plan's kernels are compiled by a thread
-        pool); the same kernel is compiled once."""
+        pool); the same kernel is compiled once. `deferred`: where an interpreted kernel's
+        optimised build is left for the caller to queue (compile_all, once the plan's other
+        kernels are built: queued at once, it competed with their builds for the cores)."""
         with self._compile_lock:
             found = self._kernels.get(spec.digest)
             if found is not None and not (found.quick and self._upgrade_ready(spec)):
@@ -159,7 +162,7 @@ class Backend(ABC):
             elif found is not None:
                 return found
             else:
-                kernel = self._find_or_build(spec, tiered)
+                kernel = self._find_or_build(spec, tiered, deferred)
             with self._compile_lock:
                 self._kernels[spec.digest] = kernel
             return kernel
@@ -167,10 +170,15 @@ class Backend(ABC):
     def compile_all(self, specs: Sequence[KernelSpec], tiered: bool = False) -> list[CompiledKernel]:
         """A plan's kernels, compiled concurrently before any data moves (a new plan then
         costs its slowest kernel's compile, not their sum); in the order asked."""
+        deferred: list[tuple[KernelSpec, Path]] = []
         if len(specs) <= 1:
-            return [self.compile(spec, tiered) for spec in specs]
-        with ThreadPoolExecutor(max_workers=self.compile_workers(len(specs))) as pool:
-            return list(pool.map(lambda spec: self.compile(spec, tiered), specs))
+            kernels = [self.compile(spec, tiered, deferred) for spec in specs]
+        else:
+            with ThreadPoolExecutor(max_workers=self.compile_workers(len(specs))) as pool:
+                kernels = list(pool.map(lambda spec: self.compile(spec, tiered, deferred), specs))
+        for spec, path in deferred:
+            self.upgrades().submit(spec, path)
+        return kernels
 
     def compile_workers(self, kernels: int) -> int:
         """Compiles of a plan's kernels that run at once."""
@@ -184,7 +192,8 @@ class Backend(ABC):
         folder.mkdir(parents=True, exist_ok=True)
         return folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
 
-    def _find_or_build(self, spec: KernelSpec, tiered: bool) -> CompiledKernel:
+    def _find_or_build(self, spec: KernelSpec, tiered: bool,
+                       deferred: list[tuple[KernelSpec, Path]] | None = None) -> CompiledKernel:
         from penstock.device import interpreter
         from penstock.device.kernel_cache import log_source
 
@@ -195,7 +204,11 @@ class Backend(ABC):
             interpreted = self.interpreted(spec)
             if interpreted is not None:  # runs now; its optimised build is made meanwhile
                 interpreted.compile_seconds = time.perf_counter() - started
-                if not interpreter.always():
+                if interpreter.always():
+                    pass
+                elif deferred is not None:
+                    deferred.append((spec, path))
+                else:
                     self.upgrades().submit(spec, path)
                 return interpreted
         quick = tiered and not spec.installation and not path.exists()

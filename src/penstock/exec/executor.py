@@ -59,6 +59,7 @@ class CompiledPlan:
     kernels_total: int = 0  # every kernel the plan uses
     compile_workers: int = 1  # kernels compiled at once
     kernels_quick: int = 0  # compiled quickly, their optimised builds queued (device/tiers.py)
+    kernels_interpreted: int = 0  # run by the plan interpreter while they compile (device/interpreter.py)
     specs: list[Any] = field(default_factory=list)  # every kernel's KernelSpec
     runs_quick_builds: bool = False  # some kernel may still be a quick build (cleared once none is)
     # pipeline -> (groups, arena bytes) its aggregation needed last time: sizes the next run
@@ -105,8 +106,10 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
     compiled = backend.compile_all([kernel.spec for _, _, kernel in jobs], tiered)
     out.specs = [kernel.spec for _, _, kernel in jobs]
     for (kind, key, kernel), kc in zip(jobs, compiled):
-        out.kernels_compiled += 0 if kc.cached else 1
-        out.kernels_quick += 1 if kc.quick and not kc.cached else 0
+        interpreted = getattr(kc, "interpreted", False)
+        out.kernels_interpreted += 1 if interpreted else 0
+        out.kernels_compiled += 0 if kc.cached or interpreted else 1
+        out.kernels_quick += 1 if kc.quick and not kc.cached and not interpreted else 0
         out.runs_quick_builds |= kc.quick
         if kind == "pipeline":
             out.pipelines[key] = (kernel, kc)

@@ -211,7 +211,7 @@ enum Op {
   OP_WIDE_ARITH, OP_FIT, OP_FLOAT_ARITH, OP_TO_DOUBLE, OP_CAST_INT, OP_RESCALE, OP_RESCALE128,
   OP_ADD_MONTHS, OP_DATE_INT, OP_CMP, OP_NOT, OP_NULL_TEST, OP_LOGIC_BEGIN, OP_JUMP_DECIDED,
   OP_LOGIC_STEP, OP_FILTER, OP_COUNT, OP_AGG_GROUP, OP_AGG_GLOBAL, OP_SLOT_NULL, OP_SLOT_READ,
-  OP_CLAIM, OP_WRITE, OP_COUNT_STAR
+  OP_CLAIM, OP_WRITE, OP_ROW_ORDINAL
 };
 
 struct Machine {
@@ -342,6 +342,7 @@ struct Machine {
           if (y >= 0) out_row = i - (int64_t)args[y];
           break;
         case OP_WRITE: write(in); break;
+        case OP_ROW_ORDINAL: null[d] = false; reg[d] = (int64_t)args[x] + i; break;  // x: the batch's start
         default: raise(err, ERR_INTERNAL); return;
       }
     }

@@ -13,8 +13,8 @@ from typing import Callable
 
 from penstock.codegen.expr_logic import unwiden
 from penstock.codegen.interpret.program import NotInterpretable, Op, Program, Reg
-from penstock.codegen.kernel import Constant, ConstantText
-from penstock.plan.expr import Call, Cast, ColumnRef, Expr, Literal
+from penstock.codegen.kernel import BatchStart, Constant, ConstantText
+from penstock.plan.expr import Call, Cast, ColumnRef, Expr, Literal, RowOrdinal
 from penstock.plan.types import DataType, Kind
 
 Loader = Callable[[Program, ColumnRef], Reg]
@@ -70,6 +70,10 @@ class ExprProgram:
             return self.load(p, e)
         if isinstance(e, Literal):
             return self.literal(e.value, e.type)
+        if isinstance(e, RowOrdinal):  # the row's index in its table
+            d = p.reg()
+            p.emit(Op.ROW_ORDINAL, d, x=p.arg(BatchStart()))
+            return d
         if isinstance(e, Cast):
             return self.cast(e)
         if isinstance(e, Call):

@@ -53,6 +53,7 @@ class Op(IntEnum):
     SLOT_READ = 28
     CLAIM = 29
     WRITE = 30
+    ROW_ORDINAL = 31
 
 
 class Header(IntEnum):

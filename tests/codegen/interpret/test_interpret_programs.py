@@ -1,0 +1,74 @@
+"""Interpreter programs (codegen/interpret/): their encoding agrees with kernels/interpret.h,
+and a kernel gets a program exactly when the interpreter covers all of it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from penstock.codegen.interpret.program import INS_WORDS, Header, NotInterpretable, Op, Program
+from penstock.codegen.kernel import ParamTable, RowCount
+from penstock.device.base import header_sources
+
+
+def header_enum(name: str) -> list[str]:
+    text = header_sources()["interpret.h"]
+    body = re.search(r"enum " + name + r" \{(.*?)\};", text, re.S)
+    assert body is not None, name
+    return [re.sub(r"\s*=.*", "", item.strip()) for item in body.group(1).split(",") if item.strip()]
+
+
+def test_ops_and_header_words_are_numbered_as_the_interpreter_numbers_them() -> None:
+    assert header_enum("Op") == [f"OP_{op.name}" for op in Op]
+    assert header_enum("Header") == [f"H_{word.name}" for word in Header]
+    assert f"INS_WORDS = {INS_WORDS}" in header_sources()["interpret.h"]
+
+
+def test_a_program_names_only_parameters_the_kernel_has() -> None:
+    params = ParamTable()
+    params.get(RowCount(), "int64_t", "i64", "n")
+    program = Program(params)
+    assert program.arg(RowCount()) == 0
+    with pytest.raises(NotInterpretable):
+        program.arg(RowCount.__mro__[1]())  # a role the kernel has no parameter for
+
+
+def test_encoding_lays_out_header_tables_and_code() -> None:
+    program = Program(ParamTable())
+    program.keys = [(0, 2, 5)]
+    program.measures = [(1, 4, 0, 6)]
+    program.emit(Op.COUNT, x=0)
+    words = np.frombuffer(program.encode(), dtype=np.int32)
+    assert words[Header.KEYS] == 1 and list(words[words[Header.KEY_TABLE]:][:3]) == [0, 2, 5]
+    assert list(words[words[Header.MEASURE_TABLE]:][:4]) == [1, 4, 0, 6]
+    code = words[words[Header.CODE]:words[Header.CODE_END]].reshape(-1, INS_WORDS)
+    assert [int(c[0]) for c in code] == [Op.COUNT, Op.END]  # an END always closes the code
+
+
+def interpreted_kernels(db: object, sql: str) -> int:
+    text = db.explain(sql, analyze=True)  # type: ignore[attr-defined]
+    found = re.search(r"(\d+) run by the plan interpreter", text)
+    return int(found.group(1)) if found else 0
+
+
+@pytest.mark.parametrize("sql, kernels", [
+    ("SELECT g, sum(v), count(*) FROM t WHERE v > 3 GROUP BY g", 2),  # the pipeline and its finaliser
+    ("SELECT sum(v * 2), avg(f) FROM t WHERE d < date '2000-01-01' + interval '1' month", 2),
+    ("SELECT v, f FROM t WHERE v % 3 = 1", 1),
+    ("SELECT s, count(*) FROM t GROUP BY s", 0),  # text keys: compiled
+    ("SELECT count(*) FROM t WHERE s = 'a'", 1),  # text comparison: only the finaliser
+    ("SELECT min(s) FROM t", 0),  # text states: compiled
+])
+def test_which_kernels_the_interpreter_runs(sql: str, kernels: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import penstock
+
+    monkeypatch.setenv("PENSTOCK_INTERPRET", "always")
+    db = penstock.connect(device="cpu")
+    monkeypatch.setattr(db.backend, "_kernels", {})  # every kernel asked for anew
+    db.register_arrow("t", pa.table({"g": [1, 2, 1, None], "v": [1, 5, 7, 4], "f": [0.5, 1.5, None, 2.0],
+                                     "d": pa.array([10000, 11000, 12000, 9000], pa.int32()).cast(pa.date32()),
+                                     "s": ["a", "b", None, "a"]}))
+    assert interpreted_kernels(db, sql) == kernels

@@ -1,0 +1,122 @@
+"""The plan interpreter (device/interpreter.py, kernels/interpret.h): a kernel it runs answers
+as the compiled kernel does, raises the same errors, and is replaced by the optimised build."""
+
+from __future__ import annotations
+
+import decimal
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import penstock
+from penstock.errors import PenstockError
+
+
+def table(rows: int = 3000) -> pa.Table:
+    rng = np.random.default_rng(5)
+    small = rng.integers(-100, 100, rows)
+    return pa.table({
+        "i8": pa.array(small.astype(np.int8), mask=small % 7 == 0),
+        "i16": pa.array((small * 300).astype(np.int16)),
+        "i32": pa.array(rng.integers(0, 50, rows).astype(np.int32), mask=small % 11 == 0),
+        "i64": pa.array(rng.integers(-10**12, 10**12, rows)),
+        "f32": pa.array(rng.random(rows).astype(np.float32)),
+        "f64": pa.array(rng.normal(size=rows), mask=small % 13 == 0),
+        "d": pa.array([decimal.Decimal(int(x)) / 100 for x in rng.integers(-10**6, 10**6, rows)], pa.decimal128(10, 2)),
+        "w": pa.array([decimal.Decimal(int(x)) / 10**4 for x in rng.integers(-10**15, 10**15, rows)],
+                      pa.decimal128(30, 4)),
+        "day": pa.array(rng.integers(9000, 12000, rows).astype(np.int32)).cast(pa.date32()),
+        "b": pa.array(small > 0, mask=small % 5 == 0),
+    })
+
+
+QUERIES = [
+    "SELECT count(*), count(i8), sum(i8), sum(i16), sum(i32), sum(i64), min(i64), max(f32), avg(f64), sum(d), avg(d), "
+    "min(d), sum(w), avg(w) FROM t",
+    "SELECT i32, count(*), sum(d * d), avg(i8), min(f64), max(day), bool_and(b), bool_or(b) FROM t "
+    "WHERE f64 > -0.5 OR i8 IS NULL GROUP BY i32",
+    "SELECT day, i8 % 3 AS k, sum(w - d), count(f64) FROM t WHERE b AND NOT (i16 < -1000) GROUP BY day, i8 % 3",
+    "SELECT i8, i16 * 2, i32 + i8, d / 3, w * d, f32 * 2, f64 / 4, day + 3, b FROM t "
+    "WHERE (i8 > 10 AND i32 < 40) OR (d BETWEEN -100 AND 100)",
+    "SELECT count(*) FROM t WHERE day >= date '1996-01-01' AND day < date '1996-01-01' + interval '1' year",
+    "SELECT CAST(i16 AS double precision) / 7, CAST(d AS bigint), CAST(i32 AS numeric(12, 3)), CAST(w AS double precision) "
+    "FROM t WHERE i64 > 0",
+    "SELECT f64 IS NULL, b IS NOT NULL, count(*) FROM t GROUP BY 1, 2",
+]
+
+
+def connect(device: str, setting: str, monkeypatch: pytest.MonkeyPatch, **options: Any) -> Any:
+    monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
+    db = penstock.connect(device=device, strict=True, **options)
+    monkeypatch.setattr(db.backend, "_kernels", {})  # every kernel asked for anew
+    db.register_arrow("t", table())
+    return db
+
+
+def sorted_rows(result: Any) -> list[tuple]:
+    t = result.to_arrow()
+    return sorted(zip(*[c.to_pylist() for c in t.columns]), key=repr)
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_interpreted_kernels_answer_as_compiled_ones(sql: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    interpreted = connect(device, "always", monkeypatch)
+    text = interpreted.explain(sql, analyze=True)
+    assert re.search(r"\d+ run by the plan interpreter", text), text
+    got = sorted_rows(interpreted.sql(sql))
+    compiled = connect(device, "0", monkeypatch)
+    assert "plan interpreter" not in compiled.explain(sql, analyze=True)
+    expected = sorted_rows(compiled.sql(sql))
+    assert got == expected
+    # EXPLAIN ANALYZE's rows per operator are the kernel's counters: the same either way
+    counts = re.compile(r"\[rows[^\]]*\]")
+    assert counts.findall(text) == counts.findall(compiled.explain(sql, analyze=True))
+
+
+@pytest.mark.parametrize("sql, sqlstate", [
+    ("SELECT sum(i32 / (i8 - i8)) FROM t", "22012"),
+    ("SELECT i16 * i16 * i16 FROM t WHERE i16 > 0", "22003"),
+    ("SELECT CAST(w AS numeric(6, 2)) FROM t", "22003"),
+])
+def test_interpreted_kernels_raise_the_same_errors(sql: str, sqlstate: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for setting in ("always", "0"):
+        db = connect("cpu", setting, monkeypatch)
+        with pytest.raises(PenstockError) as raised:
+            db.sql(sql).to_arrow()
+        assert raised.value.sqlstate == sqlstate, (setting, raised.value)
+
+
+def test_many_groups_grow_the_table_and_a_small_budget_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full table (ERR_TABLE_FULL: the executor grows it and runs the batch again) and a
+    partitioned aggregation (the program's partition test) answer as compiled kernels do."""
+    keys = np.arange(200_000) % 60_000
+    data = pa.table({"k": keys, "v": np.arange(200_000)})
+    answers = []
+    for setting in ("always", "0"):
+        for limit in (None, 4 << 20):
+            monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
+            db = penstock.connect(device="cpu", strict=True, memory_limit=limit)
+            monkeypatch.setattr(db.backend, "_kernels", {})
+            db.register_arrow("g", data)
+            answers.append(sorted_rows(db.sql("SELECT k, count(*), sum(v), max(v) FROM g GROUP BY k")))
+    assert len(answers[0]) == 60_000
+    assert all(a == answers[0] for a in answers[1:])
+
+
+def test_by_default_a_new_kernel_is_interpreted_then_replaced(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from penstock.device.kernel_cache import installation_dir
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(installation_dir()))
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))  # no query kernel cached
+    db = connect("cpu", "1", monkeypatch)
+    db.backend.compile(__import__("penstock.device.interpreter", fromlist=["x"]).interpreter_spec())
+    sql = "SELECT i32, sum(i64) FROM t WHERE f32 < 0.5 GROUP BY i32"
+    first = db.explain(sql, analyze=True)
+    assert "2 run by the plan interpreter" in first, first
+    assert db.backend.wait_for_upgrades()
+    again = connect("cpu", "1", monkeypatch)
+    assert "plan interpreter" not in again.explain(sql, analyze=True)  # the optimised builds are on disk
+    assert sorted_rows(again.sql(sql)) == sorted_rows(db.sql(sql))
