@@ -31,7 +31,10 @@ from penstock.device.kernel_cache import installation_dir, write_atomically
 # what four 256-thread blocks an SM leave (codegen/kernel.MIN_BLOCKS's default)
 LINKED_OPTIONS = ("-rdc=true", "-DXPU_LINKED=1", "-maxrregcount=64")
 # the Parquet decoder's headers serve installation kernels only, never quick builds
-LIBRARY_HEADERS = tuple(sorted(p.name for p in KERNELS_DIR.glob("*.h") if not p.name.startswith("parquet")))
+# every header of the generated kernels (not the Parquet decoder's, nor the plan interpreter's,
+# which is a whole kernel of its own: device/interpreter.py)
+LIBRARY_HEADERS = tuple(sorted(p.name for p in KERNELS_DIR.glob("*.h")
+                               if not p.name.startswith("parquet") and p.name != "interpret.h"))
 
 
 def library_source() -> str:

@@ -10,6 +10,15 @@
 // Values live in 128-bit registers with a NULL flag: integers, dates, timestamps and
 // decimals as signed integers, floats as their double's bits, booleans as 0/1.
 #pragma once
+#include "xpu.h"
+#include "arith.h"
+#include "decimal.h"
+#include "dates.h"
+#include "text.h"
+#include "text_cast.h"
+#include "hash.h"
+#include "hash_table.h"
+#include "reduce.h"
 
 namespace xpu {
 namespace vm {
