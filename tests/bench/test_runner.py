@@ -45,9 +45,10 @@ def test_tpch_first_runs_in_fresh_processes(tmp_path: Path) -> None:
         cold, warm = q.cold_first, q.warm_first
         assert cold is not None and warm is not None
         assert cold.engine == warm.engine == "penstock-cpu" and cold.rows == warm.rows == q.rows
-        assert cold.kernels > 0 and warm.kernels == 0  # the second found every kernel in the cache
+        # the first compiled or interpreted its kernels; the second found every kernel in the cache
+        assert cold.kernels + cold.interpreted > 0 and warm.kernels == warm.interpreted == 0
         assert cold.reruns == warm.reruns == 0  # a few groups fit the first table: nothing is redone
-        assert cold.compile_s > warm.compile_s
+        assert cold.compile_s > warm.compile_s or cold.kernels == 0  # an interpreted run compiles nothing
         assert abs(cold.seconds - (cold.plan_s + cold.compile_s + cold.execute_s)) < 0.05 * cold.seconds + 0.01
     assert report.duckdb_source == "the same files"
     totals = report.to_json()["totals"]

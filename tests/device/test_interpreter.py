@@ -92,6 +92,47 @@ def test_interpreted_kernels_raise_the_same_errors(sql: str, sqlstate: str, monk
         assert raised.value.sqlstate == sqlstate, (setting, raised.value)
 
 
+def join_tables() -> dict[str, pa.Table]:
+    rng = np.random.default_rng(3)
+    n = 5000
+    return {
+        "fact": pa.table({"k": pa.array(rng.integers(0, 600, n), mask=rng.random(n) < 0.02),
+                          "k2": rng.integers(0, 5, n), "v": rng.integers(-50, 50, n)}),
+        "dim": pa.table({"id": np.arange(500), "g": rng.integers(0, 7, 500),
+                         "w": pa.array(rng.random(500), mask=rng.random(500) < 0.1)}),
+        "dim2": pa.table({"id": np.r_[np.arange(0, 300), np.arange(100, 200)], "c": pa.array(np.arange(400) % 3, pa.int32()),
+                          "nid": pa.array(np.r_[np.arange(1, 400), 0] * 1.0, mask=np.r_[np.zeros(399, bool), [True]])}),
+    }
+
+
+JOIN_QUERIES = [
+    "SELECT g, count(*), sum(v) FROM fact JOIN dim ON fact.k = dim.id WHERE v > 0 GROUP BY g",  # a direct map
+    "SELECT count(*), sum(v) FROM fact JOIN dim2 ON fact.k = dim2.id AND fact.k2 = dim2.c",  # two keys, duplicates
+    "SELECT count(*) FROM fact WHERE k IN (SELECT id FROM dim2 WHERE c = 1)",  # semi
+    "SELECT count(*), sum(v) FROM fact WHERE NOT EXISTS (SELECT 1 FROM dim2 WHERE dim2.id = fact.k)",  # anti
+    "SELECT count(*) FROM fact WHERE CAST(k AS double precision) NOT IN (SELECT nid FROM dim2)",  # NULL-aware anti
+    "SELECT g, c, count(*), max(w) FROM fact JOIN dim ON fact.k = dim.id JOIN dim2 ON dim2.id = dim.id "
+    "WHERE w > 0.3 OR c = 2 GROUP BY g, c",  # nested probes, build columns as keys
+    "SELECT fact.v, dim.w FROM fact JOIN dim ON fact.k = dim.id AND dim.w < fact.v / 100.0 WHERE v > 45",  # residual
+]
+
+
+@pytest.mark.parametrize("sql", JOIN_QUERIES)
+def test_interpreted_probes_answer_as_compiled_ones(sql: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    answers, counters = [], []
+    for setting in ("always", "0"):
+        monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
+        db = penstock.connect(device=device, strict=True)
+        monkeypatch.setattr(db.backend, "_kernels", {})
+        for name, t in join_tables().items():
+            db.register_arrow(name, t)
+        text = db.explain(sql, analyze=True)
+        assert ("run by the plan interpreter" in text) == (setting == "always"), text
+        counters.append(re.findall(r"\[rows[^\]]*\]", text))
+        answers.append(sorted_rows(db.sql(sql)))
+    assert answers[0] == answers[1] and counters[0] == counters[1]
+
+
 def test_many_groups_grow_the_table_and_a_small_budget_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     """A full table (ERR_TABLE_FULL: the executor grows it and runs the batch again) and a
     partitioned aggregation (the program's partition test) answer as compiled kernels do."""

@@ -18,8 +18,9 @@ from penstock.io.parquet_device.kernels import decode_kernels
 
 
 def installation_names() -> set[str]:
-    """Kernels `penstock prebuild` makes: those no query shapes and the Parquet decoders."""
-    return {k.name for k in installation_kernels()} | {s.name for s in decode_kernels()}
+    """Kernels `penstock prebuild` makes: those no query shapes, the Parquet decoders and the plan
+    interpreter."""
+    return {k.name for k in installation_kernels()} | {s.name for s in decode_kernels()} | {"interpret"}
 
 
 def test_prebuild_then_a_new_process_compiles_only_its_query(tmp_path: Path) -> None:

@@ -23,13 +23,13 @@
 namespace xpu {
 namespace vm {
 
-const int32_t MAX_REGS = 64, MAX_MEASURES = 16, MAX_COUNTERS = 16, INS_WORDS = 8;
+const int32_t MAX_REGS = 64, MAX_MEASURES = 16, MAX_COUNTERS = 16, MAX_PROBES = 8, INS_WORDS = 8;
 
 // header words (codegen/interpret/program.py writes them)
 enum Header {
   H_KIND, H_REGS, H_CODE, H_CODE_END, H_N, H_ROW0, H_ERR, H_CNT, H_COUNTERS, H_MODE,
   H_TABLE, H_MASK, H_GROUPS, H_LIMIT, H_PART_MASK, H_PART_INDEX, H_WIDTH, H_NULL_WORD,
-  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_WORDS
+  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_EXTRA, H_WORDS
 };
 enum SinkKind { S_WRITE = 0, S_GROUPS, S_GLOBAL };
 enum ProgramKind { PIPELINE = 0, FINALIZE = 1 };
@@ -220,7 +220,8 @@ enum Op {
   OP_WIDE_ARITH, OP_FIT, OP_FLOAT_ARITH, OP_TO_DOUBLE, OP_CAST_INT, OP_RESCALE, OP_RESCALE128,
   OP_ADD_MONTHS, OP_DATE_INT, OP_CMP, OP_NOT, OP_NULL_TEST, OP_LOGIC_BEGIN, OP_JUMP_DECIDED,
   OP_LOGIC_STEP, OP_FILTER, OP_COUNT, OP_AGG_GROUP, OP_AGG_GLOBAL, OP_SLOT_NULL, OP_SLOT_READ,
-  OP_CLAIM, OP_WRITE, OP_ROW_ORDINAL
+  OP_CLAIM, OP_WRITE, OP_ROW_ORDINAL, OP_LOAD_AT, OP_SET, OP_KEY_HASH, OP_KEYS_NULL, OP_PART_CHECK,
+  OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE
 };
 
 struct Machine {
@@ -231,6 +232,7 @@ struct Machine {
   bool null[MAX_REGS];
   uint64_t counters[MAX_COUNTERS];
   LocalStates local;
+  JoinProbe walk[MAX_PROBES];  // each probe's walk over the build rows that may match
   uint64_t* slot;  // the aggregate slot this row works on (finalisation)
   int64_t out_row;
 
@@ -333,9 +335,19 @@ struct Machine {
             else { null[d] = null[d] || null[a]; reg[d] = 0; }
           }
           break;
-        case OP_FILTER: if (null[a] || reg[a] == 0) return; break;
+        case OP_FILTER:  // x: where a rejected row goes (the enclosing probe's next match), -1: done
+          if (null[a] || reg[a] == 0) {
+            if (x < 0) return;
+            pc = x - 1;
+          }
+          break;
         case OP_COUNT: ++counters[x]; break;
-        case OP_AGG_GROUP: if (!aggregate_group()) return; break;
+        case OP_AGG_GROUP:  // x: where a row of another partition, or refused by a full table, goes
+          if (!aggregate_group()) {
+            if (x < 0) return;
+            pc = x - 1;
+          }
+          break;
         case OP_AGG_GLOBAL: aggregate_global(); break;
         case OP_SLOT_NULL:  // y: the key's bit in the NULL word; -1: NULL when word x is 0; -2: never
           null[d] = y == -2 ? false : (y == -1 ? slot[x] == 0 : ((slot[x] >> y) & 1) != 0);
@@ -352,9 +364,60 @@ struct Machine {
           break;
         case OP_WRITE: write(in); break;
         case OP_ROW_ORDINAL: null[d] = false; reg[d] = (int64_t)args[x] + i; break;  // x: the batch's start
+        case OP_LOAD_AT:  // a: the (build) row
+          null[d] = y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), (int64_t)reg[a]);
+          reg[d] = load_value(args, x, z, w, (int64_t)reg[a]);
+          break;
+        case OP_SET: null[d] = false; reg[d] = x; break;
+        case OP_KEY_HASH: {  // codegen/keys.hash_keys: x the key's kind, y: the first key
+          const uint64_t h = key_hash(x, reg[a]);
+          reg[d] = (int128_t)(y ? h : hash_combine((uint64_t)reg[b], h));
+          null[d] = false;
+          break;
+        }
+        case OP_KEYS_NULL: reg[d] = (null[a] || (!x && reg[b] != 0)) ? 1 : 0; null[d] = false; break;
+        case OP_PART_CHECK: {  // a partitioned join's pass probes one partition of the keys' hashes
+          const uint64_t mask = args[x];
+          const uint64_t part = reg[b] ? 0 : (((uint64_t)reg[a] >> PARTITION_SHIFT) & mask);
+          if (mask != 0 && part != args[y]) {
+            if (z < 0) return;
+            pc = z - 1;
+          }
+          break;
+        }
+        case OP_PROBE_START: probe_start(in); break;
+        case OP_PROBE_TEST: if (!walk[x].valid()) pc = y - 1; break;
+        case OP_PROBE_ROW: null[d] = false; reg[d] = walk[x].row; break;
+        case OP_PROBE_EXACT: if (walk[x].exact()) pc = y - 1; break;
+        case OP_PROBE_NEXT: walk[x].next(arg_ptr<const uint64_t>(args, z), args[w]); pc = y - 1; break;
+        case OP_JUMP:  // y: where to go on, -1: the row is done
+          if (y < 0) return;
+          pc = y - 1;
+          break;
+        case OP_MARK: arg_ptr<uint8_t>(args, x)[(int64_t)reg[a]] = 1; break;
+        case OP_ANTI_NULL_AWARE:  // NOT IN: a NULL on either side makes the test NULL, not true
+          if ((int64_t)args[x] > 0 && (reg[b] != 0 || (int32_t)(int64_t)args[y] != 0 || reg[a] != 0)) {
+            if (z < 0) return;
+            pc = z - 1;
+          }
+          break;
         default: raise(err, ERR_INTERNAL); return;
       }
     }
+  }
+
+  // {op, d: the key (a direct map's), a: the keys' hash, b: whether a key is NULL, x: the walker,
+  //  y: slots, z: mask, w: the extra words {direct map, its lowest key, its range} (-1: none)}
+  XPU_METHOD void probe_start(const int32_t* in) {
+    const int32_t* direct = in[7] >= 0 ? program + program[H_EXTRA] + in[7] : nullptr;
+    const bool key_null = reg[in[3]] != 0;
+    if (direct != nullptr && args[direct[0]] != 0 && !key_null) {
+      walk[in[4]] = direct_probe(arg_ptr<const int32_t>(args, direct[0]), (int64_t)args[direct[1]],
+                                 (int64_t)args[direct[2]], (int64_t)reg[in[1]]);
+      return;
+    }
+    walk[in[4]] = join_probe(key_null ? nullptr : arg_ptr<const uint64_t>(args, in[5]), args[in[6]],
+                             (uint64_t)reg[in[2]]);
   }
 
   XPU_METHOD static bool op_binary(int32_t op) {

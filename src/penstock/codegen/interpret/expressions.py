@@ -14,10 +14,10 @@ from typing import Callable
 from penstock.codegen.expr_logic import unwiden
 from penstock.codegen.interpret.program import NotInterpretable, Op, Program, Reg
 from penstock.codegen.kernel import BatchStart, Constant, ConstantText
-from penstock.plan.expr import Call, Cast, ColumnRef, Expr, Literal, RowOrdinal
+from penstock.plan.expr import BuildColumn, Call, Cast, ColumnRef, Expr, Literal, RowOrdinal
 from penstock.plan.types import DataType, Kind
 
-Loader = Callable[[Program, ColumnRef], Reg]
+Loader = Callable[[Program, ColumnRef | BuildColumn], Reg]
 
 INT_FNS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "mod": 4}
 FLOAT_FNS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "mod": 4}
@@ -66,7 +66,7 @@ class ExprProgram:
 
     def _compile(self, e: Expr) -> Reg:
         p = self.program
-        if isinstance(e, ColumnRef):
+        if isinstance(e, (ColumnRef, BuildColumn)):
             return self.load(p, e)
         if isinstance(e, Literal):
             return self.literal(e.value, e.type)
@@ -134,8 +134,10 @@ class ExprProgram:
 
     def comparison(self, e: Call) -> Reg:
         left, right = unwiden(e.args[0]), unwiden(e.args[1])
-        a, b = self.compile(left), self.compile(right)
-        ta, tb = left.type, right.type
+        return self.compare(self.compile(left), left.type, self.compile(right), right.type, e.fn)
+
+    def compare(self, a: Reg, ta: DataType, b: Reg, tb: DataType, fn: str) -> Reg:
+        """expr_logic.comparison (and equality, which it agrees with for these types)."""
         ka, kb = ta.kind, tb.kind
         if Kind.STRING in (ka, kb) or Kind.BINARY in (ka, kb):
             raise NotInterpretable("text comparison")
@@ -152,7 +154,7 @@ class ExprProgram:
         else:
             mode = 0
         d = self.program.reg()
-        self.program.emit(Op.CMP, d, a, b, x=mode, y=CMP_OPS[e.fn], z=scale_of(ta), w=scale_of(tb))
+        self.program.emit(Op.CMP, d, a, b, x=mode, y=CMP_OPS[fn], z=scale_of(ta), w=scale_of(tb))
         return d
 
     # -- arithmetic -----------------------------------------------------------------------------

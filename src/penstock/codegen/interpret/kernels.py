@@ -4,8 +4,9 @@ A program does what codegen/pipeline_gen.py's or finalize_gen.py's kernel does, 
 kernel's own parameters: the same counters (EXPLAIN ANALYZE), the same hash-table slots
 (codegen/agg_layout.py) and the same output rows, so the executor cannot tell them apart and
 the optimised build can take over between two launches. What the interpreter covers: scans
-with filters into a grouped or global aggregate or into written rows; fixed-width keys and
-values. Joins, text, DISTINCT aggregates and top-k bounds compile as before.
+with filters and inner, semi and anti probes (probes.py) into a grouped or global aggregate or
+into written rows; fixed-width keys and values. Text, outer joins, DISTINCT aggregates and
+top-k bounds compile as before.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.interpret.expressions import ExprProgram, fit_how, scale_of
 from penstock.codegen.interpret.program import (FINALIZE, KEY_FLOAT, KEY_INT, KEY_WIDE, MAX_COUNTERS,
                                                 MEASURE_KINDS, SINK_GLOBAL, SINK_GROUPS, SINK_WRITE,
-                                                Header, NotInterpretable, Op, Program, Reg)
-from penstock.codegen.kernel import (STRIDE, VALIDITY, VALUES, Counters, ErrorFlag, InputPart, Mode,
+                                                Header, Label, NotInterpretable, Op, Program, Reg)
+from penstock.codegen.kernel import (STRIDE, VALIDITY, VALUES, BuildPart, Counters, ErrorFlag, InputPart, Mode,
                                      ParamTable, RowCount, RowOffset, SinkPart)
 from penstock.errors import Unsupported
-from penstock.plan.expr import ColumnRef, conjuncts
-from penstock.plan.physical import AggregateSink, FilterOp, MaterializeSink, Pipeline, UnmatchedBuildSource
+from penstock.plan.expr import BuildColumn, ColumnRef, conjuncts
+from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp,
+                                    UnmatchedBuildSource)
+from penstock.plan.rel import JoinKind
 from penstock.plan.types import DataType, Kind
 
 # kernels/interpret.h: load_value's and write's storage codes
@@ -52,46 +55,89 @@ def finalize_program(sink: AggregateSink, params: ParamTable) -> bytes | None:
         return None
 
 
-def _pipeline(pipeline: Pipeline, params: ParamTable) -> Program:
-    if isinstance(pipeline.source, UnmatchedBuildSource):
-        raise NotInterpretable("a FULL join's unmatched rows")
-    if not all(isinstance(op, FilterOp) for op in pipeline.ops):
-        raise NotInterpretable("a join probe")
-    if len(pipeline.ops) + 2 > MAX_COUNTERS:
-        raise NotInterpretable("too many operators")
-    p = Program(params)
-    nullable = pipeline.source.nullable
+class PipelineProgram:
+    """pipeline_gen.PipelineGen's operators, as instructions: filters and probes nest, and a
+    row (or row combination) a filter or probe drops goes to `reject`, the innermost probe's
+    next match, or ends (None)."""
 
-    def load(program: Program, e: ColumnRef) -> Reg:
-        d = program.reg()
-        t = e.type
-        stride = program.arg(InputPart(e.index, STRIDE)) if t.kind is Kind.DECIMAL and not t.is_wide_decimal else 0
-        may_be_null = nullable[e.index] if nullable else True
-        validity = program.arg(InputPart(e.index, VALIDITY)) if may_be_null else -1
-        program.emit(Op.LOAD, d, x=program.arg(InputPart(e.index, VALUES)), y=validity, z=storage(t), w=stride)
-        return d
+    def __init__(self, pipeline: Pipeline, params: ParamTable):
+        if isinstance(pipeline.source, UnmatchedBuildSource):
+            raise NotInterpretable("a FULL join's unmatched rows")
+        if len(pipeline.ops) + 2 > MAX_COUNTERS:
+            raise NotInterpretable("too many operators")
+        self.pipeline = pipeline
+        self.program = Program(params)
+        self.exprs = ExprProgram(self.program, self.load)
+        self.probe_ops = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
+        self.rows: dict[int, Reg] = {}  # probe -> the register holding its build row
 
-    exprs = ExprProgram(p, load)
-    p.header.update({Header.N: p.arg(RowCount()), Header.ROW0: p.arg(RowOffset()), Header.ERR: p.arg(ErrorFlag()),
-                     Header.CNT: p.arg(Counters()), Header.COUNTERS: len(pipeline.ops) + 2})
-    p.emit(Op.COUNT, x=0)
-    for k, op in enumerate(pipeline.ops):
-        assert isinstance(op, FilterOp)
-        for term in conjuncts(op.condition):
-            p.emit(Op.FILTER, a=exprs.compile(term))
-        p.emit(Op.COUNT, x=k + 1)
-    p.emit(Op.COUNT, x=len(pipeline.ops) + 1)
-    sink = pipeline.sink
-    if isinstance(sink, AggregateSink):
-        _aggregate_row(p, exprs, sink)
-    elif isinstance(sink, MaterializeSink):
-        if sink.top_k is not None or sink.direct_build is not None or sink.build_in_table:
-            raise NotInterpretable("a top-k bound or a join's direct build")
-        first = p.arg(SinkPart("first_row")) if not pipeline.ops else -1
-        _write_row(p, [(exprs.compile(e), e.type) for e in sink.exprs], first)
+    def load(self, p: Program, e: ColumnRef | BuildColumn) -> Reg:
+        if isinstance(e, ColumnRef):
+            known = self.pipeline.source.nullable
+            return load_column(p, e.type, InputPart, {"column": e.index}, known[e.index] if known else True, None)
+        probe = self.probe_ops[e.probe]
+        if e.probe not in self.rows:
+            raise NotInterpretable("a build column outside its join's match")
+        known = probe.build_nullable
+        # a semi or anti join's build columns are read as an outer join's: with their validity
+        nullable = (known[e.index] if known else True) or probe.kind is not JoinKind.INNER
+        return load_column(p, e.type, BuildPart, {"join": probe.join, "column": e.index}, nullable, self.rows[e.probe])
+
+    def translate(self) -> Program:
+        p, pipeline = self.program, self.pipeline
+        p.header.update({Header.N: p.arg(RowCount()), Header.ROW0: p.arg(RowOffset()), Header.ERR: p.arg(ErrorFlag()),
+                         Header.CNT: p.arg(Counters()), Header.COUNTERS: len(pipeline.ops) + 2})
+        p.emit(Op.COUNT, x=0)
+        self.operators(0, 0, None)
+        return p
+
+    def operators(self, k: int, probe: int, reject: Label | None) -> None:
+        p, ops = self.program, self.pipeline.ops
+        if k == len(ops):
+            self.sink(reject)
+            return
+        op = ops[k]
+        if isinstance(op, FilterOp):
+            for term in conjuncts(op.condition):
+                p.target(reject, p.emit(Op.FILTER, a=self.exprs.compile(term)), 4)
+            p.emit(Op.COUNT, x=k + 1)
+            self.operators(k + 1, probe, reject)
+            return
+        assert isinstance(op, ProbeOp)
+        from penstock.codegen.interpret.probes import probe_join
+
+        probe_join(self, op, k, probe, reject)
+
+    def sink(self, reject: Label | None) -> None:
+        p, sink = self.program, self.pipeline.sink
+        p.emit(Op.COUNT, x=len(self.pipeline.ops) + 1)
+        if isinstance(sink, AggregateSink):
+            _aggregate_row(p, self.exprs, sink, reject)
+        elif isinstance(sink, MaterializeSink):
+            if sink.top_k is not None or sink.direct_build is not None or sink.build_in_table:
+                raise NotInterpretable("a top-k bound or a join's direct build")
+            first = p.arg(SinkPart("first_row")) if not self.pipeline.ops else -1
+            _write_row(p, [(self.exprs.compile(e), e.type) for e in sink.exprs], first)
+        else:
+            raise NotInterpretable("a pipeline without a sink")
+
+
+def load_column(p: Program, t: DataType, role: type, where: dict[str, int], nullable: bool, row: Reg | None) -> Reg:
+    """A column's value at the scanned row, or (`row`) at a build row (row.py's _load)."""
+    d = p.reg()
+    narrow_decimal = t.kind is Kind.DECIMAL and not t.is_wide_decimal
+    stride = p.arg(role(part=STRIDE, **where)) if narrow_decimal else 0
+    validity = p.arg(role(part=VALIDITY, **where)) if nullable else -1
+    values = p.arg(role(part=VALUES, **where))
+    if row is None:
+        p.emit(Op.LOAD, d, x=values, y=validity, z=storage(t), w=stride)
     else:
-        raise NotInterpretable("a pipeline without a sink")
-    return p
+        p.emit(Op.LOAD_AT, d, row, x=values, y=validity, z=storage(t), w=stride)
+    return d
+
+
+def _pipeline(pipeline: Pipeline, params: ParamTable) -> Program:
+    return PipelineProgram(pipeline, params).translate()
 
 
 def _measure_table(p: Program, layout: AggLayout, regs: list[int]) -> None:
@@ -107,7 +153,7 @@ def _key_kind(t: DataType) -> int:
     return KEY_FLOAT if t.is_float else (KEY_WIDE if t.is_wide_decimal else KEY_INT)
 
 
-def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink) -> None:
+def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: Label | None) -> None:
     """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states."""
     layout = layout_of(sink)
     keys = [exprs.compile(e) for e in sink.groups]
@@ -123,7 +169,7 @@ def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink) -> None:
                      Header.PART_MASK: p.arg(SinkPart("part_mask")), Header.PART_INDEX: p.arg(SinkPart("part_index")),
                      Header.WIDTH: layout.width, Header.NULL_WORD: layout.null_word})
     p.keys = [(_key_kind(e.type), layout.key_word(j), r.index) for j, (e, r) in enumerate(zip(sink.groups, keys))]
-    p.emit(Op.AGG_GROUP)
+    p.target(reject, p.emit(Op.AGG_GROUP), 4)
 
 
 def _write_row(p: Program, values: list[tuple[Reg, DataType]], first: int = -1) -> None:

@@ -18,7 +18,7 @@ from penstock.codegen.kernel import ParamTable, Role
 from penstock.errors import Unsupported
 
 INS_WORDS = 8
-MAX_REGS, MAX_MEASURES, MAX_COUNTERS = 64, 16, 16
+MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 64, 16, 16, 8
 
 
 class Op(IntEnum):
@@ -54,6 +54,19 @@ class Op(IntEnum):
     CLAIM = 29
     WRITE = 30
     ROW_ORDINAL = 31
+    LOAD_AT = 32
+    SET = 33
+    KEY_HASH = 34
+    KEYS_NULL = 35
+    PART_CHECK = 36
+    PROBE_START = 37
+    PROBE_TEST = 38
+    PROBE_ROW = 39
+    PROBE_EXACT = 40
+    PROBE_NEXT = 41
+    JUMP = 42
+    MARK = 43
+    ANTI_NULL_AWARE = 44
 
 
 class Header(IntEnum):
@@ -80,7 +93,8 @@ class Header(IntEnum):
     MEASURES = 20
     MEASURE_TABLE = 21
     SINK = 22
-    WORDS = 23
+    EXTRA = 23
+    WORDS = 24
 
 
 PIPELINE, FINALIZE = 0, 1
@@ -98,6 +112,14 @@ class Reg:
     index: int
 
 
+class Label:
+    """A place in the code that jumps go to, placed after they are written."""
+
+    def __init__(self) -> None:
+        self.at: int | None = None
+        self.uses: list[tuple[int, int]] = []  # (instruction, word) holding the target
+
+
 @dataclass
 class Program:
     """A program being written: code, tables and the header's fields."""
@@ -109,6 +131,7 @@ class Program:
     keys: list[tuple[int, int, int]] = field(default_factory=list)  # (key kind, word, register)
     measures: list[tuple[int, int, int, int]] = field(default_factory=list)  # (kind, word, is_min, register)
     registers: int = 0
+    extra: list[int] = field(default_factory=list)  # words instructions point into (H_EXTRA)
 
     def arg(self, role: Role) -> int:
         """The position of the kernel's parameter with this role."""
@@ -137,6 +160,20 @@ class Program:
     def here(self) -> int:
         return len(self.code)
 
+    def target(self, label: Label | None, instruction: int, word: int) -> None:
+        """Word `word` of `instruction` jumps to `label` (None: the row is done, -1)."""
+        if label is None:
+            self.code[instruction][word] = -1
+        elif label.at is not None:
+            self.code[instruction][word] = label.at
+        else:
+            label.uses.append((instruction, word))
+
+    def place(self, label: Label) -> None:
+        label.at = self.here()
+        for instruction, word in label.uses:
+            self.code[instruction][word] = label.at
+
     def encode(self) -> bytes:
         """The program as int32 words: header, key table, measure table, code."""
         if len(self.measures) > MAX_MEASURES:
@@ -150,6 +187,8 @@ class Program:
         words += [v for key in self.keys for v in key]
         words[Header.MEASURES], words[Header.MEASURE_TABLE] = len(self.measures), len(words)
         words += [v for m in self.measures for v in m]
+        words[Header.EXTRA] = len(words)
+        words += self.extra
         words[Header.CODE] = len(words)
         words += [v for ins in self.code + [[int(Op.END)] + [0] * (INS_WORDS - 1)] for v in ins]
         words[Header.CODE_END] = len(words)
