@@ -34,7 +34,7 @@ LINKED_OPTIONS = ("-rdc=true", "-DXPU_LINKED=1", "-maxrregcount=64")
 # every header of the generated kernels (not the Parquet decoder's, nor the plan interpreter's,
 # which is a whole kernel of its own: device/interpreter.py)
 LIBRARY_HEADERS = tuple(sorted(p.name for p in KERNELS_DIR.glob("*.h")
-                               if not p.name.startswith("parquet") and p.name != "interpret.h"))
+                               if not p.name.startswith(("parquet", "interpret"))))
 
 
 def library_source() -> str:

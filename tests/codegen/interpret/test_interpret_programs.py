@@ -15,7 +15,7 @@ from penstock.device.base import header_sources
 
 
 def header_enum(name: str) -> list[str]:
-    text = header_sources()["interpret.h"]
+    text = header_sources()["interpret_steps.h"] + header_sources()["interpret.h"]
     body = re.search(r"enum " + name + r" \{(.*?)\};", text, re.S)
     assert body is not None, name
     return [re.sub(r"\s*=.*", "", item.strip()) for item in body.group(1).split(",") if item.strip()]
@@ -24,7 +24,7 @@ def header_enum(name: str) -> list[str]:
 def test_ops_and_header_words_are_numbered_as_the_interpreter_numbers_them() -> None:
     assert header_enum("Op") == [f"OP_{op.name}" for op in Op]
     assert header_enum("Header") == [f"H_{word.name}" for word in Header]
-    assert f"INS_WORDS = {INS_WORDS}" in header_sources()["interpret.h"]
+    assert f"INS_WORDS = {INS_WORDS}" in header_sources()["interpret_steps.h"]
 
 
 def test_a_program_names_only_parameters_the_kernel_has() -> None:
