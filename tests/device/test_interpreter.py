@@ -30,6 +30,7 @@ def table(rows: int = 3000) -> pa.Table:
                       pa.decimal128(30, 4)),
         "day": pa.array(rng.integers(9000, 12000, rows).astype(np.int32)).cast(pa.date32()),
         "b": pa.array(small > 0, mask=small % 5 == 0),
+        "s": pa.array([f"x{v % 10}" for v in small], mask=small % 9 == 0),
     })
 
 
@@ -45,6 +46,9 @@ QUERIES = [
     "SELECT CAST(i16 AS double precision) / 7, CAST(d AS bigint), CAST(i32 AS numeric(12, 3)), CAST(w AS double precision) "
     "FROM t WHERE i64 > 0",
     "SELECT f64 IS NULL, b IS NOT NULL, count(*) FROM t GROUP BY 1, 2",
+    "SELECT s, i32, s IS NULL FROM t WHERE s = 'x3' OR s > 'x8' OR (s IS NULL AND i8 > 90)",  # text in and out
+    "SELECT count(*), count(s), sum(i16) FROM t WHERE s <> 'x1' AND s <= 'x7'",
+    "SELECT count(*), sum(i32) FROM t WHERE i64 > (SELECT avg(i64) FROM t) AND i32 < (SELECT max(i32) - 5 FROM t)",
 ]
 
 

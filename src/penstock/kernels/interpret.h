@@ -13,7 +13,8 @@ enum Op {
   OP_ADD_MONTHS, OP_DATE_INT, OP_CMP, OP_NOT, OP_NULL_TEST, OP_LOGIC_BEGIN, OP_JUMP_DECIDED,
   OP_LOGIC_STEP, OP_FILTER, OP_COUNT, OP_AGG_GROUP, OP_AGG_GLOBAL, OP_SLOT_NULL, OP_SLOT_READ,
   OP_CLAIM, OP_WRITE, OP_ROW_ORDINAL, OP_LOAD_AT, OP_SET, OP_KEY_HASH, OP_KEYS_NULL, OP_PART_CHECK,
-  OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE
+  OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE,
+  OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE
 };
 
 struct Machine {
@@ -161,6 +162,34 @@ struct Machine {
           reg[d] = load_value(args, x, z, w, (int64_t)reg[a]);
           break;
         case OP_SET: null[d] = false; reg[d] = x; break;
+        case OP_LOAD_TEXT: {  // x: offsets or indices, y: validity, z: extra {data, dict offsets, dict data}, w: row register (-1: i)
+          const int64_t row = w < 0 ? i : (int64_t)reg[w];
+          const int32_t* parts = program + program[H_EXTRA] + z;
+          null[d] = y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), row);  // a NULL's index may point anywhere
+          reg[d] = null[d] ? from_text(make_str(nullptr, 0))
+                           : from_text(text_at(arg_ptr<const int32_t>(args, x), arg_ptr<const uint8_t>(args, parts[0]),
+                                               arg_ptr<const int32_t>(args, parts[1]),
+                                               arg_ptr<const uint8_t>(args, parts[2]), row));
+          break;
+        }
+        case OP_CONST_TEXT:
+          null[d] = false;
+          reg[d] = from_text(make_str(arg_ptr<const uint8_t>(args, x), (int64_t)args[y]));
+          break;
+        case OP_WRITE_TEXT: write_text(in); break;
+        case OP_DIRECT_ENTER: {  // sink_materialize.enter_direct; x: extra {map, lowest key, range, failed, row base,
+          // capacity}; y: 1 the scanned row (a build kept in its table), 0 the row just written
+          const int32_t* parts = program + program[H_EXTRA] + x;
+          if (args[parts[0]] == 0 || (y == 0 && out_row >= (int64_t)args[parts[5]])) break;
+          direct_enter(arg_ptr<int32_t>(args, parts[0]), (int64_t)args[parts[1]], (int64_t)args[parts[2]], null[a],
+                       (int64_t)reg[a], y ? i : (int64_t)args[parts[4]] + out_row, arg_ptr<uint64_t>(args, parts[3]));
+          break;
+        }
+        case OP_JUMP_UNLESS_ARG: if ((int64_t)args[x] == 0) pc = y - 1; break;
+        case OP_RUNTIME_VALUE:  // a scalar subquery's result: x its value, y its NULL flag, z: 1 a double
+          null[d] = (int32_t)(int64_t)args[y] != 0;
+          reg[d] = z ? (int128_t)args[x] : (int128_t)(int64_t)args[x];
+          break;
         case OP_KEY_HASH: {  // codegen/keys.hash_keys: x the key's kind, y: the first key
           const uint64_t h = key_hash(x, reg[a]);
           reg[d] = (int128_t)(y ? h : hash_combine((uint64_t)reg[b], h));
@@ -317,6 +346,25 @@ struct Machine {
       arg_ptr<uint8_t>(args, validity)[o] = !is_null_value;
       if (is_null_value) atomic_add(arg_ptr<uint64_t>(args, in[6]), (uint64_t)1);
     }
+  }
+
+  // sink_materialize._write_text: {op, -, a: value, b: capacity argument, x: extra {starts,
+  // lengths, bytes, cursor, room}, y: validity (-1: none), z: NULL count}
+  XPU_METHOD void write_text(const int32_t* in) {
+    const int32_t* parts = program + program[H_EXTRA] + in[4];
+    const int64_t o = out_row;
+    const bool is_null_value = null[in[2]];
+    const StrView v = as_text(reg[in[2]]);
+    const int32_t len = is_null_value ? 0 : v.len();
+    const uint64_t at = atomic_add(arg_ptr<uint64_t>(args, parts[3]), (uint64_t)len);
+    if (o >= (int64_t)args[in[3]]) return;
+    arg_ptr<int64_t>(args, parts[0])[o] = (int64_t)at;
+    arg_ptr<int32_t>(args, parts[1])[o] = len;
+    if (in[5] >= 0) {
+      arg_ptr<uint8_t>(args, in[5])[o] = !is_null_value;
+      if (is_null_value) atomic_add(arg_ptr<uint64_t>(args, in[6]), (uint64_t)1);
+    }
+    if (!is_null_value && at + len <= (uint64_t)(int64_t)args[parts[4]]) copy_to(arg_ptr<uint8_t>(args, parts[2]) + at, v);
   }
 
   // a finalisation's slot: mode 0 gives it its starting states; mode 1 writes its row

@@ -46,6 +46,13 @@ XPU_FN int128_t from_dbl(double x) {
   return (int128_t)b.u;
 }
 XPU_FN uint64_t arg_u64(const uint64_t* args, int32_t k) { return args[k]; }
+// a text value as a register: its bytes' address in the low word, its length above
+XPU_FN int128_t from_text(StrView s) {
+  return (int128_t)(((unsigned __int128)(uint32_t)s.n << 64) | (uint64_t)s.ptr);
+}
+XPU_FN StrView as_text(int128_t r) {
+  return make_str((const uint8_t*)(uint64_t)r, (int64_t)(uint32_t)((unsigned __int128)r >> 64));
+}
 template <class T>
 XPU_FN T* arg_ptr(const uint64_t* args, int32_t k) { return (T*)args[k]; }
 
@@ -98,12 +105,15 @@ XPU_FN int128_t fit(int128_t v, int32_t how, int32_t precision, int32_t* err) {
   }
 }
 
+// mode: 0 integers, 1 doubles, 2 decimals of up to 18 digits, 3 wider ones (with their
+// scales), 4 text (bytes, unsigned)
 XPU_FN int32_t compare(int32_t mode, int128_t a, int128_t b, int32_t sa, int32_t sb) {
   switch (mode) {
     case 0: return a < b ? -1 : (a > b ? 1 : 0);
     case 1: return fcmp(dbl(a), dbl(b));
     case 2: return decimal_cmp(a, sa, b, sb);
-    default: return decimal_cmp128(a, sa, b, sb);
+    case 3: return decimal_cmp128(a, sa, b, sb);
+    default: return str_cmp(as_text(a), as_text(b));
   }
 }
 

@@ -13,8 +13,8 @@ from typing import Callable
 
 from penstock.codegen.expr_logic import unwiden
 from penstock.codegen.interpret.program import NotInterpretable, Op, Program, Reg
-from penstock.codegen.kernel import BatchStart, Constant, ConstantText
-from penstock.plan.expr import BuildColumn, Call, Cast, ColumnRef, Expr, Literal, RowOrdinal
+from penstock.codegen.kernel import BatchStart, Constant, ConstantText, RuntimeValue
+from penstock.plan.expr import BuildColumn, Call, Cast, ColumnRef, Expr, Literal, Param, RowOrdinal
 from penstock.plan.types import DataType, Kind
 
 Loader = Callable[[Program, ColumnRef | BuildColumn], Reg]
@@ -70,6 +70,16 @@ class ExprProgram:
             return self.load(p, e)
         if isinstance(e, Literal):
             return self.literal(e.value, e.type)
+        if isinstance(e, Param):  # a scalar subquery's result (ExprGen.runtime_value)
+            t = e.type
+            if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL) or t.is_wide_decimal:
+                raise NotInterpretable(f"a runtime value of type {t}")
+            ctype = "f64" if t.is_float else ("i64" if t.kind in (Kind.INT64, Kind.DECIMAL, Kind.TIMESTAMP) else "i32")
+            d = p.reg()
+            p.emit(Op.RUNTIME_VALUE, d, x=p.arg(RuntimeValue(e.slot, "value")), y=p.arg(RuntimeValue(e.slot, "null")),
+                   z=1 if t.is_float else 0)
+            del ctype  # the role names no type: the parameter's is ExprGen's choice
+            return d
         if isinstance(e, RowOrdinal):  # the row's index in its table
             d = p.reg()
             p.emit(Op.ROW_ORDINAL, d, x=p.arg(BatchStart()))
@@ -101,7 +111,9 @@ class ExprProgram:
         if value is None or t.kind is Kind.NULL:
             p.emit(Op.CONST, d, y=3)
             return d
-        if t.kind in (Kind.FLOAT32, Kind.FLOAT64):
+        if t.kind is Kind.STRING and isinstance(value, str):
+            p.emit(Op.CONST_TEXT, d, x=p.arg(ConstantText(value, "ptr")), y=p.arg(ConstantText(value, "len")))
+        elif t.kind in (Kind.FLOAT32, Kind.FLOAT64):
             p.emit(Op.CONST, d, x=p.arg(Constant(value, "f64")), y=1)
         elif t.kind is Kind.DECIMAL and not -2**63 <= int(value) < 2**63:  # type: ignore[call-overload]
             if not t.is_wide_decimal:
@@ -139,9 +151,11 @@ class ExprProgram:
     def compare(self, a: Reg, ta: DataType, b: Reg, tb: DataType, fn: str) -> Reg:
         """expr_logic.comparison (and equality, which it agrees with for these types)."""
         ka, kb = ta.kind, tb.kind
-        if Kind.STRING in (ka, kb) or Kind.BINARY in (ka, kb):
-            raise NotInterpretable("text comparison")
-        if ta.is_float or tb.is_float:
+        if ka is Kind.STRING and kb is Kind.STRING:
+            mode = 4  # str_cmp, as kernels compare text: bytes, unsigned
+        elif Kind.STRING in (ka, kb) or Kind.BINARY in (ka, kb):
+            raise NotInterpretable(f"comparison of {ta} with {tb}")
+        elif ta.is_float or tb.is_float:
             mode, a, b = 1, self.as_double(a, ta), self.as_double(b, tb)
         elif ta.is_wide_decimal or tb.is_wide_decimal:
             mode = 3

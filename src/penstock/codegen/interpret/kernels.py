@@ -16,8 +16,8 @@ from penstock.codegen.interpret.expressions import ExprProgram, fit_how, scale_o
 from penstock.codegen.interpret.program import (FINALIZE, KEY_FLOAT, KEY_INT, KEY_WIDE, MAX_COUNTERS,
                                                 MEASURE_KINDS, SINK_GLOBAL, SINK_GROUPS, SINK_WRITE,
                                                 Header, Label, NotInterpretable, Op, Program, Reg)
-from penstock.codegen.kernel import (STRIDE, VALIDITY, VALUES, BuildPart, Counters, ErrorFlag, InputPart, Mode,
-                                     ParamTable, RowCount, RowOffset, SinkPart)
+from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_OFFSETS, STRIDE, VALIDITY, VALUES, BuildPart, Counters,
+                                     ErrorFlag, InputPart, Mode, ParamTable, RowCount, RowOffset, SinkPart)
 from penstock.errors import Unsupported
 from penstock.plan.expr import BuildColumn, ColumnRef, conjuncts
 from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp,
@@ -114,17 +114,66 @@ class PipelineProgram:
         if isinstance(sink, AggregateSink):
             _aggregate_row(p, self.exprs, sink, reject)
         elif isinstance(sink, MaterializeSink):
-            if sink.top_k is not None or sink.direct_build is not None or sink.build_in_table:
-                raise NotInterpretable("a top-k bound or a join's direct build")
-            first = p.arg(SinkPart("first_row")) if not self.pipeline.ops else -1
-            _write_row(p, [(self.exprs.compile(e), e.type) for e in sink.exprs], first)
+            self.materialize(sink)
         else:
             raise NotInterpretable("a pipeline without a sink")
+
+
+    def materialize(self, sink: MaterializeSink) -> None:
+        """PipelineGen.sink for written rows, and in_table_or_write for a join's direct build."""
+        p, exprs = self.program, self.exprs
+        if sink.top_k is not None:
+            raise NotInterpretable("a top-k bound")
+        direct = sink.direct_build[1] if sink.direct_build is not None else None
+        if direct is None:
+            _write_row(p, [(exprs.compile(e), e.type) for e in sink.exprs], self.in_order())
+            return
+        if sink.build_in_table:
+            written, done = Label(), Label()
+            p.target(written, p.emit(Op.JUMP_UNLESS_ARG, x=p.arg(SinkPart("in_table"))), 5)
+            exprs.push()
+            self.enter_direct(exprs.compile(sink.exprs[direct]), sink.exprs[direct].type, in_table=True)
+            exprs.pop()
+            p.target(done, p.emit(Op.JUMP), 5)
+            p.place(written)
+            exprs.push()
+            self.write_and_enter(sink, direct, -1)
+            exprs.pop()
+            p.place(done)
+            return
+        self.write_and_enter(sink, direct, self.in_order())
+
+    def in_order(self) -> int:
+        """PipelineGen.in_order: the sink's first row where input row i is written at i -
+        first (no filter, no probe), else -1 (rows claim positions)."""
+        return self.program.arg(SinkPart("first_row")) if not self.pipeline.ops else -1
+
+    def write_and_enter(self, sink: MaterializeSink, direct: int, first: int) -> None:
+        values = [(self.exprs.compile(e), e.type) for e in sink.exprs]
+        _write_row(self.program, values, first)
+        self.enter_direct(values[direct][0], values[direct][1], in_table=False)
+
+    def enter_direct(self, key: Reg, t: DataType, in_table: bool) -> None:
+        """The row under its key in the join's direct map (sink_materialize.enter_direct)."""
+        p = self.program
+        if t.is_wide_decimal:
+            raise NotInterpretable("a 128-bit direct-map key")
+        extra = len(p.extra)
+        parts = ["direct_map", "direct_min", "direct_range", "direct_failed"] + ([] if in_table else ["row_base", "capacity"])
+        p.extra += [p.arg(SinkPart(part)) for part in parts] + ([0, 0] if in_table else [])
+        p.emit(Op.DIRECT_ENTER, a=key, x=extra, y=1 if in_table else 0)
 
 
 def load_column(p: Program, t: DataType, role: type, where: dict[str, int], nullable: bool, row: Reg | None) -> Reg:
     """A column's value at the scanned row, or (`row`) at a build row (row.py's _load)."""
     d = p.reg()
+    if t.kind is Kind.STRING:  # ColumnParams.value_at: offsets and data, or a dictionary's
+        validity = p.arg(role(part=VALIDITY, **where)) if nullable else -1
+        extra = len(p.extra)
+        p.extra += [p.arg(role(part=part, **where)) for part in (DATA, DICT_OFFSETS, DICT_DATA)]
+        p.emit(Op.LOAD_TEXT, d, x=p.arg(role(part=VALUES, **where)), y=validity, z=extra,
+               w=-1 if row is None else row.index)
+        return d
     narrow_decimal = t.kind is Kind.DECIMAL and not t.is_wide_decimal
     stride = p.arg(role(part=STRIDE, **where)) if narrow_decimal else 0
     validity = p.arg(role(part=VALIDITY, **where)) if nullable else -1
@@ -179,9 +228,15 @@ def _write_row(p: Program, values: list[tuple[Reg, DataType]], first: int = -1) 
     for j, (reg, t) in enumerate(values):
         if t.kind is Kind.NULL:
             continue
-        code = storage(t)
         validity = p.optional_arg(SinkPart("validity", j))
         nulls = p.arg(SinkPart("null_count", j)) if validity >= 0 else 0
+        if t.kind is Kind.STRING:  # sink_materialize._write_text
+            extra = len(p.extra)
+            p.extra += [p.arg(SinkPart(part, j)) for part in ("text_start", "text_len", "text_bytes", "text_cursor",
+                                                                "text_capacity")]
+            p.emit(Op.WRITE_TEXT, a=reg, b=Reg(capacity), x=extra, y=validity, z=nulls)
+            continue
+        code = storage(t)
         p.emit(Op.WRITE, a=reg, b=Reg(capacity), x=p.arg(SinkPart("values", j)), y=validity, z=nulls, w=code)
 
 

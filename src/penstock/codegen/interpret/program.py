@@ -67,6 +67,12 @@ class Op(IntEnum):
     JUMP = 42
     MARK = 43
     ANTI_NULL_AWARE = 44
+    LOAD_TEXT = 45
+    CONST_TEXT = 46
+    WRITE_TEXT = 47
+    DIRECT_ENTER = 48
+    JUMP_UNLESS_ARG = 49
+    RUNTIME_VALUE = 50
 
 
 class Header(IntEnum):
