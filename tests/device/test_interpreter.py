@@ -168,3 +168,23 @@ def test_by_default_a_new_kernel_is_interpreted_then_replaced(tmp_path: Any, mon
     again = connect("cpu", "1", monkeypatch)
     assert "plan interpreter" not in again.explain(sql, analyze=True)  # the optimised builds are on disk
     assert sorted_rows(again.sql(sql)) == sorted_rows(db.sql(sql))
+
+
+def test_a_join_past_a_small_budget_partitions_its_build_and_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build's modes (insert, count a partition, measure duplicates) and the probe's
+    partition test, under a budget that makes the join partitioned, as compiled kernels."""
+    build = pa.table({"id": np.arange(150_000) % 140_000, "w": np.arange(150_000)})
+    probe = pa.table({"k": np.arange(300_000) % 160_000, "v": np.arange(300_000)})
+    sql = "SELECT count(*), sum(v), sum(w), max(w - v) FROM p JOIN b ON p.k = b.id"
+    answers = []
+    for setting in ("always", "0"):
+        for limit in (None, 4 << 20):
+            monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
+            db = penstock.connect(device="cpu", strict=True, memory_limit=limit)
+            monkeypatch.setattr(db.backend, "_kernels", {})
+            db.register_arrow("b", build)
+            db.register_arrow("p", probe)
+            answers.append(sorted_rows(db.sql(sql)))
+    multiplicity = np.bincount(build.column("id").to_numpy(), minlength=160_000)
+    assert answers[0][0][0] == int(multiplicity[probe.column("k").to_numpy()].sum())
+    assert all(a == answers[0] for a in answers[1:])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from penstock.codegen import keys as K
 from penstock.codegen.expr_gen import ExprGen, Val
 from penstock.codegen.expr_logic import equality
+from penstock.codegen.interpret.builds import build_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kernel, Mode, ParamTable,
                                      RowCount, RowOffset, kernel_source)
 from penstock.codegen.row import load_input
@@ -73,7 +74,8 @@ def generate_build(step: BuildHashTable) -> Kernel:
     out.close()
     out.line(f"xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
     body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
-    return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params)
+    return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params,
+                  program=build_program(step, params, ranged_key(step)))
 
 
 def ranged_key(step: BuildHashTable) -> bool:

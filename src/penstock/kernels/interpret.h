@@ -14,7 +14,8 @@ enum Op {
   OP_LOGIC_STEP, OP_FILTER, OP_COUNT, OP_AGG_GROUP, OP_AGG_GLOBAL, OP_SLOT_NULL, OP_SLOT_READ,
   OP_CLAIM, OP_WRITE, OP_ROW_ORDINAL, OP_LOAD_AT, OP_SET, OP_KEY_HASH, OP_KEYS_NULL, OP_PART_CHECK,
   OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE,
-  OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE
+  OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE,
+  OP_BUILD_KEY_NULL, OP_BUILD_STEP, OP_KEY_RANGE, OP_MAX_UPDATE
 };
 
 struct Machine {
@@ -186,6 +187,33 @@ struct Machine {
           break;
         }
         case OP_JUMP_UNLESS_ARG: if ((int64_t)args[x] == 0) pc = y - 1; break;
+        // a join's build (codegen/build_gen.py): x is the kernel's mode argument; mode 0 inserts
+        // rows, 2 counts a partition's, 1 measures the most rows that share a key
+        case OP_BUILD_KEY_NULL:  // a NULL key matches nothing, but NOT IN must know of it
+          if (reg[a] != 0) {
+            if ((int32_t)(int64_t)args[x] == 0) *arg_ptr<int32_t>(args, y) = 1;
+            return;
+          }
+          break;
+        case OP_BUILD_STEP: {  // a: the keys' hash, y: slots, z: mask, w: multiplicity
+          const int32_t mode = (int32_t)(int64_t)args[x];
+          if (mode == 2) {
+            atomic_add(arg_ptr<uint64_t>(args, w), (uint64_t)1);
+            return;
+          }
+          if (mode == 0) {
+            if (!join_insert(arg_ptr<uint64_t>(args, y), args[z], (uint64_t)reg[a], i)) raise(err, ERR_TABLE_FULL);
+            return;
+          }
+          break;
+        }
+        case OP_KEY_RANGE:
+          atomic_update_if(arg_ptr<int64_t>(args, x), (int64_t)reg[a], [](int64_t u, int64_t v) { return u < v; });
+          atomic_update_if(arg_ptr<int64_t>(args, x) + 1, (int64_t)reg[a], [](int64_t u, int64_t v) { return u > v; });
+          break;
+        case OP_MAX_UPDATE:
+          atomic_update_if(arg_ptr<int64_t>(args, x), (int64_t)reg[a], [](int64_t u, int64_t v) { return u > v; });
+          break;
         case OP_RUNTIME_VALUE:  // a scalar subquery's result: x its value, y its NULL flag, z: 1 a double
           null[d] = (int32_t)(int64_t)args[y] != 0;
           reg[d] = z ? (int128_t)args[x] : (int128_t)(int64_t)args[x];

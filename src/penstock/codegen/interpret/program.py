@@ -73,6 +73,10 @@ class Op(IntEnum):
     DIRECT_ENTER = 48
     JUMP_UNLESS_ARG = 49
     RUNTIME_VALUE = 50
+    BUILD_KEY_NULL = 51
+    BUILD_STEP = 52
+    KEY_RANGE = 53
+    MAX_UPDATE = 54
 
 
 class Header(IntEnum):
