@@ -240,10 +240,33 @@ class Backend(ABC):
                 self._interpreters = Interpreters()
         return self._interpreters.interpret(self, spec)
 
+    # rows an interpreted launch covers at a time: between two, the kernel's optimised build
+    # takes over the rest of the launch once it is ready (device/interpreter.py)
+    interpreted_chunk_rows: int = 1 << 16
+
     def launch_interpreted(self, kernel: Any, rows: int, args: Sequence[Any]) -> None:
-        """Run an InterpretedKernel: its arguments as words, then the interpreter."""
-        words = self.to_device(kernel.arguments(self, args))
-        self.launch(kernel.interpreter, rows, [kernel.program, words])
+        """Run an InterpretedKernel over its rows a chunk at a time: its arguments as words,
+        then the interpreter. The interpreter runs a heavy row (a join fanning out) several
+        times slower than the compiled kernel, so once the optimised build is ready it runs
+        the rest of the launch, and a long launch waits no longer than the build took."""
+        at_count, at_first = kernel.row_arguments
+        total, first = int(args[at_count]), int(args[at_first])
+        done = 0
+        while True:
+            part = min(self.interpreted_chunk_rows, total - done)
+            chunk = list(args)
+            chunk[at_count], chunk[at_first] = part, first + done
+            words = self.to_device(kernel.arguments(self, chunk))
+            self.launch(kernel.interpreter, part, [kernel.program, words])
+            done += part
+            if done >= total:
+                return
+            if self._upgrade_ready(kernel.spec):
+                compiled = self.compile(kernel.spec)
+                rest = list(args)
+                rest[at_count], rest[at_first] = total - done, first + done
+                self.launch(compiled, total - done, rest)
+                return
 
     def _upgrade_ready(self, spec: KernelSpec) -> bool:
         return self._upgrades is not None and self._upgrades.take(spec.digest) is not None

@@ -186,6 +186,8 @@ class CudaBackend(Backend):
                 kernel.function.kernel.ptr, BLOCK, 0))
         return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * kernel.blocks_per_sm))
 
+    interpreted_chunk_rows = 1 << 22  # see Backend.launch_interpreted
+
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
         if getattr(kernel, "interpreted", False):
             self.launch_interpreted(kernel, rows, args)

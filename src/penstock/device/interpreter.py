@@ -25,6 +25,7 @@ import numpy as np
 
 from penstock.device.base import CompiledKernel, KernelSpec
 
+HEADER_BYTES = 4 * 8  # the program header's first words: kind, registers, code, end, N, ROW0, ...
 HEADERS = ("xpu.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_cast.h", "hash.h", "hash_table.h",
            "reduce.h", "interpret.h")
 
@@ -71,6 +72,9 @@ class InterpretedKernel(CompiledKernel):
         self.program = program  # the program's words, on the device
         self.quick = True
         self.interpreted = True
+        header = np.frombuffer(spec.program[:HEADER_BYTES], dtype=np.int32) if spec.program else None
+        # the positions of the kernel's row count and first row (the program's header says)
+        self.row_arguments = (int(header[4]), int(header[5])) if header is not None else (0, 1)
 
     def arguments(self, backend: Any, args: Sequence[Any]) -> np.ndarray:
         """The kernel's arguments as 64-bit words, in its parameter order."""

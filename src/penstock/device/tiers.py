@@ -11,6 +11,9 @@ queued here. The backend swaps the optimised kernel in the next time anyone asks
 it (Backend.compile), so later batches and runs use it; a plan records no CUDA graph while
 one of its kernels is still a quick build.
 
+A kernel the plan interpreter covers (device/interpreter.py) skips the quick build: it runs
+interpreted at once, and its optimised build is queued here the same way.
+
 Both builds go to the on-disk cache under their own names, written atomically: a process
 that exits or is killed while an optimised build runs leaves the quick build, never half a
 file, and the next process queues the optimised build again.
