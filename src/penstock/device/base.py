@@ -231,14 +231,24 @@ class Backend(ABC):
             self.upgrades().submit(spec, path)
         return kernel
 
-    def interpreted(self, spec: KernelSpec) -> CompiledKernel | None:
-        """`spec` run by the plan interpreter, if it covers it (device/interpreter.py)."""
+    def interpreters(self) -> Any:
+        """This backend's plan interpreter (device/interpreter.Interpreters), made on first use."""
         from penstock.device.interpreter import Interpreters
 
         with self._compile_lock:
             if self._interpreters is None:
                 self._interpreters = Interpreters()
-        return self._interpreters.interpret(self, spec)
+            return self._interpreters
+
+    def interpreted(self, spec: KernelSpec) -> CompiledKernel | None:
+        """`spec` run by the plan interpreter, if it covers it (device/interpreter.py)."""
+        return self.interpreters().interpret(self, spec)
+
+    def will_interpret(self, spec: KernelSpec) -> bool:
+        """Whether a kernel no cache holds would run interpreted (the interpreter is built)."""
+        from penstock.device.interpreter import setting
+
+        return spec.program is not None and setting() != "0" and self.interpreters().get(self) is not None
 
     # rows an interpreted launch covers at a time: between two, the kernel's optimised build
     # takes over the rest of the launch once it is ready (device/interpreter.py)

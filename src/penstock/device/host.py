@@ -107,7 +107,8 @@ class HostBackend(Backend):
         each took, by digest."""
         with self._compile_lock:
             unknown = {s.digest: s for s in specs if not s.installation and s.digest not in self._kernels}
-        missing = [s for s in unknown.values() if not self.cache_path(s).exists()]
+        # kernels the plan interpreter will run are built in the background instead
+        missing = [s for s in unknown.values() if not self.cache_path(s).exists() and not self.will_interpret(s)]
         groups = batches(missing, self.compile_workers(len(missing))) if missing else []
         if not any(len(g) > 1 for g in groups):
             return {}
