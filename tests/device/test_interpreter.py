@@ -52,12 +52,22 @@ QUERIES = [
 ]
 
 
-def connect(device: str, setting: str, monkeypatch: pytest.MonkeyPatch, **options: Any) -> Any:
+def connect(device: str, setting: str, monkeypatch: pytest.MonkeyPatch, tables: dict[str, pa.Table] | None = None,
+            **options: Any) -> Any:
     monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
     db = penstock.connect(device=device, strict=True, **options)
     monkeypatch.setattr(db.backend, "_kernels", {})  # every kernel asked for anew
-    db.register_arrow("t", table())
+    for name, data in (tables or {"t": table()}).items():
+        db.register_arrow(name, data)
     return db
+
+
+def answers_interpreted_and_compiled(monkeypatch: pytest.MonkeyPatch, tables: dict[str, pa.Table],
+                                     sql: str) -> list[list[tuple]]:
+    """The answers with every kernel interpreted, then compiled, each without and with a
+    4 MiB budget (partitioned aggregations and joins)."""
+    return [sorted_rows(connect("cpu", setting, monkeypatch, tables, memory_limit=limit).sql(sql))
+            for setting in ("always", "0") for limit in (None, 4 << 20)]
 
 
 def sorted_rows(result: Any) -> list[tuple]:
@@ -125,11 +135,7 @@ JOIN_QUERIES = [
 def test_interpreted_probes_answer_as_compiled_ones(sql: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     answers, counters = [], []
     for setting in ("always", "0"):
-        monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
-        db = penstock.connect(device=device, strict=True)
-        monkeypatch.setattr(db.backend, "_kernels", {})
-        for name, t in join_tables().items():
-            db.register_arrow(name, t)
+        db = connect(device, setting, monkeypatch, join_tables())
         text = db.explain(sql, analyze=True)
         assert ("run by the plan interpreter" in text) == (setting == "always"), text
         counters.append(re.findall(r"\[rows[^\]]*\]", text))
@@ -140,16 +146,8 @@ def test_interpreted_probes_answer_as_compiled_ones(sql: str, device: str, monke
 def test_many_groups_grow_the_table_and_a_small_budget_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     """A full table (ERR_TABLE_FULL: the executor grows it and runs the batch again) and a
     partitioned aggregation (the program's partition test) answer as compiled kernels do."""
-    keys = np.arange(200_000) % 60_000
-    data = pa.table({"k": keys, "v": np.arange(200_000)})
-    answers = []
-    for setting in ("always", "0"):
-        for limit in (None, 4 << 20):
-            monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
-            db = penstock.connect(device="cpu", strict=True, memory_limit=limit)
-            monkeypatch.setattr(db.backend, "_kernels", {})
-            db.register_arrow("g", data)
-            answers.append(sorted_rows(db.sql("SELECT k, count(*), sum(v), max(v) FROM g GROUP BY k")))
+    data = pa.table({"k": np.arange(200_000) % 60_000, "v": np.arange(200_000)})
+    answers = answers_interpreted_and_compiled(monkeypatch, {"g": data}, "SELECT k, count(*), sum(v), max(v) FROM g GROUP BY k")
     assert len(answers[0]) == 60_000
     assert all(a == answers[0] for a in answers[1:])
 
@@ -176,15 +174,7 @@ def test_a_join_past_a_small_budget_partitions_its_build_and_probe(monkeypatch: 
     build = pa.table({"id": np.arange(150_000) % 140_000, "w": np.arange(150_000)})
     probe = pa.table({"k": np.arange(300_000) % 160_000, "v": np.arange(300_000)})
     sql = "SELECT count(*), sum(v), sum(w), max(w - v) FROM p JOIN b ON p.k = b.id"
-    answers = []
-    for setting in ("always", "0"):
-        for limit in (None, 4 << 20):
-            monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
-            db = penstock.connect(device="cpu", strict=True, memory_limit=limit)
-            monkeypatch.setattr(db.backend, "_kernels", {})
-            db.register_arrow("b", build)
-            db.register_arrow("p", probe)
-            answers.append(sorted_rows(db.sql(sql)))
+    answers = answers_interpreted_and_compiled(monkeypatch, {"b": build, "p": probe}, sql)
     multiplicity = np.bincount(build.column("id").to_numpy(), minlength=160_000)
     assert answers[0][0][0] == int(multiplicity[probe.column("k").to_numpy()].sum())
     assert all(a == answers[0] for a in answers[1:])

@@ -9,8 +9,7 @@ table as a probe would, keeping the largest count. Text keys compile as before.
 from __future__ import annotations
 
 from penstock.codegen.interpret.kernels import load_column
-from penstock.codegen.interpret.probes import key_kind
-from penstock.codegen.interpret.program import Header, Label, Op, Program
+from penstock.codegen.interpret.program import Header, Label, Op, Program, key_kind
 from penstock.codegen.interpret.expressions import ExprProgram
 from penstock.codegen.kernel import ErrorFlag, InputPart, JoinTablePart, Mode, ParamTable, RowCount, RowOffset
 from penstock.errors import Unsupported

@@ -74,11 +74,9 @@ class ExprProgram:
             t = e.type
             if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL) or t.is_wide_decimal:
                 raise NotInterpretable(f"a runtime value of type {t}")
-            ctype = "f64" if t.is_float else ("i64" if t.kind in (Kind.INT64, Kind.DECIMAL, Kind.TIMESTAMP) else "i32")
             d = p.reg()
             p.emit(Op.RUNTIME_VALUE, d, x=p.arg(RuntimeValue(e.slot, "value")), y=p.arg(RuntimeValue(e.slot, "null")),
                    z=1 if t.is_float else 0)
-            del ctype  # the role names no type: the parameter's is ExprGen's choice
             return d
         if isinstance(e, RowOrdinal):  # the row's index in its table
             d = p.reg()

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.interpret.expressions import ExprProgram, fit_how, scale_of
-from penstock.codegen.interpret.program import (FINALIZE, KEY_FLOAT, KEY_INT, KEY_WIDE, MAX_COUNTERS,
+from penstock.codegen.interpret.program import (FINALIZE, MAX_COUNTERS,
                                                 MEASURE_KINDS, SINK_GLOBAL, SINK_GROUPS, SINK_WRITE,
-                                                Header, Label, NotInterpretable, Op, Program, Reg)
+                                                Header, Label, NotInterpretable, Op, Program, Reg, key_kind)
 from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_OFFSETS, STRIDE, VALIDITY, VALUES, BuildPart, Counters,
                                      ErrorFlag, InputPart, Mode, ParamTable, RowCount, RowOffset, SinkPart)
 from penstock.errors import Unsupported
@@ -196,12 +196,6 @@ def _measure_table(p: Program, layout: AggLayout, regs: list[int]) -> None:
         p.measures.append((MEASURE_KINDS[m.kind], m.word, 1 if m.call.fn in ("min", "bool_and") else 0, reg))
 
 
-def _key_kind(t: DataType) -> int:
-    if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL):
-        raise NotInterpretable(f"a group key of type {t}")
-    return KEY_FLOAT if t.is_float else (KEY_WIDE if t.is_wide_decimal else KEY_INT)
-
-
 def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: Label | None) -> None:
     """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states."""
     layout = layout_of(sink)
@@ -217,7 +211,7 @@ def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: 
                      Header.GROUPS: p.arg(SinkPart("groups")), Header.LIMIT: p.arg(SinkPart("limit")),
                      Header.PART_MASK: p.arg(SinkPart("part_mask")), Header.PART_INDEX: p.arg(SinkPart("part_index")),
                      Header.WIDTH: layout.width, Header.NULL_WORD: layout.null_word})
-    p.keys = [(_key_kind(e.type), layout.key_word(j), r.index) for j, (e, r) in enumerate(zip(sink.groups, keys))]
+    p.keys = [(key_kind(e.type), layout.key_word(j), r.index) for j, (e, r) in enumerate(zip(sink.groups, keys))]
     p.target(reject, p.emit(Op.AGG_GROUP), 4)
 
 
@@ -250,7 +244,7 @@ def _finalize(sink: AggregateSink, params: ParamTable) -> Program:
                      Header.SINK: SINK_WRITE})
     values = []
     for j, t in enumerate(layout.keys):
-        _key_kind(t)
+        key_kind(t)
         d = p.reg()
         p.emit(Op.SLOT_NULL, d, x=layout.null_word, y=j)
         p.emit(Op.SLOT_READ, d, x=layout.key_word(j), y=_read_how(t))

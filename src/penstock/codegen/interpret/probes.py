@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from penstock.codegen.interpret.program import MAX_PROBES, KEY_FLOAT, KEY_INT, KEY_WIDE, Label, NotInterpretable, Op, Reg
+from penstock.codegen.interpret.program import MAX_PROBES, Label, NotInterpretable, Op, Reg, key_kind
 from penstock.codegen.kernel import JoinTablePart
 from penstock.plan.expr import BuildColumn
 from penstock.plan.physical import ProbeOp
@@ -21,12 +21,6 @@ from penstock.plan.types import DataType, Kind
 
 if TYPE_CHECKING:
     from penstock.codegen.interpret.kernels import PipelineProgram
-
-
-def key_kind(t: DataType) -> int:
-    if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL):
-        raise NotInterpretable(f"a join key of type {t}")
-    return KEY_FLOAT if t.is_float else (KEY_WIDE if t.is_wide_decimal else KEY_INT)
 
 
 def direct_key(t: DataType) -> bool:

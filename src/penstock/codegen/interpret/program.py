@@ -16,6 +16,7 @@ import numpy as np
 
 from penstock.codegen.kernel import ParamTable, Role
 from penstock.errors import Unsupported
+from penstock.plan.types import DataType, Kind
 
 INS_WORDS = 8
 MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 64, 16, 16, 8
@@ -115,6 +116,13 @@ KEY_INT, KEY_FLOAT, KEY_WIDE = 0, 1, 2
 
 class NotInterpretable(Unsupported):
     """The interpreter has no instruction for this: the kernel compiles as before."""
+
+
+def key_kind(t: DataType) -> int:
+    """How a group or join key is stored and hashed (codegen/keys.py); text keys are not yet."""
+    if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL):
+        raise NotInterpretable(f"a key of type {t}")
+    return KEY_FLOAT if t.is_float else (KEY_WIDE if t.is_wide_decimal else KEY_INT)
 
 
 @dataclass(frozen=True)
