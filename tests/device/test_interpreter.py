@@ -49,6 +49,16 @@ QUERIES = [
     "SELECT s, i32, s IS NULL FROM t WHERE s = 'x3' OR s > 'x8' OR (s IS NULL AND i8 > 90)",  # text in and out
     "SELECT count(*), count(s), sum(i16) FROM t WHERE s <> 'x1' AND s <= 'x7'",
     "SELECT count(*), sum(i32) FROM t WHERE i64 > (SELECT avg(i64) FROM t) AND i32 < (SELECT max(i32) - 5 FROM t)",
+    # text group keys (the arena), LIKE, substr, wide extremes
+    "SELECT s, substr(s, 2, 1), count(*), max(w), min(w) FROM t WHERE s LIKE 'x%' OR s IS NULL GROUP BY s",
+    "SELECT CASE WHEN i8 > 50 THEN 'big' WHEN i8 < -50 THEN 'small' ELSE s END AS c, "
+    "sum(CASE WHEN b THEN d ELSE 0 END), count(*) FROM t GROUP BY 1",
+    "SELECT extract(year FROM day), extract(month FROM day), count(*) FROM t "
+    "WHERE i32 IN (1, 3, 5, 7) AND s NOT IN ('x1', 'x2') GROUP BY 1, 2",
+    "SELECT coalesce(i8, i16), coalesce(s, 'none'), starts_with(s, 'x1'), s ILIKE 'X_' FROM t WHERE i64 > 0",
+    "SELECT a.s, count(*), sum(a.i16) FROM t a JOIN (SELECT s, max(i32) AS m FROM t GROUP BY s) b "
+    "ON a.s = b.s AND a.i32 < b.m GROUP BY a.s",  # a text join key
+    "SELECT count(*) FROM t WHERE (SELECT max(w) FROM t) > w AND day < date '1999-06-30'",  # a 128-bit runtime value
 ]
 
 
@@ -150,6 +160,30 @@ def test_many_groups_grow_the_table_and_a_small_budget_partitions(monkeypatch: p
     answers = answers_interpreted_and_compiled(monkeypatch, {"g": data}, "SELECT k, count(*), sum(v), max(v) FROM g GROUP BY k")
     assert len(answers[0]) == 60_000
     assert all(a == answers[0] for a in answers[1:])
+
+
+def test_text_groups_past_a_small_budget_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text keys hashed as the compiled kernels hash them: a partitioned aggregation's passes
+    meet every group once, with every setting and budget."""
+    keys = np.arange(200_000) % 50_000
+    data = pa.table({"k": pa.array([f"key-{k}" for k in keys], mask=keys == 7), "v": np.arange(200_000)})
+    answers = answers_interpreted_and_compiled(monkeypatch, {"g": data}, "SELECT k, count(*), sum(v) FROM g GROUP BY k")
+    assert len(answers[0]) == 50_000
+    assert all(a == answers[0] for a in answers[1:])
+
+
+def test_an_interpreted_small_sort_orders_as_the_compiled_one(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rank sort over a small result (kernels/interpret_sort.h): text descending with
+    NULLs first, integers, a decimal descending; the groups' keys make the order total."""
+    sql = "SELECT s, i32, count(*), sum(d) FROM t GROUP BY s, i32 ORDER BY s DESC NULLS FIRST, i32, 4 DESC"
+    answers = []
+    for setting in ("always", "0"):
+        db = connect(device, setting, monkeypatch)
+        text = db.explain(sql, analyze=True)
+        assert ("run by the plan interpreter" in text) == (setting == "always")
+        answers.append(db.sql(sql).to_arrow().to_pylist())
+    assert answers[0] == answers[1] and answers[0][0]["s"] is None
+    assert [r["s"] for r in answers[0] if r["s"] is not None] == sorted((r["s"] for r in answers[0] if r["s"]), reverse=True)
 
 
 def test_by_default_a_new_kernel_is_interpreted_then_replaced(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

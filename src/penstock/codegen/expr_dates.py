@@ -8,7 +8,8 @@ from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Literal
 from penstock.plan.types import DataType, Kind
 
-_PARTS = {"year": "PART_YEAR", "quarter": "PART_QUARTER", "month": "PART_MONTH", "day": "PART_DAY",
+# in kernels/dates.h's order (PART_YEAR = 0, ...): the plan interpreter passes the position
+PARTS = {"year": "PART_YEAR", "quarter": "PART_QUARTER", "month": "PART_MONTH", "day": "PART_DAY",
           "hour": "PART_HOUR", "minute": "PART_MINUTE", "second": "PART_SECOND",
           "millisecond": "PART_MILLISECOND", "microsecond": "PART_MICROSECOND", "dow": "PART_DOW",
           "doy": "PART_DOY", "week": "PART_WEEK", "isodow": "PART_ISODOW"}
@@ -33,9 +34,9 @@ def compile_date_part(g: ExprGen, e: Call) -> Val:
     if field == "epoch":
         value = f"({cpp})((double){ts} / {float(unit)})"
     elif e.type.is_float:  # second, millisecond, microsecond keep the fraction
-        value = f"({cpp})xpu::time_part_fraction({ts}, {unit}LL, xpu::{_PARTS[field]})"
+        value = f"({cpp})xpu::time_part_fraction({ts}, {unit}LL, xpu::{PARTS[field]})"
     else:
-        value = f"({cpp})xpu::time_part({ts}, {unit}LL, xpu::{_PARTS[field]})"
+        value = f"({cpp})xpu::time_part({ts}, {unit}LL, xpu::{PARTS[field]})"
     return g.strict(e.type, [a], value)
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from penstock.codegen.cpp_types import STORAGE
 from penstock.codegen.fixed_kernels import plain_kernel
-from penstock.codegen.kernel import Kernel
+from penstock.codegen.interpret.sorts import sort_program
+from penstock.codegen.kernel import Kernel, ParamTable
 from penstock.plan.types import DataType, Kind
 
 _PART_CPP = {"validity": "uint8_t", "text_start": "int64_t", "text_len": "int32_t"}  # as sink_materialize writes them
@@ -66,7 +67,12 @@ def generate_small_sort(types: list[DataType], parts: list[tuple[str, int]],
               *[_move(part, j, types[j]) for part, j in parts],
               "  }",
               "  XPU_PARALLEL_END"]
-    return plain_kernel("small_sort", signature, "\n".join(lines) + "\n")
+    kernel = plain_kernel("small_sort", signature, "\n".join(lines) + "\n")
+    cpp = {(part, j): part_cpp(part, types[j]) for part, j in parts}
+    table = ParamTable()
+    table.params = list(kernel.params)
+    kernel.program = sort_program(table, types, parts, keys, cpp)
+    return kernel
 
 
 def _move(part: str, j: int, t: DataType) -> str:

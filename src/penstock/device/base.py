@@ -259,6 +259,9 @@ class Backend(ABC):
         then the interpreter. The interpreter runs a heavy row (a join fanning out) several
         times slower than the compiled kernel, so once the optimised build is ready it runs
         the rest of the launch, and a long launch waits no longer than the build took."""
+        if kernel.row_arguments is None:  # no rows to split: one launch
+            self.launch(kernel.interpreter, rows, [kernel.program, self.to_device(kernel.arguments(self, args))])
+            return
         at_count, at_first = kernel.row_arguments
         total, first = int(args[at_count]), int(args[at_first])
         done = 0

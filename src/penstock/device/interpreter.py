@@ -25,11 +25,18 @@ import numpy as np
 
 from penstock.device.base import CompiledKernel, KernelSpec
 
+SORT = 2  # codegen/interpret/program.py's program kinds
+
+MIN_BLOCKS = 3  # H100, TPC-H SF 10 interpreted: 1 block (180 registers) 79 ms geomean of four queries, 2: 56, 3: 55, 4: 55, 6: 77
 HEADER_BYTES = 4 * 8  # the program header's first words: kind, registers, code, end, N, ROW0, ...
 HEADERS = ("xpu.h", "arith.h", "decimal.h", "dates.h", "text.h", "text_cast.h", "hash.h", "hash_table.h",
-           "reduce.h", "interpret.h")
+           "reduce.h", "interpret.h", "interpret_sort.h")
 
-BODY = """  const int64_t n = (int64_t)args[program[xpu::vm::H_N]];
+BODY = """  if (program[xpu::vm::H_KIND] == xpu::vm::SORT) {
+    xpu::vm::sort_rows(program, args);
+    return;
+  }
+  const int64_t n = (int64_t)args[program[xpu::vm::H_N]];
   const int64_t row0 = (int64_t)args[program[xpu::vm::H_ROW0]];
   int32_t* err = xpu::vm::arg_ptr<int32_t>(args, program[xpu::vm::H_ERR]);
   const bool finalize = program[xpu::vm::H_KIND] == xpu::vm::FINALIZE;
@@ -45,8 +52,11 @@ BODY = """  const int64_t n = (int64_t)args[program[xpu::vm::H_N]];
 
 
 def interpreter_spec() -> KernelSpec:
-    """The interpreter kernel: (program, args), both device arrays."""
-    includes = "\n".join(f'#include "{h}"' for h in HEADERS)
+    """The interpreter kernel: (program, args), both device arrays. Its registers are capped
+    so that MIN_BLOCKS blocks fit an SM (PENSTOCK_INTERPRETER_BLOCKS): uncapped it took 180
+    and one block of 256 threads ran per SM."""
+    blocks = int(os.environ.get("PENSTOCK_INTERPRETER_BLOCKS", MIN_BLOCKS))
+    includes = (f"#define XPU_MIN_BLOCKS {blocks}\n" if blocks > 1 else "") + "\n".join(f'#include "{h}"' for h in HEADERS)
     source = (f"{includes}\n\nXPU_KERNEL void interpret(\n    const int32_t* program,\n    const uint64_t* args) {{\n"
               f"{BODY}}}\n")
     return KernelSpec("interpret", source, ("ptr", "ptr"), installation=True)
@@ -73,8 +83,11 @@ class InterpretedKernel(CompiledKernel):
         self.quick = True
         self.interpreted = True
         header = np.frombuffer(spec.program[:HEADER_BYTES], dtype=np.int32) if spec.program else None
-        # the positions of the kernel's row count and first row (the program's header says)
-        self.row_arguments = (int(header[4]), int(header[5])) if header is not None else (0, 1)
+        # the positions of the kernel's row count and first row (the program's header says);
+        # None: one launch (a sort's rows are counted on the device)
+        self.row_arguments: tuple[int, int] | None = (int(header[4]), int(header[5])) if header is not None else (0, 1)
+        if header is not None and int(header[0]) == SORT:
+            self.row_arguments = None
 
     def arguments(self, backend: Any, args: Sequence[Any]) -> np.ndarray:
         """The kernel's arguments as 64-bit words, in its parameter order."""

@@ -15,7 +15,8 @@ enum Op {
   OP_CLAIM, OP_WRITE, OP_ROW_ORDINAL, OP_LOAD_AT, OP_SET, OP_KEY_HASH, OP_KEYS_NULL, OP_PART_CHECK,
   OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE,
   OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE,
-  OP_BUILD_KEY_NULL, OP_BUILD_STEP, OP_KEY_RANGE, OP_MAX_UPDATE
+  OP_BUILD_KEY_NULL, OP_BUILD_STEP, OP_KEY_RANGE, OP_MAX_UPDATE, OP_MOVE, OP_LIKE, OP_AFFIX, OP_SUBSTR,
+  OP_DATE_PART
 };
 
 struct Machine {
@@ -35,12 +36,16 @@ struct Machine {
     if (p[H_SINK] == S_GLOBAL) local.init(p + p[H_MEASURE_TABLE], p[H_MEASURES]);
     slot = nullptr;
     out_row = 0;
+    // values no row changes (constants, a date literal's parse): once, before any row
+    run_code(program + p[H_PROLOGUE], (p[H_PROLOGUE_END] - p[H_PROLOGUE]) / INS_WORDS, 0);
   }
 
   // the row's code, from the first instruction to OP_END or a rejection
   XPU_METHOD void run(int64_t i) {
-    const int32_t* code = program + program[H_CODE];
-    const int32_t count = (program[H_CODE_END] - program[H_CODE]) / INS_WORDS;
+    run_code(program + program[H_CODE], (program[H_CODE_END] - program[H_CODE]) / INS_WORDS, i);
+  }
+
+  XPU_METHOD void run_code(const int32_t* code, int32_t count, int64_t i) {
     for (int32_t pc = 0; pc < count; ++pc) {
       const int32_t* in = code + pc * INS_WORDS;
       const int32_t op = in[0], d = in[1], a = in[2], b = in[3], x = in[4], y = in[5], z = in[6], w = in[7];
@@ -150,7 +155,8 @@ struct Machine {
         case OP_SLOT_READ:
           if (null[d]) break;
           reg[d] = y == 0 ? (int128_t)(int64_t)slot[x] : (y == 1 ? (int128_t)slot[x]
-                  : (y == 2 ? read_i128(&slot[x]) : (y == 3 ? read_wide(&slot[x], err) : (int128_t)(slot[x] != 0))));
+                  : (y == 2 ? read_i128(&slot[x]) : (y == 3 ? read_wide(&slot[x], err)
+                  : (y == 5 ? from_text(arena_text(slot[x])) : (int128_t)(slot[x] != 0)))));
           break;
         case OP_CLAIM:  // y: the sink's first row, where a pipeline writes row i at i - first
           out_row = claim_row(arg_ptr<uint64_t>(args, x));
@@ -214,12 +220,40 @@ struct Machine {
         case OP_MAX_UPDATE:
           atomic_update_if(arg_ptr<int64_t>(args, x), (int64_t)reg[a], [](int64_t u, int64_t v) { return u > v; });
           break;
-        case OP_RUNTIME_VALUE:  // a scalar subquery's result: x its value, y its NULL flag, z: 1 a double
+        case OP_RUNTIME_VALUE:  // a scalar subquery's result: x its value (its low half), y its NULL flag,
+          // z: 1 a double, 2 a 128-bit value whose high half is w
           null[d] = (int32_t)(int64_t)args[y] != 0;
-          reg[d] = z ? (int128_t)args[x] : (int128_t)(int64_t)args[x];
+          reg[d] = z == 2 ? (int128_t)((((unsigned __int128)args[w]) << 64) | args[x])
+                          : (z ? (int128_t)args[x] : (int128_t)(int64_t)args[x]);
           break;
-        case OP_KEY_HASH: {  // codegen/keys.hash_keys: x the key's kind, y: the first key
-          const uint64_t h = key_hash(x, reg[a]);
+        case OP_MOVE: reg[d] = reg[a]; null[d] = null[a]; break;  // a CASE's chosen value
+        case OP_LIKE:  // x: the escape character, y: ILIKE
+          null[d] = null[a] || null[b];
+          reg[d] = !null[d] && like(as_text(reg[a]), as_text(reg[b]), x, y != 0) ? 1 : 0;
+          break;
+        case OP_AFFIX:  // x: 0 starts_with, 1 ends_with
+          null[d] = null[a] || null[b];
+          reg[d] = !null[d] && (x ? ends_with(as_text(reg[a]), as_text(reg[b])) : starts_with(as_text(reg[a]), as_text(reg[b]))) ? 1 : 0;
+          break;
+        case OP_SUBSTR:  // b: the start, x: the count's register (-1: none)
+          null[d] = null[a] || null[b] || (x >= 0 && null[x]);
+          reg[d] = null[d] ? from_text(make_str(nullptr, 0))
+                           : from_text(substr(as_text(reg[a]), (int64_t)reg[b], x >= 0 ? (int64_t)reg[x] : 0, x >= 0, err));
+          break;
+        case OP_DATE_PART: {  // x: the field, y: 1 a date (days), z: a timestamp's units a second,
+          // w: 0 an integer, 1 a double with the fraction, 2 the same as a real, 3 epoch, 4 epoch as a real
+          null[d] = null[a];
+          if (null[d]) { reg[d] = 0; break; }
+          const int64_t ts = y ? (int64_t)reg[a] * SECONDS_PER_DAY : (int64_t)reg[a];
+          const int64_t unit = y ? 1 : z;
+          if (w == 0) { reg[d] = time_part(ts, unit, x); break; }
+          const double r = w >= 3 ? (double)ts / (double)unit : time_part_fraction(ts, unit, x);
+          reg[d] = from_dbl(w == 2 || w == 4 ? (double)(float)r : r);
+          break;
+        }
+        case OP_KEY_HASH: {  // codegen/keys.hash_keys: x the key's kind, y: the first key, z: a NULL
+          // hashes as HASH_NULL (partition_hash), else the key is known not NULL
+          const uint64_t h = z && null[a] ? HASH_NULL : key_hash(x, reg[a]);
           reg[d] = (int128_t)(y ? h : hash_combine((uint64_t)reg[b], h));
           null[d] = false;
           break;
@@ -319,7 +353,11 @@ struct Machine {
           for (int32_t j = 0; j < nkeys; ++j) {
             const int32_t r = keys[j * 3 + 2], kind = keys[j * 3];
             uint64_t* k = s + keys[j * 3 + 1];
-            if (kind == K_WIDE) {
+            if (kind == K_TEXT) {  // a new group's text, copied into the arena {arena, cursor, capacity}
+              const int32_t* arena = program + program[H_EXTRA] + program[H_ARENA];
+              k[0] = null[r] ? 0ull : arena_store(arg_ptr<uint8_t>(args, arena[0]), arg_ptr<uint64_t>(args, arena[1]),
+                                                  args[arena[2]], as_text(reg[r]), err);
+            } else if (kind == K_WIDE) {
               const int128_t v = null[r] ? (int128_t)0 : reg[r];
               k[0] = (uint64_t)v;
               k[1] = (uint64_t)(v >> 64);

@@ -26,18 +26,18 @@
 namespace xpu {
 namespace vm {
 
-const int32_t MAX_REGS = 64, MAX_MEASURES = 16, MAX_COUNTERS = 16, MAX_PROBES = 8, INS_WORDS = 8;
+const int32_t MAX_REGS = 256, MAX_MEASURES = 16, MAX_COUNTERS = 16, MAX_PROBES = 8, INS_WORDS = 8;
 
 // header words (codegen/interpret/program.py writes them)
 enum Header {
   H_KIND, H_REGS, H_CODE, H_CODE_END, H_N, H_ROW0, H_ERR, H_CNT, H_COUNTERS, H_MODE,
   H_TABLE, H_MASK, H_GROUPS, H_LIMIT, H_PART_MASK, H_PART_INDEX, H_WIDTH, H_NULL_WORD,
-  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_EXTRA, H_WORDS
+  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_EXTRA, H_PROLOGUE, H_PROLOGUE_END, H_ARENA, H_WORDS
 };
 enum SinkKind { S_WRITE = 0, S_GROUPS, S_GLOBAL };
-enum ProgramKind { PIPELINE = 0, FINALIZE = 1 };
-enum MeasureKind { M_COUNT = 0, M_SUM_INT, M_SUM_WIDE, M_SUM_FLOAT, M_MINMAX_INT, M_MINMAX_FLOAT };
-enum KeyKind { K_INT = 0, K_FLOAT, K_WIDE };
+enum ProgramKind { PIPELINE = 0, FINALIZE = 1, SORT = 2 };
+enum MeasureKind { M_COUNT = 0, M_SUM_INT, M_SUM_WIDE, M_SUM_FLOAT, M_MINMAX_INT, M_MINMAX_FLOAT, M_MINMAX_WIDE };
+enum KeyKind { K_INT = 0, K_FLOAT, K_WIDE, K_TEXT };
 
 XPU_FN double dbl(int128_t r) { return bits_to_double((uint64_t)r); }
 XPU_FN int128_t from_dbl(double x) {
@@ -45,7 +45,6 @@ XPU_FN int128_t from_dbl(double x) {
   b.d = x;
   return (int128_t)b.u;
 }
-XPU_FN uint64_t arg_u64(const uint64_t* args, int32_t k) { return args[k]; }
 // a text value as a register: its bytes' address in the low word, its length above
 XPU_FN int128_t from_text(StrView s) {
   return (int128_t)(((unsigned __int128)(uint32_t)s.n << 64) | (uint64_t)s.ptr);
@@ -128,20 +127,32 @@ XPU_FN bool compare_holds(int32_t op, int32_t c) {
   }
 }
 
-// a value stored as a table word (codegen/keys.py: key_word), and hashed as keys are
+// a value stored as a table word (codegen/keys.py: key_word; text is stored in the arena
+// instead), and hashed as keys are (a dictionary's record hashes as its text: hash_table.h)
 XPU_FN uint64_t key_word(int32_t kind, int128_t v) {
   return kind == K_FLOAT ? double_key(dbl(v)) : (uint64_t)(int64_t)v;
 }
 XPU_FN uint64_t key_hash(int32_t kind, int128_t v) {
-  return kind == K_FLOAT ? hash_double(dbl(v)) : (kind == K_WIDE ? hash_i128(v) : hash_int((int64_t)v));
+  switch (kind) {
+    case K_FLOAT: return hash_double(dbl(v));
+    case K_WIDE: return hash_i128(v);
+    case K_TEXT: return hash_str(as_text(v));
+    default: return hash_int((int64_t)v);
+  }
 }
 XPU_FN bool key_equals(const uint64_t* s, int32_t kind, int128_t v) {
+  if (kind == K_TEXT) return str_eq(arena_text(s[0]), as_text(v));
   return kind == K_WIDE ? read_i128(s) == v : s[0] == key_word(kind, v);
 }
 
 // a measure state's starting words (codegen/sink_aggregate.py: initial_words)
 XPU_FN void init_state(uint64_t* s, int32_t kind, bool is_min) {
-  if (kind == M_MINMAX_INT) {
+  if (kind == M_MINMAX_WIDE) {  // the largest or smallest 128-bit value, low word first
+    const int128_t v = is_min ? i128_max() : i128_min();
+    s[0] = (uint64_t)v;
+    s[1] = (uint64_t)(v >> 64);
+    s[2] = s[3] = 0;
+  } else if (kind == M_MINMAX_INT) {
     s[0] = is_min ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN;
     s[1] = 0;
   } else if (kind == M_MINMAX_FLOAT) {
@@ -160,6 +171,11 @@ XPU_FN void update_state(uint64_t* s, int32_t kind, bool is_min, int128_t v) {
     case M_SUM_INT: atomic_add_i128(s, (int64_t)v); atomic_add(s + 2, (uint64_t)1); return;
     case M_SUM_WIDE: atomic_add_wide(s, v); atomic_add(s + 3, (uint64_t)1); return;
     case M_SUM_FLOAT: atomic_add((double*)s, dbl(v)); atomic_add(s + 1, (uint64_t)1); return;
+    case M_MINMAX_WIDE:
+      if (is_min) atomic_update_if_128(s, v, [](int128_t a, int128_t b) { return a < b; });
+      else atomic_update_if_128(s, v, [](int128_t a, int128_t b) { return a > b; });
+      atomic_add(s + 2, (uint64_t)1);
+      return;
     case M_MINMAX_INT:
       if (is_min) atomic_update_if((int64_t*)s, (int64_t)v, [](int64_t a, int64_t b) { return a < b; });
       else atomic_update_if((int64_t*)s, (int64_t)v, [](int64_t a, int64_t b) { return a > b; });
@@ -184,6 +200,7 @@ struct LocalStates {
       count[m] = 0;
       wide[m][0] = wide[m][1] = wide[m][2] = 0;
       if (kind == M_MINMAX_INT) value[m] = is_min ? INT64_MAX : INT64_MIN;
+      else if (kind == M_MINMAX_WIDE) value[m] = is_min ? i128_max() : i128_min();
       else if (kind == M_MINMAX_FLOAT) value[m] = from_dbl(is_min ? infinity() - infinity() : -infinity());
       else if (kind == M_SUM_FLOAT) value[m] = from_dbl(0.0);
       else value[m] = 0;
@@ -198,6 +215,9 @@ struct LocalStates {
       case M_SUM_FLOAT: value[m] = from_dbl(dbl(value[m]) + dbl(v)); break;
       case M_MINMAX_INT:
         if (is_min ? (int64_t)v < (int64_t)value[m] : (int64_t)v > (int64_t)value[m]) value[m] = (int64_t)v;
+        break;
+      case M_MINMAX_WIDE:
+        if (is_min ? v < value[m] : v > value[m]) value[m] = v;
         break;
       default:
         if (is_min ? fcmp(dbl(v), dbl(value[m])) < 0 : fcmp(dbl(v), dbl(value[m])) > 0) value[m] = v;
@@ -217,6 +237,10 @@ struct LocalStates {
         case M_MINMAX_INT:
           if (is_min) merge_extreme_int<true>(s, (int64_t)value[m], count[m]);
           else merge_extreme_int<false>(s, (int64_t)value[m], count[m]);
+          break;
+        case M_MINMAX_WIDE:
+          if (is_min) merge_extreme_wide<true>(s, value[m], count[m]);
+          else merge_extreme_wide<false>(s, value[m], count[m]);
           break;
         default:
           if (is_min) merge_extreme_float<true>(s, dbl(value[m]), count[m]);

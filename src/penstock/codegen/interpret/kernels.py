@@ -15,7 +15,7 @@ from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.interpret.expressions import ExprProgram, fit_how, scale_of
 from penstock.codegen.interpret.program import (FINALIZE, MAX_COUNTERS,
                                                 MEASURE_KINDS, SINK_GLOBAL, SINK_GROUPS, SINK_WRITE,
-                                                Header, Label, NotInterpretable, Op, Program, Reg, key_kind)
+                                                Header, KEY_TEXT, Label, NotInterpretable, Op, Program, Reg, key_kind)
 from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_OFFSETS, STRIDE, VALIDITY, VALUES, BuildPart, Counters,
                                      ErrorFlag, InputPart, Mode, ParamTable, RowCount, RowOffset, SinkPart)
 from penstock.errors import Unsupported
@@ -212,6 +212,9 @@ def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: 
                      Header.PART_MASK: p.arg(SinkPart("part_mask")), Header.PART_INDEX: p.arg(SinkPart("part_index")),
                      Header.WIDTH: layout.width, Header.NULL_WORD: layout.null_word})
     p.keys = [(key_kind(e.type), layout.key_word(j), r.index) for j, (e, r) in enumerate(zip(sink.groups, keys))]
+    if any(kind == KEY_TEXT for kind, _, _ in p.keys):  # a new group's text is copied into the arena
+        p.header[Header.ARENA] = len(p.extra)
+        p.extra += [p.arg(SinkPart(part)) for part in ("arena", "arena_cursor", "arena_capacity")]
     p.target(reject, p.emit(Op.AGG_GROUP), 4)
 
 
@@ -256,6 +259,8 @@ def _finalize(sink: AggregateSink, params: ParamTable) -> Program:
 
 def _read_how(t: DataType) -> int:
     """How OP_SLOT_READ reads a value stored as a key (keys.key_value)."""
+    if t.kind is Kind.STRING:
+        return 5  # an arena record
     return 1 if t.is_float else (2 if t.is_wide_decimal else (4 if t.kind is Kind.BOOL else 0))
 
 
@@ -272,7 +277,7 @@ def _measure_value(p: Program, m: MeasureState) -> Reg:
     if m.kind == "count":
         return _slot_value(p, w, 0, -2, 0)
     count_word = w + m.count_word
-    if m.kind in ("minmax_int", "minmax_float"):
+    if m.kind in ("minmax_int", "minmax_float", "minmax_wide"):
         return _slot_value(p, w, count_word, -1, _read_how(t))
     count = _slot_value(p, count_word, 0, -2, 0)
     if m.kind == "sum_float":

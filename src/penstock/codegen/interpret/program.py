@@ -19,7 +19,7 @@ from penstock.errors import Unsupported
 from penstock.plan.types import DataType, Kind
 
 INS_WORDS = 8
-MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 64, 16, 16, 8
+MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 256, 16, 16, 8
 
 
 class Op(IntEnum):
@@ -78,6 +78,11 @@ class Op(IntEnum):
     BUILD_STEP = 52
     KEY_RANGE = 53
     MAX_UPDATE = 54
+    MOVE = 55
+    LIKE = 56
+    AFFIX = 57
+    SUBSTR = 58
+    DATE_PART = 59
 
 
 class Header(IntEnum):
@@ -105,13 +110,30 @@ class Header(IntEnum):
     MEASURE_TABLE = 21
     SINK = 22
     EXTRA = 23
-    WORDS = 24
+    PROLOGUE = 24
+    PROLOGUE_END = 25
+    ARENA = 26
+    WORDS = 27
 
 
-PIPELINE, FINALIZE = 0, 1
+PIPELINE, FINALIZE, SORT = 0, 1, 2
 SINK_WRITE, SINK_GROUPS, SINK_GLOBAL = 0, 1, 2
-MEASURE_KINDS = {"count": 0, "sum_int": 1, "sum_wide": 2, "sum_float": 3, "minmax_int": 4, "minmax_float": 5}
-KEY_INT, KEY_FLOAT, KEY_WIDE = 0, 1, 2
+MEASURE_KINDS = {"count": 0, "sum_int": 1, "sum_wide": 2, "sum_float": 3, "minmax_int": 4, "minmax_float": 5,
+                 "minmax_wide": 6}
+KEY_INT, KEY_FLOAT, KEY_WIDE, KEY_TEXT = 0, 1, 2, 3
+
+
+# Instructions with no side effect and no error, whose value depends on no row when their
+# inputs do not: a program computes them once per thread, before its first row (a date
+# literal's parse, constants, an interval added to a date literal). Another instruction is
+# hoisted only where it says so (Program.emit's `pure`).
+HOISTABLE = {Op.CONST, Op.CONST_TEXT, Op.RUNTIME_VALUE, Op.SET, Op.ADD_MONTHS, Op.CMP, Op.NOT, Op.NULL_TEST,
+             Op.TO_DOUBLE, Op.LIKE, Op.AFFIX, Op.DATE_PART}
+BINARY = (Op.CMP, Op.ADD_MONTHS, Op.LIKE, Op.AFFIX)
+UNARY = (Op.NOT, Op.NULL_TEST, Op.TO_DOUBLE, Op.DATE_PART)
+# the word of an instruction holding where it jumps (a position in the code, or -1)
+JUMP_WORDS = {Op.FILTER: 4, Op.AGG_GROUP: 4, Op.JUMP: 5, Op.JUMP_DECIDED: 5, Op.PROBE_TEST: 5, Op.PROBE_EXACT: 5,
+              Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6}
 
 
 class NotInterpretable(Unsupported):
@@ -119,8 +141,11 @@ class NotInterpretable(Unsupported):
 
 
 def key_kind(t: DataType) -> int:
-    """How a group or join key is stored and hashed (codegen/keys.py); text keys are not yet."""
-    if t.kind in (Kind.STRING, Kind.BINARY, Kind.NULL):
+    """How a group or join key is stored and hashed (codegen/keys.py): text as its bytes'
+    hash, and in a group's slot as an arena record."""
+    if t.kind is Kind.STRING:
+        return KEY_TEXT
+    if t.kind in (Kind.BINARY, Kind.NULL):
         raise NotInterpretable(f"a key of type {t}")
     return KEY_FLOAT if t.is_float else (KEY_WIDE if t.is_wide_decimal else KEY_INT)
 
@@ -150,6 +175,7 @@ class Program:
     measures: list[tuple[int, int, int, int]] = field(default_factory=list)  # (kind, word, is_min, register)
     registers: int = 0
     extra: list[int] = field(default_factory=list)  # words instructions point into (H_EXTRA)
+    pure: set[int] = field(default_factory=set)  # instructions outside HOISTABLE that may be hoisted
 
     def arg(self, role: Role) -> int:
         """The position of the kernel's parameter with this role."""
@@ -169,10 +195,13 @@ class Program:
         return Reg(self.registers - 1)
 
     def emit(self, op: Op, d: Reg | None = None, a: Reg | None = None, b: Reg | None = None,
-             x: int = 0, y: int = 0, z: int = 0, w: int = 0) -> int:
-        """Append an instruction; returns its position (for jumps)."""
+             x: int = 0, y: int = 0, z: int = 0, w: int = 0, pure: bool = False) -> int:
+        """Append an instruction; returns its position (for jumps). `pure`: it has no side
+        effect and raises nothing, so it may be hoisted out of the row loop like HOISTABLE's."""
         regs = [r.index if r is not None else 0 for r in (d, a, b)]
         self.code.append([int(op), *regs, x, y, z, w])
+        if pure:
+            self.pure.add(len(self.code) - 1)
         return len(self.code) - 1
 
     def here(self) -> int:
@@ -192,13 +221,48 @@ class Program:
         for instruction, word in label.uses:
             self.code[instruction][word] = label.at
 
+    def hoisted(self) -> tuple[list[list[int]], list[list[int]]]:
+        """(prologue, row code): instructions whose values no row changes move to a prologue
+        the interpreter runs once per thread. One moves when it is HOISTABLE (or `pure`),
+        its inputs were moved, and nothing else writes its register; jumps are renumbered."""
+        writers: dict[int, int] = {}
+        for ins in self.code:
+            writers[ins[1]] = writers.get(ins[1], 0) + 1  # an op without a result counts too: conservative
+        invariant: set[int] = set()
+        moved: list[bool] = []
+        for k, ins in enumerate(self.code):
+            op = Op(ins[0])
+            inputs = [ins[2], ins[3]] if op in BINARY else ([ins[2]] if op in UNARY else [])
+            if op is Op.ADD_MONTHS:
+                inputs.append(ins[4])  # the microseconds' register
+            hoist = ((op in HOISTABLE or k in self.pure) and writers[ins[1]] == 1
+                     and all(r in invariant for r in inputs))
+            if hoist:
+                invariant.add(ins[1])
+            moved.append(hoist)
+        kept_before = [0]
+        for hoist in moved:
+            kept_before.append(kept_before[-1] + (0 if hoist else 1))
+        prologue = [list(ins) for ins, hoist in zip(self.code, moved) if hoist]
+        body = []
+        for ins, hoist in zip(self.code, moved):
+            if hoist:
+                continue
+            ins = list(ins)
+            word = JUMP_WORDS.get(Op(ins[0]))
+            if word is not None and ins[word] >= 0:
+                ins[word] = kept_before[ins[word]]  # a moved target: the next instruction kept
+            body.append(ins)
+        return prologue, body
+
     def encode(self) -> bytes:
-        """The program as int32 words: header, key table, measure table, code."""
+        """The program as int32 words: header, key table, measure table, extra words, the
+        prologue (run once per thread), the row code."""
         if len(self.measures) > MAX_MEASURES:
             raise NotInterpretable(f"more than {MAX_MEASURES} aggregates in one program")
         words = [0] * int(Header.WORDS)
         fields = {Header.KIND: self.kind, Header.REGS: self.registers, Header.CNT: -1, Header.MODE: -1,
-                  **self.header}
+                  Header.ARENA: -1, **self.header}
         for name, value in fields.items():
             words[int(name)] = value
         words[Header.KEYS], words[Header.KEY_TABLE] = len(self.keys), len(words)
@@ -207,7 +271,11 @@ class Program:
         words += [v for m in self.measures for v in m]
         words[Header.EXTRA] = len(words)
         words += self.extra
+        prologue, body = self.hoisted()
+        words[Header.PROLOGUE] = len(words)
+        words += [v for ins in prologue for v in ins]
+        words[Header.PROLOGUE_END] = len(words)
         words[Header.CODE] = len(words)
-        words += [v for ins in self.code + [[int(Op.END)] + [0] * (INS_WORDS - 1)] for v in ins]
+        words += [v for ins in body + [[int(Op.END)] + [0] * (INS_WORDS - 1)] for v in ins]
         words[Header.CODE_END] = len(words)
         return np.asarray(words, dtype=np.int32).tobytes()
