@@ -138,6 +138,9 @@ JOIN_QUERIES = [
     "SELECT g, c, count(*), max(w) FROM fact JOIN dim ON fact.k = dim.id JOIN dim2 ON dim2.id = dim.id "
     "WHERE w > 0.3 OR c = 2 GROUP BY g, c",  # nested probes, build columns as keys
     "SELECT fact.v, dim.w FROM fact JOIN dim ON fact.k = dim.id AND dim.w < fact.v / 100.0 WHERE v > 45",  # residual
+    "SELECT fact.v, dim.g, dim.w FROM fact LEFT JOIN dim ON fact.k = dim.id AND dim.w > 0.2 WHERE fact.v > 40",  # LEFT
+    "SELECT dim.id % 7, count(fact.v), sum(fact.v) FROM dim LEFT JOIN fact ON fact.k = dim.id AND fact.v > 40 "
+    "GROUP BY 1",  # LEFT, the other side built
 ]
 
 

@@ -164,15 +164,16 @@ struct Machine {
           break;
         case OP_WRITE: write(in); break;
         case OP_ROW_ORDINAL: null[d] = false; reg[d] = (int64_t)args[x] + i; break;  // x: the batch's start
-        case OP_LOAD_AT:  // a: the (build) row
+        case OP_LOAD_AT:  // a: the (build) row; NULL_ROW (an outer join's missing row) reads as NULL
+          if ((int64_t)reg[a] < 0) { null[d] = true; reg[d] = 0; break; }
           null[d] = y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), (int64_t)reg[a]);
           reg[d] = load_value(args, x, z, w, (int64_t)reg[a]);
           break;
-        case OP_SET: null[d] = false; reg[d] = x; break;
+        case OP_SET: null[d] = false; reg[d] = x; break;  // (sign-extended: NULL_ROW is -1)
         case OP_LOAD_TEXT: {  // x: offsets or indices, y: validity, z: extra {data, dict offsets, dict data}, w: row register (-1: i)
           const int64_t row = w < 0 ? i : (int64_t)reg[w];
           const int32_t* parts = program + program[H_EXTRA] + z;
-          null[d] = y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), row);  // a NULL's index may point anywhere
+          null[d] = row < 0 || (y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), row));  // a NULL's index may point anywhere
           reg[d] = null[d] ? from_text(make_str(nullptr, 0))
                            : from_text(text_at(arg_ptr<const int32_t>(args, x), arg_ptr<const uint8_t>(args, parts[0]),
                                                arg_ptr<const int32_t>(args, parts[1]),

@@ -105,14 +105,15 @@ XPU_FN int128_t fit(int128_t v, int32_t how, int32_t precision, int32_t* err) {
 }
 
 // mode: 0 integers, 1 doubles, 2 decimals of up to 18 digits, 3 wider ones (with their
-// scales), 4 text (bytes, unsigned)
+// scales), 4 text (bytes, unsigned), 5 text for (in)equality only: 0 or 1, lengths first
 XPU_FN int32_t compare(int32_t mode, int128_t a, int128_t b, int32_t sa, int32_t sb) {
   switch (mode) {
     case 0: return a < b ? -1 : (a > b ? 1 : 0);
     case 1: return fcmp(dbl(a), dbl(b));
     case 2: return decimal_cmp(a, sa, b, sb);
     case 3: return decimal_cmp128(a, sa, b, sb);
-    default: return str_cmp(as_text(a), as_text(b));
+    case 4: return str_cmp(as_text(a), as_text(b));
+    default: return str_eq(as_text(a), as_text(b)) ? 0 : 1;
   }
 }
 

@@ -174,8 +174,8 @@ class ExprProgram:
     def compare(self, a: Reg, ta: DataType, b: Reg, tb: DataType, fn: str) -> Reg:
         """expr_logic.comparison (and equality, which it agrees with for these types)."""
         ka, kb = ta.kind, tb.kind
-        if ka is Kind.STRING and kb is Kind.STRING:
-            mode = 4  # str_cmp, as kernels compare text: bytes, unsigned
+        if ka is Kind.STRING and kb is Kind.STRING:  # as kernels compare text: bytes, unsigned
+            mode = 5 if fn in ("eq", "ne") else 4  # str_eq (lengths first) or str_cmp
         elif Kind.STRING in (ka, kb) or Kind.BINARY in (ka, kb):
             raise NotInterpretable(f"comparison of {ta} with {tb}")
         elif ta.is_float or tb.is_float:

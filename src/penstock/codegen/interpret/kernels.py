@@ -70,6 +70,9 @@ class PipelineProgram:
         self.exprs = ExprProgram(self.program, self.load)
         self.probe_ops = [op for op in pipeline.ops if isinstance(op, ProbeOp)]
         self.rows: dict[int, Reg] = {}  # probe -> the register holding its build row
+        # the registers the aggregate's key and measure tables name: a sink reached from two
+        # places (a LEFT probe's matched and unmatched rows) moves its values into them
+        self.sink_values: list[Reg] = []
 
     def load(self, p: Program, e: ColumnRef | BuildColumn) -> Reg:
         if isinstance(e, ColumnRef):
@@ -112,7 +115,7 @@ class PipelineProgram:
         p, sink = self.program, self.pipeline.sink
         p.emit(Op.COUNT, x=len(self.pipeline.ops) + 1)
         if isinstance(sink, AggregateSink):
-            _aggregate_row(p, self.exprs, sink, reject)
+            _aggregate_row(p, self.exprs, sink, reject, self.sink_values)
         elif isinstance(sink, MaterializeSink):
             self.materialize(sink)
         else:
@@ -196,11 +199,24 @@ def _measure_table(p: Program, layout: AggLayout, regs: list[int]) -> None:
         p.measures.append((MEASURE_KINDS[m.kind], m.word, 1 if m.call.fn in ("min", "bool_and") else 0, reg))
 
 
-def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: Label | None) -> None:
-    """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states."""
+def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: Label | None,
+                   shared: list[Reg]) -> None:
+    """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states.
+    `shared`: the registers the tables name, once a first place has set them (else empty)."""
     layout = layout_of(sink)
-    keys = [exprs.compile(e) for e in sink.groups]
-    args = [exprs.compile(m.call.arg).index if m.call.arg is not None else -1 for m in layout.measures]
+    values = [exprs.compile(e) for e in sink.groups] + [exprs.compile(m.call.arg) for m in layout.measures
+                                                        if m.call.arg is not None]
+    if shared:  # this row's values into the registers the tables name
+        for into, value in zip(shared, values):
+            p.emit(Op.MOVE, into, value)
+        if layout.grouped:
+            p.target(reject, p.emit(Op.AGG_GROUP), 4)
+        else:
+            p.emit(Op.AGG_GLOBAL)
+        return
+    shared += values
+    keys, arguments = values[:len(sink.groups)], iter(values[len(sink.groups):])
+    args = [next(arguments).index if m.call.arg is not None else -1 for m in layout.measures]
     _measure_table(p, layout, args)
     p.header[Header.TABLE] = p.arg(SinkPart("table"))
     if not layout.grouped:

@@ -4,8 +4,10 @@ partition_filter and probe_start, for inner, semi and anti joins on equality key
 An inner probe is a loop: start a walk over the build rows whose hash matches, and for each
 candidate compare the keys (unless a direct map found the key itself), test the residual,
 then run the rest of the pipeline with the candidate's row; whatever drops the combination
-goes on to the next candidate. A semi or anti probe walks until the first match. LEFT and
-FULL joins, joins without equality keys and text keys compile as before.
+goes on to the next candidate. A semi or anti probe walks until the first match. A LEFT
+probe is an inner one followed, when no candidate matched, by the rest of the pipeline once
+more with no build row (its columns read as NULL). FULL joins and joins without equality
+keys compile as before.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from penstock.codegen.interpret.program import MAX_PROBES, Label, NotInterpretable, Op, Reg, key_kind
+
+NULL_ROW = -1  # kernels/xpu.h: an outer join's missing build row
 from penstock.codegen.kernel import JoinTablePart
 from penstock.plan.expr import BuildColumn
 from penstock.plan.physical import ProbeOp
@@ -30,7 +34,7 @@ def direct_key(t: DataType) -> bool:
 
 def probe_join(gen: PipelineProgram, op: ProbeOp, k: int, probe: int, reject: Label | None) -> None:
     p, exprs = gen.program, gen.exprs
-    if op.kind not in (JoinKind.INNER, JoinKind.SEMI, JoinKind.ANTI):
+    if op.kind not in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI):
         raise NotInterpretable(f"a {op.kind.value} join")
     if not op.probe_keys:
         raise NotInterpretable("a join without equality keys")
@@ -52,7 +56,7 @@ def probe_join(gen: PipelineProgram, op: ProbeOp, k: int, probe: int, reject: La
         p.extra += [p.arg(JoinTablePart(op.join, part)) for part in ("direct", "direct_min", "direct_range")]
     found = p.reg()
     if op.kind is not JoinKind.INNER:
-        p.emit(Op.SET, found, x=0)
+        p.emit(Op.SET, found, x=0)  # (LEFT: whether a candidate matched)
     p.emit(Op.PROBE_START, keys[0], hashed, key_null, x=probe, y=slots, z=mask, w=direct)
     loop, next_match, done = p.here(), Label(), Label()
     p.target(done, p.emit(Op.PROBE_TEST, x=probe), 5)
@@ -61,7 +65,9 @@ def probe_join(gen: PipelineProgram, op: ProbeOp, k: int, probe: int, reject: La
     exprs.push()
     gen.rows[probe] = row
     match(gen, op, probe, keys, types, next_match)
-    if op.kind is JoinKind.INNER:
+    if op.kind is JoinKind.LEFT:
+        p.emit(Op.SET, found, x=1)
+    if op.kind in (JoinKind.INNER, JoinKind.LEFT):
         if op.mark_matches:
             p.emit(Op.MARK, a=row, x=p.arg(JoinTablePart(op.join, "matched")))
         p.emit(Op.COUNT, x=k + 1)
@@ -76,6 +82,19 @@ def probe_join(gen: PipelineProgram, op: ProbeOp, k: int, probe: int, reject: La
     if op.kind is JoinKind.INNER:
         p.place(done)
         p.target(reject, p.emit(Op.JUMP), 5)  # every candidate seen: the row is done
+        return
+    if op.kind is JoinKind.LEFT:  # no candidate matched: the rest once, with no build row
+        p.place(done)
+        unmatched = p.reg()
+        p.emit(Op.NOT, unmatched, found)
+        p.target(reject, p.emit(Op.FILTER, a=unmatched), 4)
+        exprs.push()
+        gen.rows[probe] = p.reg()
+        p.emit(Op.SET, gen.rows[probe], x=NULL_ROW)
+        p.emit(Op.COUNT, x=k + 1)
+        gen.operators(k + 1, probe + 1, reject)
+        del gen.rows[probe]
+        exprs.pop()
         return
     # semi and anti: `found` says whether the walk stopped at a match
     not_found = p.reg()
