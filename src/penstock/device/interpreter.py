@@ -41,7 +41,9 @@ BODY = """  if (program[xpu::vm::H_KIND] == xpu::vm::SORT) {
   int32_t* err = xpu::vm::arg_ptr<int32_t>(args, program[xpu::vm::H_ERR]);
   const bool finalize = program[xpu::vm::H_KIND] == xpu::vm::FINALIZE;
   XPU_PARALLEL_BEGIN
-  xpu::vm::Machine machine(program, args, err);
+  XPU_BLOCK_LOCAL(uint64_t, part, xpu::vm::PARTIAL_WORDS);
+  XPU_BLOCK_LOCAL(int64_t, part_slot, xpu::vm::PARTIAL_GROUPS);
+  xpu::vm::Machine machine(program, args, err, part, part_slot);
   XPU_FOR(t, n) {
     if (finalize) machine.finalize_slot(row0 + t);
     else machine.run(row0 + t);

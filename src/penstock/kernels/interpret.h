@@ -30,10 +30,26 @@ struct Machine {
   JoinProbe walk[MAX_PROBES];  // each probe's walk over the build rows that may match
   uint64_t* slot;  // the aggregate slot this row works on (finalisation)
   int64_t out_row;
+  // a grouped aggregate's block-local states of its first groups, by group id, and the slot
+  // each one's group has: {groups, words a group, each measure's offset (-1: none)}, or null
+  const int32_t* partial;
+  uint64_t* part;
+  int64_t* part_slot;
 
-  XPU_METHOD Machine(const int32_t* p, const uint64_t* a, int32_t* e) : program(p), args(a), err(e) {
+  XPU_METHOD Machine(const int32_t* p, const uint64_t* a, int32_t* e, uint64_t* part_words, int64_t* part_slots)
+      : program(p), args(a), err(e), part(part_words), part_slot(part_slots) {
     for (int32_t k = 0; k < MAX_COUNTERS; ++k) counters[k] = 0;
     if (p[H_SINK] == S_GLOBAL) local.init(p + p[H_MEASURE_TABLE], p[H_MEASURES]);
+    partial = p[H_KIND] == PIPELINE && p[H_SINK] == S_GROUPS && p[H_PARTIAL] >= 0 ? p + p[H_EXTRA] + p[H_PARTIAL] : nullptr;
+    if (partial != nullptr) {
+      const int32_t* measures = p + p[H_MEASURE_TABLE];
+      for (int32_t g = block_rank(); g < partial[0]; g += block_size()) {
+        part_slot[g] = -1;
+        for (int32_t m = 0; m < p[H_MEASURES]; ++m)
+          if (partial[2 + m] >= 0) init_state(part + g * partial[1] + partial[2 + m], measures[m * 4], measures[m * 4 + 2] != 0);
+      }
+      block_sync();
+    }
     slot = nullptr;
     out_row = 0;
     // values no row changes (constants, a date literal's parse): once, before any row
@@ -375,10 +391,17 @@ struct Machine {
       return false;
     }
     uint64_t* s = table + at * width;
+    uint64_t* q = nullptr;  // the group's block-local states, if it has them
+    if (partial != nullptr && s[1] < (uint64_t)partial[0]) {
+      q = part + s[1] * partial[1];
+      part_slot[s[1]] = at;
+    }
     for (int32_t m = 0; m < nmeasures; ++m) {
       const int32_t r = measures[m * 4 + 3];
-      if (r < 0 || !null[r]) update_state(s + measures[m * 4 + 1], measures[m * 4], measures[m * 4 + 2] != 0,
-                                          r < 0 ? (int128_t)0 : reg[r]);
+      if (r >= 0 && null[r]) continue;
+      const int128_t v = r < 0 ? (int128_t)0 : reg[r];
+      if (q != nullptr && partial[2 + m] >= 0) update_partial(q + partial[2 + m], measures[m * 4], measures[m * 4 + 2] != 0, v);
+      else update_state(s + measures[m * 4 + 1], measures[m * 4], measures[m * 4 + 2] != 0, v);
     }
     return true;
   }
@@ -449,6 +472,19 @@ struct Machine {
   }
 
   XPU_METHOD void finish() {
+    if (partial != nullptr) {
+      block_sync();
+      const int32_t* measures = program + program[H_MEASURE_TABLE];
+      uint64_t* table = arg_ptr<uint64_t>(args, program[H_TABLE]);
+      for (int32_t g = block_rank(); g < partial[0]; g += block_size()) {
+        if (part_slot[g] < 0) continue;
+        uint64_t* s = table + part_slot[g] * program[H_WIDTH];
+        for (int32_t m = 0; m < program[H_MEASURES]; ++m)
+          if (partial[2 + m] >= 0)
+            merge_partial(s + measures[m * 4 + 1], part + g * partial[1] + partial[2 + m], measures[m * 4],
+                          measures[m * 4 + 2] != 0);
+      }
+    }
     if (program[H_SINK] == S_GLOBAL)
       local.merge(arg_ptr<uint64_t>(args, program[H_TABLE]), program + program[H_MEASURE_TABLE], program[H_MEASURES]);
     if (program[H_CNT] >= 0)

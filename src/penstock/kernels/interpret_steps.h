@@ -27,12 +27,15 @@ namespace xpu {
 namespace vm {
 
 const int32_t MAX_REGS = 256, MAX_MEASURES = 16, MAX_COUNTERS = 16, MAX_PROBES = 8, INS_WORDS = 8;
+// block-local partial states of a grouped aggregate's first groups (codegen/agg_layout.py's
+// PARTIAL_BYTES): words, and groups at most
+const int32_t PARTIAL_WORDS = 1024, PARTIAL_GROUPS = 1024;
 
 // header words (codegen/interpret/program.py writes them)
 enum Header {
   H_KIND, H_REGS, H_CODE, H_CODE_END, H_N, H_ROW0, H_ERR, H_CNT, H_COUNTERS, H_MODE,
   H_TABLE, H_MASK, H_GROUPS, H_LIMIT, H_PART_MASK, H_PART_INDEX, H_WIDTH, H_NULL_WORD,
-  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_EXTRA, H_PROLOGUE, H_PROLOGUE_END, H_ARENA, H_WORDS
+  H_KEYS, H_KEY_TABLE, H_MEASURES, H_MEASURE_TABLE, H_SINK, H_EXTRA, H_PROLOGUE, H_PROLOGUE_END, H_ARENA, H_PARTIAL, H_WORDS
 };
 enum SinkKind { S_WRITE = 0, S_GROUPS, S_GLOBAL };
 enum ProgramKind { PIPELINE = 0, FINALIZE = 1, SORT = 2 };
@@ -186,6 +189,46 @@ XPU_FN void update_state(uint64_t* s, int32_t kind, bool is_min, int128_t v) {
       if (is_min) atomic_update_if((double*)s, dbl(v), [](double a, double b) { return fcmp(a, b) < 0; });
       else atomic_update_if((double*)s, dbl(v), [](double a, double b) { return fcmp(a, b) > 0; });
       atomic_add(s + 1, (uint64_t)1);
+  }
+}
+
+// one value (count(*): any row) into a block-local partial state (sink_aggregate.py: _local_update)
+XPU_FN void update_partial(uint64_t* q, int32_t kind, bool is_min, int128_t v) {
+  switch (kind) {
+    case M_COUNT: local_add(q, (uint64_t)1); return;
+    case M_SUM_INT: local_add_i128(q, (int64_t)v); local_add(q + 2, (uint64_t)1); return;
+    case M_SUM_WIDE: local_add_wide_shared(q, v); local_add(q + 3, (uint64_t)1); return;
+    case M_SUM_FLOAT: local_add((double*)q, dbl(v)); local_add(q + 1, (uint64_t)1); return;
+    case M_MINMAX_INT:
+      if (is_min) local_update_if((int64_t*)q, (int64_t)v, [](int64_t a, int64_t b) { return a < b; });
+      else local_update_if((int64_t*)q, (int64_t)v, [](int64_t a, int64_t b) { return a > b; });
+      local_add(q + 1, (uint64_t)1);
+      return;
+    default:
+      if (is_min) local_update_if((double*)q, dbl(v), [](double a, double b) { return fcmp(a, b) < 0; });
+      else local_update_if((double*)q, dbl(v), [](double a, double b) { return fcmp(a, b) > 0; });
+      local_add(q + 1, (uint64_t)1);
+  }
+}
+
+// a partial state into its group's table state (sink_aggregate.py: _merge_partials)
+XPU_FN void merge_partial(uint64_t* s, const uint64_t* q, int32_t kind, bool is_min) {
+  switch (kind) {
+    case M_COUNT: if (q[0]) atomic_add(s, q[0]); return;
+    case M_SUM_INT: if (q[2]) { atomic_add_i128(s, q[0], (int64_t)q[1]); atomic_add(s + 2, q[2]); } return;
+    case M_SUM_WIDE: if (q[3]) { atomic_add_192(s, q[0], q[1], q[2]); atomic_add(s + 3, q[3]); } return;
+    case M_SUM_FLOAT: if (q[1]) { atomic_add((double*)s, bits_to_double(q[0])); atomic_add(s + 1, q[1]); } return;
+    case M_MINMAX_INT:
+      if (!q[1]) return;
+      if (is_min) atomic_update_if((int64_t*)s, (int64_t)q[0], [](int64_t a, int64_t b) { return a < b; });
+      else atomic_update_if((int64_t*)s, (int64_t)q[0], [](int64_t a, int64_t b) { return a > b; });
+      atomic_add(s + 1, q[1]);
+      return;
+    default:
+      if (!q[1]) return;
+      if (is_min) atomic_update_if((double*)s, bits_to_double(q[0]), [](double a, double b) { return fcmp(a, b) < 0; });
+      else atomic_update_if((double*)s, bits_to_double(q[0]), [](double a, double b) { return fcmp(a, b) > 0; });
+      atomic_add(s + 1, q[1]);
   }
 }
 

@@ -11,11 +11,13 @@ top-k bounds compile as before.
 
 from __future__ import annotations
 
-from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
+from penstock.codegen.agg_layout import (STATE_WORDS, AggLayout, MeasureState, layout_of, partial_groups,
+                                         partial_measures)
 from penstock.codegen.interpret.expressions import ExprProgram, fit_how, scale_of
 from penstock.codegen.interpret.program import (FINALIZE, MAX_COUNTERS,
                                                 MEASURE_KINDS, SINK_GLOBAL, SINK_GROUPS, SINK_WRITE,
-                                                Header, KEY_TEXT, Label, NotInterpretable, Op, Program, Reg, key_kind)
+                                                Header, KEY_TEXT, PARTIAL_GROUPS, PARTIAL_WORDS, Label, NotInterpretable, Op,
+                                                Program, Reg, key_kind)
 from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_OFFSETS, STRIDE, VALIDITY, VALUES, BuildPart, Counters,
                                      ErrorFlag, InputPart, Mode, ParamTable, RowCount, RowOffset, SinkPart)
 from penstock.errors import Unsupported
@@ -231,7 +233,24 @@ def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: 
     if any(kind == KEY_TEXT for kind, _, _ in p.keys):  # a new group's text is copied into the arena
         p.header[Header.ARENA] = len(p.extra)
         p.extra += [p.arg(SinkPart(part)) for part in ("arena", "arena_cursor", "arena_capacity")]
+    _partial_table(p, layout)
     p.target(reject, p.emit(Op.AGG_GROUP), 4)
+
+
+def _partial_table(p: Program, layout: AggLayout) -> None:
+    """The block-local states of the first groups, as sink_aggregate.py keeps them: without
+    them every row of a query with few groups (TPC-H Q1: four) updates the same table words
+    with device-wide atomics. Extra words {groups, words a group, each measure's offset}."""
+    measures = partial_measures(layout)
+    width = sum(STATE_WORDS[m.kind] for m, _ in measures)
+    groups = partial_groups(layout)
+    while groups and (groups * width > PARTIAL_WORDS or groups > PARTIAL_GROUPS):
+        groups //= 2
+    if not groups:
+        return
+    offsets = {id(m): offset for m, offset in measures}
+    p.header[Header.PARTIAL] = len(p.extra)
+    p.extra += [groups, width] + [offsets.get(id(m), -1) for m in layout.measures]
 
 
 def _write_row(p: Program, values: list[tuple[Reg, DataType]], first: int = -1) -> None:

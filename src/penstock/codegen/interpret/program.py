@@ -20,6 +20,7 @@ from penstock.plan.types import DataType, Kind
 
 INS_WORDS = 8
 MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 256, 16, 16, 8
+PARTIAL_WORDS, PARTIAL_GROUPS = 1024, 1024  # kernels/interpret_steps.h: a block's partial states
 
 
 class Op(IntEnum):
@@ -113,7 +114,8 @@ class Header(IntEnum):
     PROLOGUE = 24
     PROLOGUE_END = 25
     ARENA = 26
-    WORDS = 27
+    PARTIAL = 27
+    WORDS = 28
 
 
 PIPELINE, FINALIZE, SORT = 0, 1, 2
@@ -262,7 +264,7 @@ class Program:
             raise NotInterpretable(f"more than {MAX_MEASURES} aggregates in one program")
         words = [0] * int(Header.WORDS)
         fields = {Header.KIND: self.kind, Header.REGS: self.registers, Header.CNT: -1, Header.MODE: -1,
-                  Header.ARENA: -1, **self.header}
+                  Header.ARENA: -1, Header.PARTIAL: -1, **self.header}
         for name, value in fields.items():
             words[int(name)] = value
         words[Header.KEYS], words[Header.KEY_TABLE] = len(self.keys), len(words)
