@@ -82,6 +82,20 @@ class CudaBackend(Backend):
         self.helpers = HelperLibrary(self.arch)
         self.helpers.start()
         self.linked_builds = 0  # quick builds linked with the helper library (tests)
+        # the plan interpreter's module loaded while the session starts, not in its first query
+        threading.Thread(target=self._load_interpreter, name="penstock-interpreter", daemon=True).start()
+
+    def _load_interpreter(self) -> None:
+        """Load the installation's plan interpreter (device/interpreter.py), if it has one."""
+        from penstock.device.interpreter import interpreter_spec, setting
+
+        if setting() == "0" or not self.cache_path(interpreter_spec()).exists():
+            return
+        self.device.use()
+        try:
+            self.interpreters().get(self)
+        except Exception:  # noqa: BLE001 - the first query that needs it loads it (and says why not)
+            pass
 
     def _allocate(self, size: int) -> Any:
         """The pool's allocation, admitted against the memory cap by the bytes in use.

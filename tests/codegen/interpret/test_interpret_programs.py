@@ -75,3 +75,34 @@ def test_which_kernels_the_interpreter_runs(sql: str, kernels: int, monkeypatch:
                                      "d": pa.array([10000, 11000, 12000, 9000], pa.int32()).cast(pa.date32()),
                                      "s": ["a", "b", None, "a"]}))
     assert interpreted_kernels(db, sql) == kernels
+
+
+def test_instructions_no_row_changes_move_to_the_prologue_and_jumps_follow() -> None:
+    """Program.hoisted: a constant and a comparison of constants run once per thread; an
+    instruction written twice, or reading a row's value, stays; jumps are renumbered to the
+    instructions kept."""
+    program = Program(ParamTable())
+    c1, c2, row, same, twice = (program.reg() for _ in range(5))
+    program.emit(Op.CONST, c1, x=0)
+    program.emit(Op.LOAD, row, x=0, y=-1, z=3)
+    program.emit(Op.CONST, c2, x=1)
+    program.emit(Op.CMP, same, c1, c2)  # constants only: hoisted
+    program.emit(Op.SET, twice, x=0)  # written twice: kept
+    program.emit(Op.FILTER, a=row, x=6)  # jumps to the SET below
+    program.emit(Op.SET, twice, x=1)
+    prologue, body = program.hoisted()
+    assert [Op(i[0]) for i in prologue] == [Op.CONST, Op.CONST, Op.CMP]
+    assert [Op(i[0]) for i in body] == [Op.LOAD, Op.SET, Op.FILTER, Op.SET]
+    assert body[2][4] == 3  # the FILTER's target, renumbered
+
+
+def test_literal_arithmetic_is_folded_and_a_date_literal_parsed_once() -> None:
+    from penstock.codegen.interpret.expressions import _plain_date, fold
+    from penstock.plan.expr import Call, Cast, Literal
+    from penstock.plan.types import INT8, INT64, decimal
+
+    assert fold(Cast(decimal(22, 2), Call(INT64, "add", (Literal(INT64, 1), Literal(INT64, 10))))) == \
+        Literal(decimal(22, 2), 1100)
+    overflow = Call(INT8, "mul", (Literal(INT8, 100), Literal(INT8, 2)))
+    assert fold(overflow) is overflow  # 200 does not fit: computed per row, where it raises 22003
+    assert _plain_date("1994-01-01") and not _plain_date("1994-02-30") and not _plain_date("yesterday")

@@ -133,6 +133,11 @@ HOISTABLE = {Op.CONST, Op.CONST_TEXT, Op.RUNTIME_VALUE, Op.SET, Op.ADD_MONTHS, O
              Op.TO_DOUBLE, Op.LIKE, Op.AFFIX, Op.DATE_PART}
 BINARY = (Op.CMP, Op.ADD_MONTHS, Op.LIKE, Op.AFFIX)
 UNARY = (Op.NOT, Op.NULL_TEST, Op.TO_DOUBLE, Op.DATE_PART)
+# instructions that write no register (their d word is 0, or a register they read)
+NO_RESULT = {Op.END, Op.FILTER, Op.COUNT, Op.AGG_GROUP, Op.AGG_GLOBAL, Op.CLAIM, Op.WRITE, Op.WRITE_TEXT, Op.JUMP,
+             Op.JUMP_DECIDED, Op.PROBE_START, Op.PROBE_TEST, Op.PROBE_EXACT, Op.PROBE_NEXT, Op.MARK,
+             Op.ANTI_NULL_AWARE, Op.PART_CHECK, Op.DIRECT_ENTER, Op.JUMP_UNLESS_ARG, Op.BUILD_KEY_NULL, Op.BUILD_STEP,
+             Op.KEY_RANGE, Op.MAX_UPDATE}
 # the word of an instruction holding where it jumps (a position in the code, or -1)
 JUMP_WORDS = {Op.FILTER: 4, Op.AGG_GROUP: 4, Op.JUMP: 5, Op.JUMP_DECIDED: 5, Op.PROBE_TEST: 5, Op.PROBE_EXACT: 5,
               Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6}
@@ -229,7 +234,8 @@ class Program:
         its inputs were moved, and nothing else writes its register; jumps are renumbered."""
         writers: dict[int, int] = {}
         for ins in self.code:
-            writers[ins[1]] = writers.get(ins[1], 0) + 1  # an op without a result counts too: conservative
+            if Op(ins[0]) not in NO_RESULT:
+                writers[ins[1]] = writers.get(ins[1], 0) + 1
         invariant: set[int] = set()
         moved: list[bool] = []
         for k, ins in enumerate(self.code):
