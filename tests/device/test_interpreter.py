@@ -141,6 +141,7 @@ JOIN_QUERIES = [
     "SELECT fact.v, dim.g, dim.w FROM fact LEFT JOIN dim ON fact.k = dim.id AND dim.w > 0.2 WHERE fact.v > 40",  # LEFT
     "SELECT dim.id % 7, count(fact.v), sum(fact.v) FROM dim LEFT JOIN fact ON fact.k = dim.id AND fact.v > 40 "
     "GROUP BY 1",  # LEFT, the other side built
+    "SELECT count(*) FROM fact LEFT JOIN dim ON fact.k = dim.id AND dim.w > 0.5 WHERE dim.id IS NULL",  # no argument
 ]
 
 

@@ -74,7 +74,7 @@ class PipelineProgram:
         self.rows: dict[int, Reg] = {}  # probe -> the register holding its build row
         # the registers the aggregate's key and measure tables name: a sink reached from two
         # places (a LEFT probe's matched and unmatched rows) moves its values into them
-        self.sink_values: list[Reg] = []
+        self.sink_values: list[Reg] | None = None
 
     def load(self, p: Program, e: ColumnRef | BuildColumn) -> Reg:
         if isinstance(e, ColumnRef):
@@ -117,7 +117,7 @@ class PipelineProgram:
         p, sink = self.program, self.pipeline.sink
         p.emit(Op.COUNT, x=len(self.pipeline.ops) + 1)
         if isinstance(sink, AggregateSink):
-            _aggregate_row(p, self.exprs, sink, reject, self.sink_values)
+            self.sink_values = _aggregate_row(p, self.exprs, sink, reject, self.sink_values)
         elif isinstance(sink, MaterializeSink):
             self.materialize(sink)
         else:
@@ -202,21 +202,21 @@ def _measure_table(p: Program, layout: AggLayout, regs: list[int]) -> None:
 
 
 def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: Label | None,
-                   shared: list[Reg]) -> None:
+                   shared: list[Reg] | None) -> list[Reg]:
     """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states.
-    `shared`: the registers the tables name, once a first place has set them (else empty)."""
+    `shared`: the registers the tables name, once a first place has set them (else None);
+    returns them."""
     layout = layout_of(sink)
     values = [exprs.compile(e) for e in sink.groups] + [exprs.compile(m.call.arg) for m in layout.measures
                                                         if m.call.arg is not None]
-    if shared:  # this row's values into the registers the tables name
+    if shared is not None:  # this row's values into the registers the tables name
         for into, value in zip(shared, values):
             p.emit(Op.MOVE, into, value)
         if layout.grouped:
             p.target(reject, p.emit(Op.AGG_GROUP), 4)
         else:
             p.emit(Op.AGG_GLOBAL)
-        return
-    shared += values
+        return shared
     keys, arguments = values[:len(sink.groups)], iter(values[len(sink.groups):])
     args = [next(arguments).index if m.call.arg is not None else -1 for m in layout.measures]
     _measure_table(p, layout, args)
@@ -224,7 +224,7 @@ def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: 
     if not layout.grouped:
         p.header[Header.SINK] = SINK_GLOBAL
         p.emit(Op.AGG_GLOBAL)
-        return
+        return values
     p.header.update({Header.SINK: SINK_GROUPS, Header.MASK: p.arg(SinkPart("mask")),
                      Header.GROUPS: p.arg(SinkPart("groups")), Header.LIMIT: p.arg(SinkPart("limit")),
                      Header.PART_MASK: p.arg(SinkPart("part_mask")), Header.PART_INDEX: p.arg(SinkPart("part_index")),
@@ -235,6 +235,7 @@ def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: 
         p.extra += [p.arg(SinkPart(part)) for part in ("arena", "arena_cursor", "arena_capacity")]
     _partial_table(p, layout)
     p.target(reject, p.emit(Op.AGG_GROUP), 4)
+    return values
 
 
 def _partial_table(p: Program, layout: AggLayout) -> None:
