@@ -59,6 +59,9 @@ QUERIES = [
     "SELECT a.s, count(*), sum(a.i16) FROM t a JOIN (SELECT s, max(i32) AS m FROM t GROUP BY s) b "
     "ON a.s = b.s AND a.i32 < b.m GROUP BY a.s",  # a text join key
     "SELECT count(*) FROM t WHERE (SELECT max(w) FROM t) > w AND day < date '1999-06-30'",  # a 128-bit runtime value
+    # literal arithmetic folded into values the program holds (no kernel parameter has them)
+    "SELECT count(*), sum(d) FROM t WHERE d <= CAST(100 + 250 AS numeric(22, 2)) "
+    "AND w >= CAST(-3 * 100000000 AS numeric(30, 4)) AND i64 < 2 * 100000000000",
 ]
 
 

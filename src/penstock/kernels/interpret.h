@@ -77,8 +77,15 @@ struct Machine {
           null[d] = y >= 0 && is_null(arg_ptr<const uint8_t>(args, y), i);
           reg[d] = load_value(args, x, z, w, i);
           break;
-        case OP_CONST:
+        case OP_CONST:  // y: 0 an integer argument, 1 a double's, 2 a 128-bit value's halves (x low, z
+          // high), 3 NULL, 4 a value the program holds (x: its four words in the extra words, low first)
           null[d] = y == 3;
+          if (y == 4) {
+            const uint32_t* w32 = (const uint32_t*)(program + program[H_EXTRA] + x);
+            reg[d] = (int128_t)(((unsigned __int128)w32[3] << 96) | ((unsigned __int128)w32[2] << 64)
+                                | ((unsigned __int128)w32[1] << 32) | (unsigned __int128)w32[0]);
+            break;
+          }
           reg[d] = y == 2 ? (int128_t)((((unsigned __int128)args[z]) << 64) | args[x])
                           : (y == 1 ? (int128_t)args[x] : (int128_t)(int64_t)args[x]);
           break;

@@ -63,6 +63,7 @@ def interpreted_kernels(db: object, sql: str) -> int:
     ("SELECT count(*) FROM t WHERE s LIKE 'a%'", 2),
     ("SELECT sum(CASE WHEN s IN ('a', 'b') THEN v ELSE 0 END) FROM t", 2),
     ("SELECT g, count(*) FROM t GROUP BY g ORDER BY g DESC", 3),  # and the small sort of the result
+    ("SELECT count(*) FROM t WHERE v < CAST(1 + 10 AS numeric(22, 2)) AND v > -2 * 3", 2),  # folded literals
     ("SELECT min(s) FROM t", 0),  # text states: compiled
 ])
 def test_which_kernels_the_interpreter_runs(sql: str, kernels: int, monkeypatch: pytest.MonkeyPatch) -> None:

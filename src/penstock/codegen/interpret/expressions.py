@@ -72,7 +72,7 @@ class ExprProgram:
         p = self.program
         folded = fold(e)
         if folded is not e:  # what the C++ compiler folds, the interpreter must not compute per row
-            return self.literal(folded.value, folded.type)
+            return self.inline_constant(int(folded.value))  # type: ignore[attr-defined]
         if isinstance(e, (ColumnRef, BuildColumn)):
             return self.load(p, e)
         if isinstance(e, Literal):
@@ -152,6 +152,17 @@ class ExprProgram:
             p.emit(Op.CONST, d, x=p.arg(Constant(value, "i32")))
         else:
             raise NotInterpretable(f"a literal of type {t}")
+        return d
+
+    def inline_constant(self, value: int) -> Reg:
+        """An integer or decimal the program itself holds (the kernel has no parameter for a
+        folded value): four 32-bit words of its 128 bits, low first."""
+        p, d = self.program, self.program.reg()
+        at = len(p.extra)
+        bits = value & (2**128 - 1)
+        p.extra += [((bits >> (32 * k)) & 0xFFFFFFFF) - (2**32 if (bits >> (32 * k)) & 0x80000000 else 0)
+                    for k in range(4)]
+        p.emit(Op.CONST, d, x=at, y=4)
         return d
 
     # -- logic ----------------------------------------------------------------------------------
