@@ -51,7 +51,7 @@ def generate_finalize(sink: AggregateSink) -> Kernel:
     write_row(g, vals)
     body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
     return Kernel("finalize", kernel_source("finalize", params, "\n".join(body) + "\n"), params.params,
-                  program=finalize_program(sink, params))
+                  make_program=lambda: finalize_program(sink, params))
 
 
 def key_value(g: ExprGen, layout: AggLayout, j: int) -> Val:

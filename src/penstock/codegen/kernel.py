@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from penstock.device.base import KernelSpec
 
@@ -127,7 +127,8 @@ class Kernel:
     params: list[KernelParam]
     counters: list[str] = field(default_factory=list)  # what each ANALYZE counter counts
     installation: bool = False  # no query shapes it: cached with the installation (KernelSpec)
-    program: bytes | None = None  # the same kernel for the plan interpreter (codegen/interpret/)
+    # makes the same kernel's plan-interpreter program (codegen/interpret/), when one is asked for
+    make_program: Callable[[], bytes | None] | None = field(default=None, compare=False)
 
     @property
     def param_ctypes(self) -> tuple[str, ...]:
@@ -136,7 +137,7 @@ class Kernel:
     @functools.cached_property
     def spec(self) -> KernelSpec:
         """What a backend compiles (made once: its digest hashes the whole source)."""
-        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation, self.program)
+        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation, self.make_program)
 
     @functools.cached_property
     def sink_parts(self) -> frozenset[tuple[str, int]]:
@@ -150,19 +151,20 @@ class ParamTable:
     def __init__(self) -> None:
         self.params: list[KernelParam] = []
         self._by_role: dict[Role, str] = {}
+        self._position: dict[Role, int] = {}
 
     def get(self, role: Role, cpp: str, ctype: str, hint: str = "p") -> str:
         name = self._by_role.get(role)
         if name is None:
             name = f"{hint}_{len(self.params)}"  # locals never have an underscore
+            self._position[role] = len(self.params)
             self.params.append(KernelParam(name, ctype, cpp, role))
             self._by_role[role] = name
         return name
 
     def index_of(self, role: Role) -> int | None:
         """The position of the parameter with this role, if the table has one."""
-        name = self._by_role.get(role)
-        return None if name is None else next(k for k, p in enumerate(self.params) if p.name == name)
+        return self._position.get(role)
 
     def signature(self) -> str:
         return ",\n    ".join(f"{p.cpp} {p.name}" for p in self.params)

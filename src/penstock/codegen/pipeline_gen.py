@@ -111,8 +111,9 @@ class PipelineGen:
         lines += [f"  xpu::reduce_add(&{self.cnt}[{i}], {c});" for i, c in enumerate(counters)]
         lines.append("  XPU_PARALLEL_END")
         source = kernel_source(name, self.params, "\n".join(lines) + "\n")
+        pipeline, params = self.p, self.params
         return Kernel(name, source, self.params.params, self.counter_names,
-                      program=pipeline_program(self.p, self.params))
+                      make_program=lambda: pipeline_program(pipeline, params))
 
     def row_start(self) -> None:
         self.out.line(f"const int64_t i = {self.row0} + t;")

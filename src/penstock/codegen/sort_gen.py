@@ -71,7 +71,7 @@ def generate_small_sort(types: list[DataType], parts: list[tuple[str, int]],
     cpp = {(part, j): part_cpp(part, types[j]) for part, j in parts}
     table = ParamTable()
     table.params = list(kernel.params)
-    kernel.program = sort_program(table, types, parts, keys, cpp)
+    kernel.make_program = lambda: sort_program(table, types, parts, keys, cpp)
     return kernel
 
 

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -35,9 +35,14 @@ class KernelSpec:
     # a kernel no query shapes (text moves, rehashing, direct maps): cached with the
     # installation (kernel_cache.installation_dir), not with the queries' kernels
     installation: bool = False
-    # the kernel as a plan-interpreter program (device/interpreter.py), if the interpreter
-    # covers it: it then runs at once, while its optimised build is made
-    program: bytes | None = field(default=None, compare=False, repr=False)
+    # what makes the kernel's plan-interpreter program (device/interpreter.py), if the
+    # interpreter covers it: it then runs at once, while its optimised build is made
+    make_program: Callable[[], bytes | None] | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def program(self) -> bytes | None:
+        """The program, translated when first asked for: a kernel a cache holds never is."""
+        return self.make_program() if self.make_program is not None else None
 
     @functools.cached_property
     def digest(self) -> str:
@@ -200,7 +205,7 @@ class Backend(ABC):
         log_source(spec)
         path = self.cache_path(spec)
         started = time.perf_counter()
-        if spec.program is not None and (not path.exists() or interpreter.always()):
+        if (not path.exists() or interpreter.always()) and spec.program is not None:
             interpreted = self.interpreted(spec)
             if interpreted is not None:  # runs now; its optimised build is made meanwhile
                 interpreted.compile_seconds = time.perf_counter() - started
