@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from penstock.bench.report import text_table, write_reports
 from penstock.bench.runner import run_bench
 from penstock.bench.suites import suite
@@ -52,7 +55,11 @@ def test_tpch_first_runs_in_fresh_processes(tmp_path: Path) -> None:
         assert abs(cold.seconds - (cold.plan_s + cold.compile_s + cold.execute_s)) < 0.05 * cold.seconds + 0.01
     assert report.duckdb_source == "the same files"
     totals = report.to_json()["totals"]
-    assert totals["geomean_cold_first_s"] > totals["geomean_warm_first_s"] > 0
+    # both regimes measured (an interpreted cold run of a tiny query may beat the warm one,
+    # which loads its compiled kernels from disk: no order between them is asserted)
+    cold_runs = [q.cold_first.seconds for q in report.queries if q.cold_first is not None]
+    assert totals["geomean_cold_first_s"] == pytest.approx(float(np.exp(np.mean(np.log(cold_runs)))))
+    assert totals["geomean_warm_first_s"] > 0
     text = text_table(report)
     assert "TPC-H SF 0.01, tier host" in text and "geomean: repeats" in text and "cold first runs" in text
     paths = write_reports(report, tmp_path / "out")
