@@ -98,7 +98,7 @@ def test_instructions_no_row_changes_move_to_the_prologue_and_jumps_follow() -> 
 
 
 def test_literal_arithmetic_is_folded_and_a_date_literal_parsed_once() -> None:
-    from penstock.codegen.interpret.expressions import _plain_date, fold
+    from penstock.codegen.interpret.folding import fold, plain_date
     from penstock.plan.expr import Call, Cast, Literal
     from penstock.plan.types import INT8, INT64, decimal
 
@@ -106,4 +106,4 @@ def test_literal_arithmetic_is_folded_and_a_date_literal_parsed_once() -> None:
         Literal(decimal(22, 2), 1100)
     overflow = Call(INT8, "mul", (Literal(INT8, 100), Literal(INT8, 2)))
     assert fold(overflow) is overflow  # 200 does not fit: computed per row, where it raises 22003
-    assert _plain_date("1994-01-01") and not _plain_date("1994-02-30") and not _plain_date("yesterday")
+    assert plain_date("1994-01-01") and not plain_date("1994-02-30") and not plain_date("yesterday")

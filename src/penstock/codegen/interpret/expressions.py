@@ -5,19 +5,19 @@ literals, date + interval and date_part, LIKE, substr, starts_with and ends_with
 
 Each translation calls the instruction whose C++ is the helper the generated code calls, with
 the same scales and precisions, so a value and its errors are the same either way. Anything
-else raises NotInterpretable, and the kernel compiles as before.
+else raises NotInterpretable, and the kernel compiles as before. IN lists, CASE and COALESCE
+are in branches.py, text functions and dates in text_dates.py, literal folding in folding.py.
 """
 
 from __future__ import annotations
 
-import datetime
-import re
 from typing import Callable
 
 from penstock.codegen.expr_logic import unwiden
+from penstock.codegen.interpret import branches, text_dates
+from penstock.codegen.interpret.folding import fold, plain_date
 from penstock.codegen.interpret.program import Label, NotInterpretable, Op, Program, Reg
 from penstock.codegen.kernel import BatchStart, Constant, ConstantText, RuntimeValue
-from penstock.codegen.expr_dates import PARTS
 from penstock.plan.expr import BuildColumn, Call, Case, Cast, ColumnRef, Expr, InList, Like, Literal, Param, RowOrdinal
 from penstock.plan.types import DataType, Kind
 
@@ -86,11 +86,11 @@ class ExprProgram:
         if isinstance(e, Cast):
             return self.cast(e)
         if isinstance(e, InList):
-            return self.in_list(e)
+            return branches.in_list(self, e)
         if isinstance(e, Case):
-            return self.case(e)
+            return branches.case(self, e)
         if isinstance(e, Like):
-            return self.like(e)
+            return text_dates.like(self, e)
         if isinstance(e, Call):
             if e.fn in ("and", "or"):
                 return self.and_or(e)
@@ -109,13 +109,13 @@ class ExprProgram:
             if e.fn == "add_interval":
                 return self.add_interval(e)
             if e.fn == "coalesce":
-                return self.coalesce(e)
+                return branches.coalesce(self, e)
             if e.fn.startswith("date_part."):
-                return self.date_part(e)
-            if e.fn in ("starts_with", "ends_with") or e.fn == "substr":
-                return self.text_function(e)
+                return text_dates.date_part(self, e)
+            if e.fn in ("starts_with", "ends_with", "substr"):
+                return text_dates.text_function(self, e)
             if e.fn == "partition_hash":
-                return self.partition_hash(e)
+                return text_dates.partition_hash(self, e)
         raise NotInterpretable(f"expression {e}")
 
     def runtime_value(self, e: Param) -> Reg:
@@ -208,141 +208,6 @@ class ExprProgram:
         self.program.emit(Op.CMP, d, a, b, x=mode, y=CMP_OPS[fn], z=scale_of(ta), w=scale_of(tb))
         return d
 
-    def in_list(self, e: InList) -> Reg:
-        """expr_logic.compile_in_list: the three-valued OR of arg = item (NULL when nothing
-        matched and arg or an item is NULL), stopping at the first match."""
-        p, arg = self.program, unwiden(e.arg)
-        a, d = self.compile(arg), p.reg()
-        for k, item in enumerate(e.items):
-            item = unwiden(item)
-            decided = Label()
-            if k:
-                p.target(decided, p.emit(Op.JUMP_DECIDED, d, x=0), 5)
-            equal = self.compare(a, arg.type, self.compile(item), item.type, "eq")
-            p.emit(Op.LOGIC_STEP if k else Op.LOGIC_BEGIN, d, equal, x=0)
-            p.place(decided)
-        if not e.negated:
-            return d
-        negated = p.reg()
-        p.emit(Op.NOT, negated, d)
-        return negated
-
-    def case(self, e: Case) -> Reg:
-        """expr_logic.compile_case: the first WHEN that holds gives the value, else ELSE's or
-        NULL; a branch's expressions are evaluated only when it is taken."""
-        p = self.program
-        d, end = p.reg(), Label()
-        p.emit(Op.CONST, d, y=3)
-        for depth, (cond, value) in enumerate(e.whens):
-            if depth:
-                self.push()  # a later WHEN is tested only when the earlier ones failed
-            skip = Label()
-            p.target(skip, p.emit(Op.FILTER, a=self.compile(cond)), 4)
-            self.push()
-            p.emit(Op.MOVE, d, self.converted(value, e.type))
-            self.pop()
-            p.target(end, p.emit(Op.JUMP), 5)
-            p.place(skip)
-        if e.otherwise is not None:
-            self.push()
-            p.emit(Op.MOVE, d, self.converted(e.otherwise, e.type))
-            self.pop()
-        for _ in e.whens[1:]:
-            self.pop()
-        p.place(end)
-        return d
-
-    def coalesce(self, e: Call) -> Reg:
-        """expr_logic.compile_coalesce: the first argument that is not NULL."""
-        p = self.program
-        d, end = p.reg(), Label()
-        for k, arg in enumerate(e.args):
-            if k:
-                self.push()
-            p.emit(Op.MOVE, d, self.converted(arg, e.type))
-            is_null = p.reg()
-            p.emit(Op.NULL_TEST, is_null, d, x=1)
-            p.target(end, p.emit(Op.FILTER, a=is_null), 4)
-        for _ in e.args[1:]:
-            self.pop()
-        p.place(end)
-        return d
-
-    def converted(self, e: Expr, result: DataType) -> Reg:
-        """expr_logic.assign: a CASE or COALESCE argument as the result's type."""
-        t = e.type
-        if t == result or t.kind is Kind.NULL or (t.kind is Kind.STRING and result.kind is Kind.STRING):
-            return self.compile(e)
-        if Kind.STRING in (t.kind, result.kind):
-            raise NotInterpretable(f"{t} as {result}")
-        if Kind.DECIMAL in (t.kind, result.kind) or result.kind is Kind.TIMESTAMP:
-            return self.cast(Cast(result, e))  # expr_cast.convert: rescaled, range-checked
-        if result.is_integer and (t.kind is Kind.BOOL or (t.is_integer and t.byte_width <= result.byte_width)):
-            return self.compile(e)  # a C cast that keeps the value
-        if result.kind is Kind.FLOAT64 and (t.is_integer or t.kind is Kind.FLOAT32):
-            return self.as_double(self.compile(e), t)
-        raise NotInterpretable(f"{t} as {result}")
-
-    # -- text and dates -------------------------------------------------------------------------
-    def like(self, e: Like) -> Reg:
-        """expr_text.compile_like."""
-        if e.arg.type.kind is not Kind.STRING or e.pattern.type.kind is not Kind.STRING:
-            raise NotInterpretable("LIKE on non-text values")
-        p = self.program
-        d = p.reg()
-        escape = ord(e.escape) if e.escape else ord("\\")  # PostgreSQL's default escape
-        p.emit(Op.LIKE, d, self.compile(e.arg), self.compile(e.pattern), x=escape, y=1 if e.case_insensitive else 0)
-        if not e.negated:
-            return d
-        negated = p.reg()
-        p.emit(Op.NOT, negated, d)
-        return negated
-
-    def text_function(self, e: Call) -> Reg:
-        """expr_text.compile_affix and compile_substr, over text that is a plain view."""
-        p = self.program
-        if e.args[0].type.kind is not Kind.STRING:
-            raise NotInterpretable(f"{e.fn} of {e.args[0].type}")
-        s, d = self.compile(e.args[0]), p.reg()
-        if e.fn == "substr":
-            start = self.compile(e.args[1])
-            count = self.compile(e.args[2]).index if len(e.args) > 2 else -1
-            p.emit(Op.SUBSTR, d, s, start, x=count)
-            return d
-        if e.args[1].type.kind is not Kind.STRING:
-            raise NotInterpretable(f"{e.fn} of {e.args[1].type}")
-        p.emit(Op.AFFIX, d, s, self.compile(e.args[1]), x=1 if e.fn == "ends_with" else 0)
-        return d
-
-    def date_part(self, e: Call) -> Reg:
-        """expr_dates.compile_date_part."""
-        field, t = e.fn.split(".", 1)[1], e.args[0].type
-        if t.kind not in (Kind.DATE, Kind.TIMESTAMP) or not (e.type.is_integer or e.type.is_float):
-            raise NotInterpretable(f"date_part of {t} as {e.type}")
-        if field != "epoch" and field not in PARTS:
-            raise NotInterpretable(f"date_part {field}")
-        real = e.type.kind is Kind.FLOAT32
-        if field == "epoch":
-            how = 4 if real else 3
-        elif e.type.is_float:
-            how = 2 if real else 1
-        else:
-            how = 0
-        unit = 1 if t.kind is Kind.DATE else {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[t.unit]
-        d = self.program.reg()
-        self.program.emit(Op.DATE_PART, d, self.compile(e.args[0]), x=list(PARTS).index(field) if field in PARTS else 0,
-                          y=1 if t.kind is Kind.DATE else 0, z=unit, w=how)
-        return d
-
-    def partition_hash(self, e: Call) -> Reg:
-        """keys.compile_partition_hash: one hash of a row's keys, a NULL hashing as a constant."""
-        from penstock.codegen.interpret.program import key_kind
-
-        p = self.program
-        d = p.reg()
-        for k, arg in enumerate(e.args):
-            p.emit(Op.KEY_HASH, d, self.compile(arg), d, x=key_kind(arg.type), y=1 if k == 0 else 0, z=1)
-        return d
 
     # -- arithmetic -----------------------------------------------------------------------------
     def as_double(self, r: Reg, t: DataType) -> Reg:
@@ -434,7 +299,7 @@ class ExprProgram:
             d = p.reg()
             text = e.arg.value
             p.emit(Op.PARSE_DATE, d, x=p.arg(ConstantText(text, "ptr")), y=p.arg(ConstantText(text, "len")),
-                   pure=_plain_date(text))
+                   pure=plain_date(text))
             return d
         a = self.compile(e.arg)
         d = p.reg()
@@ -473,43 +338,3 @@ class ExprProgram:
             p.emit(Op.RESCALE, d, a, x=dst.scale - scale_of(src), y=dst.precision)
             return d
         raise NotInterpretable(f"cast from {src} to {dst}")
-
-
-INT_BOUND = {Kind.INT8: 2**7, Kind.INT16: 2**15, Kind.INT32: 2**31, Kind.INT64: 2**63}
-
-
-def fold(e: Expr) -> Expr:
-    """`e` as a literal, when it is integer arithmetic or a widening decimal cast over
-    literals whose value fits its type (so nothing could have raised); else `e` itself.
-    TPC-H Q19's `CAST(1 + 10 AS decimal(22,2))` was an addition and a rescale per row."""
-    if isinstance(e, Call) and e.fn in ("add", "sub", "mul") and e.type.kind in INT_BOUND:
-        args = [fold(a) for a in e.args]
-        if all(isinstance(a, Literal) and a.type.is_integer and isinstance(a.value, int) for a in args):
-            a, b = (int(x.value) for x in args)  # type: ignore[union-attr]
-            value = a + b if e.fn == "add" else (a - b if e.fn == "sub" else a * b)
-            bound = INT_BOUND[e.type.kind]
-            if -bound <= value < bound:
-                return Literal(e.type, value)
-    if isinstance(e, Cast) and e.type.kind is Kind.DECIMAL:
-        arg = fold(e.arg)
-        if isinstance(arg, Literal) and isinstance(arg.value, int) and not isinstance(arg.value, bool):
-            if arg.type.is_integer:
-                value = arg.value * 10**e.type.scale
-            elif arg.type.kind is Kind.DECIMAL and e.type.scale >= arg.type.scale:
-                value = arg.value * 10**(e.type.scale - arg.type.scale)
-            else:
-                return e
-            if abs(value) < 10**e.type.precision:
-                return Literal(e.type, value)
-    return e
-
-
-def _plain_date(text: str) -> bool:
-    """A YYYY-MM-DD literal that parses: its parse raises nothing, so it may run once."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return False
-    try:
-        datetime.date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
