@@ -87,13 +87,13 @@ class CudaBackend(Backend):
 
     def _load_interpreter(self) -> None:
         """Load the installation's plan interpreter (device/interpreter.py), if it has one."""
-        from penstock.device.interpreter import interpreter_spec, setting
+        from penstock.device.interpreter import setting
 
-        if setting() == "0" or not self.cache_path(interpreter_spec()).exists():
+        if setting() == "0":
             return
         self.device.use()
         try:
-            self.interpreters().get(self)
+            self.interpreters().get(self, build=False)
         except Exception:  # noqa: BLE001 - the first query that needs it loads it (and says why not)
             pass
 

@@ -84,12 +84,10 @@ class InterpretedKernel(CompiledKernel):
         self.program = program  # the program's words, on the device
         self.quick = True
         self.interpreted = True
-        header = np.frombuffer(spec.program[:HEADER_BYTES], dtype=np.int32) if spec.program else None
+        header = np.frombuffer(spec.program[:HEADER_BYTES], dtype=np.int32)  # type: ignore[index]
         # the positions of the kernel's row count and first row (the program's header says);
         # None: one launch (a sort's rows are counted on the device)
-        self.row_arguments: tuple[int, int] | None = (int(header[4]), int(header[5])) if header is not None else (0, 1)
-        if header is not None and int(header[0]) == SORT:
-            self.row_arguments = None
+        self.row_arguments = None if int(header[0]) == SORT else (int(header[4]), int(header[5]))
 
     def arguments(self, backend: Any, args: Sequence[Any]) -> np.ndarray:
         """The kernel's arguments as 64-bit words, in its parameter order."""
@@ -113,17 +111,21 @@ class Interpreters:
         self.kernel: CompiledKernel | None = None
         self.requested = False
 
-    def get(self, backend: Any) -> CompiledKernel | None:
+    def get(self, backend: Any, build: bool = True) -> CompiledKernel | None:
+        """The interpreter, loaded from the installation; else None, with its build queued
+        (`build`; PENSTOCK_INTERPRET=always builds it now). build=False only loads."""
         with self.lock:
             if self.kernel is not None:
                 return self.kernel
         spec = interpreter_spec()
         path = backend.cache_path(spec)
-        if path.exists() or always():
+        if path.exists() or (build and always()):
             kernel = backend.compile(spec)
             with self.lock:
                 self.kernel = kernel
             return kernel
+        if not build:
+            return None
         with self.lock:
             requested, self.requested = self.requested, True
         if not requested:

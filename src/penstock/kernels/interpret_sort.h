@@ -8,7 +8,7 @@
 namespace xpu {
 namespace vm {
 
-const int32_t SORT_KEY_WORDS = 8, SORT_WIDE = 8, SORT_TEXT = 9;
+const int32_t SORT_KEY_WORDS = 8, SORT_TEXT = 9;
 
 // row j against row i by one key {storage, descending, nulls first, values, validity, text
 // starts, lengths, bytes}: < 0 when j goes first

@@ -28,11 +28,7 @@ def in_list(exprs: ExprProgram, e: InList) -> Reg:
         equal = exprs.compare(a, arg.type, exprs.compile(item), item.type, "eq")
         p.emit(Op.LOGIC_STEP if k else Op.LOGIC_BEGIN, d, equal, x=0)
         p.place(decided)
-    if not e.negated:
-        return d
-    negated = p.reg()
-    p.emit(Op.NOT, negated, d)
-    return negated
+    return exprs.negated(d, e.negated)
 
 
 def case(exprs: ExprProgram, e: Case) -> Reg:

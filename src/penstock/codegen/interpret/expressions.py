@@ -95,9 +95,7 @@ class ExprProgram:
             if e.fn in ("and", "or"):
                 return self.and_or(e)
             if e.fn == "not":
-                d = p.reg()
-                p.emit(Op.NOT, d, self.compile(e.args[0]))
-                return d
+                return self.negated(self.compile(e.args[0]))
             if e.fn in ("is_null", "is_not_null"):
                 d = p.reg()
                 p.emit(Op.NULL_TEST, d, self.compile(e.args[0]), x=1 if e.fn == "is_null" else 0)
@@ -128,6 +126,14 @@ class ExprProgram:
                    w=p.arg(RuntimeValue(e.slot, "value_hi")))
         else:
             p.emit(Op.RUNTIME_VALUE, d, x=p.arg(RuntimeValue(e.slot, "value")), y=null, z=1 if t.is_float else 0)
+        return d
+
+    def negated(self, r: Reg, negate: bool = True) -> Reg:
+        """NOT r (NULL stays NULL), or r itself when `negate` is false ([NOT] IN, [NOT] LIKE)."""
+        if not negate:
+            return r
+        d = self.program.reg()
+        self.program.emit(Op.NOT, d, r)
         return d
 
     # -- leaves ---------------------------------------------------------------------------------

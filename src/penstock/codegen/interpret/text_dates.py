@@ -23,11 +23,7 @@ def like(exprs: ExprProgram, e: Like) -> Reg:
     d = p.reg()
     escape = ord(e.escape) if e.escape else ord("\\")  # PostgreSQL's default escape
     p.emit(Op.LIKE, d, exprs.compile(e.arg), exprs.compile(e.pattern), x=escape, y=1 if e.case_insensitive else 0)
-    if not e.negated:
-        return d
-    negated = p.reg()
-    p.emit(Op.NOT, negated, d)
-    return negated
+    return exprs.negated(d, e.negated)
 
 
 def text_function(exprs: ExprProgram, e: Call) -> Reg:
