@@ -38,14 +38,19 @@ def test_a_program_names_only_parameters_the_kernel_has() -> None:
 
 def test_encoding_lays_out_header_tables_and_code() -> None:
     program = Program(ParamTable())
-    program.keys = [(0, 2, 5)]
-    program.measures = [(1, 4, 0, 6)]
+    key, value = program.reg(), program.reg()
+    program.keys = [(0, 2, key.index)]
+    program.measures = [(1, 4, 0, value.index)]
+    program.emit(Op.LOAD, key, x=0, y=-1, z=3)
+    program.emit(Op.LOAD, value, x=1, y=-1, z=3)
+    program.emit(Op.AGG_GROUP, x=-1)
     program.emit(Op.COUNT, x=0)
     words = np.frombuffer(program.encode(), dtype=np.int32)
-    assert words[Header.KEYS] == 1 and list(words[words[Header.KEY_TABLE]:][:3]) == [0, 2, 5]
-    assert list(words[words[Header.MEASURE_TABLE]:][:4]) == [1, 4, 0, 6]
     code = words[words[Header.CODE]:words[Header.CODE_END]].reshape(-1, INS_WORDS)
-    assert [int(c[0]) for c in code] == [Op.COUNT, Op.END]  # an END always closes the code
+    assert [int(c[0]) for c in code] == [Op.LOAD, Op.LOAD, Op.AGG_GROUP, Op.COUNT, Op.END]  # an END closes it
+    assert words[Header.KEYS] == 1 and list(words[words[Header.KEY_TABLE]:][:3]) == [0, 2, code[0][1]]
+    assert list(words[words[Header.MEASURE_TABLE]:][:4]) == [1, 4, 0, code[1][1]]
+    assert code[0][1] != code[1][1]  # both live at the aggregate: two registers
 
 
 def interpreted_kernels(db: object, sql: str) -> int:

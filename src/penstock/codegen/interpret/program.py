@@ -20,6 +20,7 @@ from penstock.plan.types import DataType, Kind
 
 INS_WORDS = 8
 MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 256, 16, 16, 8
+MAX_VALUES = 4096  # a program's values before registers are allocated (registers.py)
 PARTIAL_WORDS, PARTIAL_GROUPS = 1024, 1024  # kernels/interpret_steps.h: a block's partial states
 
 
@@ -196,8 +197,8 @@ class Program:
         return -1 if index is None else index
 
     def reg(self) -> Reg:
-        if self.registers >= MAX_REGS:
-            raise NotInterpretable(f"more than {MAX_REGS} values in one program")
+        if self.registers >= MAX_VALUES:
+            raise NotInterpretable(f"more than {MAX_VALUES} values in one program")
         self.registers += 1
         return Reg(self.registers - 1)
 
@@ -265,21 +266,28 @@ class Program:
 
     def encode(self) -> bytes:
         """The program as int32 words: header, key table, measure table, extra words, the
-        prologue (run once per thread), the row code."""
+        prologue (run once per thread), the row code; registers allocated (registers.py)."""
+        from penstock.codegen.interpret.registers import allocate
+
         if len(self.measures) > MAX_MEASURES:
             raise NotInterpretable(f"more than {MAX_MEASURES} aggregates in one program")
+        prologue, body = self.hoisted()
+        prologue, body, renamed, registers = allocate(prologue, body, [k[2] for k in self.keys],
+                                                      [m[3] for m in self.measures if m[3] >= 0])
+        if registers > MAX_REGS:
+            raise NotInterpretable(f"more than {MAX_REGS} registers in one program")
         words = [0] * int(Header.WORDS)
-        fields = {Header.KIND: self.kind, Header.REGS: self.registers, Header.CNT: -1, Header.MODE: -1,
+        fields = {Header.KIND: self.kind, Header.REGS: registers, Header.CNT: -1, Header.MODE: -1,
                   Header.ARENA: -1, Header.PARTIAL: -1, **self.header}
         for name, value in fields.items():
             words[int(name)] = value
         words[Header.KEYS], words[Header.KEY_TABLE] = len(self.keys), len(words)
-        words += [v for key in self.keys for v in key]
+        words += [v for kind, word, r in self.keys for v in (kind, word, renamed.get(r, 0))]
         words[Header.MEASURES], words[Header.MEASURE_TABLE] = len(self.measures), len(words)
-        words += [v for m in self.measures for v in m]
+        words += [v for kind, word, is_min, r in self.measures
+                  for v in (kind, word, is_min, renamed.get(r, 0) if r >= 0 else r)]
         words[Header.EXTRA] = len(words)
         words += self.extra
-        prologue, body = self.hoisted()
         words[Header.PROLOGUE] = len(words)
         words += [v for ins in prologue for v in ins]
         words[Header.PROLOGUE_END] = len(words)
