@@ -43,7 +43,8 @@ BODY = """  if (program[xpu::vm::H_KIND] == xpu::vm::SORT) {
   XPU_PARALLEL_BEGIN
   XPU_BLOCK_LOCAL(uint64_t, part, xpu::vm::PARTIAL_WORDS);
   XPU_BLOCK_LOCAL(int64_t, part_slot, xpu::vm::PARTIAL_GROUPS);
-  xpu::vm::Machine machine(program, args, err, part, part_slot);
+  XPU_BLOCK_LOCAL(xpu::vm::CodeWords, code_cache, xpu::vm::CODE_CACHE_WORDS / 4);
+  xpu::vm::Machine machine(program, args, err, part, part_slot, code_cache);
   XPU_FOR(t, n) {
     if (finalize) machine.finalize_slot(row0 + t);
     else machine.run(row0 + t);

@@ -24,7 +24,7 @@ struct Machine {
   const uint64_t* args;
   int32_t* err;
   int128_t reg[MAX_REGS];
-  bool null[MAX_REGS];
+  NullFlags null;
   uint64_t counters[MAX_COUNTERS];
   LocalStates local;
   JoinProbe walk[MAX_PROBES];  // each probe's walk over the build rows that may match
@@ -36,8 +36,23 @@ struct Machine {
   uint64_t* part;
   int64_t* part_slot;
 
-  XPU_METHOD Machine(const int32_t* p, const uint64_t* a, int32_t* e, uint64_t* part_words, int64_t* part_slots)
+  const int32_t* prologue_code;  // the prologue and the row code: block-local copies when they fit
+  const int32_t* row_code;
+
+  XPU_METHOD Machine(const int32_t* p, const uint64_t* a, int32_t* e, uint64_t* part_words, int64_t* part_slots,
+                     CodeWords* code_cache)
       : program(p), args(a), err(e), part(part_words), part_slot(part_slots) {
+    null.bits = 0;
+    const int32_t begin = p[H_PROLOGUE], words = p[H_CODE_END] - begin;
+    prologue_code = p + begin;
+    row_code = p + p[H_CODE];
+    if (words <= CODE_CACHE_WORDS) {  // the same for every thread of the block
+      int32_t* cache = (int32_t*)code_cache;
+      for (int32_t k = block_rank(); k < words; k += block_size()) cache[k] = p[begin + k];
+      block_sync();
+      prologue_code = cache;
+      row_code = cache + (p[H_CODE] - begin);
+    }
     for (int32_t k = 0; k < MAX_COUNTERS; ++k) counters[k] = 0;
     if (p[H_SINK] == S_GLOBAL) local.init(p + p[H_MEASURE_TABLE], p[H_MEASURES]);
     partial = p[H_KIND] == PIPELINE && p[H_SINK] == S_GROUPS && p[H_PARTIAL] >= 0 ? p + p[H_EXTRA] + p[H_PARTIAL] : nullptr;
@@ -53,18 +68,19 @@ struct Machine {
     slot = nullptr;
     out_row = 0;
     // values no row changes (constants, a date literal's parse): once, before any row
-    run_code(program + p[H_PROLOGUE], (p[H_PROLOGUE_END] - p[H_PROLOGUE]) / INS_WORDS, 0);
+    run_code(prologue_code, (p[H_PROLOGUE_END] - p[H_PROLOGUE]) / INS_WORDS, 0);
   }
 
   // the row's code, from the first instruction to OP_END or a rejection
   XPU_METHOD void run(int64_t i) {
-    run_code(program + program[H_CODE], (program[H_CODE_END] - program[H_CODE]) / INS_WORDS, i);
+    run_code(row_code, (program[H_CODE_END] - program[H_CODE]) / INS_WORDS, i);
   }
 
   XPU_METHOD void run_code(const int32_t* code, int32_t count, int64_t i) {
     for (int32_t pc = 0; pc < count; ++pc) {
       const int32_t* in = code + pc * INS_WORDS;
-      const int32_t op = in[0], d = in[1], a = in[2], b = in[3], x = in[4], y = in[5], z = in[6], w = in[7];
+      const Ins ins = fetch(in);
+      const int32_t op = ins.op, d = ins.d, a = ins.a, b = ins.b, x = ins.x, y = ins.y, z = ins.z, w = ins.w;
       const bool strict_null = op >= OP_INT_ARITH && op <= OP_CMP && (null[a] || (op_binary(op) && null[b]));
       if (strict_null) {  // PostgreSQL's strict functions: NULL in, NULL out, nothing computed
         null[d] = true;

@@ -26,7 +26,43 @@
 namespace xpu {
 namespace vm {
 
-const int32_t MAX_REGS = 256, MAX_MEASURES = 16, MAX_COUNTERS = 16, MAX_PROBES = 8, INS_WORDS = 8;
+// registers: at most 64 (codegen/interpret/registers.py allocates them), so that their NULL
+// flags are the bits of one word the compiler keeps in a hardware register; the values
+// themselves are indexed at run time, so they live in local memory
+const int32_t MAX_REGS = 64, MAX_MEASURES = 16, MAX_COUNTERS = 16, MAX_PROBES = 8, INS_WORDS = 8;
+
+// the code (prologue and row code) of a program up to this many words is copied into
+// block-local memory: every instruction is fetched from there, not through the L1 cache the
+// registers (local memory) contend for. program.py starts the prologue on a 32-byte boundary.
+const int32_t CODE_CACHE_WORDS = 2048;
+struct alignas(16) CodeWords { int32_t w[4]; };
+
+// one instruction's words: {op, d, a, b, x, y, z, w}
+struct Ins { int32_t op, d, a, b, x, y, z, w; };
+XPU_FN Ins fetch(const int32_t* in) {
+#ifdef XPU_GPU
+  const int4 u = *(const int4*)in, v = *(const int4*)(in + 4);  // two 16-byte loads
+  return Ins{u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
+#else
+  return Ins{in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]};
+#endif
+}
+
+// the registers' NULL flags, one bit each, read and written as `null[r]`
+struct NullFlags {
+  uint64_t bits;
+  struct Flag {
+    uint64_t& bits;
+    int32_t r;
+    XPU_METHOD operator bool() const { return ((bits >> r) & 1ull) != 0; }
+    XPU_METHOD Flag& operator=(bool v) {
+      bits = v ? (bits | (1ull << r)) : (bits & ~(1ull << r));
+      return *this;
+    }
+    XPU_METHOD Flag& operator=(const Flag& other) { return *this = (bool)other; }
+  };
+  XPU_METHOD Flag operator[](int32_t r) { return Flag{bits, r}; }
+};
 // block-local partial states of a grouped aggregate's first groups (codegen/agg_layout.py's
 // PARTIAL_BYTES): words, and groups at most
 const int32_t PARTIAL_WORDS = 1024, PARTIAL_GROUPS = 1024;

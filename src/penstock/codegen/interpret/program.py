@@ -19,7 +19,7 @@ from penstock.errors import Unsupported
 from penstock.plan.types import DataType, Kind
 
 INS_WORDS = 8
-MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 256, 16, 16, 8
+MAX_REGS, MAX_MEASURES, MAX_COUNTERS, MAX_PROBES = 64, 16, 16, 8  # kernels/interpret_steps.h
 MAX_VALUES = 4096  # a program's values before registers are allocated (registers.py)
 PARTIAL_WORDS, PARTIAL_GROUPS = 1024, 1024  # kernels/interpret_steps.h: a block's partial states
 
@@ -288,6 +288,7 @@ class Program:
                   for v in (kind, word, is_min, renamed.get(r, 0) if r >= 0 else r)]
         words[Header.EXTRA] = len(words)
         words += self.extra
+        words += [0] * (-len(words) % INS_WORDS)  # instructions on 32-byte boundaries: fetched as vectors
         words[Header.PROLOGUE] = len(words)
         words += [v for ins in prologue for v in ins]
         words[Header.PROLOGUE_END] = len(words)
