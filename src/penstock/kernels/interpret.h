@@ -16,7 +16,7 @@ enum Op {
   OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE,
   OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE,
   OP_BUILD_KEY_NULL, OP_BUILD_STEP, OP_KEY_RANGE, OP_MAX_UPDATE, OP_MOVE, OP_LIKE, OP_AFFIX, OP_SUBSTR,
-  OP_DATE_PART
+  OP_DATE_PART, OP_CMP_FILTER
 };
 
 struct Machine {
@@ -177,6 +177,12 @@ struct Machine {
           if (null[a] || reg[a] == 0) {
             if (x < 0) return;
             pc = x - 1;
+          }
+          break;
+        case OP_CMP_FILTER:  // a CMP whose value only a FILTER read: d is where a rejected row goes
+          if (null[a] || null[b] || !compare_holds(y, compare(x, reg[a], reg[b], z, w))) {
+            if (d < 0) return;
+            pc = d - 1;
           }
           break;
         case OP_COUNT: ++counters[x]; break;

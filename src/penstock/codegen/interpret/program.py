@@ -85,6 +85,7 @@ class Op(IntEnum):
     AFFIX = 57
     SUBSTR = 58
     DATE_PART = 59
+    CMP_FILTER = 60
 
 
 class Header(IntEnum):
@@ -138,10 +139,10 @@ UNARY = (Op.NOT, Op.NULL_TEST, Op.TO_DOUBLE, Op.DATE_PART)
 NO_RESULT = {Op.END, Op.FILTER, Op.COUNT, Op.AGG_GROUP, Op.AGG_GLOBAL, Op.CLAIM, Op.WRITE, Op.WRITE_TEXT, Op.JUMP,
              Op.JUMP_DECIDED, Op.PROBE_START, Op.PROBE_TEST, Op.PROBE_EXACT, Op.PROBE_NEXT, Op.MARK,
              Op.ANTI_NULL_AWARE, Op.PART_CHECK, Op.DIRECT_ENTER, Op.JUMP_UNLESS_ARG, Op.BUILD_KEY_NULL, Op.BUILD_STEP,
-             Op.KEY_RANGE, Op.MAX_UPDATE}
+             Op.KEY_RANGE, Op.MAX_UPDATE, Op.CMP_FILTER}
 # the word of an instruction holding where it jumps (a position in the code, or -1)
 JUMP_WORDS = {Op.FILTER: 4, Op.AGG_GROUP: 4, Op.JUMP: 5, Op.JUMP_DECIDED: 5, Op.PROBE_TEST: 5, Op.PROBE_EXACT: 5,
-              Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6}
+              Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6, Op.CMP_FILTER: 1}
 
 
 class NotInterpretable(Unsupported):
@@ -267,11 +268,12 @@ class Program:
     def encode(self) -> bytes:
         """The program as int32 words: header, key table, measure table, extra words, the
         prologue (run once per thread), the row code; registers allocated (registers.py)."""
-        from penstock.codegen.interpret.registers import allocate
+        from penstock.codegen.interpret.registers import allocate, fuse_filters
 
         if len(self.measures) > MAX_MEASURES:
             raise NotInterpretable(f"more than {MAX_MEASURES} aggregates in one program")
         prologue, body = self.hoisted()
+        body = fuse_filters(body, [k[2] for k in self.keys], [m[3] for m in self.measures if m[3] >= 0])
         prologue, body, renamed, registers = allocate(prologue, body, [k[2] for k in self.keys],
                                                       [m[3] for m in self.measures if m[3] >= 0])
         if registers > MAX_REGS:
