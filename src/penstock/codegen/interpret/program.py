@@ -235,15 +235,15 @@ class Program:
         the interpreter runs once per thread. One moves when it is HOISTABLE (or `pure`),
         its inputs were moved, and nothing else writes its register; jumps are renumbered."""
         writers: dict[int, int] = {}
-        for ins in self.code:
-            if Op(ins[0]) not in NO_RESULT:
+        for ins in self.code:  # (ops compared as ints: Op(...) per instruction is slow)
+            if ins[0] not in NO_RESULT:
                 writers[ins[1]] = writers.get(ins[1], 0) + 1
         invariant: set[int] = set()
         moved: list[bool] = []
         for k, ins in enumerate(self.code):
-            op = Op(ins[0])
+            op = ins[0]
             inputs = [ins[2], ins[3]] if op in BINARY else ([ins[2]] if op in UNARY else [])
-            if op is Op.ADD_MONTHS:
+            if op == Op.ADD_MONTHS:
                 inputs.append(ins[4])  # the microseconds' register
             hoist = ((op in HOISTABLE or k in self.pure) and writers[ins[1]] == 1
                      and all(r in invariant for r in inputs))
@@ -259,7 +259,7 @@ class Program:
             if hoist:
                 continue
             ins = list(ins)
-            word = JUMP_WORDS.get(Op(ins[0]))
+            word = JUMP_WORDS.get(ins[0])
             if word is not None and ins[word] >= 0:
                 ins[word] = kept_before[ins[word]]  # a moved target: the next instruction kept
             body.append(ins)

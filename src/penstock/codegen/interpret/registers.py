@@ -39,42 +39,42 @@ READS: dict[Op, tuple[int, ...]] = {
 
 
 def register_words(ins: list[int]) -> tuple[list[int], list[int]]:
-    """(words read, words written) of one instruction: the words holding registers."""
-    op = Op(ins[0])
+    """(words read, words written) of one instruction: the words holding registers. (Ops
+    are compared as ints: Op(...) per instruction cost more than the rest of the pass.)"""
+    op = ins[0]
     reads = list(READS.get(op, ()))
-    if op is Op.KEY_HASH and ins[Y] == 0:  # a key after the first: combined with the hash so far
+    if op == Op.KEY_HASH and ins[Y] == 0:  # a key after the first: combined with the hash so far
         reads.append(B)
-    elif op is Op.KEYS_NULL and ins[X] == 0:
+    elif op == Op.KEYS_NULL and ins[X] == 0:
         reads.append(B)
-    elif op is Op.SUBSTR and ins[X] >= 0:  # the count's register
+    elif op == Op.SUBSTR and ins[X] >= 0:  # the count's register
         reads.append(X)
-    elif op is Op.LOAD_TEXT and ins[W] >= 0:  # the row's register
+    elif op == Op.LOAD_TEXT and ins[W] >= 0:  # the row's register
         reads.append(W)
-    writes = [] if op in NO_RESULT else [D]
-    return reads, writes
+    return reads, ([] if op in NO_RESULT else [D])
 
 
-def table_reads(op: Op, keys: list[int], measures: list[int]) -> list[int]:
+def table_reads(op: int, keys: list[int], measures: list[int]) -> list[int]:
     """Registers a sink reads from the tables rather than from its instruction's words."""
-    if op is Op.AGG_GROUP:
+    if op == Op.AGG_GROUP:
         return keys + measures
-    return measures if op is Op.AGG_GLOBAL else []
+    return measures if op == Op.AGG_GLOBAL else []
 
 
-def successors(body: list[list[int]], k: int) -> list[int]:
+def successors(body: list[list[int]], k: int) -> tuple[int, ...]:
     """Where the row code goes after instruction k (len(body): the row is done)."""
     ins = body[k]
-    op = Op(ins[0])
+    op = ins[0]
     done = len(body)
-    if op is Op.END:
-        return []
+    if op == Op.END:
+        return ()
     word = JUMP_WORDS.get(op)
     target = done if word is None or ins[word] < 0 else ins[word]
-    if op in (Op.JUMP, Op.PROBE_NEXT):
-        return [target]
-    if op in (Op.BUILD_KEY_NULL, Op.BUILD_STEP):  # they may end the row
-        return [k + 1, done]
-    return [k + 1] if word is None else [k + 1, target]
+    if op == Op.JUMP or op == Op.PROBE_NEXT:
+        return (target,)
+    if op == Op.BUILD_KEY_NULL or op == Op.BUILD_STEP:  # they may end the row
+        return (k + 1, done)
+    return (k + 1,) if word is None else (k + 1, target)
 
 
 def live_out(body: list[list[int]], keys: list[int], measures: list[int]) -> tuple[list[int], int]:
@@ -85,18 +85,19 @@ def live_out(body: list[list[int]], keys: list[int], measures: list[int]) -> tup
         used = 0
         for word in reads:
             used |= 1 << ins[word]
-        for r in table_reads(Op(ins[0]), keys, measures):
+        for r in table_reads(ins[0], keys, measures):
             used |= 1 << r
         uses.append(used)
-        defs.append(sum(1 << ins[word] for word in writes))
+        defs.append(1 << ins[D] if writes else 0)
+    following = [successors(body, k) for k in range(len(body))]
     live_in = [0] * (len(body) + 1)
     out = [0] * len(body)
     changed = True
-    while changed:
+    while changed:  # backwards to a fixed point: jumps go both ways (a probe's walk loops)
         changed = False
         for k in range(len(body) - 1, -1, -1):
             after = 0
-            for s in successors(body, k):
+            for s in following[k]:
                 after |= live_in[s]
             before = uses[k] | (after & ~defs[k])
             if after != out[k] or before != live_in[k]:
@@ -110,14 +111,14 @@ def fuse_filters(body: list[list[int]], keys: list[int], measures: list[int]) ->
     the FILTER's target): one instruction fewer to dispatch for each conjunct of a WHERE.
     Not where a jump lands on the FILTER, or its value is read again."""
     out, _ = live_out(body, keys, measures)
-    landed = {ins[JUMP_WORDS[Op(ins[0])]] for ins in body if Op(ins[0]) in JUMP_WORDS}
+    landed = {ins[JUMP_WORDS[ins[0]]] for ins in body if ins[0] in JUMP_WORDS}
     fused: list[list[int]] = []
     removed_before = [0] * (len(body) + 1)  # per old position: instructions removed before it
     k = 0
     while k < len(body):
         ins = body[k]
         nxt = body[k + 1] if k + 1 < len(body) else None
-        if (Op(ins[0]) is Op.CMP and nxt is not None and Op(nxt[0]) is Op.FILTER and nxt[A] == ins[D]
+        if (ins[0] == Op.CMP and nxt is not None and nxt[0] == Op.FILTER and nxt[A] == ins[D]
                 and k + 1 not in landed and not (out[k + 1] >> ins[D]) & 1):
             fused.append([int(Op.CMP_FILTER), nxt[X], *ins[2:]])
             removed_before[k + 1] = removed_before[k]
@@ -130,7 +131,7 @@ def fuse_filters(body: list[list[int]], keys: list[int], measures: list[int]) ->
     if len(fused) == len(body):
         return fused
     for ins in fused:
-        word = JUMP_WORDS.get(Op(ins[0]))
+        word = JUMP_WORDS.get(ins[0])
         if word is not None and ins[word] >= 0:
             ins[word] -= removed_before[ins[word]]
     return fused
@@ -179,7 +180,7 @@ def allocate_body(body: list[list[int]], out: list[int], keys: list[int], measur
     order: list[int] = []
     for k, ins in enumerate(body):
         reads, writes = register_words(ins)
-        for r in [ins[w] for w in reads + writes] + table_reads(Op(ins[0]), keys, measures):
+        for r in [ins[w] for w in reads + writes] + table_reads(ins[0], keys, measures):
             if r not in fixed_names and r not in interferes:
                 interferes[r] = 0
                 order.append(r)
