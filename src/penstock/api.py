@@ -91,7 +91,7 @@ class Connection:
                  cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
                  cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto",
                  memory_limit: int | None = None, host_memory_limit: int | None = None,
-                 spill_dir: str | os.PathLike[str] | None = None):
+                 spill_dir: str | os.PathLike[str] | None = None, warm_up: bool = True):
         gpu_memory_limit = _memory_limit(memory_limit, gpu_memory_limit)
         if host_memory_limit is not None and host_memory_limit <= 0:
             raise PenstockError(f"host_memory_limit={host_memory_limit}: a limit must be a positive number of bytes")
@@ -114,6 +114,10 @@ class Connection:
             raise PenstockError(f"parquet_decode={parquet_decode!r}: use one of {', '.join(PARQUET_DECODE)}")
         self.executor = Executor(self.backend, self._table, gpu_memory_limit, io, parquet_decode)
         self.executor.host_memory_limit, self.executor.spill_dir = host_memory_limit, spill_dir
+        if warm_up:  # the process's start-up work, once (process_warm_up.py)
+            from penstock.process_warm_up import start
+
+            start(self.backend)
 
     def sort(self, source: str | os.PathLike[str], by: str, out: str | os.PathLike[str],
              descending: bool = False) -> Any:
@@ -347,7 +351,7 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
             cache: Sequence[str] | dict[str, Sequence[str] | None] | None = None,
             cache_limit: int | None = None, io: str = "auto", parquet_decode: str = "auto",
             memory_limit: int | None = None, host_memory_limit: int | None = None,
-            spill_dir: str | os.PathLike[str] | None = None) -> Connection:
+            spill_dir: str | os.PathLike[str] | None = None, warm_up: bool = True) -> Connection:
     """A connection on `device` ('auto': a GPU when one is usable, else the CPU cores).
 
     strict: raise penstock.Unsupported instead of falling back to DataFusion.
@@ -364,10 +368,13 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
     io: how Arrow files reach the device: 'auto' (measured), 'pread', 'direct' (O_DIRECT),
         'kvikio' (GPUDirect Storage / KvikIO).
     parquet_decode: where Parquet pages are decompressed and decoded: 'auto' (by the device's
-        kernels on a GPU, with nvCOMP; by pyarrow on the CPU backend), 'device', 'host'."""
+        kernels on a GPU, with nvCOMP; by pyarrow on the CPU backend), 'device', 'host'.
+    warm_up: the process's first connection plans a few queries on a thread of its own,
+        running nothing, so the first real query does not pay the planner's and code
+        generators' first use (process_warm_up.py)."""
     return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit, cache=cache,
                       cache_limit=cache_limit, io=io, parquet_decode=parquet_decode, memory_limit=memory_limit,
-                      host_memory_limit=host_memory_limit, spill_dir=spill_dir)
+                      host_memory_limit=host_memory_limit, spill_dir=spill_dir, warm_up=warm_up)
 
 
 def _rename(table: pa.Table, names: list[str]) -> pa.Table:

@@ -141,6 +141,9 @@ class Backend(ABC):
         self._foreground = 0  # builds a caller is waiting for, now
         self._foreground_done = threading.Condition()
         self._interpreters: Any = None  # device/interpreter.Interpreters, made on first use
+        # the process's start-up work (process_warm_up.py), started by its first connection
+        self.warm_up_thread: Any = None
+        self.warm_up_lock = threading.Lock()
 
     def compile(self, spec: KernelSpec, tiered: bool = False,
                 deferred: list[tuple[KernelSpec, Path]] | None = None) -> CompiledKernel:

@@ -79,14 +79,9 @@ class CompiledPlan:
     unsteady: str | None = None  # why a steady run of the plan had to stop (it is not tried again)
 
 
-def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = None) -> CompiledPlan:
-    """Generate every kernel the plan needs and compile them, concurrently, before any data
-    moves (a new query shape then costs its slowest kernel's compile, not their sum).
-    tiered (default: device/tiers.tiered_for): kernels no cache holds are built quickly and
-    replaced by their optimised builds when those are ready."""
-    tiered = tiered_for(backend) if tiered is None else tiered
-    started = time.perf_counter()
-    out = CompiledPlan(plan, host_buffers=host_buffers(plan))
+def plan_kernels(plan: PhysicalPlan, out: CompiledPlan) -> list[tuple[str, int, Kernel]]:
+    """Every kernel the plan needs, generated (not compiled): (kind, key, kernel). Records
+    the finalisers, builds and small sorts in `out`."""
     jobs: list[tuple[str, int, Kernel]] = []
     for step in plan.steps:
         if isinstance(step, RunPipeline):
@@ -102,6 +97,18 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
     jobs += [("fixed", 0, s.kernel) for s in out.small_sorts.values()]
     jobs += [("fixed", 0, k) for k in (gather_text(), rehash(), text_to_arrow(), *array_kernels())]
     jobs += [("fixed", 0, k) for k in direct_map_kernels(plan)]
+    return jobs
+
+
+def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = None) -> CompiledPlan:
+    """Generate every kernel the plan needs and compile them, concurrently, before any data
+    moves (a new query shape then costs its slowest kernel's compile, not their sum).
+    tiered (default: device/tiers.tiered_for): kernels no cache holds are built quickly and
+    replaced by their optimised builds when those are ready."""
+    tiered = tiered_for(backend) if tiered is None else tiered
+    started = time.perf_counter()
+    out = CompiledPlan(plan, host_buffers=host_buffers(plan))
+    jobs = plan_kernels(plan, out)
     out.kernels_total, out.compile_workers = len(jobs), backend.compile_workers(len(jobs))
     compiled = backend.compile_all([kernel.spec for _, _, kernel in jobs], tiered)
     out.specs = [kernel.spec for _, _, kernel in jobs]

@@ -1,0 +1,28 @@
+"""The process's start-up work (process_warm_up.py): it plans and generates kernels for every
+one of its queries, compiles and caches nothing, and runs once per process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import penstock
+from penstock.process_warm_up import QUERIES, warm_process
+
+
+def test_every_query_plans_and_its_kernels_are_generated_without_compiling(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))
+    kernels = warm_process()
+    assert len(kernels) == len(QUERIES) and min(kernels) >= 8  # its pipelines, builds, finalisers, fixed kernels
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # no kernel compiled, nothing cached
+
+
+def test_the_first_connection_starts_it_once() -> None:
+    first = penstock.connect(device="cpu")
+    second = penstock.connect(device="cpu")
+    thread = first.backend.warm_up_thread
+    assert thread is not None and thread is second.backend.warm_up_thread
+    thread.join(timeout=60)
+    assert not thread.is_alive()
