@@ -62,6 +62,10 @@ QUERIES = [
     # literal arithmetic folded into values the program holds (no kernel parameter has them)
     "SELECT count(*), sum(d) FROM t WHERE d <= CAST(100 + 250 AS numeric(22, 2)) "
     "AND w >= CAST(-3 * 100000000 AS numeric(30, 4)) AND i64 < 2 * 100000000000",
+    # IN lists, three-valued: NULL items and arguments, items of other types, a column as an item
+    "SELECT count(*), count(CASE WHEN i8 IN (1, 2, NULL) THEN 1 END), count(CASE WHEN i8 NOT IN (3, NULL) THEN 1 END), "
+    "sum(CASE WHEN (i32 IN (4, 5, 6)) IS NULL THEN 1 ELSE 0 END) FROM t "
+    "WHERE CAST(i8 AS numeric(10, 2)) IN (1.5, -3, -7.00, 12) OR i64 IN (-5, 7) OR f64 IN (0.5, i16) OR s IN ('x1', NULL) OR day IN (date '1996-01-01', date '1997-03-02')",
 ]
 
 

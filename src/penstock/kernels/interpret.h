@@ -16,7 +16,7 @@ enum Op {
   OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE,
   OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE,
   OP_BUILD_KEY_NULL, OP_BUILD_STEP, OP_KEY_RANGE, OP_MAX_UPDATE, OP_MOVE, OP_LIKE, OP_AFFIX, OP_SUBSTR,
-  OP_DATE_PART, OP_CMP_FILTER
+  OP_DATE_PART, OP_CMP_FILTER, OP_OR_EQ
 };
 
 struct Machine {
@@ -183,6 +183,17 @@ struct Machine {
           if (null[a] || null[b] || !compare_holds(y, compare(x, reg[a], reg[b], z, w))) {
             if (d < 0) return;
             pc = d - 1;
+          }
+          break;
+        case OP_OR_EQ:  // an IN list's item: d = d OR (a = b), three-valued; nothing once d is TRUE
+          if (null[d] || reg[d] == 0) {
+            const bool unknown = null[a] || null[b];
+            if (!unknown && compare(x, reg[a], reg[b], z, w) == 0) {
+              reg[d] = 1;
+              null[d] = false;
+            } else if (unknown) {
+              null[d] = true;
+            }
           }
           break;
         case OP_COUNT: ++counters[x]; break;

@@ -193,6 +193,13 @@ class ExprProgram:
 
     def compare(self, a: Reg, ta: DataType, b: Reg, tb: DataType, fn: str) -> Reg:
         """expr_logic.comparison (and equality, which it agrees with for these types)."""
+        a, b, mode = self.comparable(a, ta, b, tb, fn)
+        d = self.program.reg()
+        self.program.emit(Op.CMP, d, a, b, x=mode, y=CMP_OPS[fn], z=scale_of(ta), w=scale_of(tb))
+        return d
+
+    def comparable(self, a: Reg, ta: DataType, b: Reg, tb: DataType, fn: str) -> tuple[Reg, Reg, int]:
+        """The operands of a comparison as the interpreter compares them, and its mode."""
         ka, kb = ta.kind, tb.kind
         if ka is Kind.STRING and kb is Kind.STRING:  # as kernels compare text: bytes, unsigned
             mode = 5 if fn in ("eq", "ne") else 4  # str_eq (lengths first) or str_cmp
@@ -210,9 +217,7 @@ class ExprProgram:
             raise NotInterpretable("timestamps of different units")
         else:
             mode = 0
-        d = self.program.reg()
-        self.program.emit(Op.CMP, d, a, b, x=mode, y=CMP_OPS[fn], z=scale_of(ta), w=scale_of(tb))
-        return d
+        return a, b, mode
 
 
     # -- arithmetic -----------------------------------------------------------------------------

@@ -15,8 +15,8 @@ INT_BOUND = {Kind.INT8: 2**7, Kind.INT16: 2**15, Kind.INT32: 2**31, Kind.INT64: 
 
 
 def fold(e: Expr) -> Expr:
-    """`e` as a literal, when it is integer arithmetic or a widening decimal cast over
-    literals whose value fits its type (so nothing could have raised); else `e` itself.
+    """`e` as a literal, when it is integer arithmetic, a negation or a widening decimal
+    cast over literals whose value fits its type (so nothing could have raised); else `e`.
     TPC-H Q19's `CAST(1 + 10 AS decimal(22,2))` was an addition and a rescale per row."""
     if isinstance(e, Call) and e.fn in ("add", "sub", "mul") and e.type.kind in INT_BOUND:
         args = [fold(a) for a in e.args]
@@ -25,6 +25,14 @@ def fold(e: Expr) -> Expr:
             value = a + b if e.fn == "add" else (a - b if e.fn == "sub" else a * b)
             bound = INT_BOUND[e.type.kind]
             if -bound <= value < bound:
+                return Literal(e.type, value)
+    if isinstance(e, Call) and e.fn == "neg" and (e.type.kind in INT_BOUND or e.type.kind is Kind.DECIMAL):
+        arg = fold(e.args[0])  # a negative literal: `-3.25` is neg(3.25)
+        if isinstance(arg, Literal) and isinstance(arg.value, int) and not isinstance(arg.value, bool):
+            value = -arg.value
+            fits = (-INT_BOUND[e.type.kind] <= value < INT_BOUND[e.type.kind] if e.type.kind in INT_BOUND
+                    else abs(value) < 10**e.type.precision and arg.type.scale == e.type.scale)
+            if fits:
                 return Literal(e.type, value)
     if isinstance(e, Cast) and e.type.kind is Kind.DECIMAL:
         arg = fold(e.arg)

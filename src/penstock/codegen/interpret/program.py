@@ -86,6 +86,7 @@ class Op(IntEnum):
     SUBSTR = 58
     DATE_PART = 59
     CMP_FILTER = 60
+    OR_EQ = 61
 
 
 class Header(IntEnum):

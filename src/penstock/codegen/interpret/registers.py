@@ -34,7 +34,7 @@ READS: dict[Op, tuple[int, ...]] = {
     Op.PART_CHECK: (A, B), Op.PROBE_START: (D, A, B), Op.MARK: (A,), Op.ANTI_NULL_AWARE: (A, B),
     Op.DIRECT_ENTER: (A,), Op.BUILD_KEY_NULL: (A,), Op.BUILD_STEP: (A,), Op.KEY_RANGE: (A,),
     Op.MAX_UPDATE: (A,), Op.LIKE: (A, B), Op.AFFIX: (A, B), Op.SUBSTR: (A, B), Op.KEY_HASH: (A,),
-    Op.KEYS_NULL: (A,), Op.CMP_FILTER: (A, B),
+    Op.KEYS_NULL: (A,), Op.CMP_FILTER: (A, B), Op.OR_EQ: (A, B, D),
 }
 
 
