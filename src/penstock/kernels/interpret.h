@@ -16,7 +16,7 @@ enum Op {
   OP_PROBE_START, OP_PROBE_TEST, OP_PROBE_ROW, OP_PROBE_EXACT, OP_PROBE_NEXT, OP_JUMP, OP_MARK, OP_ANTI_NULL_AWARE,
   OP_LOAD_TEXT, OP_CONST_TEXT, OP_WRITE_TEXT, OP_DIRECT_ENTER, OP_JUMP_UNLESS_ARG, OP_RUNTIME_VALUE,
   OP_BUILD_KEY_NULL, OP_BUILD_STEP, OP_KEY_RANGE, OP_MAX_UPDATE, OP_MOVE, OP_LIKE, OP_AFFIX, OP_SUBSTR,
-  OP_DATE_PART, OP_CMP_FILTER, OP_OR_EQ
+  OP_DATE_PART, OP_CMP_FILTER, OP_OR_EQ, OP_LOGIC_CMP
 };
 
 struct Machine {
@@ -196,6 +196,18 @@ struct Machine {
             }
           }
           break;
+        case OP_LOGIC_CMP: {  // a CMP and the LOGIC_STEP that read it: y & 7 the comparison, y >> 3 AND
+          const bool unknown = null[a] || null[b];
+          const bool holds = !unknown && compare_holds(y & 7, compare(x, reg[a], reg[b], z, w));
+          if (y >> 3 ? (!unknown && !holds) : holds) {
+            reg[d] = holds ? 1 : 0;
+            null[d] = false;
+          } else {
+            null[d] = null[d] || unknown;
+            reg[d] = y >> 3 ? 1 : 0;
+          }
+          break;
+        }
         case OP_COUNT: ++counters[x]; break;
         case OP_AGG_GROUP:  // x: where a row of another partition, or refused by a full table, goes
           if (!aggregate_group()) {

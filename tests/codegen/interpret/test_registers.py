@@ -84,23 +84,3 @@ def test_a_register_read_before_any_write_keeps_its_own() -> None:
     _, body, renamed, registers = allocate(prologue, body, [], [])
     assert registers == 2 and renamed[stale.index] != renamed[fresh.index]
 
-
-def test_a_comparison_only_a_filter_reads_becomes_one_instruction() -> None:
-    """fuse_filters: CMP + FILTER -> CMP_FILTER (jumps renumbered); not where the comparison's
-    value is read again, nor where a jump lands on the FILTER."""
-    program = Program(ParamTable())
-    first, second, third = program.reg(), program.reg(), program.reg()
-    value = load(program, 0)
-    program.emit(Op.CMP, first, value, value, x=0, y=2)
-    program.emit(Op.FILTER, a=first, x=-1)  # fused
-    program.emit(Op.CMP, second, value, value, x=0, y=3)
-    program.emit(Op.FILTER, a=second, x=-1)  # kept: `second` is written below
-    program.emit(Op.WRITE, a=second, b=value, x=1, y=-1, z=0, w=2)
-    skip = program.emit(Op.JUMP, y=0)
-    program.emit(Op.CMP, third, value, value, x=0, y=4)
-    landed = program.emit(Op.FILTER, a=third, x=-1)  # kept: the JUMP lands here
-    program.code[skip][5] = landed
-    _, code, _ = encoded(program)
-    ops = [Op(int(c[0])) for c in code]
-    assert ops == [Op.LOAD, Op.CMP_FILTER, Op.CMP, Op.FILTER, Op.WRITE, Op.JUMP, Op.CMP, Op.FILTER, Op.END]
-    assert code[1][1] == -1 and code[5][5] == 7  # the reject target; the JUMP, renumbered

@@ -87,6 +87,7 @@ class Op(IntEnum):
     DATE_PART = 59
     CMP_FILTER = 60
     OR_EQ = 61
+    LOGIC_CMP = 62
 
 
 class Header(IntEnum):
@@ -269,12 +270,13 @@ class Program:
     def encode(self) -> bytes:
         """The program as int32 words: header, key table, measure table, extra words, the
         prologue (run once per thread), the row code; registers allocated (registers.py)."""
-        from penstock.codegen.interpret.registers import allocate, fuse_filters
+        from penstock.codegen.interpret.fusion import fuse
+        from penstock.codegen.interpret.registers import allocate
 
         if len(self.measures) > MAX_MEASURES:
             raise NotInterpretable(f"more than {MAX_MEASURES} aggregates in one program")
         prologue, body = self.hoisted()
-        body = fuse_filters(body, [k[2] for k in self.keys], [m[3] for m in self.measures if m[3] >= 0])
+        body = fuse(body, [k[2] for k in self.keys], [m[3] for m in self.measures if m[3] >= 0])
         prologue, body, renamed, registers = allocate(prologue, body, [k[2] for k in self.keys],
                                                       [m[3] for m in self.measures if m[3] >= 0])
         if registers > MAX_REGS:

@@ -34,7 +34,7 @@ READS: dict[Op, tuple[int, ...]] = {
     Op.PART_CHECK: (A, B), Op.PROBE_START: (D, A, B), Op.MARK: (A,), Op.ANTI_NULL_AWARE: (A, B),
     Op.DIRECT_ENTER: (A,), Op.BUILD_KEY_NULL: (A,), Op.BUILD_STEP: (A,), Op.KEY_RANGE: (A,),
     Op.MAX_UPDATE: (A,), Op.LIKE: (A, B), Op.AFFIX: (A, B), Op.SUBSTR: (A, B), Op.KEY_HASH: (A,),
-    Op.KEYS_NULL: (A,), Op.CMP_FILTER: (A, B), Op.OR_EQ: (A, B, D),
+    Op.KEYS_NULL: (A,), Op.CMP_FILTER: (A, B), Op.OR_EQ: (A, B, D), Op.LOGIC_CMP: (A, B, D),
 }
 
 
@@ -104,37 +104,6 @@ def live_out(body: list[list[int]], keys: list[int], measures: list[int]) -> tup
                 out[k], live_in[k] = after, before
                 changed = True
     return out, live_in[0] if body else 0
-
-
-def fuse_filters(body: list[list[int]], keys: list[int], measures: list[int]) -> list[list[int]]:
-    """A comparison whose only use is the FILTER after it becomes one CMP_FILTER (its d word
-    the FILTER's target): one instruction fewer to dispatch for each conjunct of a WHERE.
-    Not where a jump lands on the FILTER, or its value is read again."""
-    out, _ = live_out(body, keys, measures)
-    landed = {ins[JUMP_WORDS[ins[0]]] for ins in body if ins[0] in JUMP_WORDS}
-    fused: list[list[int]] = []
-    removed_before = [0] * (len(body) + 1)  # per old position: instructions removed before it
-    k = 0
-    while k < len(body):
-        ins = body[k]
-        nxt = body[k + 1] if k + 1 < len(body) else None
-        if (ins[0] == Op.CMP and nxt is not None and nxt[0] == Op.FILTER and nxt[A] == ins[D]
-                and k + 1 not in landed and not (out[k + 1] >> ins[D]) & 1):
-            fused.append([int(Op.CMP_FILTER), nxt[X], *ins[2:]])
-            removed_before[k + 1] = removed_before[k]
-            removed_before[k + 2] = removed_before[k] + 1
-            k += 2
-            continue
-        fused.append(list(ins))
-        removed_before[k + 1] = removed_before[k]
-        k += 1
-    if len(fused) == len(body):
-        return fused
-    for ins in fused:
-        word = JUMP_WORDS.get(ins[0])
-        if word is not None and ins[word] >= 0:
-            ins[word] -= removed_before[ins[word]]
-    return fused
 
 
 def allocate(prologue: list[list[int]], body: list[list[int]], keys: list[int],

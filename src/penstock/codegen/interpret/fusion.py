@@ -1,0 +1,59 @@
+"""Superinstructions: a comparison and the instruction that consumes it, written as one.
+
+The interpreter's cost is mostly per instruction (fetch, dispatch, its registers' loads and
+stores), so a comparison whose value only the next instruction reads is fused with it:
+
+- CMP + FILTER -> CMP_FILTER (d holds the FILTER's target): each conjunct of a WHERE;
+- CMP + LOGIC_STEP -> LOGIC_CMP (d the AND/OR's register; y the comparison's op, plus 8 for
+  AND): each term of an AND/OR after the first;
+- CMP + LOGIC_BEGIN -> CMP writing the AND/OR's register: the first term.
+
+Not where a jump lands on the second instruction, or the comparison's value is read again
+(liveness, registers.py). Runs on the row code after hoisting, before register allocation.
+"""
+
+from __future__ import annotations
+
+from penstock.codegen.interpret.program import JUMP_WORDS, Op
+from penstock.codegen.interpret.registers import A, B, D, W, X, Y, Z, live_out
+
+
+def fuse(body: list[list[int]], keys: list[int], measures: list[int]) -> list[list[int]]:
+    """The row code with comparisons fused into their consumers; jumps renumbered."""
+    out, _ = live_out(body, keys, measures)
+    landed = {ins[JUMP_WORDS[ins[0]]] for ins in body if ins[0] in JUMP_WORDS}
+    fused: list[list[int]] = []
+    removed_before = [0] * (len(body) + 1)  # per old position: instructions removed before it
+    k = 0
+    while k < len(body):
+        ins = body[k]
+        pair = pair_of(ins, body[k + 1]) if (k + 1 < len(body) and ins[0] == Op.CMP and k + 1 not in landed
+                                             and not (out[k + 1] >> ins[D]) & 1) else None
+        if pair is not None:
+            fused.append(pair)
+            removed_before[k + 1] = removed_before[k]
+            removed_before[k + 2] = removed_before[k] + 1
+            k += 2
+            continue
+        fused.append(list(ins))
+        removed_before[k + 1] = removed_before[k]
+        k += 1
+    if len(fused) < len(body):
+        for ins in fused:
+            word = JUMP_WORDS.get(ins[0])
+            if word is not None and ins[word] >= 0:
+                ins[word] -= removed_before[ins[word]]
+    return fused
+
+
+def pair_of(cmp: list[int], nxt: list[int]) -> list[int] | None:
+    """The one instruction doing CMP `cmp` then `nxt`, if `nxt` only consumes its value."""
+    if nxt[A] != cmp[D]:
+        return None
+    if nxt[0] == Op.FILTER:
+        return [int(Op.CMP_FILTER), nxt[X], *cmp[A:]]
+    if nxt[0] == Op.LOGIC_STEP and nxt[D] != cmp[D]:
+        return [int(Op.LOGIC_CMP), nxt[D], cmp[A], cmp[B], cmp[X], cmp[Y] | nxt[X] << 3, cmp[Z], cmp[W]]
+    if nxt[0] == Op.LOGIC_BEGIN:
+        return [int(Op.CMP), nxt[D], *cmp[A:]]
+    return None
