@@ -26,3 +26,13 @@ def test_the_first_connection_starts_it_once() -> None:
     assert thread is not None and thread is second.backend.warm_up_thread
     thread.join(timeout=60)
     assert not thread.is_alive()
+
+
+def test_it_gives_way_to_a_query() -> None:
+    """Stopped (a query started planning), it plans nothing more; and it is no daemon, so a
+    process exiting at once waits for its step instead of tearing DataFusion down under it."""
+    assert warm_process(stop=lambda: True) == [0] * len(QUERIES)
+    db = penstock.connect(device="cpu")
+    db.sql("SELECT 1")
+    assert db.backend.warm_up_stop.is_set()
+    assert not db.backend.warm_up_thread.daemon

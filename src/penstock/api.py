@@ -230,6 +230,7 @@ class Connection:
             found = None if clock else self._plans.get(key)
             if found is not None:
                 return found
+            self.backend.warm_up_stop.set()  # a real query: the process warm-up gives way
             planned = self.frontend.plan(sql, params)
             prepared = _Prepared(planned, reason=planned.unsupported)
             if planned.ir is not None:

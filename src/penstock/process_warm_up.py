@@ -8,7 +8,8 @@ Q11 in 20.5 ms, and in 12.6 ms after planning one other query. So the first conn
 process starts a thread that plans QUERIES over a tiny in-memory schema on a planner of its
 own, generates their kernels and translates the interpreter's programs. It compiles, loads
 and launches nothing, and touches no kernel cache or session: a user's first query still
-starts with empty kernel caches, and its kernels are its own. Connection(warm_up=False)
+starts with empty kernel caches, and its kernels are its own. It stops as soon as a query
+starts planning, so a query issued at once is not slowed by it. Connection(warm_up=False)
 skips it.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -45,9 +46,9 @@ def schema_tables() -> dict[str, pa.Table]:
     return {"w": w, "names": names}
 
 
-def warm_process() -> list[int]:
-    """Plan QUERIES and generate their kernels and programs; the kernels each query has
-    (0: it did not plan to penstock's kernels)."""
+def warm_process(stop: Callable[[], bool] = lambda: False) -> list[int]:
+    """Plan QUERIES and generate their kernels and programs, until `stop()`; the kernels each
+    query has (0: it did not plan to penstock's kernels, or it was stopped before)."""
     from penstock.exec.executor import CompiledPlan, host_buffers, plan_kernels
     from penstock.frontend.session import Frontend
     from penstock.plan.planner import PhysicalPlanner
@@ -59,30 +60,36 @@ def warm_process() -> list[int]:
     planner = PhysicalPlanner(lambda t: tables[t].num_rows if t in tables else None)
     counts = []
     for sql in QUERIES:
-        planned = frontend.plan(sql, None)
-        if planned.ir is None:
+        planned = None if stop() else frontend.plan(sql, None)
+        if planned is None or planned.ir is None:
             counts.append(0)
             continue
         physical = planner.plan(planned.ir, planned.names)
         kernels = plan_kernels(physical, CompiledPlan(physical, host_buffers=host_buffers(physical)))
         for _, _, kernel in kernels:
+            if stop():
+                break
             _ = kernel.spec.digest, kernel.spec.program
         counts.append(len(kernels))
     return counts
 
 
 def start(backend: Any) -> threading.Thread:
-    """warm_process on a daemon thread, once per process: the thread is kept on the backend
-    (the device registry's, one per device and process), and the first connection starts it."""
+    """warm_process on a thread, once per process: the thread is kept on the backend (the
+    device registry's, one per device and process), and the first connection starts it. It
+    stops when a query starts planning (backend.warm_up_stop), not to compete with it for
+    the interpreter's lock; it is not a daemon, so a process that exits at once waits for
+    its current step (a daemon thread inside DataFusion at exit made pyo3 panic)."""
     with backend.warm_up_lock:
         if backend.warm_up_thread is None:
-            backend.warm_up_thread = threading.Thread(target=_run, name="penstock-warm-up", daemon=True)
+            stop = backend.warm_up_stop.is_set
+            backend.warm_up_thread = threading.Thread(target=_run, args=(stop,), name="penstock-warm-up")
             backend.warm_up_thread.start()
         return backend.warm_up_thread
 
 
-def _run() -> None:
+def _run(stop: Callable[[], bool]) -> None:
     try:
-        warm_process()
+        warm_process(stop)
     except Exception:  # noqa: BLE001 - start-up work only: the queries themselves say what fails
         pass

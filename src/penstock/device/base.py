@@ -144,6 +144,7 @@ class Backend(ABC):
         # the process's start-up work (process_warm_up.py), started by its first connection
         self.warm_up_thread: Any = None
         self.warm_up_lock = threading.Lock()
+        self.warm_up_stop = threading.Event()  # set when a query starts planning
 
     def compile(self, spec: KernelSpec, tiered: bool = False,
                 deferred: list[tuple[KernelSpec, Path]] | None = None) -> CompiledKernel:
