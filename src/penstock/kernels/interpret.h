@@ -208,7 +208,10 @@ struct Machine {
           }
           break;
         }
-        case OP_COUNT: ++counters[x]; break;
+        case OP_COUNT:  // y: a second counter + 1 (0: none)
+          ++counters[x];
+          if (y) ++counters[y - 1];
+          break;
         case OP_AGG_GROUP:  // x: where a row of another partition, or refused by a full table, goes
           if (!aggregate_group()) {
             if (x < 0) return;

@@ -48,3 +48,13 @@ def test_the_terms_of_an_and_or_fuse_with_their_steps() -> None:
     assert ops == [Op.LOAD, Op.CMP, Op.JUMP_DECIDED, Op.LOGIC_CMP, Op.FILTER, Op.END]
     assert code[1][1] == code[2][1] == code[3][1] == code[4][2]  # one register: the answer
     assert code[3][5] == 4 + 8 and code[2][5] == 4  # y: > AND; the jump, renumbered
+
+
+def test_two_counts_in_a_row_are_one_instruction() -> None:
+    program = Program(ParamTable())
+    program.emit(Op.COUNT, x=0)
+    program.emit(Op.COUNT, x=1)
+    program.emit(Op.COUNT, x=2)
+    _, code, _ = encoded(program)
+    assert [Op(int(c[0])) for c in code] == [Op.COUNT, Op.COUNT, Op.END]
+    assert (code[0][4], code[0][5], code[1][4], code[1][5]) == (0, 2, 2, 0)  # counters 0 and 1; then 2

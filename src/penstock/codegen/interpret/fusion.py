@@ -6,7 +6,9 @@ stores), so a comparison whose value only the next instruction reads is fused wi
 - CMP + FILTER -> CMP_FILTER (d holds the FILTER's target): each conjunct of a WHERE;
 - CMP + LOGIC_STEP -> LOGIC_CMP (d the AND/OR's register; y the comparison's op, plus 8 for
   AND): each term of an AND/OR after the first;
-- CMP + LOGIC_BEGIN -> CMP writing the AND/OR's register: the first term.
+- CMP + LOGIC_BEGIN -> CMP writing the AND/OR's register: the first term;
+- COUNT + COUNT -> one COUNT (y: the second counter + 1): an operator's rows out are the
+  next one's rows in, so most rows that pass a filter count twice in a row.
 
 Not where a jump lands on the second instruction, or the comparison's value is read again
 (liveness, registers.py). Runs on the row code after hoisting, before register allocation.
@@ -27,8 +29,13 @@ def fuse(body: list[list[int]], keys: list[int], measures: list[int]) -> list[li
     k = 0
     while k < len(body):
         ins = body[k]
-        pair = pair_of(ins, body[k + 1]) if (k + 1 < len(body) and ins[0] == Op.CMP and k + 1 not in landed
-                                             and not (out[k + 1] >> ins[D]) & 1) else None
+        pair = None
+        if k + 1 < len(body) and k + 1 not in landed:
+            nxt = body[k + 1]
+            if ins[0] == Op.CMP and not (out[k + 1] >> ins[D]) & 1:
+                pair = pair_of(ins, nxt)
+            elif ins[0] == Op.COUNT and nxt[0] == Op.COUNT and ins[Y] == 0 and nxt[Y] == 0:
+                pair = [int(Op.COUNT), 0, 0, 0, ins[X], nxt[X] + 1, 0, 0]
         if pair is not None:
             fused.append(pair)
             removed_before[k + 1] = removed_before[k]
