@@ -58,3 +58,23 @@ def test_two_counts_in_a_row_are_one_instruction() -> None:
     _, code, _ = encoded(program)
     assert [Op(int(c[0])) for c in code] == [Op.COUNT, Op.COUNT, Op.END]
     assert (code[0][4], code[0][5], code[1][4], code[1][5]) == (0, 2, 2, 0)  # counters 0 and 1; then 2
+
+
+def test_a_copy_of_a_register_to_itself_is_dropped_and_jumps_to_it_go_on() -> None:
+    from penstock.codegen.interpret.fusion import without_self_copies
+
+    body = [[int(Op.JUMP), 0, 0, 0, 0, 2, 0, 0], [int(Op.COUNT), 0, 0, 0, 0, 0, 0, 0],
+            [int(Op.LOGIC_BEGIN), 3, 3, 0, 0, 0, 0, 0], [int(Op.FILTER), 0, 3, 0, -1, 0, 0, 0]]
+    kept = without_self_copies(body)
+    assert [Op(i[0]) for i in kept] == [Op.JUMP, Op.COUNT, Op.FILTER] and kept[0][5] == 2
+
+
+def test_nested_ands_are_one_chain() -> None:
+    """and(and(a, b), c) as DataFusion nests it: one LOGIC_BEGIN, one register for the answer."""
+    from penstock.codegen.interpret.expressions import flattened
+    from penstock.plan.expr import Call, ColumnRef
+    from penstock.plan.types import BOOL
+
+    a, b, c, d = (ColumnRef(BOOL, k) for k in range(4))
+    nested = Call(BOOL, "and", (Call(BOOL, "and", (a, Call(BOOL, "or", (b, c)))), d))
+    assert flattened(nested) == [a, Call(BOOL, "or", (b, c)), d]  # an OR inside stays a term

@@ -31,6 +31,17 @@ WIDTHS = {Kind.INT8: 1, Kind.INT16: 2, Kind.INT32: 4, Kind.INT64: 8}
 FIT_INT = {Kind.INT8: 2, Kind.INT16: 3, Kind.INT32: 4, Kind.INT64: 5}
 
 
+def flattened(e: Call) -> list[Expr]:
+    """The terms of a nest of one associative function (AND, OR), left to right."""
+    terms: list[Expr] = []
+    for arg in e.args:
+        if isinstance(arg, Call) and arg.fn == e.fn:
+            terms += flattened(arg)
+        else:
+            terms.append(arg)
+    return terms
+
+
 def scale_of(t: DataType) -> int:
     return t.scale if t.kind is Kind.DECIMAL else 0
 
@@ -173,11 +184,14 @@ class ExprProgram:
 
     # -- logic ----------------------------------------------------------------------------------
     def and_or(self, e: Call) -> Reg:
-        """Three-valued AND/OR; a later argument runs only while the answer is open."""
+        """Three-valued AND/OR; a later argument runs only while the answer is open. Nested
+        ANDs (ORs) are one chain: and(and(a, b), c) is and(a, b, c), as DataFusion nests
+        them (TPC-H Q19's predicate copied and re-tested each level's answer)."""
         p, is_and = self.program, 1 if e.fn == "and" else 0
+        terms = flattened(e)
         d = p.reg()
-        p.emit(Op.LOGIC_BEGIN, d, self.compile(e.args[0]))
-        for arg in e.args[1:]:
+        p.emit(Op.LOGIC_BEGIN, d, self.compile(terms[0]))
+        for arg in terms[1:]:
             decided = Label()
             p.target(decided, p.emit(Op.JUMP_DECIDED, d, x=is_and), 5)  # y: where a decided answer goes on
             self.push()

@@ -11,7 +11,9 @@ stores), so a comparison whose value only the next instruction reads is fused wi
   next one's rows in, so most rows that pass a filter count twice in a row.
 
 Not where a jump lands on the second instruction, or the comparison's value is read again
-(liveness, registers.py). Runs on the row code after hoisting, before register allocation.
+(liveness, registers.py). Runs on the row code after hoisting, before register allocation;
+after it, copies of a register to itself (a nested AND/OR whose answer took its parent's
+register) are dropped.
 """
 
 from __future__ import annotations
@@ -64,3 +66,20 @@ def pair_of(cmp: list[int], nxt: list[int]) -> list[int] | None:
     if nxt[0] == Op.LOGIC_BEGIN:
         return [int(Op.CMP), nxt[D], *cmp[A:]]
     return None
+
+
+def without_self_copies(body: list[list[int]]) -> list[list[int]]:
+    """The row code without LOGIC_BEGIN or MOVE of a register to itself (after register
+    allocation); a jump to one goes to the instruction after it."""
+    gone = [ins[0] in (Op.LOGIC_BEGIN, Op.MOVE) and ins[D] == ins[A] for ins in body]
+    if not any(gone):
+        return body
+    before = [0]
+    for g in gone:
+        before.append(before[-1] + g)
+    kept = [list(ins) for ins, g in zip(body, gone) if not g]
+    for ins in kept:
+        word = JUMP_WORDS.get(ins[0])
+        if word is not None and ins[word] >= 0:
+            ins[word] -= before[ins[word]]
+    return kept

@@ -270,7 +270,7 @@ class Program:
     def encode(self) -> bytes:
         """The program as int32 words: header, key table, measure table, extra words, the
         prologue (run once per thread), the row code; registers allocated (registers.py)."""
-        from penstock.codegen.interpret.fusion import fuse
+        from penstock.codegen.interpret.fusion import fuse, without_self_copies
         from penstock.codegen.interpret.registers import allocate
 
         if len(self.measures) > MAX_MEASURES:
@@ -281,6 +281,7 @@ class Program:
                                                       [m[3] for m in self.measures if m[3] >= 0])
         if registers > MAX_REGS:
             raise NotInterpretable(f"more than {MAX_REGS} registers in one program")
+        body = without_self_copies(body)
         words = [0] * int(Header.WORDS)
         fields = {Header.KIND: self.kind, Header.REGS: registers, Header.CNT: -1, Header.MODE: -1,
                   Header.ARENA: -1, Header.PARTIAL: -1, **self.header}
