@@ -181,3 +181,23 @@ def test_a_killed_compile_leaves_no_broken_cache_entry(tmp_path: Path, own_kerne
     backend = get_backend("cpu")
     kernel = backend.compile(spec, tiered=True)  # the optimised build from disk, else the quick one
     assert kernel.cached and gather(backend, kernel) == b"answersamethegivetiers"
+
+
+def test_on_the_cpu_an_optimised_build_waits_for_the_running_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    """g++ and a query's threads share the CPU's cores: an optimised build queued while a query
+    runs starts when it ends (or after UPGRADE_DEFER seconds); a GPU backend's would not wait."""
+    from penstock.device.tiers import Upgrades
+
+    backend = get_backend("cpu")
+    assert backend.upgrades_wait_for_queries
+    monkeypatch.setattr(type(backend), "UPGRADE_DEFER", 30.0)
+    started: list[float] = []
+    upgrades = Upgrades(lambda spec, path: started.append(time.perf_counter()), 1, gate=backend._no_foreground_builds)
+    spec = KernelSpec(f"wait_{uuid.uuid4().hex}", "// nothing", ())
+    with backend.running_query():
+        upgrades.submit(spec, Path(f"/nonexistent/{uuid.uuid4().hex}.so"))
+        time.sleep(0.3)
+        assert started == []  # still waiting
+        ended = time.perf_counter()
+    assert upgrades.wait(timeout=10)
+    assert started and started[0] >= ended

@@ -8,6 +8,7 @@ either device.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -17,7 +18,7 @@ from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -139,6 +140,7 @@ class Backend(ABC):
         self._building: dict[str, threading.Lock] = {}
         self._upgrades: Any = None  # device/tiers.Upgrades, made on first use
         self._foreground = 0  # builds a caller is waiting for, now
+        self._queries = 0  # queries executing now (Executor.run)
         self._foreground_done = threading.Condition()
         self._interpreters: Any = None  # device/interpreter.Interpreters, made on first use
         # the process's start-up work (process_warm_up.py), started by its first connection
@@ -311,9 +313,29 @@ class Backend(ABC):
         upgrades.wait()
         return True
 
+    # whether an optimised build waits (up to UPGRADE_DEFER seconds) for the queries running
+    # now to finish: where builds and queries share the same cores (the CPU backend)
+    upgrades_wait_for_queries = False
+    UPGRADE_DEFER = 5.0
+
     def _no_foreground_builds(self) -> None:
         with self._foreground_done:
             self._foreground_done.wait_for(lambda: self._foreground == 0)
+            if self.upgrades_wait_for_queries:
+                self._foreground_done.wait_for(lambda: self._queries == 0 and self._foreground == 0,
+                                               timeout=self.UPGRADE_DEFER)
+
+    @contextlib.contextmanager
+    def running_query(self) -> Iterator[None]:
+        """Around a query's execution: counted, so that optimised builds can wait for it."""
+        with self._foreground_done:
+            self._queries += 1
+        try:
+            yield
+        finally:
+            with self._foreground_done:
+                self._queries -= 1
+                self._foreground_done.notify_all()
 
     def upgrade_workers(self) -> int:
         """Threads making optimised builds: half the cores, so queries keep the rest

@@ -18,6 +18,11 @@ Both builds go to the on-disk cache under their own names, written atomically: a
 that exits or is killed while an optimised build runs leaves the quick build, never half a
 file, and the next process queues the optimised build again.
 
+On the CPU backend an optimised build starts only once no query is running (or after
+Backend.UPGRADE_DEFER seconds of waiting): g++ and the query's threads share the cores, and
+a new query's interpreted first run paid for its own kernels' builds beside it (2 cores, SF
+0.05, TPC-H cold first runs 194 ms geomean with the builds beside them, 81.5 ms after).
+
 On by default on the GPU, off on the CPU backend (PENSTOCK_TIERED=1 turns it on for every
 backend, 0 off). Measured on the H100 (TPC-H SF 10, columns cached, one process per setting
 with an empty kernel cache, scripts/compile_tiers.py, one run, 2026-11-27): the 22 first runs

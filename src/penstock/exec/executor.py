@@ -148,6 +148,12 @@ class Executor:
         With `emit`, a plan that streams (exec/result_stream.py) gives it each batch of its
         result as written, and returns an empty table. `params`: the call's values of the
         plan's runtime parameters by slot (frontend/param_slots.py)."""
+        with self.backend.running_query():
+            return self._run(compiled, metrics, check, memory_limit, emit, params)
+
+    def _run(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None] | None,
+             memory_limit: int | None, emit: Callable[[Batch], None] | None,
+             params: dict[int, Any] | None) -> pa.Table:
         limit = memory_limit if memory_limit is not None else self.memory_limit
         check = check or (lambda: None)
         if emit is not None and streams(compiled.plan):
