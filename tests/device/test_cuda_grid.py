@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 
 pytestmark = pytest.mark.gpu
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 from penstock.device.host import HostBackend
 from penstock.errors import PenstockError
 

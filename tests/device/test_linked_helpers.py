@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from penstock.codegen.kernel import HEADERS
-from penstock.device.base import KernelSpec, header_sources
+from penstock.device.kernel_spec import KernelSpec, header_sources
 from penstock.device.linked_helpers import LINKED_OPTIONS, declarations_only, library_source, linked_header_sources
 from penstock.device.nvrtc import nvrtc_compile
 

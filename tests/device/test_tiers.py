@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from penstock.codegen.fixed_kernels import GATHER_TEXT, plain_kernel
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 from penstock.device.registry import get_backend
 
 pytestmark = pytest.mark.usefixtures("own_kernel_cache")

@@ -20,7 +20,7 @@ import pytest
 import penstock
 from penstock.bench.compare import same_rows
 from penstock.device import get_backend
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 from penstock.io.column_cache import cache_of
 from penstock.io.dictionary import encode, text_hashes, text_records
 

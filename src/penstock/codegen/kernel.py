@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 
 # Parts of a column in Arrow layout, as kernel parameters.
 VALUES, VALIDITY, DATA, DICT_OFFSETS, DICT_DATA, STRIDE = (

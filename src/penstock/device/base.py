@@ -9,66 +9,17 @@ either device.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import os
 import threading
 import time
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
-PARAM_CTYPES = ("ptr", "i64", "i32", "u64", "f64")
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """A kernel's C++ source, its entry point, and the C types of its parameters in order."""
-
-    name: str
-    source: str
-    param_ctypes: tuple[str, ...]
-    # a kernel no query shapes (text moves, rehashing, direct maps): cached with the
-    # installation (kernel_cache.installation_dir), not with the queries' kernels
-    installation: bool = False
-    # what makes the kernel's plan-interpreter program (device/interpreter.py), if the
-    # interpreter covers it: it then runs at once, while its optimised build is made
-    make_program: Callable[[], bytes | None] | None = field(default=None, compare=False, repr=False)
-
-    @functools.cached_property
-    def program(self) -> bytes | None:
-        """The program, translated when first asked for: a kernel a cache holds never is."""
-        return self.make_program() if self.make_program is not None else None
-
-    @functools.cached_property
-    def digest(self) -> str:
-        h = hashlib.sha256(self.source.encode())
-        h.update(headers_digest().encode())
-        return h.hexdigest()[:24]
-
-
-@functools.cache  # read once: every NVRTC compile passes them all (not to be modified)
-def header_sources() -> dict[str, str]:
-    """The hand-written kernel headers, by file name (what NVRTC gets as named headers)."""
-    return {p.name: p.read_text() for p in sorted(KERNELS_DIR.glob("*.h"))}
-
-
-_HEADERS_DIGEST: list[str] = []
-
-
-def headers_digest() -> str:
-    if not _HEADERS_DIGEST:
-        h = hashlib.sha256()
-        for name, text in header_sources().items():
-            h.update(name.encode())
-            h.update(text.encode())
-        _HEADERS_DIGEST.append(h.hexdigest()[:16])
-    return _HEADERS_DIGEST[0]
+from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 
 
 def physical_memory() -> int:
@@ -78,13 +29,6 @@ def physical_memory() -> int:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         return 16 << 30
-
-
-class CompiledKernel(ABC):
-    spec: KernelSpec
-    compile_seconds: float = 0.0
-    cached: bool = False  # loaded from the on-disk cache rather than compiled now
-    quick: bool = False  # a quick build, until its optimised build replaces it (device/tiers.py)
 
 
 class Readback:

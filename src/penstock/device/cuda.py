@@ -18,7 +18,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from penstock.device.base import Backend, CompiledKernel, KernelSpec, Readback
+from penstock.device.base import Backend, Readback
+
+from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
 from penstock.device.kernel_cache import write_atomically
 from penstock.device.linked_helpers import HelperLibrary, link_cubins

@@ -24,7 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from penstock.device.base import KERNELS_DIR, headers_digest
+from penstock.device.kernel_spec import KERNELS_DIR, headers_digest
 
 _LOCK = threading.Lock()
 _FAILED: set[str] = set()  # preludes whose header g++ would not precompile: compiled plainly

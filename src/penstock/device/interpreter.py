@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from penstock.device.base import CompiledKernel, KernelSpec
+from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 
 SORT = 2  # codegen/interpret/program.py's program kinds
 

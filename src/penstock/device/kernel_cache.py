@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 
 
 def cache_root() -> Path:

@@ -24,7 +24,7 @@ import json
 import os
 import threading
 
-from penstock.device.base import KERNELS_DIR, header_sources, headers_digest
+from penstock.device.kernel_spec import KERNELS_DIR, header_sources, headers_digest
 from penstock.device.kernel_cache import installation_dir, write_atomically
 
 # a kernel's register cap must hold for every function it calls, so both sides are capped at

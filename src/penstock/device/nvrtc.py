@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from penstock.device.base import header_sources
+from penstock.device.kernel_spec import header_sources
 
 ARCH = "sm_90"
 NVRTC_OPTIONS = ("-std=c++17", "--device-int128")

@@ -16,7 +16,8 @@ from typing import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from penstock.codegen.fixed_kernels import installation_kernels
-from penstock.device.base import Backend, KernelSpec
+from penstock.device.base import Backend
+from penstock.device.kernel_spec import KernelSpec
 from penstock.device.interpreter import interpreter_spec
 
 

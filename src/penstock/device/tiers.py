@@ -46,7 +46,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 
 
 def tiered_for(backend: Any) -> bool:

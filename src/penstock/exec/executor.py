@@ -16,7 +16,8 @@ from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.fixed_kernels import array_kernels, gather_text, rehash, text_to_arrow
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.pipeline_gen import generate_pipeline
-from penstock.device.base import Backend, CompiledKernel
+from penstock.device.base import Backend
+from penstock.device.kernel_spec import CompiledKernel
 from penstock.device.tiers import tiered_for
 from penstock.errors import CARDINALITY_VIOLATION, QueryError
 from penstock.exec.buffers import BufferStore

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from penstock.codegen.kernel import Kernel
-from penstock.device.base import Backend, CompiledKernel
+from penstock.device.base import Backend
+from penstock.device.kernel_spec import CompiledKernel
 
 
 def compile_kernel(backend: Backend, kernel: Kernel) -> CompiledKernel:

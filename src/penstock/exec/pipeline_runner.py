@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.codegen.kernel import Kernel
-from penstock.device.base import Backend, CompiledKernel
+from penstock.device.base import Backend
+from penstock.device.kernel_spec import CompiledKernel
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_pipeline import AggregateRunning
 from penstock.exec.aggregate.aggregate_state import AggregateState

@@ -11,7 +11,7 @@ import pytest
 
 from penstock.codegen.interpret.program import INS_WORDS, Header, NotInterpretable, Op, Program
 from penstock.codegen.kernel import ParamTable, RowCount
-from penstock.device.base import header_sources
+from penstock.device.kernel_spec import header_sources
 
 
 def header_enum(name: str) -> list[str]:

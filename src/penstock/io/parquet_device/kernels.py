@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from penstock.device.base import KernelSpec
+from penstock.device.kernel_spec import KernelSpec
 
 _PRELUDE = '#include "xpu.h"\n#include "parquet.h"\n#include "parquet_block.h"\n#include "parquet_text.h"\n\n'
 
