@@ -223,3 +223,14 @@ def test_a_join_past_a_small_budget_partitions_its_build_and_probe(monkeypatch: 
     multiplicity = np.bincount(build.column("id").to_numpy(), minlength=160_000)
     assert answers[0][0][0] == int(multiplicity[probe.column("k").to_numpy()].sum())
     assert all(a == answers[0] for a in answers[1:])
+
+
+def test_a_kernel_shared_by_literals_gets_its_own_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two queries whose kernels differ only in literal values share a kernel (the literals
+    are parameters), but an interpreted program holds the values folded from them: the
+    second query must not run the first one's program (found by the fuzzer: a UNION with
+    (-7455) * (5564) answered another query's product)."""
+    db = connect("cpu", "always", monkeypatch, {"t": pa.table({"x": pa.array([1, 2], pa.int32())})})
+    for a, b in ((-7455, 5564), (-1234, 5678), (7455, 5564), (1234, 5678)):
+        got = db.sql(f"SELECT ({a}) * ({b}) AS c, x FROM t WHERE x > {a} * 0 + 1").to_arrow()
+        assert got.column("c").to_pylist() == [a * b] and got.column("x").to_pylist() == [2]

@@ -103,13 +103,13 @@ class Backend(ABC):
         optimised build is left for the caller to queue (compile_all, once the plan's other
         kernels are built: queued at once, it competed with their builds for the cores)."""
         with self._compile_lock:
-            found = self._kernels.get(spec.digest)
+            found = self._known(spec)
             if found is not None and not (found.quick and self._upgrade_ready(spec)):
                 return found
             building = self._building.setdefault(spec.digest, threading.Lock())
         with building:
             with self._compile_lock:
-                found = self._kernels.get(spec.digest)
+                found = self._known(spec)
             ready = self._upgrades.take(spec.digest) if found is not None and found.quick and self._upgrades else None
             if ready is not None:
                 kernel = self.load(spec, ready)
@@ -121,6 +121,16 @@ class Backend(ABC):
             with self._compile_lock:
                 self._kernels[spec.digest] = kernel
             return kernel
+
+    def _known(self, spec: KernelSpec) -> CompiledKernel | None:
+        """The kernel in memory under `spec`'s digest, unless it is interpreted over another
+        program. A program holds values folded from the query's literals, where the kernel's
+        source (the digest) has parameters: `SELECT 1234 * 5678` must not reuse the program
+        of `SELECT 7455 * 5564`, whose product it holds."""
+        found = self._kernels.get(spec.digest)
+        if found is not None and getattr(found, "interpreted", False) and found.spec.program != spec.program:
+            return None
+        return found
 
     def compile_all(self, specs: Sequence[KernelSpec], tiered: bool = False) -> list[CompiledKernel]:
         """A plan's kernels, compiled concurrently before any data moves (a new plan then
