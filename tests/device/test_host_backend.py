@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from penstock.device.kernel_spec import KernelSpec
 from penstock.device.host import HostBackend
+from penstock.device.kernel_spec import KernelSpec
 from penstock.errors import PenstockError
 
 SOURCE = r"""

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from penstock.device.kernel_spec import KernelSpec
 from penstock.device.host import HostBackend
 from penstock.device.host_batch import batch_source, batches
+from penstock.device.kernel_spec import KernelSpec
 from penstock.errors import PenstockError
 
 PRELUDE = '#include "xpu.h"\n#include "arith.h"\n'

@@ -102,14 +102,13 @@ class Backend(ABC):
         pool); the same kernel is compiled once. `deferred`: where an interpreted kernel's
         optimised build is left for the caller to queue (compile_all, once the plan's other
         kernels are built: queued at once, it competed with their builds for the cores)."""
+        found = self._known(spec)
+        if found is not None and not (found.quick and self._upgrade_ready(spec)):
+            return found
         with self._compile_lock:
-            found = self._known(spec)
-            if found is not None and not (found.quick and self._upgrade_ready(spec)):
-                return found
             building = self._building.setdefault(spec.digest, threading.Lock())
         with building:
-            with self._compile_lock:
-                found = self._known(spec)
+            found = self._known(spec)
             ready = self._upgrades.take(spec.digest) if found is not None and found.quick and self._upgrades else None
             if ready is not None:
                 kernel = self.load(spec, ready)
@@ -126,8 +125,10 @@ class Backend(ABC):
         """The kernel in memory under `spec`'s digest, unless it is interpreted over another
         program. A program holds values folded from the query's literals, where the kernel's
         source (the digest) has parameters: `SELECT 1234 * 5678` must not reuse the program
-        of `SELECT 7455 * 5564`, whose product it holds."""
-        found = self._kernels.get(spec.digest)
+        of `SELECT 7455 * 5564`, whose product it holds. (The programs are compared outside
+        the lock: the new one may be translated now.)"""
+        with self._compile_lock:
+            found = self._kernels.get(spec.digest)
         if found is not None and getattr(found, "interpreted", False) and found.spec.program != spec.program:
             return None
         return found

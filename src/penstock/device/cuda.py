@@ -19,10 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend, Readback
-
-from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
 from penstock.device.kernel_cache import write_atomically
+from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 from penstock.device.linked_helpers import HelperLibrary, link_cubins
 from penstock.device.pinned import PinnedStaging, default_limit
 from penstock.errors import PenstockError

@@ -22,10 +22,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend
-
-from penstock.device.kernel_spec import KERNELS_DIR, CompiledKernel, KernelSpec
 from penstock.device.host_batch import batch_source, batches, entry_symbol
 from penstock.device.host_pch import precompiled, split_prelude
+from penstock.device.kernel_spec import KERNELS_DIR, CompiledKernel, KernelSpec
 from penstock.errors import PenstockError
 
 def _cpu_has(flag: str) -> bool:

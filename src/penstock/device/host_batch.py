@@ -16,8 +16,8 @@ alone, and a kernel built alone (the entry point keeps its name) is found as bef
 
 from __future__ import annotations
 
-from penstock.device.kernel_spec import KernelSpec
 from penstock.device.host_pch import split_prelude
+from penstock.device.kernel_spec import KernelSpec
 
 
 def entry_symbol(spec: KernelSpec) -> str:

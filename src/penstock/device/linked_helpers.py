@@ -24,8 +24,8 @@ import json
 import os
 import threading
 
-from penstock.device.kernel_spec import KERNELS_DIR, header_sources, headers_digest
 from penstock.device.kernel_cache import installation_dir, write_atomically
+from penstock.device.kernel_spec import KERNELS_DIR, header_sources, headers_digest
 
 # a kernel's register cap must hold for every function it calls, so both sides are capped at
 # what four 256-thread blocks an SM leave (codegen/kernel.MIN_BLOCKS's default)

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from penstock.codegen.fixed_kernels import installation_kernels
 from penstock.device.base import Backend
-from penstock.device.kernel_spec import KernelSpec
 from penstock.device.interpreter import interpreter_spec
+from penstock.device.kernel_spec import KernelSpec
 
 
 def prebuild(backend: Backend, extra: Sequence[KernelSpec] = ()) -> tuple[int, float]:

@@ -164,15 +164,7 @@ struct Machine {
         case OP_JUMP_DECIDED:  // AND already FALSE, OR already TRUE: skip the rest
           if (!null[d] && (x ? reg[d] == 0 : reg[d] != 0)) pc = y - 1;
           break;
-        case OP_LOGIC_STEP:
-          if (x) {
-            if (!null[a] && reg[a] == 0) { reg[d] = 0; null[d] = false; }
-            else { null[d] = null[d] || null[a]; reg[d] = 1; }
-          } else {
-            if (!null[a] && reg[a] != 0) { reg[d] = 1; null[d] = false; }
-            else { null[d] = null[d] || null[a]; reg[d] = 0; }
-          }
-          break;
+        case OP_LOGIC_STEP: logic_step(d, x != 0, reg[a] != 0, null[a]); break;  // x: AND
         case OP_FILTER:  // x: where a rejected row goes (the enclosing probe's next match), -1: done
           if (null[a] || reg[a] == 0) {
             if (x < 0) return;
@@ -185,27 +177,14 @@ struct Machine {
             pc = d - 1;
           }
           break;
-        case OP_OR_EQ:  // an IN list's item: d = d OR (a = b), three-valued; nothing once d is TRUE
-          if (null[d] || reg[d] == 0) {
-            const bool unknown = null[a] || null[b];
-            if (!unknown && compare(x, reg[a], reg[b], z, w) == 0) {
-              reg[d] = 1;
-              null[d] = false;
-            } else if (unknown) {
-              null[d] = true;
-            }
-          }
+        case OP_OR_EQ: {  // an IN list's item: d = d OR (a = b); nothing once d is TRUE
+          const bool unknown = null[a] || null[b];
+          if (null[d] || reg[d] == 0) logic_step(d, false, !unknown && compare(x, reg[a], reg[b], z, w) == 0, unknown);
           break;
+        }
         case OP_LOGIC_CMP: {  // a CMP and the LOGIC_STEP that read it: y & 7 the comparison, y >> 3 AND
           const bool unknown = null[a] || null[b];
-          const bool holds = !unknown && compare_holds(y & 7, compare(x, reg[a], reg[b], z, w));
-          if (y >> 3 ? (!unknown && !holds) : holds) {
-            reg[d] = holds ? 1 : 0;
-            null[d] = false;
-          } else {
-            null[d] = null[d] || unknown;
-            reg[d] = y >> 3 ? 1 : 0;
-          }
+          logic_step(d, (y >> 3) != 0, !unknown && compare_holds(y & 7, compare(x, reg[a], reg[b], z, w)), unknown);
           break;
         }
         case OP_COUNT:  // y: a second counter + 1 (0: none)
@@ -358,6 +337,17 @@ struct Machine {
           break;
         default: raise(err, ERR_INTERNAL); return;
       }
+    }
+  }
+
+  // d = d AND/OR a term, three-valued: the term `holds`, or is `unknown` (NULL)
+  XPU_METHOD void logic_step(int32_t d, bool is_and, bool holds, bool unknown) {
+    if (!unknown && holds != is_and) {  // decided: FALSE for AND, TRUE for OR
+      reg[d] = holds ? 1 : 0;
+      null[d] = false;
+    } else {
+      null[d] = null[d] || unknown;
+      reg[d] = is_and ? 1 : 0;
     }
   }
 

@@ -18,7 +18,7 @@ register) are dropped.
 
 from __future__ import annotations
 
-from penstock.codegen.interpret.program import JUMP_WORDS, Op
+from penstock.codegen.interpret.program import JUMP_WORDS, Op, without
 from penstock.codegen.interpret.registers import A, B, D, W, X, Y, Z, live_out
 
 
@@ -26,33 +26,20 @@ def fuse(body: list[list[int]], keys: list[int], measures: list[int]) -> list[li
     """The row code with comparisons fused into their consumers; jumps renumbered."""
     out, _ = live_out(body, keys, measures)
     landed = {ins[JUMP_WORDS[ins[0]]] for ins in body if ins[0] in JUMP_WORDS}
-    fused: list[list[int]] = []
-    removed_before = [0] * (len(body) + 1)  # per old position: instructions removed before it
+    code = [list(ins) for ins in body]
+    gone = [False] * len(code)
     k = 0
-    while k < len(body):
-        ins = body[k]
-        pair = None
-        if k + 1 < len(body) and k + 1 not in landed:
-            nxt = body[k + 1]
+    while k + 1 < len(code):
+        ins, nxt, pair = code[k], code[k + 1], None
+        if k + 1 not in landed:
             if ins[0] == Op.CMP and not (out[k + 1] >> ins[D]) & 1:
                 pair = pair_of(ins, nxt)
             elif ins[0] == Op.COUNT and nxt[0] == Op.COUNT and ins[Y] == 0 and nxt[Y] == 0:
                 pair = [int(Op.COUNT), 0, 0, 0, ins[X], nxt[X] + 1, 0, 0]
         if pair is not None:
-            fused.append(pair)
-            removed_before[k + 1] = removed_before[k]
-            removed_before[k + 2] = removed_before[k] + 1
-            k += 2
-            continue
-        fused.append(list(ins))
-        removed_before[k + 1] = removed_before[k]
-        k += 1
-    if len(fused) < len(body):
-        for ins in fused:
-            word = JUMP_WORDS.get(ins[0])
-            if word is not None and ins[word] >= 0:
-                ins[word] -= removed_before[ins[word]]
-    return fused
+            code[k], gone[k + 1] = pair, True
+        k += 2 if pair is not None else 1
+    return without(code, gone)
 
 
 def pair_of(cmp: list[int], nxt: list[int]) -> list[int] | None:
@@ -71,15 +58,4 @@ def pair_of(cmp: list[int], nxt: list[int]) -> list[int] | None:
 def without_self_copies(body: list[list[int]]) -> list[list[int]]:
     """The row code without LOGIC_BEGIN or MOVE of a register to itself (after register
     allocation); a jump to one goes to the instruction after it."""
-    gone = [ins[0] in (Op.LOGIC_BEGIN, Op.MOVE) and ins[D] == ins[A] for ins in body]
-    if not any(gone):
-        return body
-    before = [0]
-    for g in gone:
-        before.append(before[-1] + g)
-    kept = [list(ins) for ins, g in zip(body, gone) if not g]
-    for ins in kept:
-        word = JUMP_WORDS.get(ins[0])
-        if word is not None and ins[word] >= 0:
-            ins[word] -= before[ins[word]]
-    return kept
+    return without(body, [ins[0] in (Op.LOGIC_BEGIN, Op.MOVE) and ins[D] == ins[A] for ins in body])

@@ -147,6 +147,24 @@ JUMP_WORDS = {Op.FILTER: 4, Op.AGG_GROUP: 4, Op.JUMP: 5, Op.JUMP_DECIDED: 5, Op.
               Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6, Op.CMP_FILTER: 1}
 
 
+def without(code: list[list[int]], gone: list[bool]) -> list[list[int]]:
+    """`code` without the instructions `gone` marks, its jumps renumbered: a jump to one
+    that went goes to the next instruction kept (hoisting, fusion.py)."""
+    kept_before = [0]
+    for g in gone:
+        kept_before.append(kept_before[-1] + (0 if g else 1))
+    kept = []
+    for ins, g in zip(code, gone):
+        if g:
+            continue
+        ins = list(ins)
+        word = JUMP_WORDS.get(ins[0])
+        if word is not None and ins[word] >= 0:
+            ins[word] = kept_before[ins[word]]
+        kept.append(ins)
+    return kept
+
+
 class NotInterpretable(Unsupported):
     """The interpreter has no instruction for this: the kernel compiles as before."""
 
@@ -252,19 +270,8 @@ class Program:
             if hoist:
                 invariant.add(ins[1])
             moved.append(hoist)
-        kept_before = [0]
-        for hoist in moved:
-            kept_before.append(kept_before[-1] + (0 if hoist else 1))
         prologue = [list(ins) for ins, hoist in zip(self.code, moved) if hoist]
-        body = []
-        for ins, hoist in zip(self.code, moved):
-            if hoist:
-                continue
-            ins = list(ins)
-            word = JUMP_WORDS.get(ins[0])
-            if word is not None and ins[word] >= 0:
-                ins[word] = kept_before[ins[word]]  # a moved target: the next instruction kept
-            body.append(ins)
+        body = without(self.code, moved)
         return prologue, body
 
     def encode(self) -> bytes:
@@ -275,10 +282,9 @@ class Program:
 
         if len(self.measures) > MAX_MEASURES:
             raise NotInterpretable(f"more than {MAX_MEASURES} aggregates in one program")
+        keys, measures = [k[2] for k in self.keys], [m[3] for m in self.measures if m[3] >= 0]
         prologue, body = self.hoisted()
-        body = fuse(body, [k[2] for k in self.keys], [m[3] for m in self.measures if m[3] >= 0])
-        prologue, body, renamed, registers = allocate(prologue, body, [k[2] for k in self.keys],
-                                                      [m[3] for m in self.measures if m[3] >= 0])
+        prologue, body, renamed, registers = allocate(prologue, fuse(body, keys, measures), keys, measures)
         if registers > MAX_REGS:
             raise NotInterpretable(f"more than {MAX_REGS} registers in one program")
         body = without_self_copies(body)

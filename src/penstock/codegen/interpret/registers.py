@@ -13,7 +13,7 @@ after hoisting:
   neither is live where the other is written (a greedy colouring of the interference graph,
   over the row code's jumps).
 
-What each op reads and writes is kernels/interpret.h's; OPERANDS below is that table. A
+What each op reads and writes is kernels/interpret.h's; READS below is that table. A
 register read before any write on some path (which a well-formed program never does) keeps a
 register of its own, so the renaming can never change what a program computes.
 """
