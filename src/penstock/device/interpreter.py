@@ -45,9 +45,13 @@ BODY = """  if (program[xpu::vm::H_KIND] == xpu::vm::SORT) {
   XPU_BLOCK_LOCAL(int64_t, part_slot, xpu::vm::PARTIAL_GROUPS);
   XPU_BLOCK_LOCAL(xpu::vm::CodeWords, code_cache, xpu::vm::CODE_CACHE_WORDS / 4);
   xpu::vm::Machine machine(program, args, err, part, part_slot, code_cache);
-  XPU_FOR(t, n) {
-    if (finalize) machine.finalize_slot(row0 + t);
-    else machine.run(row0 + t);
+  XPU_WARP_FOR(base, n) {
+    const int64_t t = xpu::warp_row(base);
+    if (t < n) {
+      if (finalize) machine.finalize_slot(row0 + t);
+      else machine.run(row0 + t);
+    }
+    xpu::warp_sync();
   }
   machine.finish();
   XPU_PARALLEL_END

@@ -177,9 +177,10 @@ struct Machine {
             pc = d - 1;
           }
           break;
-        case OP_OR_EQ: {  // an IN list's item: d = d OR (a = b); nothing once d is TRUE
+        case OP_OR_EQ: {  // an IN list's item: d = d OR (a = b); y: past the list, once d is TRUE
           const bool unknown = null[a] || null[b];
-          if (null[d] || reg[d] == 0) logic_step(d, false, !unknown && compare(x, reg[a], reg[b], z, w) == 0, unknown);
+          logic_step(d, false, !unknown && compare(x, reg[a], reg[b], z, w) == 0, unknown);
+          if (!null[d] && reg[d] != 0) pc = y - 1;
           break;
         }
         case OP_LOGIC_CMP: {  // a CMP and the LOGIC_STEP that read it: y & 7 the comparison, y >> 3 AND

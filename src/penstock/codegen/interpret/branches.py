@@ -17,17 +17,19 @@ if TYPE_CHECKING:
 
 def in_list(exprs: ExprProgram, e: InList) -> Reg:
     """expr_logic.compile_in_list: the three-valued OR of arg = item (NULL when nothing
-    matched and arg or an item is NULL). One OR_EQ an item, each a no-op once one matched:
-    an item costs one instruction, not a comparison, a step and a jump."""
+    matched and arg or an item is NULL). One OR_EQ an item, which jumps past the rest of the
+    list once one matched: an item costs one instruction, not a comparison, a step and a jump.
+    (Without the jump, TPC-H Q19's interpreted run took 139 ms against 124.)"""
     from penstock.codegen.interpret.expressions import scale_of
 
     p, arg = exprs.program, unwiden(e.arg)
-    a, d = exprs.compile(arg), p.reg()
+    a, d, matched = exprs.compile(arg), p.reg(), Label()
     p.emit(Op.SET, d, x=0)
     for item in e.items:
         item = unwiden(item)
         left, right, mode = exprs.comparable(a, arg.type, exprs.compile(item), item.type, "eq")
-        p.emit(Op.OR_EQ, d, left, right, x=mode, z=scale_of(arg.type), w=scale_of(item.type))
+        p.target(matched, p.emit(Op.OR_EQ, d, left, right, x=mode, z=scale_of(arg.type), w=scale_of(item.type)), 5)
+    p.place(matched)
     return exprs.negated(d, e.negated)
 
 

@@ -144,7 +144,8 @@ NO_RESULT = {Op.END, Op.FILTER, Op.COUNT, Op.AGG_GROUP, Op.AGG_GLOBAL, Op.CLAIM,
              Op.KEY_RANGE, Op.MAX_UPDATE, Op.CMP_FILTER}
 # the word of an instruction holding where it jumps (a position in the code, or -1)
 JUMP_WORDS = {Op.FILTER: 4, Op.AGG_GROUP: 4, Op.JUMP: 5, Op.JUMP_DECIDED: 5, Op.PROBE_TEST: 5, Op.PROBE_EXACT: 5,
-              Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6, Op.CMP_FILTER: 1}
+              Op.PROBE_NEXT: 5, Op.JUMP_UNLESS_ARG: 5, Op.PART_CHECK: 6, Op.ANTI_NULL_AWARE: 6, Op.CMP_FILTER: 1,
+              Op.OR_EQ: 5}
 
 
 def without(code: list[list[int]], gone: list[bool]) -> list[list[int]]:
