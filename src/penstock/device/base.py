@@ -170,7 +170,8 @@ class Backend(ABC):
         from penstock.device.kernel_cache import cache_dir, installation_dir
 
         folder = installation_dir() / "kernels" if spec.installation else cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():  # a stat: mkdir's exception for an existing folder cost more, called per kernel
+            folder.mkdir(parents=True, exist_ok=True)
         return folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
 
     def _find_or_build(self, spec: KernelSpec, tiered: bool,

@@ -22,7 +22,8 @@ def cache_root() -> Path:
 def cache_dir() -> Path:
     """The queries' kernels."""
     path = cache_root() / "kernels"
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
