@@ -234,3 +234,36 @@ def test_a_kernel_shared_by_literals_gets_its_own_program(monkeypatch: pytest.Mo
     for a, b in ((-7455, 5564), (-1234, 5678), (7455, 5564), (1234, 5678)):
         got = db.sql(f"SELECT ({a}) * ({b}) AS c, x FROM t WHERE x > {a} * 0 + 1").to_arrow()
         assert got.column("c").to_pylist() == [a * b] and got.column("x").to_pylist() == [2]
+
+
+def test_builds_of_one_source_share_one_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A join's build folds no literal, so its program follows from its source: joins on keys
+    of the same types share one build kernel, and the backend reuses the interpreted one in
+    memory without translating the next build's program (KernelSpec.program_fixed)."""
+    from dataclasses import replace
+
+    from penstock.exec import executor
+
+    dims = {name: pa.table({"id": np.arange(50, dtype=np.int64), name: np.arange(50) * k})
+            for k, name in enumerate(("a", "b", "c"), start=1)}
+    fact = pa.table({"ka": np.arange(200, dtype=np.int64) % 60, "kb": np.arange(200, dtype=np.int64) % 40,
+                     "kc": np.arange(200, dtype=np.int64) % 70})
+    db = connect("cpu", "always", monkeypatch, {**dims, "f": fact})
+    builds: list[Any] = []
+    plan_kernels = executor.plan_kernels
+
+    def recording(plan: Any, out: Any) -> Any:
+        jobs = plan_kernels(plan, out)
+        builds.extend(kernel.spec for kind, _, kernel in jobs if kind == "build")
+        return jobs
+
+    monkeypatch.setattr(executor, "plan_kernels", recording)
+    sql = "SELECT sum(a.a + b.b + c.c) FROM f JOIN a ON f.ka = a.id JOIN b ON f.kb = b.id JOIN c ON f.kc = c.id"
+    got = db.sql(sql).to_arrow().column(0).to_pylist()
+    ids = np.arange(200)
+    keep = (ids % 60 < 50) & (ids % 40 < 50) & (ids % 70 < 50)
+    assert got == [int((ids % 60 + 2 * (ids % 40) + 3 * (ids % 70))[keep].sum())]
+    assert len(builds) == 3 and len({s.digest for s in builds}) == 1 and all(s.program_fixed for s in builds)
+    assert len({replace(s).program for s in builds}) == 1  # translated anew: the same program
+    translated = [s for s in builds if "program" in s.__dict__]  # cached_property: asked for
+    assert len(translated) == 1, "the second and third builds were translated to be compared"

@@ -75,7 +75,7 @@ def generate_build(step: BuildHashTable) -> Kernel:
     out.line(f"xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
     body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
     return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params,
-                  make_program=lambda: build_program(step, params, ranged_key(step)))
+                  make_program=lambda: build_program(step, params, ranged_key(step)), program_fixed=True)
 
 
 def ranged_key(step: BuildHashTable) -> bool:

@@ -129,6 +129,7 @@ class Kernel:
     installation: bool = False  # no query shapes it: cached with the installation (KernelSpec)
     # makes the same kernel's plan-interpreter program (codegen/interpret/), when one is asked for
     make_program: Callable[[], bytes | None] | None = field(default=None, compare=False)
+    program_fixed: bool = False  # the program follows from the source alone (KernelSpec)
 
     @property
     def param_ctypes(self) -> tuple[str, ...]:
@@ -137,7 +138,8 @@ class Kernel:
     @functools.cached_property
     def spec(self) -> KernelSpec:
         """What a backend compiles (made once: its digest hashes the whole source)."""
-        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation, self.make_program)
+        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation, self.make_program,
+                          self.program_fixed)
 
     @functools.cached_property
     def sink_parts(self) -> frozenset[tuple[str, int]]:

@@ -129,7 +129,8 @@ class Backend(ABC):
         the lock: the new one may be translated now.)"""
         with self._compile_lock:
             found = self._kernels.get(spec.digest)
-        if found is not None and getattr(found, "interpreted", False) and found.spec.program != spec.program:
+        if (found is not None and getattr(found, "interpreted", False) and not spec.program_fixed
+                and found.spec.program != spec.program):
             return None
         return found
 

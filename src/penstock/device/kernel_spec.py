@@ -28,6 +28,9 @@ class KernelSpec:
     # what makes the kernel's plan-interpreter program (device/interpreter.py), if the
     # interpreter covers it: it then runs at once, while its optimised build is made
     make_program: Callable[[], bytes | None] | None = field(default=None, compare=False, repr=False)
+    # the program follows from the source alone (it folds no literal the source passes as a
+    # parameter: a join's build), so a kernel in memory under the digest has the same one
+    program_fixed: bool = field(default=False, compare=False)
 
     @functools.cached_property
     def program(self) -> bytes | None:
