@@ -267,3 +267,40 @@ def test_builds_of_one_source_share_one_program(monkeypatch: pytest.MonkeyPatch)
     assert len({replace(s).program for s in builds}) == 1  # translated anew: the same program
     translated = [s for s in builds if "program" in s.__dict__]  # cached_property: asked for
     assert len(translated) == 1, "the second and third builds were translated to be compared"
+
+
+def test_a_long_interpreted_launch_hands_its_rest_to_the_optimised_build(tmp_path: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """interpreter.launch_in_chunks: the interpreter runs a launch a chunk of rows at a time,
+    and once the kernel's optimised build is ready the rest of the rows run on it."""
+    from penstock.device.interpreter import interpreter_spec
+    from penstock.device.kernel_cache import installation_dir
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(installation_dir()))
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))  # no query kernel cached
+    db = connect("cpu", "1", monkeypatch)
+    backend = db.backend
+    backend.compile(interpreter_spec())
+    monkeypatch.setattr(backend, "interpreted_chunk_rows", 500)  # table(): 3000 rows, six chunks
+    monkeypatch.setattr(backend, "upgrades_wait_for_queries", False)  # built while the query runs
+    launches: list[tuple[bool, str, int]] = []
+    launch, ready = backend.launch, backend.upgrade_ready
+
+    def recording(kernel: Any, rows: int, args: Any) -> None:
+        launches.append((getattr(kernel, "interpreted", False), kernel.spec.name, rows))
+        launch(kernel, rows, args)
+
+    def ready_once_built(spec: Any) -> bool:  # the builds finish during the first chunk
+        if not any(name == "interpret" for _, name, _ in launches):
+            return False  # (asked before the launch: the plan's kernels are still interpreted)
+        backend.wait_for_upgrades()
+        return bool(ready(spec))
+
+    monkeypatch.setattr(backend, "launch", recording)
+    monkeypatch.setattr(backend, "upgrade_ready", ready_once_built)
+    sql = "SELECT i32, sum(i64), count(*) FROM t WHERE f32 < 0.5 GROUP BY i32"
+    got = sorted_rows(db.sql(sql))
+    assert got == sorted_rows(connect("cpu", "0", monkeypatch).sql(sql))
+    # the pipeline's first chunk interpreted, the other 2500 rows on the optimised build
+    assert launches[:2] == [(True, "pipeline", 3000), (False, "interpret", 500)], launches
+    assert (False, "pipeline", 2500) in launches[2:4], launches

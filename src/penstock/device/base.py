@@ -103,7 +103,7 @@ class Backend(ABC):
         optimised build is left for the caller to queue (compile_all, once the plan's other
         kernels are built: queued at once, it competed with their builds for the cores)."""
         found = self._known(spec)
-        if found is not None and not (found.quick and self._upgrade_ready(spec)):
+        if found is not None and not (found.quick and self.upgrade_ready(spec)):
             return found
         with self._compile_lock:
             building = self._building.setdefault(spec.digest, threading.Lock())
@@ -238,33 +238,13 @@ class Backend(ABC):
     interpreted_chunk_rows: int = 1 << 16
 
     def launch_interpreted(self, kernel: Any, rows: int, args: Sequence[Any]) -> None:
-        """Run an InterpretedKernel over its rows a chunk at a time: its arguments as words,
-        then the interpreter. The interpreter runs a heavy row (a join fanning out) several
-        times slower than the compiled kernel, so once the optimised build is ready it runs
-        the rest of the launch, and a long launch waits no longer than the build took."""
-        if kernel.row_arguments is None:  # no rows to split: one launch
-            self.launch(kernel.interpreter, rows, [kernel.program, self.to_device(kernel.arguments(self, args))])
-            return
-        at_count, at_first = kernel.row_arguments
-        total, first = int(args[at_count]), int(args[at_first])
-        done = 0
-        while True:
-            part = min(self.interpreted_chunk_rows, total - done)
-            chunk = list(args)
-            chunk[at_count], chunk[at_first] = part, first + done
-            words = self.to_device(kernel.arguments(self, chunk))
-            self.launch(kernel.interpreter, part, [kernel.program, words])
-            done += part
-            if done >= total:
-                return
-            if self._upgrade_ready(kernel.spec):
-                compiled = self.compile(kernel.spec)
-                rest = list(args)
-                rest[at_count], rest[at_first] = total - done, first + done
-                self.launch(compiled, total - done, rest)
-                return
+        """An InterpretedKernel's launch, a chunk of rows at a time (interpreter.launch_in_chunks)."""
+        from penstock.device.interpreter import launch_in_chunks
 
-    def _upgrade_ready(self, spec: KernelSpec) -> bool:
+        launch_in_chunks(self, kernel, rows, args)
+
+    def upgrade_ready(self, spec: KernelSpec) -> bool:
+        """Whether `spec`'s optimised build is ready to replace its quick or interpreted one."""
         return self._upgrades is not None and self._upgrades.take(spec.digest) is not None
 
     def upgrades(self) -> Any:

@@ -208,7 +208,7 @@ class CudaBackend(Backend):
                 kernel.function.kernel.ptr, BLOCK, 0))
         return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * kernel.blocks_per_sm))
 
-    interpreted_chunk_rows = 1 << 22  # see Backend.launch_interpreted
+    interpreted_chunk_rows = 1 << 22  # see interpreter.launch_in_chunks
 
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
         if getattr(kernel, "interpreted", False):

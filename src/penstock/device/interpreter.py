@@ -146,3 +146,31 @@ class Interpreters:
             return None
         program = backend.to_device(np.frombuffer(spec.program, dtype=np.int32).copy())
         return InterpretedKernel(spec, interpreter, program)
+
+
+def launch_in_chunks(backend: Any, kernel: InterpretedKernel, rows: int, args: Sequence[Any]) -> None:
+    """Run an InterpretedKernel over its rows a chunk at a time (the backend's
+    interpreted_chunk_rows): its arguments as words, then the interpreter. The interpreter runs
+    a heavy row (a join fanning out) several times slower than the compiled kernel, so once
+    the optimised build is ready it runs the rest of the launch, and a long launch waits no
+    longer than the build took."""
+    if kernel.row_arguments is None:  # no rows to split (a sort counts its rows on the device): one launch
+        backend.launch(kernel.interpreter, rows, [kernel.program, backend.to_device(kernel.arguments(backend, args))])
+        return
+    at_count, at_first = kernel.row_arguments
+    total, first = int(args[at_count]), int(args[at_first])
+    done = 0
+    while True:
+        part = min(backend.interpreted_chunk_rows, total - done)
+        chunk = list(args)
+        chunk[at_count], chunk[at_first] = part, first + done
+        words = backend.to_device(kernel.arguments(backend, chunk))
+        backend.launch(kernel.interpreter, part, [kernel.program, words])
+        done += part
+        if done >= total:
+            return
+        if backend.upgrade_ready(kernel.spec):
+            rest = list(args)
+            rest[at_count], rest[at_first] = total - done, first + done
+            backend.launch(backend.compile(kernel.spec), total - done, rest)
+            return
