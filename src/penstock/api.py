@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from penstock.device import get_backend
 from penstock.errors import FEATURE_NOT_SUPPORTED, PenstockError, QueryError, Unsupported
-from penstock.exec.executor import CompiledPlan, Executor, compile_plan
+from penstock.exec.compiled_plan import CompiledPlan, compile_plan
+from penstock.exec.executor import Executor
 from penstock.exec.metrics import QueryMetrics
 from penstock.explain import explain_request, explain_text
 from penstock.frontend.clock import reads_clock

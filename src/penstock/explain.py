@@ -51,8 +51,12 @@ def explain_text(device: str, engine: str, planned: Any, physical: PhysicalPlan 
                      f"  execute: {metrics.execute_seconds * 1000:.2f} ms  rows: {result.num_rows}")
         reruns = sum(p.reruns for p in metrics.pipelines.values())
         if not metrics.plan_cache_hit:  # where a first run's time went, phase by phase
+            split = ""
+            if compiled is not None and metrics.compile_seconds:
+                split = (f" (kernel sources {compiled.generate_seconds * 1000:.1f} ms, "
+                         f"{compiled.programs_translated} interpreter programs {compiled.translate_seconds * 1000:.1f} ms)")
             lines.append(f"first run: plan {metrics.plan_seconds * 1000:.1f} ms, compile "
-                         f"{metrics.compile_seconds * 1000:.1f} ms, execute {metrics.execute_seconds * 1000:.1f} ms"
+                         f"{metrics.compile_seconds * 1000:.1f} ms{split}, execute {metrics.execute_seconds * 1000:.1f} ms"
                          f" ({reruns} batch{'es' if reruns != 1 else ''} run again to size tables and outputs)")
         lines += [f"memory: {note}" for note in metrics.memory_notes]
         if metrics.device_run:

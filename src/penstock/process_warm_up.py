@@ -49,7 +49,8 @@ def schema_tables() -> dict[str, pa.Table]:
 def warm_process(stop: Callable[[], bool] = lambda: False) -> list[int]:
     """Plan QUERIES and generate their kernels and programs, until `stop()`; the kernels each
     query has (0: it did not plan to penstock's kernels, or it was stopped before)."""
-    from penstock.exec.executor import CompiledPlan, host_buffers, plan_kernels
+    from penstock.exec.compiled_plan import CompiledPlan, plan_kernels
+    from penstock.plan.physical import host_buffers
     from penstock.frontend.session import Frontend
     from penstock.plan.planner import PhysicalPlanner
 

@@ -242,7 +242,7 @@ def test_builds_of_one_source_share_one_program(monkeypatch: pytest.MonkeyPatch)
     memory without translating the next build's program (KernelSpec.program_fixed)."""
     from dataclasses import replace
 
-    from penstock.exec import executor
+    from penstock.exec import compiled_plan
 
     dims = {name: pa.table({"id": np.arange(50, dtype=np.int64), name: np.arange(50) * k})
             for k, name in enumerate(("a", "b", "c"), start=1)}
@@ -250,14 +250,14 @@ def test_builds_of_one_source_share_one_program(monkeypatch: pytest.MonkeyPatch)
                      "kc": np.arange(200, dtype=np.int64) % 70})
     db = connect("cpu", "always", monkeypatch, {**dims, "f": fact})
     builds: list[Any] = []
-    plan_kernels = executor.plan_kernels
+    plan_kernels = compiled_plan.plan_kernels
 
     def recording(plan: Any, out: Any) -> Any:
         jobs = plan_kernels(plan, out)
         builds.extend(kernel.spec for kind, _, kernel in jobs if kind == "build")
         return jobs
 
-    monkeypatch.setattr(executor, "plan_kernels", recording)
+    monkeypatch.setattr(compiled_plan, "plan_kernels", recording)
     sql = "SELECT sum(a.a + b.b + c.c) FROM f JOIN a ON f.ka = a.id JOIN b ON f.kb = b.id JOIN c ON f.kc = c.id"
     got = db.sql(sql).to_arrow().column(0).to_pylist()
     ids = np.arange(200)
@@ -304,3 +304,19 @@ def test_a_long_interpreted_launch_hands_its_rest_to_the_optimised_build(tmp_pat
     # the pipeline's first chunk interpreted, the other 2500 rows on the optimised build
     assert launches[:2] == [(True, "pipeline", 3000), (False, "interpret", 500)], launches
     assert (False, "pipeline", 2500) in launches[2:4], launches
+
+
+def test_explain_analyze_splits_a_first_runs_compile_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run's compile phase: the kernels' sources (hashed for the caches), the
+    interpreter programs translated, and the rest; a repeat compiles nothing."""
+    db = connect("cpu", "always", monkeypatch)
+    sql = "SELECT i32, sum(i64) FROM t WHERE f32 < 0.25 GROUP BY i32"
+    text = db.explain(sql, analyze=True)
+    found = re.search(r"compile ([\d.]+) ms \(kernel sources ([\d.]+) ms, (\d+) interpreter programs ([\d.]+) ms\)",
+                      text)
+    interpreted = re.search(r"(\d+) run by the plan interpreter", text)
+    assert found and interpreted, text
+    compile_ms, sources_ms, programs, programs_ms = (float(v) for v in found.groups())
+    assert programs == int(interpreted.group(1)) == 2  # the pipeline and its aggregate's finaliser
+    assert sources_ms > 0 and programs_ms > 0 and sources_ms + programs_ms <= compile_ms + 0.1
+    assert "kernel sources" not in db.explain(sql, analyze=True)  # planned and compiled before

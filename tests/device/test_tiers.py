@@ -122,7 +122,7 @@ def test_tiered_and_optimised_kernels_answer_tpch_alike(tmp_path: Path, device: 
     import penstock
     from penstock.bench.suites import suite
     from penstock.datagen.tpch_queries import tpch_queries
-    from penstock.exec import executor
+    from penstock.exec import compiled_plan
 
     tpch = suite("tpch")
     tpch.generate(tmp_path / "tpch", 0.01, "parquet")
@@ -130,12 +130,12 @@ def test_tiered_and_optimised_kernels_answer_tpch_alike(tmp_path: Path, device: 
     for table, path in tpch.files(tmp_path / "tpch", "parquet").items():
         db.register(table, path)
     queries = {name: sql for name, sql in tpch_queries(0.01).items() if device == "gpu" or name in CPU_SAMPLE}
-    original = executor.tiered_for
-    executor.tiered_for = lambda backend: True  # type: ignore[assignment]
+    original = compiled_plan.tiered_for
+    compiled_plan.tiered_for = lambda backend: True  # type: ignore[assignment]
     try:
         first = {name: db.sql(sql).to_arrow() for name, sql in queries.items()}
     finally:
-        executor.tiered_for = original  # type: ignore[assignment]
+        compiled_plan.tiered_for = original  # type: ignore[assignment]
     quick = sum(db.prepare(sql).compiled.kernels_quick for sql in queries.values())
     assert quick > 0  # the first runs ran quick builds
     assert db.backend.upgrades().wait(timeout=600)

@@ -39,6 +39,8 @@ class FirstRun:
     kernels: int = 0  # kernels the query compiled (found in no cache)
     interpreted: int = 0  # kernels the plan interpreter ran while they compiled (device/interpreter.py)
     reruns: int = 0  # batches run again to size hash tables and outputs (EXPLAIN's "first run:")
+    generate_s: float = 0.0  # of compile_s: writing the kernels' sources and their digests
+    translate_s: float = 0.0  # of compile_s: writing the plan interpreter's programs
 
 
 def fresh_first_run(device: str, tables: dict[str, Path], sql: str, cache_dir: Path,
@@ -104,7 +106,9 @@ def main() -> int:
                       "engine": result.engine, "rows": rows, "start_s": start_s,
                       "kernels": compiled.kernels_compiled if compiled is not None else 0,
                       "interpreted": compiled.kernels_interpreted if compiled is not None else 0,
-                      "reruns": sum(p.reruns for p in m.pipelines.values()) if m else 0}))
+                      "reruns": sum(p.reruns for p in m.pipelines.values()) if m else 0,
+                      "generate_s": compiled.generate_seconds if compiled is not None else 0.0,
+                      "translate_s": compiled.translate_seconds if compiled is not None else 0.0}))
     return 0
 
 

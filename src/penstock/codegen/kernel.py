@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -130,6 +131,7 @@ class Kernel:
     # makes the same kernel's plan-interpreter program (codegen/interpret/), when one is asked for
     make_program: Callable[[], bytes | None] | None = field(default=None, compare=False)
     program_fixed: bool = False  # the program follows from the source alone (KernelSpec)
+    translate_seconds: float = field(default=0.0, compare=False)  # writing its program (EXPLAIN ANALYZE)
 
     @property
     def param_ctypes(self) -> tuple[str, ...]:
@@ -138,8 +140,16 @@ class Kernel:
     @functools.cached_property
     def spec(self) -> KernelSpec:
         """What a backend compiles (made once: its digest hashes the whole source)."""
-        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation, self.make_program,
-                          self.program_fixed)
+        return KernelSpec(self.name, self.source, self.param_ctypes, self.installation,
+                          self._translate if self.make_program is not None else None, self.program_fixed)
+
+    def _translate(self) -> bytes | None:
+        """make_program, timed."""
+        started = time.perf_counter()
+        try:
+            return self.make_program() if self.make_program is not None else None
+        finally:
+            self.translate_seconds += time.perf_counter() - started
 
     @functools.cached_property
     def sink_parts(self) -> frozenset[tuple[str, int]]:

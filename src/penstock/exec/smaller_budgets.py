@@ -22,7 +22,8 @@ from penstock.exec.metrics import QueryMetrics
 
 if TYPE_CHECKING:
     from penstock.io.device_batch import Batch
-    from penstock.exec.executor import CompiledPlan, Executor
+    from penstock.exec.compiled_plan import CompiledPlan
+    from penstock.exec.executor import Executor
 
 SHRINKS = 3  # runs again at most this many times, each planning with half the budget before
 MIN_BUDGET = 4 << 20

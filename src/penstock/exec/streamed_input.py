@@ -37,7 +37,8 @@ from penstock.plan.physical import (AggregateSink, BufferSource, ProbeOp, RunPip
                                     readers)
 
 if TYPE_CHECKING:
-    from penstock.exec.executor import CompiledPlan, Executor
+    from penstock.exec.compiled_plan import CompiledPlan
+    from penstock.exec.executor import Executor
     from penstock.exec.metrics import QueryMetrics
     from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
 
