@@ -236,13 +236,18 @@ def test_a_kernel_shared_by_literals_gets_its_own_program(monkeypatch: pytest.Mo
         assert got.column("c").to_pylist() == [a * b] and got.column("x").to_pylist() == [2]
 
 
-def test_builds_of_one_source_share_one_program(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_builds_of_one_source_share_one_program(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A join's build folds no literal, so its program follows from its source: joins on keys
     of the same types share one build kernel, and the backend reuses the interpreted one in
-    memory without translating the next build's program (KernelSpec.program_fixed)."""
+    memory without translating the next build's program (KernelSpec.program_fixed), also
+    when no cache holds the build (compile_all asks only the first whether it is built)."""
     from dataclasses import replace
 
+    from penstock.device.kernel_cache import installation_dir
     from penstock.exec import compiled_plan
+
+    monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(installation_dir()))
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))  # no query kernel cached
 
     dims = {name: pa.table({"id": np.arange(50, dtype=np.int64), name: np.arange(50) * k})
             for k, name in enumerate(("a", "b", "c"), start=1)}

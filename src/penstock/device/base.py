@@ -138,9 +138,12 @@ class Backend(ABC):
         """A plan's kernels, compiled concurrently before any data moves (a new plan then
         costs its slowest kernel's compile, not their sum); in the order asked. Only builds go
         to a thread pool: the rest is Python's work, done here meanwhile (in the pool, each
-        thread's start waited on the others' hold of the GIL: a cold TPC-H Q11, H100, 6 ms)."""
+        thread's start waited on the others' hold of the GIL: a cold TPC-H Q11, H100, 6 ms).
+        Of kernels sharing a source only the first is asked whether it is a build: asking
+        translates its program, and the others find the first in memory (a join's builds)."""
         deferred: list[tuple[KernelSpec, Path]] = []
-        builds = [k for k, spec in enumerate(specs) if self._needs_build(spec)]
+        first_of_digest = {spec.digest: k for k, spec in reversed(list(enumerate(specs)))}
+        builds = [k for k in sorted(first_of_digest.values()) if self._needs_build(specs[k])]
         kernels: list[CompiledKernel | None] = [None] * len(specs)
         pool = ThreadPoolExecutor(max_workers=self.compile_workers(len(builds))) if len(builds) > 1 else None
         try:

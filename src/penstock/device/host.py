@@ -109,7 +109,10 @@ class HostBackend(Backend):
         """Build the kernels of `specs` missing from every cache, in batches; the seconds
         each took, by digest."""
         with self._compile_lock:
-            unknown = {s.digest: s for s in specs if not s.installation and s.digest not in self._kernels}
+            unknown: dict[str, KernelSpec] = {}
+            for s in specs:  # the first of each digest (a later one's program is not translated)
+                if not s.installation and s.digest not in self._kernels:
+                    unknown.setdefault(s.digest, s)
         # kernels the plan interpreter will run are built in the background instead
         missing = [s for s in unknown.values() if not self.cache_path(s).exists() and not self.will_interpret(s)]
         groups = batches(missing, self.compile_workers(len(missing))) if missing else []
