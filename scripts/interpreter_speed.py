@@ -87,7 +87,7 @@ def set_variant(variant: str) -> Callable[[], None]:
 def in_list_with_jumps(exprs: Any, e: Any) -> Any:
     """IN lists as the tenth session wrote them: per item a comparison, a logic step and a
     jump past the rest once one matched."""
-    from penstock.codegen.expr_logic import unwiden
+    from penstock.codegen.expr.logic import unwiden
     from penstock.codegen.interpret.program import Label, Op
 
     p, arg = exprs.program, unwiden(e.arg)

@@ -1,5 +1,5 @@
 """Row-invariant expressions are computed once, before a pipeline's row loop
-(codegen/expr_gen.py), with the same answers and the same errors as when every row
+(codegen/expr/generator.py), with the same answers and the same errors as when every row
 computed them: the kernel's source is checked, and the results against DuckDB."""
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ a direct map (key -> row array) can replace the hash table, with no extra pass o
 from __future__ import annotations
 
 from penstock.codegen import keys as K
-from penstock.codegen.expr_gen import ExprGen, Val
-from penstock.codegen.expr_logic import equality
+from penstock.codegen.expr.generator import ExprGen, Val
+from penstock.codegen.expr.logic import equality
 from penstock.codegen.interpret.builds import build_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kernel, Mode, ParamTable,
                                      RowCount, RowOffset, kernel_source)

@@ -7,11 +7,11 @@ still yields one row); mode 1 writes each occupied slot's keys and finished meas
 
 from __future__ import annotations
 
-from penstock.codegen import expr_decimal
+from penstock.codegen.expr import decimals
 from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import AggLayout, MeasureState, layout_of
 from penstock.codegen.cpp_types import scalar_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.codegen.interpret.kernels import finalize_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, Kernel, Mode, ParamTable, RowCount,
                                      RowOffset, kernel_source)
@@ -89,7 +89,7 @@ def sum_value(g: ExprGen, m: MeasureState, total: str, count: str, arg: DataType
     if m.call.fn == "avg":
         if t.kind is Kind.DECIMAL:
             quotient = f"xpu::decimal_div128({total}, {scale_in}, (xpu::int128_t){count}, 0, {t.scale}, {g.err})"
-            return expr_decimal.fit(g, quotient, t)
+            return decimals.fit(g, quotient, t)
         scaled = f"xpu::decimal128_to_double({total}, {scale_in})" if arg.kind is Kind.DECIMAL else f"(double){total}"
         return f"({scalar_type(t)})({scaled} / (double){count})"
     if t.is_float:
@@ -97,4 +97,4 @@ def sum_value(g: ExprGen, m: MeasureState, total: str, count: str, arg: DataType
     scale_out = t.scale if t.kind is Kind.DECIMAL else 0
     if scale_out != scale_in:
         total = f"xpu::rescale128({total}, {scale_out - scale_in}, {g.err})"
-    return expr_decimal.fit(g, total, t)
+    return decimals.fit(g, total, t)

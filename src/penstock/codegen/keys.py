@@ -11,7 +11,7 @@ an xpu::KeyText); a wider decimal takes two words, low then high.
 from __future__ import annotations
 
 from penstock.codegen.cpp_types import KEY_TEXT
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call
 from penstock.plan.types import DataType, Kind

@@ -12,8 +12,8 @@ import os
 
 from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import layout_of
-from penstock.codegen.expr_gen import ExprGen, Val
-from penstock.codegen.expr_logic import equality
+from penstock.codegen.expr.generator import ExprGen, Val
+from penstock.codegen.expr.logic import equality
 from penstock.codegen.interpret.kernels import pipeline_program
 from penstock.codegen.kernel import (BuildPart, CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
                                      ParamTable, RowCount, RowOffset, SinkPart, kernel_source)
@@ -38,7 +38,7 @@ class PipelineGen:
         self.err = self.params.get(ErrorFlag(), "int32_t*", "ptr", "err")
         self.cnt = self.params.get(Counters(), "uint64_t*", "ptr", "cnt")
         self.out = CodeWriter(indent=2)
-        # row-invariant expressions, computed before the row loop (expr_gen.py);
+        # row-invariant expressions, computed before the row loop (expr/generator.py);
         # PENSTOCK_HOIST=0 leaves them in the loop, to measure what hoisting saves
         self.invariants = CodeWriter(indent=1, prefix="inv_")
         hoist = os.environ.get("PENSTOCK_HOIST", "1") != "0"

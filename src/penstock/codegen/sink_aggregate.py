@@ -17,7 +17,7 @@ from penstock.codegen import keys as K
 from penstock.codegen.agg_layout import (DISTINCT_VALUE, GROUP_ID, AggLayout, MeasureState,
                                          partial_groups, partial_measures)
 from penstock.codegen.cpp_types import KEY_TEXT, text_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.codegen.kernel import CodeWriter, SinkPart
 from penstock.plan.expr import Expr
 from penstock.plan.physical import AggregateSink

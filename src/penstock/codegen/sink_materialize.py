@@ -13,7 +13,7 @@ batch with room enough.
 from __future__ import annotations
 
 from penstock.codegen.cpp_types import STORAGE
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.codegen.kernel import SinkPart
 from penstock.errors import Unsupported
 from penstock.plan.types import Kind

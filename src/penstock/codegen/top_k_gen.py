@@ -9,7 +9,7 @@ and writes nothing; mode 1 first skips every row whose recorded word lies past t
 
 from __future__ import annotations
 
-from penstock.codegen.expr_gen import ExprGen
+from penstock.codegen.expr.generator import ExprGen
 from penstock.codegen.kernel import SinkPart
 from penstock.plan.physical import TopKBound
 from penstock.plan.types import Kind

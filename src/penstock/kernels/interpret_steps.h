@@ -130,7 +130,7 @@ XPU_FN int128_t integer_arith(int32_t fn, int32_t width, int128_t a, int128_t b,
   }
 }
 
-// a 128-bit value as the type codegen/expr_decimal.fit names: 0 wide decimal, 1 decimal
+// a 128-bit value as the type codegen/expr/decimals.fit names: 0 wide decimal, 1 decimal
 // of up to 18 digits (both checked against `precision`), 2..5 integers of 1, 2, 4, 8 bytes
 XPU_FN int128_t fit(int128_t v, int32_t how, int32_t precision, int32_t* err) {
   switch (how) {

@@ -1,4 +1,4 @@
-"""IN lists, CASE and COALESCE as interpreter instructions (codegen/expr_logic.py's
+"""IN lists, CASE and COALESCE as interpreter instructions (codegen/expr/logic.py's
 compile_in_list, compile_case and compile_coalesce): a branch's expressions are translated in
 a scope of their own, since they run only when the branch is taken."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from penstock.codegen.expr_logic import unwiden
+from penstock.codegen.expr.logic import unwiden
 from penstock.codegen.interpret.program import Label, NotInterpretable, Op, Reg
 from penstock.plan.expr import Call, Case, Cast, Expr, InList
 from penstock.plan.types import DataType, Kind
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def in_list(exprs: ExprProgram, e: InList) -> Reg:
-    """expr_logic.compile_in_list: the three-valued OR of arg = item (NULL when nothing
+    """expr.logic.compile_in_list: the three-valued OR of arg = item (NULL when nothing
     matched and arg or an item is NULL). One OR_EQ an item, which jumps past the rest of the
     list once one matched: an item costs one instruction, not a comparison, a step and a jump.
     (Without the jump, TPC-H Q19's interpreted run took 139 ms against 124.)"""
@@ -34,7 +34,7 @@ def in_list(exprs: ExprProgram, e: InList) -> Reg:
 
 
 def case(exprs: ExprProgram, e: Case) -> Reg:
-    """expr_logic.compile_case: the first WHEN that holds gives the value, else ELSE's or
+    """expr.logic.compile_case: the first WHEN that holds gives the value, else ELSE's or
     NULL; a branch's expressions are evaluated only when it is taken."""
     p = exprs.program
     d, end = p.reg(), Label()
@@ -60,7 +60,7 @@ def case(exprs: ExprProgram, e: Case) -> Reg:
 
 
 def coalesce(exprs: ExprProgram, e: Call) -> Reg:
-    """expr_logic.compile_coalesce: the first argument that is not NULL."""
+    """expr.logic.compile_coalesce: the first argument that is not NULL."""
     p = exprs.program
     d, end = p.reg(), Label()
     for k, arg in enumerate(e.args):
@@ -77,14 +77,14 @@ def coalesce(exprs: ExprProgram, e: Call) -> Reg:
 
 
 def converted(exprs: ExprProgram, e: Expr, result: DataType) -> Reg:
-    """expr_logic.assign: a CASE or COALESCE argument as the result's type."""
+    """expr.logic.assign: a CASE or COALESCE argument as the result's type."""
     t = e.type
     if t == result or t.kind is Kind.NULL or (t.kind is Kind.STRING and result.kind is Kind.STRING):
         return exprs.compile(e)
     if Kind.STRING in (t.kind, result.kind):
         raise NotInterpretable(f"{t} as {result}")
     if Kind.DECIMAL in (t.kind, result.kind) or result.kind is Kind.TIMESTAMP:
-        return exprs.cast(Cast(result, e))  # expr_cast.convert: rescaled, range-checked
+        return exprs.cast(Cast(result, e))  # expr.cast.convert: rescaled, range-checked
     if result.is_integer and (t.kind is Kind.BOOL or (t.is_integer and t.byte_width <= result.byte_width)):
         return exprs.compile(e)  # a C cast that keeps the value
     if result.kind is Kind.FLOAT64 and (t.is_integer or t.kind is Kind.FLOAT32):

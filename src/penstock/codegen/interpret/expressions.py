@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from penstock.codegen.expr_logic import unwiden
+from penstock.codegen.expr.logic import unwiden
 from penstock.codegen.interpret import branches, text_dates
 from penstock.codegen.interpret.folding import fold, plain_date
 from penstock.codegen.interpret.program import Label, NotInterpretable, Op, Program, Reg
@@ -47,7 +47,7 @@ def scale_of(t: DataType) -> int:
 
 
 def fit_how(t: DataType) -> tuple[int, int]:
-    """(how, precision) of fit() for a 128-bit value as type `t` (expr_decimal.fit)."""
+    """(how, precision) of fit() for a 128-bit value as type `t` (expr.decimals.fit)."""
     if t.is_wide_decimal:
         return 0, t.precision
     if t.kind is Kind.DECIMAL:
@@ -206,7 +206,7 @@ class ExprProgram:
         return self.compare(self.compile(left), left.type, self.compile(right), right.type, e.fn)
 
     def compare(self, a: Reg, ta: DataType, b: Reg, tb: DataType, fn: str) -> Reg:
-        """expr_logic.comparison (and equality, which it agrees with for these types)."""
+        """expr.logic.comparison (and equality, which it agrees with for these types)."""
         a, b, mode = self.comparable(a, ta, b, tb, fn)
         d = self.program.reg()
         self.program.emit(Op.CMP, d, a, b, x=mode, y=CMP_OPS[fn], z=scale_of(ta), w=scale_of(tb))
@@ -275,7 +275,7 @@ class ExprProgram:
         raise NotInterpretable(f"{e.fn} producing {t}")
 
     def decimal(self, fn: str, a: Reg, b: Reg, ta: DataType, tb: DataType, t: DataType, d: Reg) -> Reg:
-        """expr_arith.decimal_arithmetic and expr_decimal.arithmetic."""
+        """expr.arith.decimal_arithmetic and expr.decimals.arithmetic."""
         p = self.program
         sa, sb, s = scale_of(ta), scale_of(tb), t.scale
         wide = t.is_wide_decimal or ta.is_wide_decimal or tb.is_wide_decimal
@@ -312,7 +312,7 @@ class ExprProgram:
 
     # -- casts ----------------------------------------------------------------------------------
     def cast(self, e: Cast) -> Reg:
-        """expr_cast.compile_cast and convert, for numbers, and text literals as dates."""
+        """expr.cast.compile_cast and convert, for numbers, and text literals as dates."""
         p, src, dst = self.program, e.arg.type, e.type
         if src == dst:
             return self.compile(e.arg)

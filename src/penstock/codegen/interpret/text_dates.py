@@ -1,12 +1,12 @@
 """Text functions, LIKE, date_part and partition hashes as interpreter instructions
-(codegen/expr_text.py, expr_dates.py, keys.py), over text held as a plain view."""
+(codegen/expr/text.py, expr/dates.py, keys.py), over text held as a plain view."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from penstock.codegen.cpp_types import per_second
-from penstock.codegen.expr_dates import PARTS
+from penstock.codegen.expr.dates import PARTS
 from penstock.codegen.interpret.program import NotInterpretable, Op, Reg, key_kind
 from penstock.plan.expr import Call, Like
 from penstock.plan.types import Kind
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def like(exprs: ExprProgram, e: Like) -> Reg:
-    """expr_text.compile_like."""
+    """expr.text.compile_like."""
     if e.arg.type.kind is not Kind.STRING or e.pattern.type.kind is not Kind.STRING:
         raise NotInterpretable("LIKE on non-text values")
     p = exprs.program
@@ -27,7 +27,7 @@ def like(exprs: ExprProgram, e: Like) -> Reg:
 
 
 def text_function(exprs: ExprProgram, e: Call) -> Reg:
-    """expr_text.compile_affix and compile_substr, over text that is a plain view."""
+    """expr.text.compile_affix and compile_substr, over text that is a plain view."""
     p = exprs.program
     if e.args[0].type.kind is not Kind.STRING:
         raise NotInterpretable(f"{e.fn} of {e.args[0].type}")
@@ -44,7 +44,7 @@ def text_function(exprs: ExprProgram, e: Call) -> Reg:
 
 
 def date_part(exprs: ExprProgram, e: Call) -> Reg:
-    """expr_dates.compile_date_part."""
+    """expr.dates.compile_date_part."""
     field, t = e.fn.split(".", 1)[1], e.args[0].type
     if t.kind not in (Kind.DATE, Kind.TIMESTAMP) or not (e.type.is_integer or e.type.is_float):
         raise NotInterpretable(f"date_part of {t} as {e.type}")

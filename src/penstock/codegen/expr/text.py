@@ -4,7 +4,7 @@ types come from cpp_types.text_type so declarations and handlers always agree.""
 from __future__ import annotations
 
 from penstock.codegen.cpp_types import STRVIEW, concat_ws_piece, never_null, scalar_type, text_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Like
 from penstock.plan.types import BOOL, INT32, Kind

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from penstock.codegen.cpp_types import per_second, scalar_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Literal
 from penstock.plan.types import DataType, Kind

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from penstock.codegen import expr_decimal
+from penstock.codegen.expr import decimals
 from penstock.codegen.cpp_types import STRVIEW, common_text_type, per_second, scalar_type, text_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Case, Cast, Expr, InList
 from penstock.plan.types import BOOL, DataType, Kind
@@ -58,8 +58,8 @@ def comparison(g: ExprGen, a: Val, b: Val) -> str:
     if a.type.is_float or b.type.is_float:
         return f"xpu::fcmp({g.as_double(a)}, {g.as_double(b)})"
     x, y = a.v, b.v
-    if expr_decimal.is_wide(a.type, b.type):
-        return expr_decimal.comparison(a, b)
+    if decimals.is_wide(a.type, b.type):
+        return decimals.comparison(a, b)
     if ka is Kind.DECIMAL or kb is Kind.DECIMAL:  # exact in 128 bits, whatever the scales
         sa = a.type.scale if ka is Kind.DECIMAL else 0
         sb = b.type.scale if kb is Kind.DECIMAL else 0
@@ -126,7 +126,7 @@ def assign(g: ExprGen, target: str, target_cpp: str, val: Val, result: DataType)
     if result.kind is not Kind.STRING:
         rescaled = Kind.DECIMAL in (val.type.kind, result.kind) or result.kind is Kind.TIMESTAMP
         if val.type != result and rescaled and val.type.kind is not Kind.NULL:
-            from penstock.codegen.expr_cast import convert
+            from penstock.codegen.expr.cast import convert
 
             return convert(g, val, result)  # rescaled, and range-checked where it narrows
         return f"({target_cpp})({val.v})"

@@ -3,9 +3,9 @@ division and modulus by zero raise 22012, floats raise on overflow to infinity."
 
 from __future__ import annotations
 
-from penstock.codegen import expr_decimal
+from penstock.codegen.expr import decimals
 from penstock.codegen.cpp_types import scalar_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Literal
 from penstock.plan.types import DataType, Kind
@@ -18,7 +18,7 @@ def compile_arithmetic(g: ExprGen, e: Call) -> Val:
     t = e.type
     ka, kb = a.type.kind, b.type.kind
     if Kind.DATE in (ka, kb) or Kind.TIMESTAMP in (ka, kb):
-        from penstock.codegen.expr_dates import date_arithmetic
+        from penstock.codegen.expr.dates import date_arithmetic
 
         return date_arithmetic(g, e, a, b)
     if t.is_float:
@@ -45,8 +45,8 @@ def decimal_arithmetic(g: ExprGen, fn: str, a: Val, b: Val, t: DataType) -> str:
     sb = b.type.scale if b.type.kind is Kind.DECIMAL else 0
     if a.type.is_float or b.type.is_float:
         raise Unsupported("decimal arithmetic with a float operand")
-    if expr_decimal.is_wide(t, a.type, b.type):
-        return expr_decimal.arithmetic(g, fn, a, b, t)
+    if decimals.is_wide(t, a.type, b.type):
+        return decimals.arithmetic(g, fn, a, b, t)
     x, y, s = f"(int64_t){a.v}", f"(int64_t){b.v}", t.scale
     err = g.err
     if fn in ("add", "sub", "mod"):
@@ -69,8 +69,8 @@ def compile_negate(g: ExprGen, e: Call) -> Val:
     t = e.type
     if t.is_float:
         return g.strict(t, [a], f"-{a.v}")
-    if expr_decimal.is_wide(t, a.type):
-        return g.strict(t, [a], expr_decimal.fit(g, f"xpu::neg128_checked({expr_decimal.int128(a)}, {g.err})", t))
+    if decimals.is_wide(t, a.type):
+        return g.strict(t, [a], decimals.fit(g, f"xpu::neg128_checked({decimals.int128(a)}, {g.err})", t))
     return g.strict(t, [a], f"xpu::neg_checked<{scalar_type(t)}>({a.v}, {g.err})")
 
 
@@ -79,8 +79,8 @@ def compile_abs(g: ExprGen, e: Call) -> Val:
     t = e.type
     if t.is_float:
         return g.strict(t, [a], f"fabs({a.v})")
-    if expr_decimal.is_wide(t, a.type):
-        return g.strict(t, [a], expr_decimal.fit(g, f"xpu::abs128_checked({expr_decimal.int128(a)}, {g.err})", t))
+    if decimals.is_wide(t, a.type):
+        return g.strict(t, [a], decimals.fit(g, f"xpu::abs128_checked({decimals.int128(a)}, {g.err})", t))
     return g.strict(t, [a], f"xpu::abs_checked<{scalar_type(t)}>({a.v}, {g.err})")
 
 
@@ -102,9 +102,9 @@ def compile_round(g: ExprGen, e: Call) -> Val:
     if a.type.kind is Kind.DECIMAL and t.kind is Kind.DECIMAL:
         s, st = a.type.scale, t.scale
         drop = max(s - digits, 0)
-        if expr_decimal.is_wide(t, a.type):
-            inner = f"xpu::rescale128({expr_decimal.int128(a)}, {-drop}, {g.err})"
-            return g.strict(t, [a], expr_decimal.fit(g, f"xpu::rescale128({inner}, {st - s + drop}, {g.err})", t))
+        if decimals.is_wide(t, a.type):
+            inner = f"xpu::rescale128({decimals.int128(a)}, {-drop}, {g.err})"
+            return g.strict(t, [a], decimals.fit(g, f"xpu::rescale128({inner}, {st - s + drop}, {g.err})", t))
         value = f"xpu::rescale(xpu::rescale({a.v}, {-drop}, {g.err}), {st - s + drop}, {g.err})"
         return g.strict(t, [a], value)
     if a.type.is_integer:
@@ -119,10 +119,10 @@ def compile_floor_ceil(g: ExprGen, e: Call) -> Val:
         return g.strict(t, [a], f"({scalar_type(t)}){e.fn}({g.as_double(a)})")
     if a.type.is_integer:
         return g.strict(t, [a], f"({scalar_type(t)}){a.v}")
-    if a.type.kind is Kind.DECIMAL and expr_decimal.is_wide(t, a.type):
-        whole = f"xpu::floor_div128({expr_decimal.int128(a)}, {a.type.scale}, {'true' if e.fn == 'ceil' else 'false'})"
+    if a.type.kind is Kind.DECIMAL and decimals.is_wide(t, a.type):
+        whole = f"xpu::floor_div128({decimals.int128(a)}, {a.type.scale}, {'true' if e.fn == 'ceil' else 'false'})"
         out_scale = t.scale if t.kind is Kind.DECIMAL else 0
-        return g.strict(t, [a], expr_decimal.fit(g, f"xpu::rescale128({whole}, {out_scale}, {g.err})", t))
+        return g.strict(t, [a], decimals.fit(g, f"xpu::rescale128({whole}, {out_scale}, {g.err})", t))
     if a.type.kind is Kind.DECIMAL:
         s = a.type.scale
         p = 10 ** s

@@ -4,9 +4,9 @@ out-of-range values raise 22003, malformed text raises 22P02."""
 
 from __future__ import annotations
 
-from penstock.codegen import expr_decimal
+from penstock.codegen.expr import decimals
 from penstock.codegen.cpp_types import INT_LIMITS, SMALLTEXT, STRVIEW, per_second, scalar_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Cast
 from penstock.plan.types import DataType, Kind
@@ -36,8 +36,8 @@ def convert(g: ExprGen, a: Val, dst: DataType) -> str:
     """C++ expression for non-text `a` as type `dst`."""
     src, err = a.type, g.err
     cpp = scalar_type(dst)
-    if expr_decimal.is_wide(src, dst):
-        return expr_decimal.convert(g, a, dst)
+    if decimals.is_wide(src, dst):
+        return decimals.convert(g, a, dst)
     if dst.kind is Kind.BOOL:
         if src.is_integer or src.kind is Kind.BOOL:
             return f"({a.v} != 0)"
@@ -108,7 +108,7 @@ def from_text(g: ExprGen, a: Val, dst: DataType) -> str:
     if dst.is_float:
         return f"({cpp})xpu::parse_double({a.v}, {err})"
     if dst.kind is Kind.DECIMAL:
-        return expr_decimal.fit(g, f"xpu::parse_decimal128({a.v}, {dst.scale}, {err})", dst)
+        return decimals.fit(g, f"xpu::parse_decimal128({a.v}, {dst.scale}, {err})", dst)
     if dst.kind is Kind.DATE:
         return f"(int32_t)xpu::parse_date({a.v}, {err})"
     if dst.kind is Kind.TIMESTAMP:

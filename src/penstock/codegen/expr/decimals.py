@@ -1,7 +1,7 @@
 """Decimals of more than 18 digits in kernels: 128-bit values (kernels/decimal.h).
 
 An operation computes in 128 bits when its result or an operand is such a wide decimal;
-decimals of up to 18 digits and integers keep the 64-bit code of expr_arith/expr_cast.
+decimals of up to 18 digits and integers keep the 64-bit code of arith.py and cast.py.
 Every 128-bit result is checked against its type's precision, and a result typed narrower
 than the 128-bit value that produced it (an integer, a decimal of up to 18 digits) is
 range-checked before it is narrowed: 22003, never a silent truncation.
@@ -10,7 +10,7 @@ range-checked before it is narrowed: 22003, never a silent truncation.
 from __future__ import annotations
 
 from penstock.codegen.cpp_types import INT_LIMITS, scalar_type
-from penstock.codegen.expr_gen import ExprGen, Val
+from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.types import DataType, Kind
 

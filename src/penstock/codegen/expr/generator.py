@@ -63,10 +63,11 @@ class ExprGen:
         self.prologue = prologue
         self._hoisted: dict[Expr, tuple[Val, tuple[str, ...]]] = {}  # -> (value, its error flags)
         self._hoisting: list[str] | None = None  # while hoisting: the flags the expression uses
-        from penstock.codegen import expr_arith, expr_binary, expr_dates, expr_logic, expr_text, keys
+        from penstock.codegen import keys
+        from penstock.codegen.expr import arith, binary, dates, logic, text
 
         self.handlers: dict[str, Handler] = {}
-        for module in (expr_logic, expr_arith, expr_text, expr_dates, expr_binary, keys):
+        for module in (logic, arith, text, dates, binary, keys):
             self.handlers.update(module.HANDLERS)
 
     # -- scopes: values computed inside a conditional block stay there ------------------------
@@ -151,19 +152,19 @@ class ExprGen:
                 raise Unsupported(f"function {e.fn} in a kernel")
             return handler(self, e)
         if isinstance(e, Cast):
-            from penstock.codegen.expr_cast import compile_cast
+            from penstock.codegen.expr.cast import compile_cast
 
             return compile_cast(self, e)
         if isinstance(e, Case):
-            from penstock.codegen.expr_logic import compile_case
+            from penstock.codegen.expr.logic import compile_case
 
             return compile_case(self, e)
         if isinstance(e, InList):
-            from penstock.codegen.expr_logic import compile_in_list
+            from penstock.codegen.expr.logic import compile_in_list
 
             return compile_in_list(self, e)
         if isinstance(e, Like):
-            from penstock.codegen.expr_text import compile_like
+            from penstock.codegen.expr.text import compile_like
 
             return compile_like(self, e)
         raise Unsupported(f"expression {type(e).__name__} in a kernel")

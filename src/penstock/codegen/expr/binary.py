@@ -10,7 +10,7 @@ from penstock.plan import types as T
 from penstock.plan.expr import Call
 
 if TYPE_CHECKING:
-    from penstock.codegen.expr_gen import ExprGen, Val
+    from penstock.codegen.expr.generator import ExprGen, Val
 
 _OPERATIONS = {"bitwise_xor": "xpu::BIT_XOR", "bitwise_and": "xpu::BIT_AND", "bitwise_or": "xpu::BIT_OR"}
 

@@ -1,0 +1,1 @@
+"""Expressions as C++: ExprGen (generator.py) and its handlers by family of functions."""
