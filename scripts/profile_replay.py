@@ -20,7 +20,8 @@ from typing import Any
 import penstock
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-from penstock.exec import deferred, executor, materialize_state, steady_runs
+from penstock.exec import deferred, executor, steady_runs
+from penstock.exec.pipeline import materialize_state
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 

@@ -20,7 +20,9 @@ from typing import Any, Callable
 import penstock
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-from penstock.exec import executor, materialize_state, pipeline_runner
+from penstock.exec import executor
+from penstock.exec.pipeline import materialize_state
+from penstock.exec.pipeline import runner as pipeline_runner
 from penstock.exec.aggregate import aggregate_state
 from penstock.exec.join import join_state
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from penstock.exec.pipeline_runner import READ_SHARE, PipelineRunner
+from penstock.exec.pipeline.runner import READ_SHARE, PipelineRunner
 
 MiB = 1 << 20
 

@@ -18,7 +18,7 @@ import pytest
 
 import penstock
 from penstock.errors import QueryError
-from penstock.exec.pipeline_runner import PipelineRunner
+from penstock.exec.pipeline.runner import PipelineRunner
 
 SQL = ("SELECT d.label, sum(f.v) AS s FROM f JOIN d ON f.k = d.k WHERE d.w < 50 "
        "GROUP BY d.label ORDER BY d.label")

@@ -111,7 +111,7 @@ def test_a_batch_larger_than_one_launch_runs_as_row_ranges(tmp_path: Path, devic
     """A batch over pipeline_runner.LAUNCH_ROWS (2^31 rows; 2500 here, over two CPU tiles) runs
     as launches over row ranges (staged kernels queue row offsets within a launch): same
     answers as DuckDB."""
-    from penstock.exec import pipeline_runner
+    from penstock.exec.pipeline import runner as pipeline_runner
 
     monkeypatch.setattr(pipeline_runner, "LAUNCH_ROWS", 2500)
     be = get_backend(device)

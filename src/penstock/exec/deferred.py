@@ -33,7 +33,7 @@ class AggregateFinish:
     label: str
     counters: int  # operator counters after the error word
     aggregate: Any  # exec.aggregate_state.AggregateState
-    state: Any  # exec.materialize_state.MaterializeState the finaliser wrote
+    state: Any  # exec.pipeline.materialize_state.MaterializeState the finaliser wrote
     keys: list[tuple[str, int]]  # which output array each host copy after the first four is
     buffer: int
     types: list[DataType]

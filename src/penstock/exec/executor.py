@@ -19,17 +19,17 @@ from penstock.exec.join.in_table_builds import cached_table, settle_now
 from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map
 from penstock.exec.kernels import compile_kernel
-from penstock.exec.materialize_state import DirectFill
+from penstock.exec.pipeline.materialize_state import DirectFill
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
-from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
+from penstock.exec.pipeline.runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
-from penstock.exec.split_pipeline import run_split, split_point
+from penstock.exec.pipeline.split import run_split, split_point
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
 from penstock.exec.order.sort_step import run_sort
 from penstock.exec.smaller_budgets import run_shrinking, shrink_note
 from penstock.exec.spill.off_device import OffDeviceStore
 from penstock.exec.steady_runs import run_steady, unsteady
-from penstock.exec.streamed_input import run_streamed, streamed_consumer
+from penstock.exec.pipeline.streamed_input import run_streamed, streamed_consumer
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import (BuildHashTable, EvalSubquery, LimitBuffer, MaterializeSink, PhysicalPlan,
@@ -259,7 +259,7 @@ class Executor:
         if isinstance(step, RunPipeline):
             p = step.pipeline
             cut = split_point(p, ctx) if ctx.deferred is None else None
-            if cut is not None:  # two joins too large for memory, or a grace join on late keys (split_pipeline.py)
+            if cut is not None:  # two joins too large for memory, or a grace join on late keys (pipeline/split.py)
                 if p.id in early:
                     early.pop(p.id).stop_reading()
                 run_split(p, cut, ctx, self.pipeline_metrics(p, compiled, metrics))

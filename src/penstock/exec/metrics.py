@@ -41,9 +41,9 @@ class PipelineMetrics:
     scattered: tuple[int, int] | None = None
     join_partitions: int = 0  # passes over the input, one per partition of a partitioned join it probes
     join_scattered: bool = False  # a grace join: the input scattered once by its probe keys (exec/join/grace_join.py)
-    cut_before_join: int | None = None  # run as two pipelines, cut before this join's probe (exec/split_pipeline.py)
+    cut_before_join: int | None = None  # run as two pipelines, cut before this join's probe (exec/pipeline/split.py)
     cut_reason: str = ""
-    # its input, the groups of that pipeline's aggregation, handed over as they were made (exec/streamed_input.py)
+    # its input, the groups of that pipeline's aggregation, handed over as they were made (exec/pipeline/streamed_input.py)
     streamed_from: int | None = None
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files

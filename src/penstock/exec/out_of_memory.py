@@ -21,7 +21,7 @@ from penstock.plan.physical import BuildHashTable, MaterializeSink, PhysicalPlan
 if TYPE_CHECKING:
     from penstock.device.base import Backend
     from penstock.exec.buffers import BufferStore
-    from penstock.exec.pipeline_runner import PipelineContext
+    from penstock.exec.pipeline.runner import PipelineContext
 
 MAX_LISTED = 12
 CHAIN = 4  # referrers followed up from each array

@@ -1,7 +1,7 @@
 """Running a pipeline whose sink is a hash aggregation: passes over the input into the
 aggregation's tables, the finaliser writing its groups, and a steady run's deferred version.
 
-A mixin of PipelineRunner (exec/pipeline_runner.py), which supplies the batches, launches
+A mixin of PipelineRunner (exec/pipeline/runner.py), which supplies the batches, launches
 and statuses; a table too large for its share of the budget hands the pipeline to
 exec/aggregate/partitioned_aggregate.py.
 """
@@ -15,7 +15,7 @@ from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.buffers import buffer_to_arrow
 from penstock.exec.deferred import AggregateFinish, Deferred, NotSteady
 from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, TableTooLarge, kernel_error
-from penstock.exec.materialize_state import MaterializeState
+from penstock.exec.pipeline.materialize_state import MaterializeState
 from penstock.exec.order.small_sorts import SmallSort
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import AggregateSink, TableSource
@@ -28,7 +28,7 @@ class AggregateRunning:
     """PipelineRunner's aggregation half (see the module's docstring)."""
 
     if TYPE_CHECKING:  # supplied by PipelineRunner
-        from penstock.exec.pipeline_runner import PipelineRunner as _Runner
+        from penstock.exec.pipeline.runner import PipelineRunner as _Runner
 
         p: Any
         ctx: Any

@@ -153,7 +153,7 @@ class AggregateState:
         """`partition` (mask, index): only keys whose hash bits (kernels/hash_table.h,
         PARTITION_SHIFT) masked equal the index enter the table; (0, 0) is every key.
         `presize`: groups to make room for at once (an estimate: not trusted like `expected`)."""
-        from penstock.exec.binder import compile_binding
+        from penstock.exec.pipeline.binder import compile_binding
 
         self.backend = backend
         self.layout = layout
@@ -378,8 +378,8 @@ class AggregateState:
         self._run_finalize(mode=1, sink=sink)
 
     def _run_finalize(self, mode: int, sink: Any) -> None:
-        from penstock.exec.binder import BindContext
-        from penstock.exec.materialize_state import MaterializeState
+        from penstock.exec.pipeline.binder import BindContext
+        from penstock.exec.pipeline.materialize_state import MaterializeState
 
         if sink is None:  # mode 0 writes no rows: null output buffers
             sink = MaterializeState(self.backend, list(self.layout.keys) + [m.call.type for m in self.layout.measures],

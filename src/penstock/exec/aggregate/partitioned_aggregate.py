@@ -31,7 +31,7 @@ from penstock.exec.errors import TableTooLarge
 from penstock.plan.physical import AggregateSink
 
 if TYPE_CHECKING:
-    from penstock.exec.pipeline_runner import PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineRunner
 
 MAX_PARTITION_BITS = 15  # kernels/hash_table.h: hash bits 48..62 choose the partition
 FIRST_SPLIT = 4  # without a budget to size from, the first split's partitions

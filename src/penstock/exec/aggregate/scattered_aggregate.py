@@ -28,14 +28,14 @@ from penstock.exec.aggregate.aggregate_state import entries_within, next_pow2
 from penstock.exec.join.in_table_builds import cached_columns
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.scatter_pass import row_bytes, scatter_rows
+from penstock.exec.pipeline.scatter_pass import row_bytes, scatter_rows
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr
 from penstock.plan.nullability import nullable
 from penstock.plan.physical import AggregateSink, BufferSource, Pipeline, ProbeOp, TableSource
 from penstock.plan.rel import AggCall, JoinKind
 
 if TYPE_CHECKING:
-    from penstock.exec.pipeline_runner import PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineRunner
 
 GPU_SCATTER_WAYS = 8  # partitions from which a GPU scatters its input even through host memory
 MAX_SCATTER = 1 << 12  # (partition numbers are 16-bit) partitions one scatter makes (a partition too large splits again as it is aggregated)
@@ -77,7 +77,7 @@ def run_scattered(runner: "PipelineRunner", sink: AggregateSink, layout: Any, wa
     input's rows are not known; otherwise as many partitions as make each one's rows fit a
     table within the budget's share (rows bound groups: no partition then splits again)."""
     from penstock.exec.aggregate.partitioned_aggregate import FILL, run_passes
-    from penstock.exec.pipeline_runner import PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineRunner
 
     be, store, p = runner.be, runner.ctx.store, runner.p
     # a pass's table surely holds as many groups as its rows

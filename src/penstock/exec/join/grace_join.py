@@ -18,7 +18,7 @@ unmatched build rows are then read partition by partition with their flags. NOT 
 whether the build side has any row and any NULL key: questions about the whole build
 side, answered from the scattered partitions (their Arrow null counts), not from the one
 partition whose table is built. Probe keys computed from an earlier join's columns are
-columns of what the pipeline reads once it is cut before this probe (exec/split_pipeline.py).
+columns of what the pipeline reads once it is cut before this probe (exec/pipeline/split.py).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from penstock.exec.aggregate.aggregate_state import next_pow2
 from penstock.exec.buffers import BufferStore, unpack_bits
 from penstock.exec.errors import TableTooLarge
 from penstock.exec.join.join_state import JoinState
-from penstock.exec.scatter_pass import scatter_rows, where_held
+from penstock.exec.pipeline.scatter_pass import scatter_rows, where_held
 from penstock.io.device_batch import Batch
 from penstock.plan.expr import ColumnRef, Expr
 from penstock.plan.physical import BufferSource, BuildHashTable, PhysicalPlan, Pipeline, ProbeOp
 from penstock.plan.rel import JoinKind
 
 if TYPE_CHECKING:
-    from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineContext, PipelineRunner
 
 BUILD_SHARE = 4  # build rows past this share of the budget make a join a grace join
 # On a GPU only past this share: while the build rows fit beside a partition's table, the
@@ -94,7 +94,7 @@ class GraceJoin:
 
     def use(self, index: int) -> None:
         """Bring partition `index`'s build rows to the device and build their table."""
-        from penstock.exec.pipeline_runner import build_batch
+        from penstock.exec.pipeline.runner import build_batch
 
         self.keep_matched()
         self.current = self.current_index = None
@@ -120,7 +120,7 @@ class GraceJoin:
     def unmatched_batches(self) -> Iterator[Batch]:
         """Each partition's build rows with the flags its probe left (none probed: all
         unmatched), for the FULL join's pipeline over the build rows nothing matched."""
-        from penstock.exec.pipeline_runner import build_batch
+        from penstock.exec.pipeline.runner import build_batch
 
         self.keep_matched()
         for index in range(self.ways):
@@ -159,7 +159,7 @@ def grace_probe(plan: PhysicalPlan, step: BuildHashTable, store: BufferStore,
         return None
     _, op = probes[0]
     if op.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and bool(op.probe_keys):
-        return op  # (keys from an earlier join: its pipeline is cut before the probe, exec/split_pipeline.py)
+        return op  # (keys from an earlier join: its pipeline is cut before the probe, exec/pipeline/split.py)
     return None
 
 

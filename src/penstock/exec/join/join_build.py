@@ -14,7 +14,7 @@ from penstock.exec.join.join_state import MAX_DIRECT_ROWS, JoinState
 from penstock.exec.metrics import StepMetrics
 from penstock.exec.join.grace_join import grace_build, grace_probe
 from penstock.exec.join.partitioned_join import partition_join
-from penstock.exec.pipeline_runner import PipelineContext, build_batch
+from penstock.exec.pipeline.runner import PipelineContext, build_batch
 from penstock.plan.physical import BuildHashTable
 
 

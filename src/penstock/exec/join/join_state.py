@@ -13,7 +13,7 @@ from penstock.errors import PROGRAM_LIMIT_EXCEEDED, QueryError
 from penstock.exec.aggregate.aggregate_state import TABLE_SHARE, next_pow2
 from penstock.exec.errors import TableTooLarge, kernel_error
 from penstock.exec.kernels import compile_kernel
-from penstock.exec.materialize_state import DirectFill
+from penstock.exec.pipeline.materialize_state import DirectFill
 from penstock.io.device_batch import Batch, numpy_dtype
 from penstock.plan.physical import BuildHashTable, PhysicalPlan
 
@@ -88,7 +88,7 @@ class JoinState:
         self._matched = flags
 
     def build(self, kernel: Kernel, label: str) -> None:
-        from penstock.exec.binder import BindContext, bind
+        from penstock.exec.pipeline.binder import BindContext, bind
 
         compiled = compile_kernel(self.backend, kernel)
         for mode in (0, 1):  # insert, then measure (a failed insert is reported after both)
@@ -107,7 +107,7 @@ class JoinState:
 
     def count_rows(self, kernel: Kernel) -> int:
         """Rows with a non-NULL key in this join's partition (the build kernel's mode 2)."""
-        from penstock.exec.binder import BindContext, bind
+        from penstock.exec.pipeline.binder import BindContext, bind
 
         compiled = compile_kernel(self.backend, kernel)
         ctx = BindContext(rows=self.rows, err=self.err, mode=2, batch=self.batch, joins={_join_of(kernel): self})

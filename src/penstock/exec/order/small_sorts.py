@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from penstock.codegen.kernel import Kernel
 from penstock.codegen.sort_gen import generate_small_sort, sortable
-from penstock.exec.materialize_state import output_parts, validity_columns
+from penstock.exec.pipeline.materialize_state import output_parts, validity_columns
 from penstock.plan.physical import AggregateSink, PhysicalPlan, RunPipeline, SortBuffer
 from penstock.plan.types import Kind
 

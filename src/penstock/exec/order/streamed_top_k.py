@@ -1,5 +1,5 @@
 """ORDER BY ... LIMIT k over a grouped aggregation's groups, kept as a running top-k on the
-device while the groups are made (exec/streamed_input.py hands over each batch).
+device while the groups are made (exec/pipeline/streamed_input.py hands over each batch).
 
 Without it the groups wait whole in their buffer, off the device past its share, and the
 sort step selects k of them on the host: 10^8 groups under a 4 GiB budget on an H100 moved

@@ -26,8 +26,8 @@ from penstock.exec.metrics import PipelineMetrics
 from penstock.io.device_batch import Batch
 
 if TYPE_CHECKING:
-    from penstock.exec.materialize_state import MaterializeState
-    from penstock.exec.pipeline_runner import PipelineRunner
+    from penstock.exec.pipeline.materialize_state import MaterializeState
+    from penstock.exec.pipeline.runner import PipelineRunner
 
 NO_WORD = 2**64 - 1  # a row the pipeline dropped
 ALL_ROWS = NO_WORD - 1  # a bound every kept row is within

@@ -5,7 +5,7 @@ A pipeline whose first output column is a 64-bit hash of the row's keys writes i
 buffer that has a Scatter as its emitter (BufferStore.emitters): each batch it writes is
 ordered by partition on the device (a sort of the partition numbers, then a gather of every
 column), and cut into one slice per partition, without the hash column. A later pass over
-one partition reads only its own rows (exec/scatter_pass.py runs the pass).
+one partition reads only its own rows (exec/pipeline/scatter_pass.py runs the pass).
 
 Where a partition's rows go: the first partitions keep theirs on the device, as slices of
 the ordered batch gathered into parts of PART_BYTES, while all the kept rows stay within

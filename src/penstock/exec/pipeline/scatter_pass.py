@@ -24,7 +24,7 @@ from penstock.plan.types import INT64, DataType, Kind
 
 if TYPE_CHECKING:
     from penstock.exec.buffers import BufferStore
-    from penstock.exec.pipeline_runner import PipelineContext
+    from penstock.exec.pipeline.runner import PipelineContext
 
 SPAN_SHARE = 32  # rows written by one launch: within this share of the budget
 PART_SHARE = 16  # a partition's part, uploaded whole when read: within this share of the budget
@@ -39,7 +39,7 @@ def scatter_rows(ctx: "PipelineContext", pipeline: Pipeline, keys: list[Expr], c
     buffers and their rows. What it read and moved off the device adds to `metrics`; its
     operators' row counts too unless `count_rows` is False (a grace join's probe counts its
     rows as the partitions are probed)."""
-    from penstock.exec.pipeline_runner import PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineRunner
 
     store, be = ctx.store, ctx.backend
     written = [Call(INT64, "partition_hash", tuple(keys)), *columns]

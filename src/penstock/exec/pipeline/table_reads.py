@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterator
 
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.skipping import skip_predicates
+from penstock.exec.pipeline.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.io.device_reader import ArrowDeviceReader
 from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
@@ -17,7 +17,7 @@ from penstock.io.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
 
 if TYPE_CHECKING:
-    from penstock.exec.pipeline_runner import PipelineContext
+    from penstock.exec.pipeline.runner import PipelineContext
 
 
 def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,

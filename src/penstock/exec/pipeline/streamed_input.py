@@ -15,7 +15,7 @@ is the buffer's only reader, and needs its input once and little memory beside i
 is an ungrouped aggregation (a grouped one may outgrow memory and run again partitioned; a
 materialization holds output of its own, which beside the aggregation's tables and reads
 ran a 64 MiB GPU budget out of memory), and it neither probes a join too large for memory
-nor is cut in two (split_pipeline.py). Otherwise the steps run one after the other.
+nor is cut in two (pipeline/split.py). Otherwise the steps run one after the other.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from penstock.exec.metrics import StepMetrics
 from penstock.exec.order import streamed_top_k
 from penstock.exec.order.streamed_top_k import StreamedTopK
 from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, step_name
-from penstock.exec.split_pipeline import split_point
+from penstock.exec.pipeline.split import split_point
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import (AggregateSink, BufferSource, ProbeOp, RunPipeline, SortBuffer, Step,
                                     readers)
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from penstock.exec.compiled_plan import CompiledPlan
     from penstock.exec.executor import Executor
     from penstock.exec.metrics import QueryMetrics
-    from penstock.exec.pipeline_runner import PipelineContext, PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineContext, PipelineRunner
 
 
 def streamed_consumer(steps: list[Step], at: int, result_buffer: int,

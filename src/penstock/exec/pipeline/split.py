@@ -30,7 +30,7 @@ from penstock.plan.physical import (AggregateSink, BufferSource, FilterOp, Mater
 from penstock.plan.rel import AggCall
 
 if TYPE_CHECKING:
-    from penstock.exec.pipeline_runner import PipelineContext
+    from penstock.exec.pipeline.runner import PipelineContext
 
 
 def split_point(p: Pipeline, ctx: "PipelineContext") -> int | None:
@@ -54,7 +54,7 @@ def keys_read_build_columns(op: Operator) -> bool:
 def run_split(p: Pipeline, cut: int, ctx: "PipelineContext", metrics: PipelineMetrics) -> None:
     """Run `p` as two pipelines cut before p.ops[cut] (module docstring); what they did adds
     up in `metrics`, whose operator counts stay those of `p`'s operators."""
-    from penstock.exec.pipeline_runner import PipelineRunner
+    from penstock.exec.pipeline.runner import PipelineRunner
 
     head_probes = sum(isinstance(op, ProbeOp) for op in p.ops[:cut])
     tail_ops, tail_sink = p.ops[cut:], p.sink

@@ -1,5 +1,5 @@
 """A grouped aggregation's groups streamed into the aggregation that reads them
-(exec/streamed_input.py): an outer ungrouped aggregation takes each batch of groups as it is
+(exec/pipeline/streamed_input.py): an outer ungrouped aggregation takes each batch of groups as it is
 made, under a budget that forces the first aggregation to run partitioned and without one,
 and answers as DuckDB does; a plan whose reader is grouped (and may need its input twice), a
 HAVING filter or a sort runs step by step as before; an error in the reader mid-stream is
@@ -15,7 +15,7 @@ import pytest
 
 import penstock
 from penstock.errors import QueryError
-from penstock.exec.streamed_input import StreamedInput
+from penstock.exec.pipeline.streamed_input import StreamedInput
 
 MiB = 1 << 20
 BUDGET = {"cpu": 8 * MiB, "gpu": 1024 * MiB}

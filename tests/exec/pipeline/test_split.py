@@ -1,5 +1,5 @@
 """A pipeline that probes two joins too large for memory runs as two pipelines
-(exec/split_pipeline.py): cut before the second such probe, the rows before the cut written
+(exec/pipeline/split.py): cut before the second such probe, the rows before the cut written
 to a buffer the rest reads. Answers equal DuckDB's for inner and left joins, a key read from
 the first join's build side, an aggregation after both joins, and three such joins."""
 

@@ -15,19 +15,19 @@ from penstock.device.kernel_spec import CompiledKernel
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.aggregate.aggregate_pipeline import AggregateRunning
 from penstock.exec.aggregate.aggregate_state import AggregateState
-from penstock.exec.binder import BindContext, compile_binding
+from penstock.exec.pipeline.binder import BindContext, compile_binding
 from penstock.exec.buffers import OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
 from penstock.exec.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
 from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
-from penstock.exec.materialize_state import DirectFill, MaterializeState
+from penstock.exec.pipeline.materialize_state import DirectFill, MaterializeState
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.join.grace_join import GraceJoin, grace_batches
 from penstock.exec.join.partitioned_join import PartitionedJoin
 from penstock.exec.order.small_sorts import SmallSort
 from penstock.exec.order.top_k_bound import TopKRun
-from penstock.exec.scatter_pass import row_bytes
-from penstock.exec.table_reads import read_table
+from penstock.exec.pipeline.scatter_pass import row_bytes
+from penstock.exec.pipeline.table_reads import read_table
 from penstock.io.prefetch import ReadAhead, prefetch
 from penstock.io.device_batch import Batch
 from penstock.plan.types import to_arrow
