@@ -46,7 +46,7 @@ def hash_keys(vals: list[Val], null_aware: bool = False) -> str:
 def compile_partition_hash(g: ExprGen, e: Call) -> Val:
     """partition_hash(k1, k2, ...): one 64-bit hash of a row's keys (NULL hashing as a
     constant), written beside the row when an input is scattered into partitions in one pass
-    (exec/scatter_pass.py: a scattered aggregation's group keys, a grace join's join keys;
+    (exec/pipeline/scatter_pass.py: a scattered aggregation's group keys, a grace join's join keys;
     equal keys of either join side hash alike). Internal: SQL cannot name it."""
     vals = [g.compile(arg) for arg in e.args]
     return g.define(e.type, f"(int64_t){hash_keys(vals, null_aware=True)}", "false", "int64_t")

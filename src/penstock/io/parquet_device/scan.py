@@ -68,7 +68,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     threads; a run BatchDecoder declines goes through RowGroupDecoder row group by row group.
     Under a memory limit, a row group whose decoding needs more than an eighth of it (its
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
-    batches in flight are held to an eighth elsewhere (exec/table_reads.py).
+    batches in flight are held to an eighth elsewhere (exec/pipeline/table_reads.py).
     On a GPU whose pages nvCOMP decompresses, the reading threads copy the runs they read
     ahead to device memory (the copies overlap the decoding before them) while READ_AHEAD
     runs' stored bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
