@@ -11,7 +11,7 @@ stores), so a comparison whose value only the next instruction reads is fused wi
   next one's rows in, so most rows that pass a filter count twice in a row.
 
 Not where a jump lands on the second instruction, or the comparison's value is read again
-(liveness, registers.py). Runs on the row code after hoisting, before register allocation;
+(registers.read_counts). Runs on the row code after hoisting, before register allocation;
 after it, copies of a register to itself (a nested AND/OR whose answer took its parent's
 register) are dropped.
 """
@@ -19,12 +19,12 @@ register) are dropped.
 from __future__ import annotations
 
 from penstock.codegen.interpret.program import JUMP_WORDS, Op, without
-from penstock.codegen.interpret.registers import A, B, D, W, X, Y, Z, live_out
+from penstock.codegen.interpret.registers import A, B, D, W, X, Y, Z, read_counts
 
 
 def fuse(body: list[list[int]], keys: list[int], measures: list[int]) -> list[list[int]]:
     """The row code with comparisons fused into their consumers; jumps renumbered."""
-    out, _ = live_out(body, keys, measures)
+    readers = read_counts(body, keys, measures)
     landed = {ins[JUMP_WORDS[ins[0]]] for ins in body if ins[0] in JUMP_WORDS}
     code = [list(ins) for ins in body]
     gone = [False] * len(code)
@@ -32,7 +32,7 @@ def fuse(body: list[list[int]], keys: list[int], measures: list[int]) -> list[li
     while k + 1 < len(code):
         ins, nxt, pair = code[k], code[k + 1], None
         if k + 1 not in landed:
-            if ins[0] == Op.CMP and not (out[k + 1] >> ins[D]) & 1:
+            if ins[0] == Op.CMP and readers.get(ins[D]) == 1:  # read by the next alone
                 pair = pair_of(ins, nxt)
             elif ins[0] == Op.COUNT and nxt[0] == Op.COUNT and ins[Y] == 0 and nxt[Y] == 0:
                 pair = [int(Op.COUNT), 0, 0, 0, ins[X], nxt[X] + 1, 0, 0]

@@ -38,20 +38,27 @@ READS: dict[Op, tuple[int, ...]] = {
 }
 
 
-def register_words(ins: list[int]) -> tuple[list[int], list[int]]:
-    """(words read, words written) of one instruction: the words holding registers. (Ops
-    are compared as ints: Op(...) per instruction cost more than the rest of the pass.)"""
+# READS and NO_RESULT as plain ints (register_words runs per instruction, several times a
+# program: an IntEnum's hash and comparison cost more than the rest of the pass)
+_READS = {int(op): words for op, words in READS.items()}
+_NO_RESULT = frozenset(int(op) for op in NO_RESULT)
+_KEY_HASH, _KEYS_NULL, _SUBSTR, _LOAD_TEXT = int(Op.KEY_HASH), int(Op.KEYS_NULL), int(Op.SUBSTR), int(Op.LOAD_TEXT)
+_WRITES_D: tuple[int, ...] = (D,)
+
+
+def register_words(ins: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(words read, words written) of one instruction: the words holding registers."""
     op = ins[0]
-    reads = list(READS.get(op, ()))
-    if op == Op.KEY_HASH and ins[Y] == 0:  # a key after the first: combined with the hash so far
-        reads.append(B)
-    elif op == Op.KEYS_NULL and ins[X] == 0:
-        reads.append(B)
-    elif op == Op.SUBSTR and ins[X] >= 0:  # the count's register
-        reads.append(X)
-    elif op == Op.LOAD_TEXT and ins[W] >= 0:  # the row's register
-        reads.append(W)
-    return reads, ([] if op in NO_RESULT else [D])
+    reads = _READS.get(op, ())
+    if op == _KEY_HASH and ins[Y] == 0:  # a key after the first: combined with the hash so far
+        reads += (B,)
+    elif op == _KEYS_NULL and ins[X] == 0:
+        reads += (B,)
+    elif op == _SUBSTR and ins[X] >= 0:  # the count's register
+        reads += (X,)
+    elif op == _LOAD_TEXT and ins[W] >= 0:  # the row's register
+        reads += (W,)
+    return reads, (() if op in _NO_RESULT else _WRITES_D)
 
 
 def table_reads(op: int, keys: list[int], measures: list[int]) -> list[int]:
@@ -77,6 +84,16 @@ def successors(body: list[list[int]], k: int) -> tuple[int, ...]:
     return (k + 1,) if word is None else (k + 1, target)
 
 
+def read_counts(body: list[list[int]], keys: list[int], measures: list[int]) -> dict[int, int]:
+    """How many instructions of the row code read each register (a sink's tables count)."""
+    counts: dict[int, int] = {}
+    for ins in body:
+        reads, _ = register_words(ins)
+        for r in {ins[word] for word in reads} | set(table_reads(ins[0], keys, measures)):
+            counts[r] = counts.get(r, 0) + 1
+    return counts
+
+
 def live_out(body: list[list[int]], keys: list[int], measures: list[int]) -> tuple[list[int], int]:
     """Per instruction, the registers live after it, as bit sets; and those live at entry."""
     uses, defs = [], []
@@ -92,8 +109,11 @@ def live_out(body: list[list[int]], keys: list[int], measures: list[int]) -> tup
     following = [successors(body, k) for k in range(len(body))]
     live_in = [0] * (len(body) + 1)
     out = [0] * len(body)
+    # backwards to a fixed point: jumps go both ways (a probe's walk loops); code whose jumps
+    # all go forward is settled by one backward pass
+    loops = any(s <= k for k in range(len(body)) for s in following[k])
     changed = True
-    while changed:  # backwards to a fixed point: jumps go both ways (a probe's walk loops)
+    while changed:
         changed = False
         for k in range(len(body) - 1, -1, -1):
             after = 0
@@ -102,7 +122,7 @@ def live_out(body: list[list[int]], keys: list[int], measures: list[int]) -> tup
             before = uses[k] | (after & ~defs[k])
             if after != out[k] or before != live_in[k]:
                 out[k], live_in[k] = after, before
-                changed = True
+                changed = loops
     return out, live_in[0] if body else 0
 
 
