@@ -142,8 +142,10 @@ class Backend(ABC):
         Of kernels sharing a source only the first is asked whether it is a build: asking
         translates its program, and the others find the first in memory (a join's builds)."""
         deferred: list[tuple[KernelSpec, Path]] = []
-        first_of_digest = {spec.digest: k for k, spec in reversed(list(enumerate(specs)))}
-        builds = [k for k in sorted(first_of_digest.values()) if self._needs_build(specs[k])]
+        firsts: dict[str, int] = {}
+        for k, spec in enumerate(specs):
+            firsts.setdefault(spec.digest, k)
+        builds = [k for k in firsts.values() if self._needs_build(specs[k])]
         kernels: list[CompiledKernel | None] = [None] * len(specs)
         pool = ThreadPoolExecutor(max_workers=self.compile_workers(len(builds))) if len(builds) > 1 else None
         try:
@@ -174,7 +176,7 @@ class Backend(ABC):
         from penstock.device.kernel_cache import cache_dir, installation_dir
 
         folder = installation_dir() / "kernels" if spec.installation else cache_dir()
-        if not folder.is_dir():  # a stat: mkdir's exception for an existing folder cost more, called per kernel
+        if not folder.is_dir():  # a stat: mkdir's exception for an existing folder cost more, per kernel
             folder.mkdir(parents=True, exist_ok=True)
         return folder / f"{spec.name}-{spec.digest}{self.artifact_suffix}"
 

@@ -20,11 +20,8 @@ def cache_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """The queries' kernels."""
-    path = cache_root() / "kernels"
-    if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The queries' kernels (Backend.cache_path makes the folder)."""
+    return cache_root() / "kernels"
 
 
 def installation_dir() -> Path:
