@@ -95,6 +95,7 @@ def main() -> None:
     ap.add_argument("--queries", default="Q6")
     ap.add_argument("--sf", type=float, default=10)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--interval", type=float, default=0.002, help="seconds between stack samples")
     args = ap.parse_args()
     began = time.perf_counter()
     chosen = suite(args.suite)
@@ -108,7 +109,7 @@ def main() -> None:
     for name in args.queries.split(","):
         sql = queries[name]
         started = time.perf_counter()
-        with Sampler() as sampler:
+        with Sampler(args.interval) as sampler:
             result = db.sql(sql)
         first = time.perf_counter() - started
         m: Any = result.metrics
