@@ -26,6 +26,9 @@ def test_the_first_connection_starts_it_once() -> None:
     assert thread is not None and thread is second.backend.warm_up_thread
     thread.join(timeout=60)
     assert not thread.is_alive()
+    # the optimised builds' threads started with it, not in the first query that queues one
+    upgrades = first.backend.upgrades()
+    assert len(upgrades.threads) == upgrades.workers and all(t.is_alive() for t in upgrades.threads)
 
 
 def test_it_gives_way_to_a_query() -> None:

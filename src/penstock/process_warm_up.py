@@ -6,7 +6,8 @@ generators and the interpreter's translator (modules imported on first use, thei
 header digests). On the CPU backend (TPC-H SF 0.05) a fresh process planned and compiled
 Q11 in 20.5 ms, and in 12.6 ms after planning one other query. So the first connection of a
 process starts a thread that plans QUERIES over a tiny in-memory schema on a planner of its
-own, generates their kernels and translates the interpreter's programs. It compiles, loads
+own, generates their kernels and translates the interpreter's programs, after starting the
+threads that make optimised builds (device/tiers.py). It compiles, loads
 and launches nothing, and touches no kernel cache or session: a user's first query still
 starts with empty kernel caches, and its kernels are its own. It stops as soon as a query
 starts planning, so a query issued at once is not slowed by it. Connection(warm_up=False)
@@ -84,13 +85,14 @@ def start(backend: Any) -> threading.Thread:
     with backend.warm_up_lock:
         if backend.warm_up_thread is None:
             stop = backend.warm_up_stop.is_set
-            backend.warm_up_thread = threading.Thread(target=_run, args=(stop,), name="penstock-warm-up")
+            backend.warm_up_thread = threading.Thread(target=_run, args=(backend, stop), name="penstock-warm-up")
             backend.warm_up_thread.start()
         return backend.warm_up_thread
 
 
-def _run(stop: Callable[[], bool]) -> None:
+def _run(backend: Any, stop: Callable[[], bool]) -> None:
     try:
+        backend.upgrades().start_workers()  # device/tiers.py: not in the first query that queues a build
         warm_process(stop)
     except Exception:  # noqa: BLE001 - start-up work only: the queries themselves say what fails
         pass

@@ -201,3 +201,22 @@ def test_on_the_cpu_an_optimised_build_waits_for_the_running_query(monkeypatch: 
         ended = time.perf_counter()
     assert upgrades.wait(timeout=10)
     assert started and started[0] >= ended
+
+
+def test_workers_started_ahead_serve_submits_without_new_threads() -> None:
+    """start_workers (a process's start-up) starts every worker once; later submits start no
+    thread of their own, and the builds they queue still run."""
+    from penstock.device.tiers import Upgrades
+
+    built: list[str] = []
+    upgrades = Upgrades(lambda spec, path: built.append(spec.name), 3)
+    upgrades.start_workers()
+    upgrades.start_workers()
+    threads = list(upgrades.threads)
+    assert len(threads) == 3 and all(t.is_alive() for t in threads)
+    names = [f"ahead_{uuid.uuid4().hex}" for _ in range(5)]
+    for name in names:
+        upgrades.submit(KernelSpec(name, f"// {name}", ()), Path(f"/nonexistent/{name}.so"))
+    assert upgrades.wait(timeout=10)
+    assert upgrades.threads == threads and sorted(built) == sorted(names)
+    upgrades.close()

@@ -19,7 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend, Readback
-from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
+from penstock.device.cuda_readback import (PACK_READBACK, PinnedReadback, packed_layout, packed_views,
+                                          warm_readback_blocks)
 from penstock.device.kernel_cache import write_atomically
 from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 from penstock.device.linked_helpers import HelperLibrary, link_cubins
@@ -91,7 +92,7 @@ class CudaBackend(Backend):
         """Load the installation's plan interpreter (device/interpreter.py), if it has one,
         then the installation kernels it has (text moves, rehashing, prefix sums, ...): a
         fresh process's first query otherwise loaded each module itself, 6-8 ms of a cold
-        TPC-H query's compile phase on the H100."""
+        TPC-H query's compile phase on the H100; and the readbacks' first pinned blocks."""
         from penstock.codegen.fixed_kernels import installation_kernels
         from penstock.device.interpreter import setting
 
@@ -102,6 +103,7 @@ class CudaBackend(Backend):
             for kernel in installation_kernels():
                 if self.cache_path(kernel.spec).exists():
                     self.compile(kernel.spec)
+            warm_readback_blocks(self.cp)
         except Exception:  # noqa: BLE001 - the first query that needs a kernel loads it (and says why not)
             pass
 

@@ -80,3 +80,18 @@ def packed_views(cp: Any, block: np.ndarray, arrays: list[Any], starts: list[int
     """Each array's copy in `block` (laid out by packed_layout); host arrays as they are."""
     return [block[start:start + a.nbytes].view(a.dtype).reshape(a.shape) if isinstance(a, cp.ndarray)
             else np.asarray(a) for a, start in zip(arrays, starts)]
+
+
+# Pinned blocks a process's first readbacks use, pinned at its start: CuPy's pinned pool hands
+# a freed block out again for a request of the same size in 512-byte units, and a readback of
+# a few status words asks for one or two such blocks (its copies, its descriptors). A fresh
+# process's first query pinned each of its own, about 0.1 ms apiece (a cold TPC-H Q2 on the
+# H200: 10 of them).
+WARM_READBACK_BLOCKS = {512: 16, 1024: 4, 2048: 2}
+
+
+def warm_readback_blocks(cp: Any) -> None:
+    """Pin WARM_READBACK_BLOCKS together and hand them back to CuPy's pool, which keeps them."""
+    blocks = [cp.cuda.alloc_pinned_memory(size) for size, count in WARM_READBACK_BLOCKS.items()
+              for _ in range(count)]
+    del blocks

@@ -87,6 +87,19 @@ class Upgrades:
                 thread.start()
         self.jobs.put((spec, path))
 
+    def start_workers(self) -> None:
+        """Start every worker now (a process's start-up work, process_warm_up.py). Started by
+        the first submits instead, each thread's start waited for the GIL inside the query
+        that queued it: 8 starts, about 2 ms of a cold TPC-H Q2 on the H200."""
+        with self.lock:
+            if self.closing:
+                return
+            new = [threading.Thread(target=self.work, name="penstock-upgrade", daemon=True)
+                   for _ in range(self.workers - len(self.threads))]
+            self.threads += new
+        for thread in new:
+            thread.start()
+
     def work(self) -> None:
         while True:
             job = self.jobs.get()
