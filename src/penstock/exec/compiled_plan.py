@@ -46,6 +46,9 @@ class CompiledPlan:
     # join -> (min, max) of the key whose direct map the last run made: its build pipeline
     # fills the next run's map (plan/direct_builds.py)
     direct_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # joins whose range above came from the files' statistics, no run having confirmed it yet
+    # (exec/join/first_ranges.py)
+    seeded_ranges: set[int] = field(default_factory=set)
     bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)  # pipeline -> its binding
     finalize_bindings: dict[int, Callable[[Any], list[Any]]] = field(default_factory=dict)
     texts: dict[str, Any] = field(default_factory=dict)  # text literals already on the device

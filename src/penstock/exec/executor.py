@@ -15,6 +15,7 @@ from penstock.errors import CARDINALITY_VIOLATION, QueryError
 from penstock.exec.buffers import BufferStore
 from penstock.exec.compiled_plan import CompiledPlan
 from penstock.exec.errors import DeviceOutOfMemory, RunAgain
+from penstock.exec.join.first_ranges import statistics_range
 from penstock.exec.join.in_table_builds import cached_table, settle_now
 from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map
@@ -85,6 +86,7 @@ class Executor:
             compiled.replay = None
             for join in stale.joins:
                 compiled.direct_ranges.pop(join, None)
+                compiled.seeded_ranges.discard(join)
             for pipeline in stale.pipelines:
                 compiled.agg_sizes.pop(pipeline, None)
         metrics.restart()
@@ -265,10 +267,16 @@ class Executor:
                 run_split(p, cut, ctx, self.pipeline_metrics(p, compiled, metrics))
                 return
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
+            if fills is not None and fills[0] not in compiled.direct_ranges and ctx.deferred is None:
+                seeded = statistics_range(p, ctx.open_table)  # a first run's range (join/first_ranges.py)
+                if seeded is not None:
+                    compiled.direct_ranges[fills[0]] = seeded
+                    compiled.seeded_ranges.add(fills[0])
             if fills is not None and fills[0] in compiled.direct_ranges:
                 lo, hi = compiled.direct_ranges[fills[0]]
                 fill = DirectFill(direct_map(be, hi - lo + 1), lo, hi - lo + 1)
-                kept = cached_table(p, ctx) if p.sink.build_in_table else None  # type: ignore[union-attr]
+                in_table = p.sink.build_in_table and fills[0] not in compiled.seeded_ranges  # type: ignore[union-attr]
+                kept = cached_table(p, ctx) if in_table else None
                 if kept is not None:
                     fill.table, fill.build = kept
                 ctx.direct_fills[fills[0]] = fill

@@ -57,12 +57,14 @@ def unsteady(compiled: Any, column_cache: Any, open_table: Callable[[str], Any])
             sink = p.sink
             if isinstance(sink, MaterializeSink) and not (
                     sink.build_in_table and sink.direct_build is not None
-                    and sink.direct_build[0] in compiled.direct_ranges):
+                    and sink.direct_build[0] in compiled.direct_ranges
+                    and sink.direct_build[0] not in compiled.seeded_ranges):
                 return f"pipeline {p.id} writes rows"
             if isinstance(sink, AggregateSink) and (p.id not in compiled.agg_sizes
                                                     or sink.buffer not in compiled.host_buffers):
                 return f"pipeline {p.id}'s aggregation has no sizes yet or feeds the device"
-        elif isinstance(step, BuildHashTable) and step.join not in compiled.direct_ranges:
+        elif isinstance(step, BuildHashTable) and (step.join not in compiled.direct_ranges
+                                                   or step.join in compiled.seeded_ranges):
             return f"join #{step.join} builds a hash table"
         elif isinstance(step, EvalSubquery):
             return "a subquery's value is needed before the end"

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from penstock.errors import DATA_CORRUPTED, FileError
-from penstock.io.stats import ColumnPredicate, group_refuted
+from penstock.io.stats import ColumnPredicate, column_range, group_refuted
 from penstock.io.tables import ScanBatch, check_same_schema
 from penstock.plan.types import DataType
 
@@ -44,10 +44,26 @@ class ParquetTable:
         opened = [open_parquet(f) for f in files]
         self.schema = check_same_schema(files, [f.schema_arrow for f in opened])
         self._rows = sum(f.metadata.num_rows for f in opened)
+        self._metadata = [f.metadata for f in opened]
+        self._ranges: dict[tuple[str, DataType], tuple[int, int] | None] = {}
         self.page_cache: Any = None  # parquet_device.pages.PageCache: the device decoder's parsed page headers
 
     def num_rows(self) -> int | None:
         return self._rows
+
+    def value_range(self, column: str, t: DataType) -> tuple[int, int] | None:
+        """The column's smallest and largest value from the files' row-group statistics
+        (io/stats.column_range), found once per column."""
+        key = (column, t)
+        if key not in self._ranges:
+            groups = []
+            for meta in self._metadata:
+                leaf = _leaf_indices(meta).get(column)
+                for rg in range(meta.num_row_groups):
+                    group = meta.row_group(rg)
+                    groups.append((group.num_rows, group.column(leaf).statistics if leaf is not None else None))
+            self._ranges[key] = column_range(groups, t)
+        return self._ranges[key]
 
     def scan(self, columns: list[str], predicates: list[ColumnPredicate] | None = None,
              types: list[DataType] | None = None) -> Iterator[ScanBatch]:

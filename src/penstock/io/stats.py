@@ -95,3 +95,31 @@ def group_refuted(predicates: list[ColumnPredicate], stats: list[Any], types: li
         if refutes(p, lo, hi, nulls, rows):
             return True
     return False
+
+
+def column_range(groups: list[tuple[int, Any]], t: DataType) -> tuple[int, int] | None:
+    """The smallest and largest value of an integer-like column (integers, dates, timestamps)
+    over row groups given as (rows, pyarrow statistics or None), in physical values; None
+    unless every group with a value has exact min/max statistics (groups of only NULLs have
+    no value). A first run sizes its joins' direct maps with it (exec/join/first_ranges.py)."""
+    if not (t.is_integer or t.kind in (Kind.DATE, Kind.TIMESTAMP)):
+        return None
+    lo = hi = None
+    for rows, s in groups:
+        if rows == 0:
+            continue
+        if s is None:
+            return None
+        if s.has_null_count and s.null_count >= rows:
+            continue
+        if not s.has_min_max or not getattr(s, "is_max_value_exact", True) or not getattr(s, "is_min_value_exact", True):
+            return None
+        try:
+            low, high = physical(s.min, t), physical(s.max, t)
+        except (ValueError, ArithmeticError):
+            return None
+        if not isinstance(low, int) or not isinstance(high, int):
+            return None
+        lo = low if lo is None else min(lo, low)
+        hi = high if hi is None else max(hi, high)
+    return None if lo is None or hi is None else (lo, hi)

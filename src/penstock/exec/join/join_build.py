@@ -21,6 +21,8 @@ from penstock.plan.physical import BuildHashTable
 def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineContext, started: float) -> StepMetrics:
     """Make join `step.join`'s state in ctx.joins; what the step did, for EXPLAIN ANALYZE."""
     label = f"join #{step.join} build"
+    seeded = step.join in compiled.seeded_ranges  # its range from statistics (join/first_ranges.py): tried now
+    compiled.seeded_ranges.discard(step.join)
     filled = ctx.direct_fills.pop(step.join, None)
     if ctx.deferred is not None and (filled is None or filled.build is None):
         raise NotSteady(f"join #{step.join} would build from written rows")
@@ -64,7 +66,9 @@ def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineCo
             compiled.direct_ranges.pop(step.join, None)
     ctx.joins[step.join] = join
     how = f", direct map over {join.direct_range:,} keys" if join.direct is not None else ""
-    how += " filled by its pipeline" if join.slots is None and join.direct is not None else ""
+    filled_here = join.slots is None and join.direct is not None
+    how += " filled by its pipeline" if filled_here else ""
+    how += " over the key range of the files' statistics" if filled_here and seeded else ""
     how += ", rows kept in the cached table" if filled is not None and filled.build is not None else ""
     return StepMetrics(f"hash build (join #{step.join}{how})", be.describe(), batch.length, batch.length,
                        time.perf_counter() - started)
