@@ -268,7 +268,7 @@ class Executor:
                 return
             fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
             if fills is not None and fills[0] not in compiled.direct_ranges and ctx.deferred is None:
-                seeded = statistics_range(p, ctx.open_table)  # a first run's range (join/first_ranges.py)
+                seeded = statistics_range(p, ctx.open_table, ctx.memory_limit)  # a first run's range (join/first_ranges.py)
                 if seeded is not None:
                     compiled.direct_ranges[fills[0]] = seeded
                     compiled.seeded_ranges.add(fills[0])

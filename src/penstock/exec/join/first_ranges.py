@@ -10,7 +10,8 @@ Parquet files carry each row group's min and max of a column. When the build key
 column of the scanned table, their union bounds every key the pipeline can write, so the
 first run fills the map over that range at once. The fill still checks every key: a NULL, a
 duplicate or a key outside the range (statistics that lie) marks the fill failed and the
-build step runs as before, so the answer never depends on the statistics. Such a range is
+build step runs as before, so the answer never depends on the statistics; a build side past its share of the memory
+budget is built as a grace join, as without statistics. Such a range is
 kept apart (CompiledPlan.seeded_ranges) until a run confirms it: a first run does not keep
 the build side in its cached table on it, nor run steadily on it (exec/steady_runs.py),
 because a failed fill there costs a whole run again.
@@ -26,12 +27,16 @@ from penstock.plan.physical import FilterOp, MaterializeSink, Pipeline, TableSou
 
 # spans a direct map may cover for a table of `rows` rows (JoinState.make_direct's bounds)
 MIN_SPAN, MAX_SPAN = 1 << 20, 1 << 28
+# a map's bytes per key (a row number, then a bit of the presence bitmap), and the share of the
+# budget a map made on statistics alone may take (under a tight budget the usual build decides)
+MAP_BYTES_PER_KEY, MAP_SHARE = 4.125, 16
 
 
-def statistics_range(p: Pipeline, open_table: Any) -> tuple[int, int] | None:
+def statistics_range(p: Pipeline, open_table: Any, memory_limit: int | None) -> tuple[int, int] | None:
     """The key range of the direct map `p` fills, from its table's statistics: when `p`
     scans a table and only filters it, and the key it writes is one of the table's columns
-    whose statistics bound it within a span a direct map may cover; else None."""
+    whose statistics bound it within a span a direct map may cover, in a map of at most
+    1/MAP_SHARE of `memory_limit`; else None."""
     sink = p.sink
     if not (isinstance(sink, MaterializeSink) and sink.direct_build is not None and isinstance(p.source, TableSource)):
         return None
@@ -50,5 +55,7 @@ def statistics_range(p: Pipeline, open_table: Any) -> tuple[int, int] | None:
         return None
     span = found[1] - found[0] + 1
     if span > max(8 * rows, MIN_SPAN) or span > MAX_SPAN:
+        return None
+    if memory_limit is not None and MAP_BYTES_PER_KEY * span > memory_limit // MAP_SHARE:
         return None
     return found

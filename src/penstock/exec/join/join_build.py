@@ -24,6 +24,9 @@ def build_join(be: Backend, step: BuildHashTable, compiled: Any, ctx: PipelineCo
     seeded = step.join in compiled.seeded_ranges  # its range from statistics (join/first_ranges.py): tried now
     compiled.seeded_ranges.discard(step.join)
     filled = ctx.direct_fills.pop(step.join, None)
+    if seeded and filled is not None and filled.build is None and ctx.deferred is None and \
+            grace_probe(compiled.plan, step, ctx.store, ctx.memory_limit) is not None:
+        filled = None  # build rows past the budget: a grace join, as without the statistics
     if ctx.deferred is not None and (filled is None or filled.build is None):
         raise NotSteady(f"join #{step.join} would build from written rows")
     probe = grace_probe(compiled.plan, step, ctx.store, ctx.memory_limit) if filled is None and \
