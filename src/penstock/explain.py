@@ -103,6 +103,9 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
             out.append(f"    run as two pipelines, cut before the probe of join #{pm.cut_before_join}: "
                        f"{pm.cut_reason or 'two joins too large for memory'} (the rows before the cut written to a "
                        f"buffer the rest reads)")
+        if pm.shared_table is not None:
+            out.append(f"    not run: the same rows as join #{pm.shared_table[0]}'s build, whose table join "
+                       f"#{pm.shared_table[1]} uses")
         if pm.streamed_from is not None:
             out.append(f"    streamed: read pipeline {pm.streamed_from}'s groups batch by batch as its aggregation "
                        f"made them (none held in a buffer)")

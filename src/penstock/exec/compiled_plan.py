@@ -17,6 +17,7 @@ from penstock.device.base import Backend
 from penstock.device.kernel_spec import CompiledKernel
 from penstock.device.tiers import tiered_for
 from penstock.exec.join.join_state import direct_map_kernels
+from penstock.exec.join.repeated_builds import RepeatedBuild, repeated_builds
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.plan.physical import AggregateSink, BuildHashTable, PhysicalPlan, RunPipeline, host_buffers
 
@@ -54,6 +55,7 @@ class CompiledPlan:
     texts: dict[str, Any] = field(default_factory=dict)  # text literals already on the device
     host_buffers: set[int] = field(default_factory=set)  # buffers that may stay on the host
     small_sorts: dict[int, SmallSort] = field(default_factory=dict)  # pipeline -> its result's sort
+    repeated: dict[int, RepeatedBuild] = field(default_factory=dict)  # pipeline -> (exec/join/repeated_builds.py)
     replay: Any = None  # exec.steady_runs.Replay: the last steady run's CUDA graph
     unsteady: str | None = None  # why a steady run of the plan had to stop (it is not tried again)
 
@@ -86,7 +88,7 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
     replaced by their optimised builds when those are ready."""
     tiered = tiered_for(backend) if tiered is None else tiered
     started = time.perf_counter()
-    out = CompiledPlan(plan, host_buffers=host_buffers(plan))
+    out = CompiledPlan(plan, host_buffers=host_buffers(plan), repeated=repeated_builds(plan.steps, plan.result_buffer))
     jobs = plan_kernels(plan, out)
     for _, _, kernel in jobs:
         kernel.spec.digest  # noqa: B018 - hashed now, so the phase is timed apart

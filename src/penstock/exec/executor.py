@@ -16,6 +16,7 @@ from penstock.exec.buffers import BufferStore
 from penstock.exec.compiled_plan import CompiledPlan
 from penstock.exec.errors import DeviceOutOfMemory, RunAgain
 from penstock.exec.join.first_ranges import statistics_range
+from penstock.exec.join.repeated_builds import share_if_built
 from penstock.exec.join.in_table_builds import cached_table, settle_now
 from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map
@@ -260,6 +261,12 @@ class Executor:
         started = time.perf_counter()
         if isinstance(step, RunPipeline):
             p = step.pipeline
+            repeated = compiled.repeated.get(p.id)
+            if repeated is not None and share_if_built(repeated, ctx, compiled):  # join/repeated_builds.py
+                if p.id in early:
+                    early.pop(p.id).stop_reading()
+                self.pipeline_metrics(p, compiled, metrics).shared_table = (repeated.same_join, repeated.join)
+                return
             cut = split_point(p, ctx) if ctx.deferred is None else None
             if cut is not None:  # two joins too large for memory, or a grace join on late keys (pipeline/split.py)
                 if p.id in early:
@@ -283,6 +290,11 @@ class Executor:
             runner = early.get(p.id) or self.runner(p, compiled, ctx, metrics)
             runner.run()
             self.keep_learned(compiled, runner)
+        elif isinstance(step, BuildHashTable) and step.join in ctx.shared_joins:
+            rows = ctx.joins[step.join].rows
+            metrics.steps.append(StepMetrics(f"hash build (join #{step.join}, join #{ctx.shared_joins[step.join]}'s "
+                                             f"table: the same rows)", be.describe(), rows, rows,
+                                             time.perf_counter() - started))
         elif isinstance(step, BuildHashTable):
             metrics.steps.append(build_join(be, step, compiled, ctx, started))
         elif isinstance(step, SortBuffer):

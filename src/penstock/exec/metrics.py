@@ -45,6 +45,9 @@ class PipelineMetrics:
     cut_reason: str = ""
     # its input, the groups of that pipeline's aggregation, handed over as they were made (exec/pipeline/streamed_input.py)
     streamed_from: int | None = None
+    # not run: an earlier pipeline wrote the same rows, and this pipeline's join took its table
+    # (exec/join/repeated_builds.py): (the earlier join, this pipeline's join)
+    shared_table: tuple[int, int] | None = None
     spilled_host_bytes: int = 0  # its output moved off the device, to host memory
     spilled_disk_bytes: int = 0  # and to spill files
     kept_device_bytes: int = 0  # scattered partitions' rows kept on the device (exec/spill/scatter.py)

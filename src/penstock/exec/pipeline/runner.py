@@ -62,6 +62,7 @@ class PipelineContext:
     check: Callable[[], None] = lambda: None
     # join -> the direct map its build pipeline fills in this run (plan/direct_builds.py)
     direct_fills: dict[int, DirectFill] = field(default_factory=dict)
+    shared_joins: dict[int, int] = field(default_factory=dict)  # join -> the join whose table it took (join/repeated_builds.py)
     # in-table fills launched but not yet read back (exec/join/in_table_builds.py)
     pending_fills: list[PendingFill] = field(default_factory=list)
     host_buffers: set[int] = field(default_factory=set)  # buffers only host steps read
