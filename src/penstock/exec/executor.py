@@ -16,7 +16,7 @@ from penstock.exec.buffers import BufferStore
 from penstock.exec.compiled_plan import CompiledPlan
 from penstock.exec.errors import DeviceOutOfMemory, RunAgain
 from penstock.exec.join.first_ranges import statistics_range
-from penstock.exec.join.repeated_builds import share_if_built
+from penstock.exec.join.repeated_builds import share_if_built, shared_build
 from penstock.exec.join.in_table_builds import cached_table, settle_now
 from penstock.exec.join.join_build import build_join
 from penstock.exec.join.join_state import direct_map
@@ -273,28 +273,12 @@ class Executor:
                     early.pop(p.id).stop_reading()
                 run_split(p, cut, ctx, self.pipeline_metrics(p, compiled, metrics))
                 return
-            fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
-            if fills is not None and fills[0] not in compiled.direct_ranges and ctx.deferred is None:
-                seeded = statistics_range(p, ctx.open_table, ctx.memory_limit)  # a first run's range (join/first_ranges.py)
-                if seeded is not None:
-                    compiled.direct_ranges[fills[0]] = seeded
-                    compiled.seeded_ranges.add(fills[0])
-            if fills is not None and fills[0] in compiled.direct_ranges:
-                lo, hi = compiled.direct_ranges[fills[0]]
-                fill = DirectFill(direct_map(be, hi - lo + 1), lo, hi - lo + 1)
-                in_table = p.sink.build_in_table and fills[0] not in compiled.seeded_ranges  # type: ignore[union-attr]
-                kept = cached_table(p, ctx) if in_table else None
-                if kept is not None:
-                    fill.table, fill.build = kept
-                ctx.direct_fills[fills[0]] = fill
+            self.start_direct_fill(p, compiled, ctx)
             runner = early.get(p.id) or self.runner(p, compiled, ctx, metrics)
             runner.run()
             self.keep_learned(compiled, runner)
-        elif isinstance(step, BuildHashTable) and step.join in ctx.shared_joins:
-            rows = ctx.joins[step.join].rows
-            metrics.steps.append(StepMetrics(f"hash build (join #{step.join}, join #{ctx.shared_joins[step.join]}'s "
-                                             f"table: the same rows)", be.describe(), rows, rows,
-                                             time.perf_counter() - started))
+        elif isinstance(step, BuildHashTable) and step.join in ctx.shared_joins:  # join/repeated_builds.py
+            metrics.steps.append(shared_build(step, ctx, be.describe(), started))
         elif isinstance(step, BuildHashTable):
             metrics.steps.append(build_join(be, step, compiled, ctx, started))
         elif isinstance(step, SortBuffer):
@@ -303,6 +287,30 @@ class Executor:
             self.limit(step, store, metrics, started)
         elif isinstance(step, EvalSubquery):
             ctx.runtime[step.slot] = self.subquery_value(step, store)
+
+    @staticmethod
+    def start_direct_fill(p: Pipeline, compiled: CompiledPlan, ctx: PipelineContext) -> None:
+        """When `p` fills its join's direct map (plan/direct_builds.py), the map over the range
+        an earlier run saw or, on a first run, the files' statistics give (join/first_ranges.py);
+        the build side kept in its cached table where that applies and the range is confirmed."""
+        fills = p.sink.direct_build if isinstance(p.sink, MaterializeSink) else None
+        if fills is None:
+            return
+        join = fills[0]
+        if join not in compiled.direct_ranges and ctx.deferred is None:
+            seeded = statistics_range(p, ctx.open_table, ctx.memory_limit)
+            if seeded is not None:
+                compiled.direct_ranges[join] = seeded
+                compiled.seeded_ranges.add(join)
+        if join not in compiled.direct_ranges:
+            return
+        lo, hi = compiled.direct_ranges[join]
+        fill = DirectFill(direct_map(ctx.backend, hi - lo + 1), lo, hi - lo + 1)
+        in_table = p.sink.build_in_table and join not in compiled.seeded_ranges  # type: ignore[union-attr]
+        kept = cached_table(p, ctx) if in_table else None
+        if kept is not None:
+            fill.table, fill.build = kept
+        ctx.direct_fills[join] = fill
 
     # -- breakers on whole buffers (host side, through Arrow) --------------------------------
     def limit(self, step: LimitBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:

@@ -17,10 +17,12 @@ and any number of them can.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 from penstock.exec.join.join_state import JoinState
+from penstock.exec.metrics import StepMetrics
 from penstock.plan.physical import (BuildHashTable, FilterOp, MaterializeSink, Pipeline, ProbeOp, RunPipeline,
                                     Step, TableSource, UnmatchedBuildSource, readers)
 
@@ -66,6 +68,13 @@ def share_if_built(repeated: RepeatedBuild, ctx: Any, compiled: Any) -> bool:
     if repeated.same_join in compiled.direct_ranges:  # what a steady run of the plan needs of both
         compiled.direct_ranges[repeated.join] = compiled.direct_ranges[repeated.same_join]
     return True
+
+
+def shared_build(step: BuildHashTable, ctx: Any, device: str, started: float) -> StepMetrics:
+    """What the later join's build step did (nothing: its table is the earlier join's)."""
+    rows = ctx.joins[step.join].rows
+    return StepMetrics(f"hash build (join #{step.join}, join #{ctx.shared_joins[step.join]}'s table: the same rows)",
+                       device, rows, rows, time.perf_counter() - started)
 
 
 def _only_writer(before: list[Step], build: BuildHashTable) -> Pipeline | None:
