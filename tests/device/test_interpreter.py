@@ -325,3 +325,20 @@ def test_explain_analyze_splits_a_first_runs_compile_phase(monkeypatch: pytest.M
     assert programs == int(interpreted.group(1)) == 2  # the pipeline and its aggregate's finaliser
     assert sources_ms > 0 and programs_ms > 0 and sources_ms + programs_ms <= compile_ms + 0.1
     assert "kernel sources" not in db.explain(sql, analyze=True)  # planned and compiled before
+
+
+def test_argument_words_queued_on_the_stream_arrive_whole(device: str) -> None:
+    """to_device_queued (the interpreter's argument words) does not wait for the device, and
+    the host array may change or go once it returns: the device holds the words as they were."""
+    from penstock.device.registry import get_backend
+
+    backend = get_backend(device)
+    words = np.arange(1000, dtype=np.int64) * 7
+    sent = words.copy()
+    on_device = [backend.to_device_queued(words) for _ in range(3)]
+    if device == "cpu":  # the CPU backend's device memory is host memory: no copy is made
+        assert on_device[0] is words
+        return
+    words[:] = -1  # after the calls returned
+    for copy in on_device:
+        assert np.array_equal(backend.to_host(copy), sent)

@@ -327,6 +327,12 @@ class Backend(ABC):
         is a node of the graph: written only when the graph runs, never if the capture is
         abandoned, so a copy made then must not be remembered past the capture."""
 
+    def to_device_queued(self, host: np.ndarray) -> Any:
+        """As to_device, for an upload that a launch on this thread's stream reads next (the
+        interpreter's argument words): ordered on that stream instead of waiting for the
+        device to go idle. The host array may go as soon as it returns."""
+        return self.to_device(host)
+
     def capturing(self) -> bool:
         """Whether this thread is recording a graph now (see to_device)."""
         return False

@@ -272,6 +272,21 @@ class CudaBackend(Backend):
                                         self.cp.cuda.runtime.memcpyHostToDevice)
         return device
 
+    def to_device_queued(self, host: np.ndarray) -> Any:
+        """cudaMemcpyAsync on the current stream: from pageable memory the driver copies the
+        bytes to a staging buffer before returning (so `host` may go at once) and does not
+        wait for the device, where to_device's cudaMemcpy waited for every launch before it
+        (each interpreted launch's argument words: a first run's launches ran one at a time)."""
+        if self.capturing():
+            return self.to_device(host)
+        host = np.ascontiguousarray(host)
+        device = self.cp.empty(host.shape, host.dtype)
+        if host.nbytes:
+            runtime = self.cp.cuda.runtime
+            runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice,
+                                self.cp.cuda.get_current_stream().ptr)
+        return device
+
     def host_buffer(self, size: int) -> np.ndarray:
         """Pinned when a block of the size's class is free, else pageable (and a block is
         pinned in the background): see device/pinned.py."""

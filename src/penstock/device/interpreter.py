@@ -155,7 +155,7 @@ def launch_in_chunks(backend: Any, kernel: InterpretedKernel, rows: int, args: S
     the optimised build is ready it runs the rest of the launch, and a long launch waits no
     longer than the build took."""
     if kernel.row_arguments is None:  # no rows to split (a sort counts its rows on the device): one launch
-        backend.launch(kernel.interpreter, rows, [kernel.program, backend.to_device(kernel.arguments(backend, args))])
+        backend.launch(kernel.interpreter, rows, [kernel.program, backend.to_device_queued(kernel.arguments(backend, args))])
         return
     at_count, at_first = kernel.row_arguments
     total, first = int(args[at_count]), int(args[at_first])
@@ -164,7 +164,7 @@ def launch_in_chunks(backend: Any, kernel: InterpretedKernel, rows: int, args: S
         part = min(backend.interpreted_chunk_rows, total - done)
         chunk = list(args)
         chunk[at_count], chunk[at_first] = part, first + done
-        words = backend.to_device(kernel.arguments(backend, chunk))
+        words = backend.to_device_queued(kernel.arguments(backend, chunk))
         backend.launch(kernel.interpreter, part, [kernel.program, words])
         done += part
         if done >= total:
