@@ -69,7 +69,7 @@ class JoinState:
                                 f"more than the device has free", need) from e
         # [error | has-NULL flag | most rows with one key | key min | key max]: read back once
         start = np.array([0, 0, 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min], dtype=np.int64)
-        self.status = backend.to_device(start).view(np.uint64)
+        self.status = backend.to_device_queued(start).view(np.uint64)  # read by the build launched next
         self.err = self.status[0:1].view(np.int32)
         self.has_null_flag = self.status[1:2].view(np.int32)
         self.most = self.status[2:3].view(np.int64)
