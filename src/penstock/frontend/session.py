@@ -62,6 +62,10 @@ class Frontend:
         # would make the cast a grouping key: distinct big integers that round to one double
         # merge. penstock's aggregates keep DISTINCT sets of their own (exact values).
         self.ctx.remove_optimizer_rule("single_distinct_aggregation_to_group_by")
+        # It refused `SELECT x, CAST(x AS bigint) ... GROUP BY x, CAST(x AS bigint)` (it named
+        # both columns alike: "Projections require unique expression names"), valid SQL that
+        # PostgreSQL and DuckDB answer; without it a constant grouping key is grouped on.
+        self.ctx.remove_optimizer_rule("eliminate_group_by_constant")
         # What a query penstock's kernels cannot run is run by: DataFusion with every rule
         # (without simplify_expressions it cannot execute COALESCE); Arrow IPC files as they
         # are (its reader cannot cast their dictionaries away to the plain schema).
