@@ -263,28 +263,27 @@ class CudaBackend(Backend):
         capture = getattr(self._capture_streams, "active", None)
         if capture is not None:  # the copy becomes a node of the graph: see GraphCapture.upload
             return capture.upload(host)
-        # Synchronous: these uploads are small and rare (literals, dictionaries, join status),
-        # and the host array may be a temporary.
-        host = np.ascontiguousarray(host)
-        device = self.cp.empty(host.shape, host.dtype)
-        if host.nbytes:
-            self.cp.cuda.runtime.memcpy(device.data.ptr, host.ctypes.data, host.nbytes,
-                                        self.cp.cuda.runtime.memcpyHostToDevice)
-        return device
+        # Synchronous: these uploads are small and rare (literals, dictionaries), and the host
+        # array may be a temporary.
+        return self._upload(host, queued=False)
 
     def to_device_queued(self, host: np.ndarray) -> Any:
         """cudaMemcpyAsync on the current stream: from pageable memory the driver copies the
         bytes to a staging buffer before returning (so `host` may go at once) and does not
         wait for the device, where to_device's cudaMemcpy waited for every launch before it
         (each interpreted launch's argument words: a first run's launches ran one at a time)."""
-        if self.capturing():
-            return self.to_device(host)
+        return self.to_device(host) if self.capturing() else self._upload(host, queued=True)
+
+    def _upload(self, host: np.ndarray, queued: bool) -> Any:
         host = np.ascontiguousarray(host)
         device = self.cp.empty(host.shape, host.dtype)
         if host.nbytes:
             runtime = self.cp.cuda.runtime
-            runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice,
-                                self.cp.cuda.get_current_stream().ptr)
+            if queued:
+                runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice,
+                                    self.cp.cuda.get_current_stream().ptr)
+            else:
+                runtime.memcpy(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice)
         return device
 
     def host_buffer(self, size: int) -> np.ndarray:

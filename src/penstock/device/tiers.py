@@ -82,7 +82,7 @@ class Upgrades:
                 return
             self.queued.add(spec.digest)
             if len(self.threads) < self.workers:
-                thread = threading.Thread(target=self.work, name="penstock-upgrade", daemon=True)
+                thread = self._worker()
                 self.threads.append(thread)
                 thread.start()
         self.jobs.put((spec, path))
@@ -94,11 +94,13 @@ class Upgrades:
         with self.lock:
             if self.closing:
                 return
-            new = [threading.Thread(target=self.work, name="penstock-upgrade", daemon=True)
-                   for _ in range(self.workers - len(self.threads))]
+            new = [self._worker() for _ in range(self.workers - len(self.threads))]
             self.threads += new
         for thread in new:
             thread.start()
+
+    def _worker(self) -> threading.Thread:
+        return threading.Thread(target=self.work, name="penstock-upgrade", daemon=True)
 
     def work(self) -> None:
         while True:

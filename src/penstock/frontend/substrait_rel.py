@@ -162,7 +162,8 @@ class RelTranslator:
             groups += [tr.translate(e) for e in getattr(g, "grouping_expressions", [])]
         measures = [self._measure(m, tr) for m in r.measures]
         names = [f"g{i}" for i in range(len(groups))] + [str(m) for m in measures]
-        return split_distinct(Aggregate(child, groups, measures, names))
+        return without_constant_keys(groups, names, lambda kept, kept_names: split_distinct(
+            Aggregate(child, kept, measures, kept_names + names[len(groups):])))
 
     def _measure(self, m: algebra_pb2.AggregateRel.Measure, tr: ExprTranslator) -> AggCall:
         f = m.measure
@@ -361,3 +362,23 @@ def _values_array(values: list[object], t: T.DataType) -> pa.Array:
 def _empty_rows(n: int) -> pa.Table:
     """A table of n rows and no columns (what SELECT without FROM reads)."""
     return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+
+
+def without_constant_keys(groups: list[Expr], names: list[str],
+                          aggregate: Callable[[list[Expr], list[str]], Rel]) -> Rel:
+    """An aggregation grouped by its non-constant keys, the constants put back in their
+    columns above it (what DataFusion's eliminate_group_by_constant does; the frontend plans
+    without that rule, which refused `GROUP BY x, CAST(x AS bigint)`). Decorrelated
+    subqueries group by a constant `true` beside their keys (TPC-H Q2, Q17, Q20). Keys that
+    are all constant stay: with none, an empty input would give one row instead of none."""
+    constant = [isinstance(g, Literal) for g in groups]
+    if not any(constant) or all(constant):
+        return aggregate(groups, names)
+    kept = [k for k, c in enumerate(constant) if not c]
+    inner = aggregate([groups[k] for k in kept], [names[k] for k in kept])
+    fields = inner.fields
+    position = {k: i for i, k in enumerate(kept)}
+    exprs: list[Expr] = [groups[k] if constant[k] else ColumnRef(fields[position[k]].type, position[k])
+                         for k in range(len(groups))]
+    exprs += [ColumnRef(f.type, i) for i, f in enumerate(fields) if i >= len(kept)]
+    return Project(inner, exprs, names[:len(groups)] + [f.name for f in fields[len(kept):]])

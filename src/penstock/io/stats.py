@@ -86,15 +86,21 @@ def group_refuted(predicates: list[ColumnPredicate], stats: list[Any], types: li
             continue
         if nulls is not None and nulls >= rows:
             return True
-        if not s.has_min_max or not getattr(s, "is_max_value_exact", True) or not getattr(s, "is_min_value_exact", True):
-            continue
-        try:
-            lo, hi = physical(s.min, t), physical(s.max, t)
-        except (ValueError, ArithmeticError):  # e.g. a date past year 9999 (OverflowError)
-            continue
-        if refutes(p, lo, hi, nulls, rows):
+        bounds = exact_bounds(s, t)
+        if bounds is not None and refutes(p, *bounds, nulls, rows):
             return True
     return False
+
+
+def exact_bounds(s: Any, t: DataType) -> tuple[Any, Any] | None:
+    """A group's (min, max) in physical values, when its statistics hold exact ones that
+    Python can represent (not a date past year 9999: OverflowError)."""
+    if not s.has_min_max or not getattr(s, "is_max_value_exact", True) or not getattr(s, "is_min_value_exact", True):
+        return None
+    try:
+        return physical(s.min, t), physical(s.max, t)
+    except (ValueError, ArithmeticError):
+        return None
 
 
 def column_range(groups: list[tuple[int, Any]], t: DataType) -> tuple[int, int] | None:
@@ -112,14 +118,10 @@ def column_range(groups: list[tuple[int, Any]], t: DataType) -> tuple[int, int] 
             return None
         if s.has_null_count and s.null_count >= rows:
             continue
-        if not s.has_min_max or not getattr(s, "is_max_value_exact", True) or not getattr(s, "is_min_value_exact", True):
+        bounds = exact_bounds(s, t)
+        if bounds is None or not all(isinstance(b, int) for b in bounds):
             return None
-        try:
-            low, high = physical(s.min, t), physical(s.max, t)
-        except (ValueError, ArithmeticError):
-            return None
-        if not isinstance(low, int) or not isinstance(high, int):
-            return None
+        low, high = bounds
         lo = low if lo is None else min(lo, low)
         hi = high if hi is None else max(hi, high)
     return None if lo is None or hi is None else (lo, hi)

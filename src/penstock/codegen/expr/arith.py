@@ -65,23 +65,23 @@ def decimal_arithmetic(g: ExprGen, fn: str, a: Val, b: Val, t: DataType) -> str:
 
 
 def compile_negate(g: ExprGen, e: Call) -> Val:
-    a = g.compile(e.args[0])
-    t = e.type
-    if t.is_float:
-        return g.strict(t, [a], f"-{a.v}")
-    if decimals.is_wide(t, a.type):
-        return g.strict(t, [a], decimals.fit(g, f"xpu::neg128_checked({decimals.int128(a)}, {g.err})", t))
-    return g.strict(t, [a], f"xpu::neg_checked<{scalar_type(t)}>({a.v}, {g.err})")
+    return _checked_unary(g, e, "-{}", "neg")
 
 
 def compile_abs(g: ExprGen, e: Call) -> Val:
+    return _checked_unary(g, e, "fabs({})", "abs")
+
+
+def _checked_unary(g: ExprGen, e: Call, float_form: str, name: str) -> Val:
+    """-x and abs(x): floats as `float_form`; integers and decimals through xpu::{name}_checked
+    (its 128-bit form for wide decimals), which flag the one value with no opposite."""
     a = g.compile(e.args[0])
     t = e.type
     if t.is_float:
-        return g.strict(t, [a], f"fabs({a.v})")
+        return g.strict(t, [a], float_form.format(a.v))
     if decimals.is_wide(t, a.type):
-        return g.strict(t, [a], decimals.fit(g, f"xpu::abs128_checked({decimals.int128(a)}, {g.err})", t))
-    return g.strict(t, [a], f"xpu::abs_checked<{scalar_type(t)}>({a.v}, {g.err})")
+        return g.strict(t, [a], decimals.fit(g, f"xpu::{name}128_checked({decimals.int128(a)}, {g.err})", t))
+    return g.strict(t, [a], f"xpu::{name}_checked<{scalar_type(t)}>({a.v}, {g.err})")
 
 
 def compile_round(g: ExprGen, e: Call) -> Val:

@@ -45,11 +45,12 @@ def repeated_builds(steps: list[Step], result_buffer: int | None) -> dict[int, R
     for k, step in enumerate(steps):
         if not (isinstance(step, BuildHashTable) and step.key_columns and step.join not in remembers):
             continue
-        writer = _only_writer(steps[:k], step)
-        if writer is None or readers(steps, step.buffer, result_buffer) != [step]:
+        found_writer = _only_writer(steps[:k], step)
+        if found_writer is None or readers(steps, step.buffer, result_buffer) != [step]:
             continue
+        writer, written_at = found_writer
         shape = _shape(writer, step)
-        earlier = next((join for other, join, at in seen if other == shape and at < _position(steps, writer)), None)
+        earlier = next((join for other, join, at in seen if other == shape and at < written_at), None)
         if earlier is None:
             seen.append((shape, step.join, k))
         else:
@@ -77,17 +78,18 @@ def shared_build(step: BuildHashTable, ctx: Any, device: str, started: float) ->
                        device, rows, rows, time.perf_counter() - started)
 
 
-def _only_writer(before: list[Step], build: BuildHashTable) -> Pipeline | None:
-    """The pipeline writing the build's rows, if one scan of a table that only filters does."""
-    writers = [s.pipeline for s in before if isinstance(s, RunPipeline) and s.pipeline.sink is not None
-               and s.pipeline.sink.buffer == build.buffer]
+def _only_writer(before: list[Step], build: BuildHashTable) -> tuple[Pipeline, int] | None:
+    """The pipeline writing the build's rows and its step's position, if one scan of a table
+    that only filters does."""
+    writers = [(s.pipeline, k) for k, s in enumerate(before) if isinstance(s, RunPipeline)
+               and s.pipeline.sink is not None and s.pipeline.sink.buffer == build.buffer]
     if len(writers) != 1:
         return None
-    p = writers[0]
+    p = writers[0][0]
     if not (isinstance(p.source, TableSource) and isinstance(p.sink, MaterializeSink) and p.sink.limit is None
             and p.sink.top_k is None and all(isinstance(op, FilterOp) for op in p.ops)):
         return None
-    return p
+    return writers[0]
 
 
 def _shape(p: Pipeline, build: BuildHashTable) -> tuple[Any, Any]:
@@ -96,6 +98,3 @@ def _shape(p: Pipeline, build: BuildHashTable) -> tuple[Any, Any]:
     sink = replace(p.sink, buffer=-1, direct_build=None, build_in_table=False)
     return replace(p, id=-1, label="", sink=sink), replace(build, join=-1, buffer=-1)
 
-
-def _position(steps: list[Step], p: Pipeline) -> int:
-    return next(k for k, s in enumerate(steps) if isinstance(s, RunPipeline) and s.pipeline is p)
