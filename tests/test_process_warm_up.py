@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import penstock
-from penstock.process_warm_up import QUERIES, warm_process
+from penstock.process_warm_up import QUERIES, warm_host_sorts, warm_process
 
 
 def test_every_query_plans_and_its_kernels_are_generated_without_compiling(tmp_path: Path,
@@ -39,3 +39,11 @@ def test_it_gives_way_to_a_query() -> None:
     db.sql("SELECT 1")
     assert db.backend.warm_up_stop.is_set()
     assert not db.backend.warm_up_thread.daemon
+
+
+def test_its_host_sorts_order_every_key_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """warm_host_sorts sorts by integers, floats, dates, decimals and text and selects the
+    top 10, touching no kernel cache."""
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))
+    assert warm_host_sorts().column("i").to_pylist() == list(range(10))  # the least, in order
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []

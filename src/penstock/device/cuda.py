@@ -19,8 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend, Readback
-from penstock.device.cuda_readback import (PACK_READBACK, PinnedReadback, packed_layout, packed_views,
-                                          warm_readback_blocks)
+from penstock.device.cuda_preload import preload
+from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
 from penstock.device.kernel_cache import write_atomically
 from penstock.device.kernel_spec import CompiledKernel, KernelSpec
 from penstock.device.linked_helpers import HelperLibrary, link_cubins
@@ -84,28 +84,9 @@ class CudaBackend(Backend):
         self.helpers = HelperLibrary(self.arch)
         self.helpers.start()
         self.linked_builds = 0  # quick builds linked with the helper library (tests)
-        # the plan interpreter's module and the installation's kernels loaded while the session
-        # starts, not in its first query
-        threading.Thread(target=self._preload, name="penstock-preload", daemon=True).start()
-
-    def _preload(self) -> None:
-        """Load the installation's plan interpreter (device/interpreter.py), if it has one,
-        then the installation kernels it has (text moves, rehashing, prefix sums, ...): a
-        fresh process's first query otherwise loaded each module itself, 6-8 ms of a cold
-        TPC-H query's compile phase on the H100; and the readbacks' first pinned blocks."""
-        from penstock.codegen.fixed_kernels import installation_kernels
-        from penstock.device.interpreter import setting
-
-        self.device.use()
-        try:
-            if setting() != "0":
-                self.interpreters().get(self, build=False)
-            for kernel in installation_kernels():
-                if self.cache_path(kernel.spec).exists():
-                    self.compile(kernel.spec)
-            warm_readback_blocks(self.cp)
-        except Exception:  # noqa: BLE001 - the first query that needs a kernel loads it (and says why not)
-            pass
+        # the plan interpreter's module, the installation's kernels, pinned blocks and pooled
+        # memory made ready while the session starts, not in its first query
+        threading.Thread(target=preload, args=(self,), name="penstock-preload", daemon=True).start()
 
     def _allocate(self, size: int) -> Any:
         """The pool's allocation, admitted against the memory cap by the bytes in use.
