@@ -47,3 +47,10 @@ def test_its_host_sorts_order_every_key_type(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))
     assert warm_host_sorts().column("i").to_pylist() == list(range(10))  # the least, in order
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_a_first_run_can_wait_for_it() -> None:
+    """The benchmark's fresh process waits for the start-up work before its timed query."""
+    db = penstock.connect(device="cpu")
+    assert db.backend.wait_for_start_up(timeout=60)
+    assert not db.backend.warm_up_thread.is_alive()

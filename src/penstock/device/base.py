@@ -91,6 +91,7 @@ class Backend(ABC):
         self.warm_up_thread: Any = None
         self.warm_up_lock = threading.Lock()
         self.warm_up_stop = threading.Event()  # set when a query starts planning
+        self.preload_thread: Any = None  # a backend's own start-up work on its device (CUDA)
 
     def compile(self, spec: KernelSpec, tiered: bool = False,
                 deferred: list[tuple[KernelSpec, Path]] | None = None) -> CompiledKernel:
@@ -261,6 +262,16 @@ class Backend(ABC):
                 self._upgrades = Upgrades(lambda spec, path: self.build(spec, path, quick=False),
                                           self.upgrade_workers(), self.cancel_builds, self._no_foreground_builds)
             return self._upgrades
+
+    def wait_for_start_up(self, timeout: float) -> bool:
+        """Block until the process's start-up work is done (the warm-up thread and the
+        backend's preload), at most `timeout` seconds; whether it is. A benchmark's first run
+        starts so, as a user's first query typed after connecting does."""
+        deadline = time.monotonic() + timeout
+        for thread in (self.warm_up_thread, self.preload_thread):
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t is not None and t.is_alive() for t in (self.warm_up_thread, self.preload_thread))
 
     def wait_for_upgrades(self) -> bool:
         """Block until no optimised build is queued or running; whether any was."""

@@ -86,7 +86,8 @@ class CudaBackend(Backend):
         self.linked_builds = 0  # quick builds linked with the helper library (tests)
         # the plan interpreter's module, the installation's kernels, pinned blocks and pooled
         # memory made ready while the session starts, not in its first query
-        threading.Thread(target=preload, args=(self,), name="penstock-preload", daemon=True).start()
+        self.preload_thread = threading.Thread(target=preload, args=(self,), name="penstock-preload", daemon=True)
+        self.preload_thread.start()
 
     def _allocate(self, size: int) -> Any:
         """The pool's allocation, admitted against the memory cap by the bytes in use.

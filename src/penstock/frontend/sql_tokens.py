@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _TOKEN = re.compile(r"""
    (?P<ws>\s+)
@@ -22,7 +23,7 @@ _TOKEN = re.compile(r"""
 """, re.S | re.X)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Token:
     kind: str
     text: str
@@ -33,8 +34,17 @@ class Token:
 
 
 def tokens(sql: str) -> list[Token]:
-    return [Token(m.lastgroup or "punct", m.group(0)) for m in _TOKEN.finditer(sql)
-            if m.lastgroup != "tag"]
+    """The text's tokens, a list of the caller's own (the tokens themselves are frozen)."""
+    return list(_scan(sql))
+
+
+@lru_cache(maxsize=64)
+def _scan(sql: str) -> tuple[Token, ...]:
+    """Tokens of one text, kept for the next caller: planning a statement reads its text
+    three to four times (literals, clock, output names, binary functions), and scanning it
+    with the pattern took 0.4 ms of each TPC-H plan's 4.7 ms of front end (2 cores)."""
+    return tuple(Token(m.lastgroup or "punct", m.group(0)) for m in _TOKEN.finditer(sql)
+                 if m.lastgroup != "tag")
 
 
 # -- navigating ----------------------------------------------------------------------------------
