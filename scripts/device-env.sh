@@ -8,8 +8,9 @@ OUT=${OUT:-/tmp/out}
 mkdir -p /tmp/site "$OUT"
 # .device-lite: the packages without KvikIO, plus tpchgen-cli, for a call that also carries
 # nvCOMP and generates data (64 MiB do not hold all three otherwise); .device-litesite: the
-# same packages alone (a call with nvCOMP that generates no TPC-H data)
-for site in .device-site .device-lite .device-litesite; do
+# same packages alone (a call with nvCOMP that generates no TPC-H data); .device-pg: the
+# PostgreSQL clients tests/server imports (carried beside .device-litesite)
+for site in .device-site .device-lite .device-litesite .device-pg; do
   if [ -f $site/site.tar.xz ]; then tar -xJf $site/site.tar.xz -C /tmp/site; fi
 done
 if [ -f .device-nvcomp/nvcomp.tar.xz ]; then

@@ -4,6 +4,8 @@
 #   .device-litesite/site.tar.xz  Python packages the GPU machine lacks, without KvikIO
 #   .device-lite/                 the same packages plus tpchgen-cli (penstock gen tpch)
 #   .device-nvcomp/nvcomp.tar.xz  nvCOMP's shared library (Parquet pages decompressed on the GPU)
+#   .device-pg/site.tar.xz        PostgreSQL clients for tests/server (psycopg, SQLAlchemy): beside
+#                                 .device-litesite, not with nvCOMP (64 MiB)
 # Shared objects are stripped and everything is compressed with xz -9. Run from the repo root.
 set -euo pipefail
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -19,7 +21,7 @@ site=(
   "datafusion==55.0.0" "substrait==0.37.1" "substrait-protobuf==0.106.0" "substrait-extensions==0.106.0"
   "protobuf>=5,<8" "cloudpickle" "duckdb==2.0.0"
 )
-mkdir -p .device-litesite .device-lite .device-nvcomp
+mkdir -p .device-litesite .device-lite .device-nvcomp .device-pg
 pip_target "$tmp/site" "${site[@]}"
 tar -cf - -C "$tmp/site" . | xz -T0 -9 > .device-litesite/site.tar.xz
 cp .device-litesite/site.tar.xz .device-lite/site.tar.xz
@@ -27,4 +29,6 @@ pip_target "$tmp/tpchgen" "tpchgen-cli==4.0.0"
 find "$tmp/tpchgen" -name tpchgen-cli -type f | head -1 | xargs -I{} sh -c 'strip {} 2>/dev/null; xz -9 -c {} > .device-lite/tpchgen-cli.xz'
 pip_target "$tmp/nvcomp" "nvidia-libnvcomp-cu13>=5"
 tar -cf - -C "$tmp/nvcomp" . | xz -T0 -9 > .device-nvcomp/nvcomp.tar.xz
-du -h .device-litesite/site.tar.xz .device-lite/* .device-nvcomp/nvcomp.tar.xz
+pip_target "$tmp/pg" "psycopg==3.3.9" "psycopg-binary==3.3.9" "SQLAlchemy==2.1.9" "typing_extensions" "greenlet"
+tar -cf - -C "$tmp/pg" . | xz -T0 -9 > .device-pg/site.tar.xz
+du -h .device-litesite/site.tar.xz .device-pg/site.tar.xz .device-lite/* .device-nvcomp/nvcomp.tar.xz
