@@ -23,7 +23,7 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	scripts/install-system-deps.sh
 	PENSTOCK_KERNEL_LOG=$(CURDIR)/.kernel-log $(BIN)/python -m pytest -n 2 -q
-	$(BIN)/python -m penstock.device.nvrtc_check $(CURDIR)/.kernel-log
+	$(BIN)/python -m penstock.device.gpu.nvrtc_check $(CURDIR)/.kernel-log
 
 clean:
 	rm -rf $(VENV) .kernel-log .pytest_cache

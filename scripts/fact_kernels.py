@@ -13,7 +13,7 @@ from typing import Any
 import penstock
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-from penstock.device import cuda
+from penstock.device.gpu import backend as cuda
 
 LOADED: list[Any] = []
 

@@ -14,7 +14,7 @@ import os
 import time
 
 from penstock.device.interpreter import interpreter_spec
-from penstock.device.nvrtc import nvrtc_compile
+from penstock.device.gpu.nvrtc import nvrtc_compile
 
 
 def main() -> None:

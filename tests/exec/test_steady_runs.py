@@ -92,7 +92,7 @@ def test_text_literals_reach_the_device_in_every_run(device: str) -> None:
     """A literal's bytes are uploaded once, the first time a kernel binds it, and kept with
     the plan; one uploaded inside a graph's capture is not kept (an abandoned capture never
     runs its copy). On the GPU ' ' read as NUL in every run: compiling a kernel had written
-    a NUL into CPython's shared b' ' (device/nvrtc.py)."""
+    a NUL into CPython's shared b' ' (device/gpu/nvrtc.py)."""
     f, d = tables()
     db = connect(device, f, d)
     sql = ("SELECT rpad(d.label, 4, ' ') AS a, count(*) AS n FROM d JOIN f ON f.k = d.k "

@@ -2,8 +2,8 @@
 
 The kernels no query shapes (codegen/fixed_kernels.installation_kernels: text moves,
 rehashing, direct-map fills) and, on the CPU backend, the precompiled header of every
-kernel's prelude (device/host_pch.py; one for optimised and one for quick builds) go to the installation cache
-(kernel_cache.installation_dir), with the GPU's helper library (device/linked_helpers.py:
+kernel's prelude (device/cpu/pch.py; one for optimised and one for quick builds) go to the installation cache
+(kernel_cache.installation_dir), with the GPU's helper library (device/gpu/linked_helpers.py:
 every header helper compiled once, linked into quick builds), so a new query in a new
 process compiles only its own kernels, and the plan interpreter (device/interpreter.py), which
 runs a new query's kernels while they compile. Without it they are made the first time a query needs them, and kept as well.

@@ -48,14 +48,14 @@ def get_backend(device: str, gpu_memory_limit: int | None = None) -> Backend:
 
 def _create(device: str) -> Backend:
     if device == "cpu":
-        from penstock.device.host import HostBackend
+        from penstock.device.cpu.backend import HostBackend
 
         return HostBackend()
     if device.startswith("gpu:"):
         if not gpu_available():
             raise PenstockError("device='gpu' was asked for, but no usable CUDA GPU was found "
                                 "(is cupy-cuda13x installed and a driver present?)")
-        from penstock.device.cuda import CudaBackend
+        from penstock.device.gpu.backend import CudaBackend
 
         return CudaBackend(int(device.split(":", 1)[1]))
     raise PenstockError(f"unknown device {device!r}: use 'auto', 'cpu' or 'gpu'")

@@ -5,8 +5,8 @@ A new query's first run waits for its kernels. Most of an optimised compile is o
 (NVRTC: the NVVM optimiser and ptxas; g++: -O2), not parsing, and a kernel built with little
 optimisation runs the same code with the same answers, only slower. So a kernel that no
 cache holds is built quickly first (NVRTC: the kernel's own code only, linked with the
-installation's helper library, device/linked_helpers.py, or while that is missing the
-helpers compiled out of line, see device/nvrtc.py; g++ -O1), and its optimised build is
+installation's helper library, device/gpu/linked_helpers.py, or while that is missing the
+helpers compiled out of line, see device/gpu/nvrtc.py; g++ -O1), and its optimised build is
 queued here. The backend swaps the optimised kernel in the next time anyone asks for
 it (Backend.compile), so later batches and runs use it; a plan records no CUDA graph while
 one of its kernels is still a quick build.

@@ -30,11 +30,11 @@ typedef unsigned long long uint64_t;
 #else
 #define XPU_KERNEL extern "C" __global__
 #endif
-#ifndef XPU_INLINE  // a quick build (device/nvrtc.py) makes it __noinline__: each helper compiled once
+#ifndef XPU_INLINE  // a quick build (device/gpu/nvrtc.py) makes it __noinline__: each helper compiled once
 #define XPU_INLINE __forceinline__
 #endif
 #ifdef XPU_LINKED  // a linked quick build: helpers' bodies come from the helper library
-#define XPU_FN __device__ __noinline__  // (device/linked_helpers.py), so they link externally
+#define XPU_FN __device__ __noinline__  // (device/gpu/linked_helpers.py), so they link externally
 #else
 #define XPU_FN static __device__ XPU_INLINE
 #endif

@@ -22,8 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend
-from penstock.device.host_batch import batch_source, batches, entry_symbol
-from penstock.device.host_pch import precompiled, split_prelude
+from penstock.device.cpu.batch import batch_source, batches, entry_symbol
+from penstock.device.cpu.pch import precompiled, split_prelude
 from penstock.device.kernel_spec import KERNELS_DIR, CompiledKernel, KernelSpec
 from penstock.errors import PenstockError
 
@@ -52,7 +52,7 @@ def pch_flags(flags: list[str]) -> list[str]:
 
 
 USE_PCH = os.environ.get("PENSTOCK_HOST_PCH", "1") != "0"  # 0: every kernel parses the headers itself
-BATCHES = os.environ.get("PENSTOCK_HOST_BATCH", "1") != "0"  # 0: one g++ run per kernel (host_batch.py)
+BATCHES = os.environ.get("PENSTOCK_HOST_BATCH", "1") != "0"  # 0: one g++ run per kernel (cpu/batch.py)
 _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
            "u64": ctypes.c_uint64, "f64": ctypes.c_double}
 
@@ -60,7 +60,7 @@ _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
 class HostKernel(CompiledKernel):
     def __init__(self, spec: KernelSpec, library: ctypes.CDLL):
         self.spec = spec
-        try:  # built in a batch with other kernels (device/host_batch.py)
+        try:  # built in a batch with other kernels (device/cpu/batch.py)
             self.function = getattr(library, entry_symbol(spec))
         except AttributeError:
             self.function = getattr(library, spec.name)
@@ -96,7 +96,7 @@ class HostBackend(Backend):
 
     def compile_all(self, specs: Sequence[KernelSpec], tiered: bool = False) -> list[CompiledKernel]:
         """A plan's kernels: those no cache holds are compiled a few per g++ run, one run per
-        core (device/host_batch.py), then every kernel is loaded as usual. Quick builds
+        core (device/cpu/batch.py), then every kernel is loaded as usual. Quick builds
         (tiered) are made one each."""
         built = self._build_in_batches(list(specs)) if BATCHES and not tiered else {}
         kernels = super().compile_all(specs, tiered)
@@ -169,7 +169,7 @@ class HostBackend(Backend):
             out = Path(tmp) / "kernel.so"
             prelude, body = split_prelude(spec.source)
             headers = precompiled(self._compiler, pch_flags(flags), prelude) if USE_PCH else None
-            if headers is not None:  # the body alone, after the precompiled prelude (host_pch.py)
+            if headers is not None:  # the body alone, after the precompiled prelude (cpu/pch.py)
                 src.write_text(body)
                 include = [f"-I{headers}", "-include", "prelude.h"]
             else:

@@ -10,7 +10,7 @@ import numpy as np
 from penstock.device.base import Readback
 
 if TYPE_CHECKING:
-    from penstock.device.cuda import CudaBackend
+    from penstock.device.gpu.backend import CudaBackend
 
 PACK_THREADS = 256  # threads of the block that copies one array
 # One block per array copies it straight into pinned host memory (which the device reaches

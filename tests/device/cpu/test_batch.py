@@ -1,4 +1,4 @@
-"""A plan's new CPU kernels compiled a few per g++ run (device/host_batch.py): each answers
+"""A plan's new CPU kernels compiled a few per g++ run (device/cpu/batch.py): each answers
 as if built alone, later processes find each in the cache, a kernel that does not compile is
 named, and two threads asking for the same new kernels compile them once."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from penstock.device.host import HostBackend
-from penstock.device.host_batch import batch_source, batches
+from penstock.device.cpu.backend import HostBackend
+from penstock.device.cpu.batch import batch_source, batches
 from penstock.device.kernel_spec import KernelSpec
 from penstock.errors import PenstockError
 

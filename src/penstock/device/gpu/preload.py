@@ -5,7 +5,7 @@ What a fresh process's first query otherwise paid for itself, measured on the H1
 - loading the plan interpreter (device/interpreter.py) and the installation's kernels (text
   moves, rehashing, prefix sums, ...): 6-8 ms of a cold TPC-H query's compile phase;
 - each kernel's occupancy (CudaBackend.grid_for asks the driver at a kernel's first launch);
-- pinning the read-backs' first host blocks (cuda_readback.WARM_READBACK_BLOCKS), about 0.1
+- pinning the read-backs' first host blocks (readback.WARM_READBACK_BLOCKS), about 0.1
   ms each, ten in a cold Q2;
 - device memory: CuPy's pool starts empty, so each of a first query's allocations was a
   cudaMalloc of its own (about 60 in a cold Q11: 1.3 ms profiled). A block of WARM_POOL_BYTES
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from penstock.device.cuda_readback import warm_readback_blocks
+from penstock.device.gpu.readback import warm_readback_blocks
 
 if TYPE_CHECKING:
-    from penstock.device.cuda import CudaBackend
+    from penstock.device.gpu.backend import CudaBackend
 
 WARM_POOL_BYTES = 256 << 20  # at most; at most 1/64 of the device and a quarter of a cap
 

@@ -19,12 +19,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from penstock.device.base import Backend, Readback
-from penstock.device.cuda_preload import preload
-from penstock.device.cuda_readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
+from penstock.device.gpu.preload import preload
+from penstock.device.gpu.readback import PACK_READBACK, PinnedReadback, packed_layout, packed_views
 from penstock.device.kernel_cache import write_atomically
 from penstock.device.kernel_spec import CompiledKernel, KernelSpec
-from penstock.device.linked_helpers import HelperLibrary, link_cubins
-from penstock.device.pinned import PinnedStaging, default_limit
+from penstock.device.gpu.linked_helpers import HelperLibrary, link_cubins
+from penstock.device.gpu.pinned import PinnedStaging, default_limit
 from penstock.errors import PenstockError
 
 BLOCK = 256
@@ -163,8 +163,8 @@ class CudaBackend(Backend):
     # -- compiling ----------------------------------------------------------------------------
     def build(self, spec: KernelSpec, path: Path, quick: bool = False) -> None:
         """A quick build links its helpers from the helper library once that exists
-        (device/linked_helpers.py); an optimised build is one translation unit."""
-        from penstock.device.nvrtc import nvrtc_compile
+        (device/gpu/linked_helpers.py); an optimised build is one translation unit."""
+        from penstock.device.gpu.nvrtc import nvrtc_compile
 
         library = self.helpers.get() if quick else None
         result = nvrtc_compile(spec.source, f"{spec.name}.cu", self.arch, quick, linked=library is not None)
@@ -270,7 +270,7 @@ class CudaBackend(Backend):
 
     def host_buffer(self, size: int) -> np.ndarray:
         """Pinned when a block of the size's class is free, else pageable (and a block is
-        pinned in the background): see device/pinned.py."""
+        pinned in the background): see device/gpu/pinned.py."""
         return self.staging.buffer(size)
 
     def _pin(self, size: int) -> Any:

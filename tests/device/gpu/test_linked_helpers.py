@@ -1,4 +1,4 @@
-"""Linked quick builds (device/linked_helpers.py): the headers' helpers reduced to
+"""Linked quick builds (device/gpu/linked_helpers.py): the headers' helpers reduced to
 declarations for the kernel, compiled once into a relocatable library, linked; the kernel
 answers as its optimised build does."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from penstock.codegen.kernel import HEADERS
 from penstock.device.kernel_spec import KernelSpec, header_sources
-from penstock.device.linked_helpers import LINKED_OPTIONS, declarations_only, library_source, linked_header_sources
-from penstock.device.nvrtc import nvrtc_compile
+from penstock.device.gpu.linked_helpers import LINKED_OPTIONS, declarations_only, library_source, linked_header_sources
+from penstock.device.gpu.nvrtc import nvrtc_compile
 
 HEADER = textwrap.dedent("""\
     XPU_FN int32_t twice(int32_t x) { return 2 * x; }
@@ -121,7 +121,7 @@ def test_a_linked_quick_build_answers_as_the_optimised_build(tmp_path, monkeypat
 def test_the_declarations_are_kept_with_the_installation(tmp_path, monkeypatch) -> None:
     """Made once per installation (a new process reads them rather than spend 0.2 s of its
     first query making them); a damaged file is made again."""
-    from penstock.device import linked_helpers
+    from penstock.device.gpu import linked_helpers
 
     monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path))
     monkeypatch.setattr(linked_helpers, "_LINKED_HEADERS", [])
@@ -137,8 +137,8 @@ def test_the_declarations_are_kept_with_the_installation(tmp_path, monkeypatch) 
 
 def test_the_library_is_made_once_and_kept_with_the_installation(tmp_path, monkeypatch) -> None:
     """Without a GPU: NVRTC makes the sm_90 library, a second backend reads it from disk."""
-    from penstock.device import linked_helpers
-    from penstock.device.linked_helpers import HelperLibrary
+    from penstock.device.gpu import linked_helpers
+    from penstock.device.gpu.linked_helpers import HelperLibrary
 
     monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path))
     first = HelperLibrary("sm_90")
@@ -151,8 +151,8 @@ def test_the_library_is_made_once_and_kept_with_the_installation(tmp_path, monke
 
 def test_without_a_library_quick_builds_stay_unlinked(tmp_path, monkeypatch) -> None:
     """A library that cannot be made, or PENSTOCK_LINKED=0: get() answers None, and says why."""
-    from penstock.device import linked_helpers
-    from penstock.device.linked_helpers import HelperLibrary
+    from penstock.device.gpu import linked_helpers
+    from penstock.device.gpu.linked_helpers import HelperLibrary
 
     monkeypatch.setenv("PENSTOCK_INSTALL_CACHE", str(tmp_path))
     monkeypatch.setattr(linked_helpers, "library_source", lambda: "this does not compile")
@@ -165,7 +165,7 @@ def test_without_a_library_quick_builds_stay_unlinked(tmp_path, monkeypatch) -> 
 
 def test_an_installation_that_cannot_be_written_still_links(tmp_path, monkeypatch) -> None:
     """Declarations and library are made and kept by the process when no file can be written."""
-    from penstock.device import linked_helpers
+    from penstock.device.gpu import linked_helpers
 
     blocked = tmp_path / "file"
     blocked.write_text("a file where the installation's folder would be")

@@ -1,4 +1,4 @@
-"""PinnedStaging (device/pinned.py): size classes, a freed block serving a later request of
+"""PinnedStaging (device/gpu/pinned.py): size classes, a freed block serving a later request of
 its class, pageable memory while a block is being pinned, and the cap on pinned bytes. The
 CPU tests pin with a plain allocator (bytearray); the GPU test pins with CUDA."""
 
@@ -9,7 +9,7 @@ import gc
 import numpy as np
 import pytest
 
-from penstock.device.pinned import MIN_CLASS, PinnedStaging, size_class
+from penstock.device.gpu.pinned import MIN_CLASS, PinnedStaging, size_class
 
 
 def test_size_classes_cover_the_request_and_waste_under_a_fifth() -> None:

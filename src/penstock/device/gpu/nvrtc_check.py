@@ -8,10 +8,10 @@ NVVM as every build, the lightest optimizer, and no ptxas, at a quarter of a cub
 minutes). The quick tier's own options (`--Ofast-compile=mid`) took 35% longer for the same
 check. The GPU suite compiles the quick and optimised builds to cubins, ptxas included.
 Every eighth kernel is compiled a second time as a linked quick build sees it (against the
-helpers' declarations, device/linked_helpers.py), so a header change that only breaks
+helpers' declarations, device/gpu/linked_helpers.py), so a header change that only breaks
 linked builds fails CI too.
 
-usage: python -m penstock.device.nvrtc_check DIR
+usage: python -m penstock.device.gpu.nvrtc_check DIR
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from penstock.device.nvrtc import ARCH, nvrtc_compile
+from penstock.device.gpu.nvrtc import ARCH, nvrtc_compile
 
 PTX_ARCH = ARCH.replace("sm_", "compute_")  # a virtual architecture: NVRTC stops at PTX
 CHECK_OPTIONS = ("--Ofast-compile=max",)

@@ -16,7 +16,7 @@ alone, and a kernel built alone (the entry point keeps its name) is found as bef
 
 from __future__ import annotations
 
-from penstock.device.host_pch import split_prelude
+from penstock.device.cpu.pch import split_prelude
 from penstock.device.kernel_spec import KernelSpec
 
 

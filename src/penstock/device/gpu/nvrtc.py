@@ -26,7 +26,7 @@ NVRTC_OPTIONS = ("-std=c++17", "--device-int128")
 QUICK_OPTIONS = ("--Ofast-compile=mid", "-Xptxas", "-O1", "-DXPU_INLINE=__noinline__", "--split-compile=0")
 
 
-# a linked quick build (device/linked_helpers.py) compiles only the kernel's own code, against
+# a linked quick build (device/gpu/linked_helpers.py) compiles only the kernel's own code, against
 # the helpers' declarations; `--Ofast-compile=mid` measured 120 against 156 ms a kernel for
 # full optimisation (geomean of 33 TPC-H kernels, 2-core machine), -Xptxas -O1 no faster
 LINKED_QUICK_OPTIONS = ("--Ofast-compile=mid",)
@@ -57,10 +57,10 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = ARCH, quick:
     """Compile `source` for `arch` (sm_XX: a cubin; compute_XX: PTX only). The options after
     the common ones are the quick tier's when `quick`, else the optimised build's (none),
     unless `extra` names them. linked: relocatable code against the helpers' declarations
-    (device/linked_helpers.py), to be linked with the helper library."""
+    (device/gpu/linked_helpers.py), to be linked with the helper library."""
     from cuda.bindings import nvrtc
 
-    from penstock.device.linked_helpers import LINKED_OPTIONS, linked_header_sources
+    from penstock.device.gpu.linked_helpers import LINKED_OPTIONS, linked_header_sources
 
     headers = linked_header_sources() if linked else header_sources()
     if linked:

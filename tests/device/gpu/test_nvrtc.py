@@ -1,5 +1,5 @@
-"""NVRTC without a GPU: penstock.device.nvrtc compiles sources that include the penstock
-headers to sm_90 cubins, and `python -m penstock.device.nvrtc_check DIR` gates CI."""
+"""NVRTC without a GPU: penstock.device.gpu.nvrtc compiles sources that include the penstock
+headers to sm_90 cubins, and `python -m penstock.device.gpu.nvrtc_check DIR` gates CI."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import penstock
 from penstock.codegen.kernel import HEADERS
-from penstock.device.nvrtc import ARCH, nvrtc_compile
+from penstock.device.gpu.nvrtc import ARCH, nvrtc_compile
 
 INCLUDES = "\n".join(f'#include "{h}"' for h in HEADERS)
 GOOD = INCLUDES + r"""
@@ -66,7 +66,7 @@ def check(folder: Path) -> subprocess.CompletedProcess[str]:
     src = Path(penstock.__file__).resolve().parents[1]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return subprocess.run([sys.executable, "-m", "penstock.device.nvrtc_check", str(folder)],
+    return subprocess.run([sys.executable, "-m", "penstock.device.gpu.nvrtc_check", str(folder)],
                           capture_output=True, text=True, env=env, timeout=300)
 
 

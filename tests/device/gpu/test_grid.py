@@ -1,4 +1,4 @@
-"""Grids of the GPU backend (device/cuda.py grid_for): enough blocks for the rows, at most one
+"""Grids of the GPU backend (device/gpu/backend.py grid_for): enough blocks for the rows, at most one
 full wave of resident blocks as the driver's occupancy calculator counts them for each kernel.
 (Until this test existed a failing call fell back to 4 blocks per SM for every kernel.)"""
 

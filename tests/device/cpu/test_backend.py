@@ -1,4 +1,4 @@
-"""The CPU backend (device/host.py): a hand-written xPU kernel compiled with g++ -fopenmp
+"""The CPU backend (device/cpu/backend.py): a hand-written xPU kernel compiled with g++ -fopenmp
 through the KernelSpec API and run on numpy arrays; the in-process and on-disk kernel
 caches; compiler errors. PENSTOCK_CACHE_DIR points at a fresh folder per test."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from penstock.device.host import HostBackend
+from penstock.device.cpu.backend import HostBackend
 from penstock.device.kernel_spec import KernelSpec
 from penstock.errors import PenstockError
 

@@ -1,4 +1,4 @@
-"""A CUDA process's start-up work (device/cuda_preload.py): the pool's first block is sized
+"""A CUDA process's start-up work (device/gpu/preload.py): the pool's first block is sized
 for the device and the cap, and once preloaded a small allocation takes no new device memory."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from penstock.device.cuda_preload import WARM_POOL_BYTES, warm_pool_bytes
+from penstock.device.gpu.preload import WARM_POOL_BYTES, warm_pool_bytes
 
 
 def test_the_warm_block_fits_the_device_and_the_cap() -> None:
@@ -20,7 +20,7 @@ def test_the_warm_block_fits_the_device_and_the_cap() -> None:
 @pytest.mark.gpu
 def test_after_the_preload_a_small_allocation_takes_a_pooled_block() -> None:
     from penstock.device import get_backend
-    from penstock.device.cuda_preload import preload
+    from penstock.device.gpu.preload import preload
 
     be = get_backend("gpu")
     for thread in threading.enumerate():

@@ -1,4 +1,4 @@
-"""device/host_pch.py: the CPU backend compiles its kernels' common prelude once into a
+"""device/cpu/pch.py: the CPU backend compiles its kernels' common prelude once into a
 precompiled header, kernels compiled with it answer as before, and a damaged one costs
 time, never a wrong answer."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import penstock
 from penstock.codegen.kernel import ParamTable, kernel_source
-from penstock.device import host, host_pch
+from penstock.device.cpu import backend as host, pch as host_pch
 
 
 def test_the_prelude_is_the_leading_defines_and_includes() -> None:

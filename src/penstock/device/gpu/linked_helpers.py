@@ -10,7 +10,7 @@ lines of PTX; the same kernel seeing only the helpers' declarations compiled in 
 So the helpers' bodies are compiled once, fully optimised, into a relocatable cubin (the
 *helper library*, `penstock prebuild`, kept with the installation), and a quick build
 compiles the kernel against the headers with every multi-line helper body removed
-(`declarations_only`), as relocatable code, and links the two (device/cuda.py). Both sides
+(`declarations_only`), as relocatable code, and links the two (device/gpu/backend.py). Both sides
 see the same headers, so types and signatures cannot drift apart; helpers written on one
 line stay in the kernel, inlined. Templates keep their bodies: they are instantiated per
 kernel as before. `XPU_LINKED` (kernels/xpu.h) gives the helpers external linkage on both
@@ -183,7 +183,7 @@ class HelperLibrary:
     """The helper library for one GPU architecture, kept with the installation: read from
     disk, or made once, by `penstock prebuild` or else by a thread the backend starts when it
     opens. Until it exists quick builds compile their helpers themselves (the quick tier
-    of device/nvrtc.py). The same thread starts NVRTC with a one-line program, so a new
+    of device/gpu/nvrtc.py). The same thread starts NVRTC with a one-line program, so a new
     process's first query does not pay the compiler's start (about 90 ms on the 2-core machine).
     PENSTOCK_LINKED=0 turns linked builds off."""
 
@@ -213,13 +213,13 @@ class HelperLibrary:
         return self.image
 
     def _prepare(self) -> None:
-        from penstock.device.nvrtc import nvrtc_compile
+        from penstock.device.gpu.nvrtc import nvrtc_compile
 
         self._load_or_make()
         nvrtc_compile('extern "C" __global__ void warm_up() {}', "warm_up.cu", self.arch, extra=())
 
     def _load_or_make(self) -> None:
-        from penstock.device.nvrtc import nvrtc_compile
+        from penstock.device.gpu.nvrtc import nvrtc_compile
 
         linked_header_sources()  # the other half of a linked build: an installation has both
         with self.lock:

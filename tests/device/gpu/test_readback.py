@@ -1,4 +1,4 @@
-"""The GPU backend's read-back (device/cuda.py PinnedReadback): one kernel copies every array
+"""The GPU backend's read-back (device/gpu/backend.py PinnedReadback): one kernel copies every array
 straight into pinned host memory, whatever its size and alignment, also when recorded in a
 CUDA graph and replayed after the arrays changed."""
 
