@@ -14,6 +14,7 @@ import os
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -67,30 +68,39 @@ class ParquetTable:
 
     def scan(self, columns: list[str], predicates: list[ColumnPredicate] | None = None,
              types: list[DataType] | None = None) -> Iterator[ScanBatch]:
-        """Row groups of the named columns; groups whose statistics refute `predicates`
-        (over those columns, of `types`) come back as empty batches marked skipped."""
+        """Row groups of the named columns, file after file; groups whose statistics refute
+        `predicates` (over those columns, of `types`) come back as empty batches marked
+        skipped. The groups to read decode ahead across the files' boundaries (_read_row_groups):
+        a dataset of many one-group files decodes as many groups at once as one large file."""
         text = [c for c in columns if pa.types.is_string(self.schema.field(c).type)
                 or pa.types.is_large_string(self.schema.field(c).type)]
+        files: list[tuple[Path, pq.FileMetaData, set[int], list[str] | None, pq.ParquetFile]] = []
         for path in self.files:
             plain = open_parquet(path)
             dictionary = _dictionary_encoded(plain, text) if text else None
-            meta = plain.metadata
-            leaves = _leaf_indices(meta)
-            refuted = refuted_groups(meta, columns, predicates, types)
-            wanted = [rg for rg in range(meta.num_row_groups) if rg not in refuted] if columns else []
-            tables = _read_row_groups(path, dictionary, wanted, columns, None if dictionary else plain)
-            for rg in range(meta.num_row_groups):
-                group = meta.row_group(rg)
-                if rg in refuted:
-                    yield ScanBatch(pa.record_batch([], names=[]), 0, 0, str(path), skipped=True)
-                    continue
-                if not columns:
-                    yield ScanBatch(pa.record_batch([], names=[]), group.num_rows, 0, str(path))
-                    continue
-                chunk_bytes = sum(group.column(leaves[c]).total_compressed_size for c in columns if c in leaves)
-                table = next(tables)
-                for i, batch in enumerate(table.to_batches()):
-                    yield ScanBatch(batch, batch.num_rows, chunk_bytes if i == 0 else 0, str(path))
+            refuted = refuted_groups(plain.metadata, columns, predicates, types)
+            files.append((path, plain.metadata, refuted, dictionary, plain))
+        wanted = [GroupRead(path, rg, dictionary, None if dictionary else plain)
+                  for path, meta, refuted, dictionary, plain in files if columns
+                  for rg in range(meta.num_row_groups) if rg not in refuted]
+        tables = _read_row_groups(wanted, columns)
+        try:
+            for path, meta, refuted, _, _ in files:
+                leaves = _leaf_indices(meta)
+                for rg in range(meta.num_row_groups):
+                    group = meta.row_group(rg)
+                    if rg in refuted:
+                        yield ScanBatch(pa.record_batch([], names=[]), 0, 0, str(path), skipped=True)
+                        continue
+                    if not columns:
+                        yield ScanBatch(pa.record_batch([], names=[]), group.num_rows, 0, str(path))
+                        continue
+                    chunk_bytes = sum(group.column(leaves[c]).total_compressed_size for c in columns if c in leaves)
+                    table = next(tables)
+                    for i, batch in enumerate(table.to_batches()):
+                        yield ScanBatch(batch, batch.num_rows, chunk_bytes if i == 0 else 0, str(path))
+        finally:  # a consumer that stops early (LIMIT, an error) leaves nothing decoding
+            tables.close()
 
 
 def refuted_groups(meta: pq.FileMetaData, columns: list[str], predicates: list[ColumnPredicate] | None,
@@ -108,30 +118,43 @@ def refuted_groups(meta: pq.FileMetaData, columns: list[str], predicates: list[C
     return refuted
 
 
-def _read_row_groups(path: Path, dictionary: list[str] | None, groups: list[int], columns: list[str],
-                     opened: pq.ParquetFile | None = None) -> Iterator[pa.Table]:
-    """The row groups' tables in order, up to READ_AHEAD_GROUPS of them decoding at once
-    (pyarrow decodes one group's columns in parallel; a query of a few columns leaves cores
-    idle without this: 2 cores, TPC-H SF 1 lineitem, Q6's 4 columns 467 -> 372 ms, one
-    column 52 -> 29 ms). Each thread reads through a handle of its own; one at a time reads
-    through `opened` when given (a handle opened with the same dictionary columns)."""
+@dataclass(frozen=True)
+class GroupRead:
+    """One row group to decode: its file, which text columns stay dictionary-encoded there,
+    and a handle already open on the file with those columns (None: open one)."""
+    path: Path
+    group: int
+    dictionary: list[str] | None
+    opened: pq.ParquetFile | None = None
+
+
+def _read_row_groups(groups: list[GroupRead], columns: list[str]) -> Iterator[pa.Table]:
+    """The row groups' tables in order, up to READ_AHEAD_GROUPS of them decoding at once,
+    across files (pyarrow decodes one group's columns in parallel; a query of a few columns
+    leaves cores idle without this: 2 cores, TPC-H SF 1 lineitem, Q6's 4 columns 467 -> 372
+    ms, one column 52 -> 29 ms). Each thread reads a file through a handle of its own; one at
+    a time reads through a group's `opened` handle."""
     if READ_AHEAD_GROUPS <= 1 or len(groups) <= 1:
-        f = opened or open_parquet(path, dictionary)
-        for rg in groups:
-            yield _read_group(f, path, rg, columns)
+        handles: dict[Path, pq.ParquetFile] = {}
+        for g in groups:
+            f = handles.get(g.path) or g.opened or open_parquet(g.path, g.dictionary)
+            handles = {g.path: f}  # one file open at a time
+            yield _read_group(f, g.path, g.group, columns)
         return
     local = threading.local()
 
-    def read(rg: int) -> pa.Table:
-        f = getattr(local, "handle", None)
+    def read(g: GroupRead) -> pa.Table:
+        handles: dict[Path, pq.ParquetFile] = getattr(local, "handles", {})
+        f = handles.get(g.path)
         if f is None:
-            f = local.handle = open_parquet(path, dictionary)
-        return _read_group(f, path, rg, columns)
+            f = open_parquet(g.path, g.dictionary)
+            local.handles = handles = {g.path: f}  # the thread's file of the moment
+        return _read_group(f, g.path, g.group, columns)
 
     pool = ThreadPoolExecutor(READ_AHEAD_GROUPS, thread_name_prefix="penstock-parquet")
     try:
         queued = iter(groups)
-        pending = deque(pool.submit(read, rg) for rg in itertools.islice(queued, READ_AHEAD_GROUPS))
+        pending = deque(pool.submit(read, g) for g in itertools.islice(queued, READ_AHEAD_GROUPS))
         while pending:
             table = pending.popleft().result()
             following = next(queued, None)
