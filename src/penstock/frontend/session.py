@@ -24,6 +24,7 @@ from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.literals import numeric_literals
+from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
@@ -74,6 +75,7 @@ class Frontend:
             binary_functions.register(ctx)
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
+        self._cast_names: Any = None  # SQL type -> arrow_cast's name for it (cast_type_names)
 
     # -- catalog ----------------------------------------------------------------------------
     def register_files(self, name: str, fmt: str, location: str, schema: pa.Schema,
@@ -138,14 +140,22 @@ class Frontend:
         tries = [named.sql] if named is not None else []
         tries += [text] if text not in tries else []
         failure: Exception | None = None
-        for attempt in tries:
+        user_named = {named.sql} if named is not None else set()
+        retried: set[str] = set()
+        for attempt in tries:  # (the list grows: a statement refused over a cast's name is tried again)
             try:
                 df = _sql(self.ctx, attempt, values)
                 logical = df.optimized_logical_plan()
                 schema = df.schema()
                 break
             except Exception as e:  # DataFusion raises plain Exception subclasses
-                failure = e
+                failure = e if attempt not in retried else failure  # the statement's own error is the one to say
+                again = casts_as_arrow_cast(attempt, self.cast_type_names) if refused_for_a_duplicate_name(e) else None
+                if again is not None and again not in tries:
+                    tries.append(again)
+                    retried.add(again)
+                    if attempt in user_named:
+                        user_named.add(again)
         else:  # the error as the statement the user wrote gives it (positions in their text)
             try:
                 original = _sql(self.ctx, sql, values)
@@ -156,7 +166,7 @@ class Frontend:
             raise translate_error(text, failure) from None
         refuse_multiset_set_operations(sql, df.logical_plan())
         names = list(schema.names)
-        if named is not None and attempt == named.sql:
+        if named is not None and attempt in user_named:
             names = named.names(names)
         substrait: plan_pb2.Plan | None = None
         try:
@@ -171,6 +181,19 @@ class Frontend:
         hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
                             attempt, values, substrait, slotted.markers)
+
+    def cast_type_names(self, sql_type: str) -> str | None:
+        """arrow_cast's name for a SQL type (frontend/named_casts.py), as DataFusion plans it."""
+        if self._cast_names is None:
+            self._cast_names = type_names(lambda t: self._planned_type(f"CAST(NULL AS {t})"),
+                                          lambda name: self._planned_type(f"arrow_cast(NULL, '{name}')"))
+        return self._cast_names(sql_type)
+
+    def _planned_type(self, expression: str) -> pa.DataType | None:
+        try:
+            return self.ctx.sql(f"SELECT {expression} AS x").schema().field("x").type
+        except Exception:  # noqa: BLE001 - a type DataFusion does not take: the cast stays as written
+            return None
 
     def fallback_dataframe(self, planned: PlannedQuery, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
         """The query as the fallback engine runs it (DataFusion with all its rules), with the

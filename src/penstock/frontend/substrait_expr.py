@@ -67,6 +67,8 @@ class ExprTranslator:
             return self._like(args, case_insensitive=(name == "ilike"))
         if name == "decode":
             return _decoded(args)
+        if name == "arrow_cast" and declared is not None:  # a cast written so for its name (frontend/named_casts.py)
+            return self._cast_to(args[0], declared)
         if name in ("date_part", "datepart", "extract"):
             return self._date_function("date_part", args, declared)
         if name == "date_trunc":
@@ -164,8 +166,10 @@ class ExprTranslator:
         return InList(T.BOOL, value, items, False)
 
     def _cast(self, e: Expression.Cast) -> Expr:
-        target = from_substrait_type(e.type)
-        arg = self.translate(e.input)
+        return self._cast_to(self.translate(e.input), from_substrait_type(e.type))
+
+    @staticmethod
+    def _cast_to(arg: Expr, target: DataType) -> Expr:
         target = _microseconds(target, [arg])
         if isinstance(arg, Literal) and arg.value is None:
             return Literal(target, None)

@@ -1,0 +1,177 @@
+"""Casts written as `arrow_cast`, for statements DataFusion refuses over a cast's name.
+
+DataFusion names a cast after what it casts: `max(a)` and `max(CAST(a AS bigint))` are both
+"max(t.a)", so an aggregation or GROUP BY holding both fails to plan ("Schema contains
+duplicate unqualified field name", apache/datafusion#18975), where PostgreSQL and DuckDB
+answer. `arrow_cast(a, 'Int64')` is the same cast under a name of its own. The session plans
+a statement so written only after DataFusion refused it for a duplicate name
+(frontend/session.py); the translator turns `arrow_cast` back into a cast
+(frontend/substrait_expr.py).
+
+Rewritten: `CAST(expr AS type)` and `operand::type`, where the operand of `::` is a name (`t.k`),
+a literal, or a parenthesised expression or call. A type DataFusion's `arrow_cast` cannot name
+exactly as the cast would (checked by planning both) leaves its cast as written.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pyarrow as pa
+
+from penstock.frontend.sql_tokens import Token, closing, following, tokens
+
+DUPLICATE_NAME = "duplicate unqualified field name"
+# words that continue a type's name after `::` (double precision, timestamp with time zone)
+TYPE_WORDS = {"precision", "varying", "with", "without", "time", "zone"}
+
+
+def refused_for_a_duplicate_name(error: Exception) -> bool:
+    return DUPLICATE_NAME in str(error)
+
+
+def arrow_type_name(t: pa.DataType) -> str | None:
+    """How arrow_cast spells `t` (None: a type this does not spell)."""
+    simple = {pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
+              pa.uint8(): "UInt8", pa.uint16(): "UInt16", pa.uint32(): "UInt32", pa.uint64(): "UInt64",
+              pa.float32(): "Float32", pa.float64(): "Float64", pa.bool_(): "Boolean", pa.string(): "Utf8",
+              pa.large_string(): "LargeUtf8", pa.string_view(): "Utf8View", pa.date32(): "Date32",
+              pa.binary(): "Binary", pa.large_binary(): "LargeBinary"}
+    if t in simple:
+        return simple[t]
+    if pa.types.is_decimal128(t):
+        return f"Decimal128({t.precision}, {t.scale})"
+    if pa.types.is_decimal256(t):
+        return f"Decimal256({t.precision}, {t.scale})"
+    if pa.types.is_timestamp(t):
+        unit = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}[t.unit]
+        return f'Timestamp({unit}, Some("{t.tz}"))' if t.tz else f"Timestamp({unit}, None)"
+    return None
+
+
+def casts_as_arrow_cast(sql: str, type_name: Callable[[str], str | None]) -> str | None:
+    """`sql` with its casts written as arrow_cast; `type_name` gives arrow_cast's name for a
+    SQL type's text (None: leave that cast). None when nothing was rewritten."""
+    toks = tokens(sql)
+    out: list[tuple[int, str]] = []  # (the first token it stands for, text)
+    changed = False
+    i = 0
+    while i < len(toks):
+        start = i
+        rewritten = _cast_call(toks, i, type_name)
+        if rewritten is None:
+            rewritten = _double_colon(toks, i, type_name)
+            if rewritten is not None:  # its operand, already written out, goes into the call
+                start = _operand_start(toks, i) or 0
+                while out and out[-1][0] >= start:
+                    out.pop()
+        if rewritten is None:
+            out.append((i, toks[i].text))
+            i += 1
+            continue
+        text, i = rewritten
+        out.append((start, text))
+        changed = True
+    return "".join(text for _, text in out) if changed else None
+
+
+def _cast_call(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[str, int] | None:
+    """CAST ( expr AS type ) at i: (arrow_cast(...), the index after it)."""
+    if toks[i].kind != "word" or toks[i].low != "cast":
+        return None
+    open_at = following(toks, i + 1)
+    if open_at >= len(toks) or toks[open_at].text != "(":
+        return None
+    close_at = closing(toks, open_at)
+    if close_at >= len(toks):
+        return None
+    depth, as_at = 0, None
+    for j in range(open_at + 1, close_at):
+        if toks[j].text in ("(", "["):
+            depth += 1
+        elif toks[j].text in (")", "]"):
+            depth -= 1
+        elif depth == 0 and toks[j].low == "as":
+            as_at = j
+    if as_at is None:
+        return None
+    name = type_name("".join(t.text for t in toks[as_at + 1:close_at]).strip())
+    if name is None:
+        return None
+    inner = casts_as_arrow_cast("".join(t.text for t in toks[open_at + 1:as_at]), type_name)
+    operand = inner if inner is not None else "".join(t.text for t in toks[open_at + 1:as_at])
+    return f"arrow_cast({operand.strip()}, '{name}')", close_at + 1
+
+
+def _double_colon(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[str, int] | None:
+    """operand :: type at i (the `::`): (arrow_cast(operand, ...), the index after the type)."""
+    if toks[i].kind != "cast":
+        return None
+    start = _operand_start(toks, i)
+    if start is None:
+        return None
+    end = following(toks, i + 1)
+    if end >= len(toks) or toks[end].kind != "word":
+        return None
+    stop = end + 1
+    at = following(toks, stop)
+    while at < len(toks) and toks[at].kind == "word" and toks[at].low in TYPE_WORDS:  # double precision
+        stop = at + 1
+        at = following(toks, stop)
+    if at < len(toks) and toks[at].text == "(":  # numeric(12, 2), varchar(20)
+        stop = closing(toks, at) + 1
+        if stop > len(toks):
+            return None
+    name = type_name("".join(t.text for t in toks[end:stop]).strip())
+    if name is None:
+        return None
+    operand = "".join(t.text for t in toks[start:i]).strip()
+    inner = casts_as_arrow_cast(operand, type_name)
+    return f"arrow_cast({inner if inner is not None else operand}, '{name}')", stop
+
+
+def _operand_start(toks: list[Token], i: int) -> int | None:
+    """The first token of the operand that ends just before i: a dotted name, a literal, or a
+    parenthesised expression with the name of the function it calls."""
+    j = i - 1
+    if j < 0 or toks[j].kind in ("ws", "comment"):
+        return None
+    if toks[j].kind in ("number", "string", "param"):
+        return j
+    if toks[j].text == ")":
+        depth = 0
+        while j >= 0:
+            if toks[j].text == ")":
+                depth += 1
+            elif toks[j].text == "(":
+                depth -= 1
+                if depth == 0:
+                    break
+            j -= 1
+        if j < 0:
+            return None
+        if j > 0 and toks[j - 1].kind in ("word", "ident"):  # a call: f(...)::type
+            return j - 1
+        return j
+    if toks[j].kind not in ("word", "ident"):
+        return None
+    while j >= 2 and toks[j - 1].text == "." and toks[j - 2].kind in ("word", "ident"):  # t.k
+        j -= 2
+    return j
+
+
+def type_names(plan_type: Callable[[str], pa.DataType | None],
+               check: Callable[[str], pa.DataType | None]) -> Callable[[str], str | None]:
+    """A type_name for casts_as_arrow_cast: the SQL type's Arrow type as DataFusion plans
+    `CAST(NULL AS type)` (`plan_type`), spelt for arrow_cast, kept only if arrow_cast gives that
+    very type back (`check`, planning `arrow_cast(NULL, name)`)."""
+    known: dict[str, str | None] = {}
+
+    def name(sql_type: str) -> str | None:
+        if sql_type not in known:
+            t = plan_type(sql_type)
+            spelt = arrow_type_name(t) if t is not None else None
+            known[sql_type] = spelt if spelt is not None and check(spelt) == t else None
+        return known[sql_type]
+
+    return name
