@@ -44,7 +44,7 @@ def main() -> None:
     import penstock
     from gpu_timeline import print_op_timeline, print_ops_by_name  # scripts/ is on the path
     from penstock.bench.scan_rate import parquet_scan_rate
-    from penstock.io.parquet_device import batch_decoder, decoder, nvcomp
+    from penstock.io.parquet.device import batch_decoder, decoder, nvcomp
 
     ap = argparse.ArgumentParser()
     ap.add_argument("file")

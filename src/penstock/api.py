@@ -30,7 +30,7 @@ from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
-from penstock.io.parquet_device.scan import PARQUET_DECODE
+from penstock.io.parquet.device.scan import PARQUET_DECODE
 from penstock.io.read_path import READ_PATHS
 from penstock.io.memory import MemoryTable
 from penstock.plan.physical import PhysicalPlan
@@ -148,7 +148,7 @@ class Connection:
         `name` is an SQL identifier, folded as PostgreSQL folds it: "Sales" is table sales
         (FROM Sales, FROM sales), and '"Sales"' (quoted) keeps its case (FROM "Sales")."""
         name = fold_identifier(name)
-        from penstock.io.csv import CsvOptions
+        from penstock.io.csv.reader import CsvOptions
 
         reader = open_table(path, format, schema, CsvOptions(delimiter, header, skip_bad_rows))
         location = os.fspath(path)

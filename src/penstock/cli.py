@@ -199,7 +199,7 @@ TABLE_OPTIONS = ("format", "delimiter", "header", "columns", "skip_bad_rows")
 
 def table_options(query: str, spec: str) -> dict[str, Any]:
     """-t t=data.txt?format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true"""
-    from penstock.io.csv import flag
+    from penstock.io.csv.reader import flag
 
     out: dict[str, Any] = {}
     for item in filter(None, query.split("&")):

@@ -83,7 +83,7 @@ def ready_installation(backend: Backend) -> tuple[int, float, float]:
     Returns (kernels, their seconds, the library's seconds: 0 on the CPU). The warm-up's
     connections leave the GPU without a budget: a connection with one is made after."""
     from penstock.device.prebuild import prebuild
-    from penstock.io.parquet_device.kernels import decode_kernels
+    from penstock.io.parquet.device.kernels import decode_kernels
 
     kernels, seconds = prebuild(backend, decode_kernels())
     return kernels, seconds, warm_up("gpu") if backend.name != "cpu" else 0.0

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from penstock.bench.first_run import fresh_first_run
 from penstock.codegen.fixed_kernels import installation_kernels
-from penstock.io.parquet_device.kernels import decode_kernels
+from penstock.io.parquet.device.kernels import decode_kernels
 
 
 def installation_names() -> set[str]:

@@ -23,8 +23,8 @@ class ScanRate:
 
 def parquet_scan_rate(backend: Any, path: Path, repeat: int = 3) -> ScanRate:
     from penstock.io.device_batch import batch_from_arrow
-    from penstock.io.parquet import ParquetTable
-    from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
+    from penstock.io.parquet.reader import ParquetTable
+    from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
     from penstock.plan.types import from_arrow
 
     table = ParquetTable([path])

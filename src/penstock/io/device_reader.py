@@ -29,7 +29,7 @@ import pyarrow.ipc as ipc
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, numpy_dtype
-from penstock.io.ipc_metadata import map_for_metadata, record_batches
+from penstock.io.arrow.metadata import map_for_metadata, record_batches
 from penstock.plan.types import DataType, Kind
 
 ALIGN = 4096
@@ -37,7 +37,7 @@ ALIGN = 4096
 # PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine
 CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "4")) * (1 << 20)) // ALIGN * ALIGN
 IO_THREADS = int(os.environ.get("PENSTOCK_IO_THREADS", "16"))
-META_THREADS = 16  # threads reading record batches' metadata ahead (io/ipc_metadata.py)
+META_THREADS = 16  # threads reading record batches' metadata ahead (io/arrow/metadata.py)
 DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
 

@@ -80,15 +80,15 @@ def open_table(location: str | os.PathLike[str], format: str | None = None,
     if fmt in ("feather", "ipc"):
         fmt = "arrow"
     if fmt == "parquet":
-        from penstock.io.parquet import ParquetTable
+        from penstock.io.parquet.reader import ParquetTable
 
         return ParquetTable(files)
     if fmt == "arrow":
-        from penstock.io.arrow_ipc import ArrowTable
+        from penstock.io.arrow.reader import ArrowTable
 
         return ArrowTable(files)
     if fmt == "csv":
-        from penstock.io.csv import CsvTable
+        from penstock.io.csv.reader import CsvTable
 
         return CsvTable(files, schema, csv)
     raise QueryError(f"unknown format {format!r}: use 'parquet', 'arrow' or 'csv'", "22023")

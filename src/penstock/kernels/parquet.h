@@ -1,7 +1,7 @@
 // parquet.h — Parquet data pages of fixed-width values decoded on the device, a page per thread
 // (parquet_text.h: text pages; parquet_block.h: the GPU's block per page).
 //
-// The host parses page headers and lays out a table of pages (io/parquet_device/pages.py):
+// The host parses page headers and lays out a table of pages (io/parquet/device/pages.py):
 // where each page's (decompressed) bytes are, how many values it holds and at which output
 // row it starts. A thread then walks one page: definition levels and dictionary indices in
 // the RLE / bit-packed hybrid encoding, PLAIN values or dictionary entries, written in the

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import penstock
 from penstock.frontend.session import quoted
-from penstock.io.csv import flag
+from penstock.io.csv.reader import flag
 from penstock.api import Connection, Result, plain_types
 from penstock.exec.result_stream import streams
 from penstock.streaming import ResultStream, finished

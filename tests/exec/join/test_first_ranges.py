@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.io.parquet import ParquetTable
+from penstock.io.parquet.reader import ParquetTable
 from penstock.io.stats import column_range
 from penstock.plan.types import from_arrow
 

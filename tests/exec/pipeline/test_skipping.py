@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.io.parquet_device import batch_decoder
+from penstock.io.parquet.device import batch_decoder
 
 ROWS = 1000
 GROUP_ROWS = 100  # ten row groups: group g holds i = 100g .. 100g + 99

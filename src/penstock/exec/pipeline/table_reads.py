@@ -1,5 +1,5 @@
 """Reading a pipeline's source table into device batches: Arrow IPC files straight to the
-device buffer by buffer, Parquet decoded by the device's kernels (io/parquet_device) or by
+device buffer by buffer, Parquet decoded by the device's kernels (io/parquet/device) or by
 pyarrow, everything else through pyarrow; metrics record the path taken and its time."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.pipeline.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.io.device_reader import ArrowDeviceReader
-from penstock.io.parquet_device.scan import ScanReport, decode_on_device, scan_on_device
+from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
 from penstock.io.prefetch import DEPTH
 from penstock.io.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
@@ -54,7 +54,7 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
 
 def read_parquet_on_device(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
                            source: TableSource) -> Iterator[Batch]:
-    """Row group by row group, decoded by the device's kernels (io/parquet_device)."""
+    """Row group by row group, decoded by the device's kernels (io/parquet/device)."""
     report = ScanReport()
     started = time.perf_counter()
     predicates = skip_predicates(source.skip_filters)

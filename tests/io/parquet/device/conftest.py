@@ -1,4 +1,4 @@
-"""Shared fixtures of the device Parquet decoder's tests (io/parquet_device/).
+"""Shared fixtures of the device Parquet decoder's tests (io/parquet/device/).
 
 `Harness` is a small harness around the decoders: it builds them the way the scan does
 (types from the file's Arrow schema), decodes every row group on the test's backend, alone
@@ -22,8 +22,8 @@ import pytest
 from penstock.device import get_backend
 from penstock.device.base import Backend
 from penstock.io.device_batch import batch_to_arrow
-from penstock.io.parquet_device.batch_decoder import BatchDecoder
-from penstock.io.parquet_device.decoder import RowGroupDecoder
+from penstock.io.parquet.device.batch_decoder import BatchDecoder
+from penstock.io.parquet.device.decoder import RowGroupDecoder
 from penstock.plan.types import from_arrow
 
 
@@ -106,7 +106,7 @@ class Harness:
                     batch_rows: int = 5000) -> list[tuple[list[int], pa.RecordBatch | None]]:
         """Runs of row groups (up to `batch_rows` rows each) through BatchDecoder; None for
         a run it declines."""
-        import penstock.io.parquet_device.batch_decoder as module
+        import penstock.io.parquet.device.batch_decoder as module
 
         decoder = self.decoder(path, names)
         batches = BatchDecoder(decoder)

@@ -1,4 +1,4 @@
-"""Page headers (io/parquet_device/thrift.py) and the page walk of a column chunk (pages.py).
+"""Page headers (io/parquet/device/thrift.py) and the page walk of a column chunk (pages.py).
 
 pyarrow does not expose page headers, so the device path parses them itself; a header read
 one byte off, or a lying header accepted, puts the kernels on the wrong bytes. The headers
@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from penstock.io.parquet_device.pages import ENCODING_NAMES, read_pages
-from penstock.io.parquet_device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, INDEX_PAGE, PageHeader, \
+from penstock.io.parquet.device.pages import ENCODING_NAMES, read_pages
+from penstock.io.parquet.device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, INDEX_PAGE, PageHeader, \
     read_page_header
 
 # ---- a small Thrift compact-protocol writer, for hand-made headers ---------------------------

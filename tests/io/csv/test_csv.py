@@ -1,4 +1,4 @@
-"""CSV options and malformed CSV (io/csv.py, io/csv_errors.py): delimiter, header, declared
+"""CSV options and malformed CSV (io/csv/reader.py, io/csv/errors.py): delimiter, header, declared
 columns on both engines; each kind of bad input is an error naming the file, line and
 column with PostgreSQL's SQLSTATE, or with skip_bad_rows a counted omission."""
 

@@ -3,7 +3,7 @@ folder. They are committed, so the tests run where these writers are not install
 machine has no package index). Regenerate after changing the frame:
 
     pip install polars fastparquet pandas
-    python tests/io/parquet_device/writers/make_files.py
+    python tests/io/parquet/device/writers/make_files.py
 
 Each file holds the same columns, in types the device decodes, with NULLs, in several row
 groups and (polars) small pages, so page boundaries fall inside runs.

@@ -23,13 +23,13 @@ import pyarrow.parquet as pq
 from penstock.device.base import Backend
 from penstock.errors import DATA_CORRUPTED, FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
-from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
+from penstock.io.parquet.device import nvcomp
+from penstock.io.parquet.device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
                                                 gather_kernel, spans_kernel, spans_serial_kernel)
-from penstock.io.parquet_device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_BOOLEAN, \
+from penstock.io.parquet.device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_BOOLEAN, \
     MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
     unsupported_reason
-from penstock.io.parquet_device.thrift import DATA_PAGE_V2
+from penstock.io.parquet.device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
 PAGE_WORDS = 12  # kernels/parquet.h's page table

@@ -28,10 +28,10 @@ from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column
 from penstock.io.device_reader import CHUNK, after_default_stream, read_ranges, upload_from_thread
-from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.decoder import PAGE_WORDS, RowGroupDecoder
-from penstock.io.parquet_device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
-from penstock.io.parquet_device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
+from penstock.io.parquet.device import nvcomp
+from penstock.io.parquet.device.decoder import PAGE_WORDS, RowGroupDecoder
+from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
+from penstock.io.parquet.device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
                                               DELTA_LENGTH_BYTE_ARRAY, DICTIONARY_ENCODINGS, data_encodings)
 from penstock.plan.types import Kind
 

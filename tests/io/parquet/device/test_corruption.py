@@ -30,7 +30,7 @@ import pytest
 
 import penstock
 from penstock.errors import FileError
-from penstock.io.parquet_device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PageHeader, read_page_header
+from penstock.io.parquet.device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PageHeader, read_page_header
 
 ROWS, GROUP = 3000, 1000
 # text columns first: see test_damage_in_a_number_column_is_not_blamed_on_a_text_column_after_it
@@ -524,8 +524,8 @@ import pyarrow.parquet as pq
 from penstock.device import get_backend
 from penstock.errors import FileError
 from penstock.io.device_batch import batch_to_arrow
-from penstock.io.parquet_device.batch_decoder import BatchDecoder
-from penstock.io.parquet_device.decoder import RowGroupDecoder
+from penstock.io.parquet.device.batch_decoder import BatchDecoder
+from penstock.io.parquet.device.decoder import RowGroupDecoder
 from penstock.plan.types import from_arrow
 
 path = Path(sys.argv[1])

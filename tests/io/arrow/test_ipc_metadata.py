@@ -1,4 +1,4 @@
-"""Record batches read ahead by several threads on a cold file (io/ipc_metadata.py) are the
+"""Record batches read ahead by several threads on a cold file (io/arrow/metadata.py) are the
 file's own, in order; from the page cache the calling thread reads them alone."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from penstock.io import ipc_metadata
-from penstock.io.arrow_ipc import ArrowTable
-from penstock.io.ipc_metadata import _task_size, map_for_metadata, record_batches
+from penstock.io.arrow import metadata as ipc_metadata
+from penstock.io.arrow.reader import ArrowTable
+from penstock.io.arrow.metadata import _task_size, map_for_metadata, record_batches
 
 SIZES = [5, 0, 17, 1, 300, 2, 64, 9, 1000, 3, 44]
 

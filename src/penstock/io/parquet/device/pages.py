@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from penstock.io.parquet_device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, INDEX_PAGE, PageHeader, \
+from penstock.io.parquet.device.thrift import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, INDEX_PAGE, PageHeader, \
     read_page_header
 
 # Parquet encodings (format/Encodings.md)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from penstock.errors import FileError
-from penstock.io.ipc_metadata import map_for_metadata, record_batches
+from penstock.io.arrow.metadata import map_for_metadata, record_batches
 from penstock.io.tables import ScanBatch, check_same_schema
 
 _MAGIC = b"ARROW1"

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from penstock.io.parquet_device.pages import read_pages
+from penstock.io.parquet.device.pages import read_pages
 from penstock.plan import types as T
 
 SUPPORTED = ["i8", "i16", "i32", "i64", "f32", "f64", "day", "ts_ms", "ts_us", "ts_ns", "dec9", "dec18", "dec12",
@@ -452,7 +452,7 @@ def test_nested_columns_are_named_nested(tmp_path: Path, cpu_harness: Any) -> No
                              "st": pa.array([{"a": 1}, None, {"a": 3}, {"a": None}]),
                              "i": pa.array([1, 2, None, 4], pa.int64())}), path)
     file = pq.ParquetFile(path)
-    from penstock.io.parquet_device.decoder import RowGroupDecoder
+    from penstock.io.parquet.device.decoder import RowGroupDecoder
 
     decoder = RowGroupDecoder(cpu_harness.backend, path, file, ["l", "st", "i"], [T.INT64, T.INT64, T.INT64])
     assert decoder.host_columns == {"l": "nested", "st": "nested"}

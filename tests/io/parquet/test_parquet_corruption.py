@@ -1,4 +1,4 @@
-"""Corrupt, truncated and lying Parquet files on the host path (io/parquet.py): FileError
+"""Corrupt, truncated and lying Parquet files on the host path (io/parquet/reader.py): FileError
 naming the file, and the row group and column where decoding failed; never a crash, a hang
 or a wrong answer. Files written with page CRCs have every data page checked."""
 
@@ -132,7 +132,7 @@ def test_row_groups_decoded_at_once_arrive_in_file_order(tmp_path: Path, monkeyp
                                                          at_once: int) -> None:
     """Several row groups decode at once (io/parquet.READ_AHEAD_GROUPS); batches still come in
     file order, a LIMIT stops early, and a damaged group in the middle is the one named."""
-    from penstock.io import parquet
+    from penstock.io.parquet import reader as parquet
 
     monkeypatch.setattr(parquet, "READ_AHEAD_GROUPS", at_once)
     path = tmp_path / "many.parquet"
@@ -158,7 +158,7 @@ def test_one_group_files_decode_at_once_and_arrive_in_order(tmp_path: Path, monk
     import threading
     import time
 
-    from penstock.io import parquet
+    from penstock.io.parquet import reader as parquet
 
     monkeypatch.setattr(parquet, "READ_AHEAD_GROUPS", 3)
     running, most = [0], [0]

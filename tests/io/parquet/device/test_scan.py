@@ -21,7 +21,7 @@ import pytest
 
 import penstock
 from penstock import PenstockError
-from penstock.io.parquet_device import batch_decoder
+from penstock.io.parquet.device import batch_decoder
 
 ROWS, GROUP = 20_000, 2_000
 
@@ -211,7 +211,7 @@ def test_a_text_column_that_stays_dictionary_encoded(tmp_path: Path) -> None:
     pq.write_table(pa.table({"w": [words[r % 6] for r in range(6000)], "v": pa.array(range(6000), pa.int64())}), path,
                    row_group_size=1000)
     from penstock.device import get_backend
-    from penstock.io.parquet_device.decoder import RowGroupDecoder
+    from penstock.io.parquet.device.decoder import RowGroupDecoder
     from penstock.plan.types import STRING, INT64
 
     decoder = RowGroupDecoder(get_backend("cpu"), path, pq.ParquetFile(path), ["w", "v"], [STRING, INT64])

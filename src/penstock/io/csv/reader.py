@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from penstock.errors import FileError
-from penstock.io.csv_errors import bad_value, check_quotes, first_bad_utf8, parse_error
+from penstock.io.csv.errors import bad_value, check_quotes, first_bad_utf8, parse_error
 from penstock.io.tables import ScanBatch
 
 BLOCK_SIZE = 16 << 20

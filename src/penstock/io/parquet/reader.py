@@ -47,7 +47,7 @@ class ParquetTable:
         self._rows = sum(f.metadata.num_rows for f in opened)
         self._metadata = [f.metadata for f in opened]
         self._ranges: dict[tuple[str, DataType], tuple[int, int] | None] = {}
-        self.page_cache: Any = None  # parquet_device.pages.PageCache: the device decoder's parsed page headers
+        self.page_cache: Any = None  # parquet/device/pages.PageCache: the device decoder's parsed page headers
 
     def num_rows(self) -> int | None:
         return self._rows

@@ -16,12 +16,12 @@ from typing import Any, Iterator
 
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
-from penstock.io.parquet import ParquetTable, open_parquet, refuted_groups
+from penstock.io.parquet.reader import ParquetTable, open_parquet, refuted_groups
 from penstock.io.read_path import choose as choose_read_path
-from penstock.io.parquet_device import nvcomp
-from penstock.io.parquet_device.batch_decoder import BatchDecoder, StoredRun
-from penstock.io.parquet_device.decoder import RowGroupDecoder
-from penstock.io.parquet_device.pages import PageCache
+from penstock.io.parquet.device import nvcomp
+from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
+from penstock.io.parquet.device.decoder import RowGroupDecoder
+from penstock.io.parquet.device.pages import PageCache
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 

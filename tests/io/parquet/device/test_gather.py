@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from penstock.device import get_backend
-from penstock.io.parquet_device.kernels import gather_kernel
+from penstock.io.parquet.device.kernels import gather_kernel
 
 GUARD = 64
 
