@@ -339,11 +339,13 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
     ceiling = ceilings.host_to_device_gbps(backend, path)
     print(f"page cache -> device (threaded): {ceiling:8.1f} GB/s")
     if path.suffix == ".parquet":  # the engine's own scan of it, against that ceiling
-        from penstock.bench.scan_rate import parquet_scan_rate
+        from penstock.bench.scan_rate import parquet_scan_rate, pyarrow_read_rate
 
         rate = parquet_scan_rate(backend, path)
         print(f"Parquet scan, all {len(rate.columns)} columns:  {rate.gbps:8.1f} GB/s of file bytes "
               f"({100 * rate.gbps / ceiling:.0f}% of the page cache ceiling; {rate.read_path})")
+        print(f"pyarrow read_table, all cores:   {pyarrow_read_rate(path, rate.columns):8.1f} GB/s of file bytes "
+              "(to host memory: the bar for the host reader)")
     ceilings.drop_page_cache([path])
     print(f"O_DIRECT read from the drive:    {ceilings.direct_read_gbps(path, backend):8.1f} GB/s")
     return 0

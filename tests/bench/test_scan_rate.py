@@ -36,3 +36,5 @@ def test_bench_io_reports_the_scan_against_the_ceiling(tmp_path: Path, capsys: p
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("Parquet scan"))
     assert "all 3 columns" in line and "% of the page cache ceiling" in line
+    bar = next(line for line in out.splitlines() if line.startswith("pyarrow read_table"))
+    assert float(bar.split(":")[1].split()[0]) > 0

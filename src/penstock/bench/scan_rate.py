@@ -1,7 +1,9 @@
 """A Parquet file's scan rate, for `penstock bench io`: every column the engine reads from
 it, decoded into the backend's columns the way a query's scan decodes them (the device's
-decoder on a GPU, pyarrow on the CPU backend), in file bytes per second, so it compares
-with the page-cache-to-device ceiling measured beside it."""
+decoder on a GPU, the host reader on the CPU backend), in file bytes per second, so it
+compares with the page-cache-to-device ceiling measured beside it; and pyarrow's own
+multithreaded reader over the same columns (`pyarrow_read_rate`), the bar for the host
+reader (io/parquet/reader.py)."""
 
 from __future__ import annotations
 
@@ -54,3 +56,15 @@ def parquet_scan_rate(backend: Any, path: Path, repeat: int = 3) -> ScanRate:
         backend.synchronize()
         best = min(best, time.perf_counter() - started)
     return ScanRate(path.stat().st_size / best / 1e9, best, names, read_path)
+
+
+def pyarrow_read_rate(path: Path, columns: list[str], repeat: int = 3) -> float:
+    """`pq.read_table` of `columns` on all cores, in file bytes per second, best of `repeat`."""
+    import pyarrow.parquet as pq
+
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        pq.read_table(path, columns=columns, use_threads=True)
+        best = min(best, time.perf_counter() - started)
+    return path.stat().st_size / best / 1e9
