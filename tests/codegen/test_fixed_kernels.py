@@ -57,7 +57,7 @@ def test_pipeline_without_operators_keeps_row_order() -> None:
     """A pipeline that neither filters nor probes writes input row i to output row i, counted
     from the first row of the launch's span (a sorted buffer stays sorted); one that filters
     claims positions."""
-    from penstock.codegen.pipeline_gen import generate_pipeline
+    from penstock.codegen.pipeline.generator import generate_pipeline
     from penstock.plan.expr import Call, ColumnRef, Literal
     from penstock.plan.physical import BufferSource, FilterOp, MaterializeSink, Pipeline
     from penstock.plan.types import BOOL, INT64

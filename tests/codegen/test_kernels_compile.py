@@ -15,7 +15,7 @@ import penstock
 from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.kernel import Kernel
-from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.codegen.pipeline.generator import generate_pipeline
 from penstock.device.gpu.nvrtc import nvrtc_compile
 from penstock.plan.physical import AggregateSink, BuildHashTable, PhysicalPlan, RunPipeline
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from penstock.codegen.kernel import Constant, ConstantText
-from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.codegen.pipeline.generator import generate_pipeline
 
 
 def ids(result: Any) -> list[int]:

@@ -18,7 +18,7 @@ from penstock.codegen.expr.logic import equality
 from penstock.codegen.interpret.builds import build_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kernel, Mode, ParamTable,
                                      RowCount, RowOffset, kernel_source)
-from penstock.codegen.row import load_input
+from penstock.codegen.pipeline.row import load_input
 from penstock.plan.direct_builds import ranged_key_type
 from penstock.plan.expr import BuildColumn, ColumnRef
 from penstock.plan.physical import BuildHashTable

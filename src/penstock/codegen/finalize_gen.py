@@ -15,8 +15,8 @@ from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.codegen.interpret.kernels import finalize_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, Kernel, Mode, ParamTable, RowCount,
                                      RowOffset, kernel_source)
-from penstock.codegen.sink_aggregate import AggregateSinkGen
-from penstock.codegen.sink_materialize import write_row
+from penstock.codegen.pipeline.sink_aggregate import AggregateSinkGen
+from penstock.codegen.pipeline.sink_materialize import write_row
 from penstock.errors import Unsupported
 from penstock.plan.expr import BuildColumn, ColumnRef
 from penstock.plan.physical import AggregateSink

@@ -12,7 +12,7 @@ from penstock.codegen.build_gen import generate_build
 from penstock.codegen.finalize_gen import generate_finalize
 from penstock.codegen.fixed_kernels import array_kernels, gather_text, rehash, text_to_arrow
 from penstock.codegen.kernel import Kernel
-from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.codegen.pipeline.generator import generate_pipeline
 from penstock.device.base import Backend
 from penstock.device.kernel_spec import CompiledKernel
 from penstock.device.tiers import tiered_for

@@ -185,7 +185,7 @@ XPU_FN bool key_equals(const uint64_t* s, int32_t kind, int128_t v) {
   return kind == K_WIDE ? read_i128(s) == v : s[0] == key_word(kind, v);
 }
 
-// a measure state's starting words (codegen/sink_aggregate.py: initial_words)
+// a measure state's starting words (codegen/pipeline/sink_aggregate.py: initial_words)
 XPU_FN void init_state(uint64_t* s, int32_t kind, bool is_min) {
   if (kind == M_MINMAX_WIDE) {  // the largest or smallest 128-bit value, low word first
     const int128_t v = is_min ? i128_max() : i128_min();

@@ -2,7 +2,7 @@
 //
 // Selective first steps leave most lanes idle in what follows; staged kernels queue the rows
 // that pass the first step in block-local memory and run the rest of the pipeline over full
-// queues instead (codegen/pipeline_stages.py). On the GPU each thread takes several rows of a
+// queues instead (codegen/pipeline/stages.py). On the GPU each thread takes several rows of a
 // tile (unrolled), the first step's columns are loaded a tile ahead into registers
 // (TileValues), and the rows that pass are queued with one atomic per warp (queue_passed):
 // nothing the compiler cannot move across sits between one row's loads and the next's, so a

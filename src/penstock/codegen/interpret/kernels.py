@@ -1,6 +1,6 @@
 """Pipelines and aggregate finalisations -> interpreter programs (kernels/interpret.h).
 
-A program does what codegen/pipeline_gen.py's or finalize_gen.py's kernel does, through the
+A program does what codegen/pipeline/generator.py's or finalize_gen.py's kernel does, through the
 kernel's own parameters: the same counters (EXPLAIN ANALYZE), the same hash-table slots
 (codegen/agg_layout.py) and the same output rows, so the executor cannot tell them apart and
 the optimised build can take over between two launches. What the interpreter covers: scans
@@ -58,7 +58,7 @@ def finalize_program(sink: AggregateSink, params: ParamTable) -> bytes | None:
 
 
 class PipelineProgram:
-    """pipeline_gen.PipelineGen's operators, as instructions: filters and probes nest, and a
+    """codegen/pipeline/generator.PipelineGen's operators, as instructions: filters and probes nest, and a
     row (or row combination) a filter or probe drops goes to `reject`, the innermost probe's
     next match, or ends (None)."""
 
@@ -203,7 +203,7 @@ def _measure_table(p: Program, layout: AggLayout, regs: list[int]) -> None:
 
 def _aggregate_row(p: Program, exprs: ExprProgram, sink: AggregateSink, reject: Label | None,
                    shared: list[Reg] | None) -> list[Reg]:
-    """codegen/sink_aggregate.py's row: keys, then arguments, then the group's states.
+    """codegen/pipeline/sink_aggregate.py's row: keys, then arguments, then the group's states.
     `shared`: the registers the tables name, once a first place has set them (else None);
     returns them."""
     layout = layout_of(sink)

@@ -1,4 +1,4 @@
-"""Join probes as interpreter instructions: pipeline_gen.PipelineGen.probe, semi_anti, match,
+"""Join probes as interpreter instructions: pipeline/generator.PipelineGen.probe, semi_anti, match,
 partition_filter and probe_start, for inner, semi and anti joins on equality keys.
 
 An inner probe is a loop: start a walk over the build rows whose hash matches, and for each
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def direct_key(t: DataType) -> bool:
-    """pipeline_gen.direct_key: keys a direct map can serve."""
+    """pipeline/generator.direct_key: keys a direct map can serve."""
     return not t.is_wide_decimal and (t.is_integer or t.kind in (Kind.DATE, Kind.DECIMAL, Kind.TIMESTAMP))
 
 

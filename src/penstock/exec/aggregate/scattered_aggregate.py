@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from penstock.codegen.agg_layout import layout_of
 from penstock.codegen.finalize_gen import generate_finalize
-from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.codegen.pipeline.generator import generate_pipeline
 from penstock.exec.aggregate.aggregate_state import entries_within, next_pow2
 from penstock.exec.join.in_table_builds import cached_columns
 from penstock.exec.kernels import compile_kernel

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.codegen.pipeline.generator import generate_pipeline
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.spill.scatter import Scatter

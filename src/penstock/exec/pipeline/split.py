@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from penstock.codegen.finalize_gen import generate_finalize
-from penstock.codegen.pipeline_gen import generate_pipeline
+from penstock.codegen.pipeline.generator import generate_pipeline
 from penstock.exec.aggregate.scattered_aggregate import column_nullable
 from penstock.exec.join.grace_join import GraceJoin
 from penstock.exec.join.partitioned_join import PartitionedJoin

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 
 from penstock.codegen.cpp_types import STORAGE
 from penstock.codegen.kernel import CodeWriter
-from penstock.codegen.row import ColumnParams
+from penstock.codegen.pipeline.row import ColumnParams
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr, walk
 from penstock.plan.physical import FilterOp, Operator, ProbeOp
 from penstock.plan.rel import JoinKind
 from penstock.plan.types import Kind
 
 if TYPE_CHECKING:
-    from penstock.codegen.pipeline_gen import PipelineGen
+    from penstock.codegen.pipeline.generator import PipelineGen
 
 
 def scan_only(e: Expr) -> bool:

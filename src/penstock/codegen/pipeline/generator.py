@@ -17,10 +17,10 @@ from penstock.codegen.expr.logic import equality
 from penstock.codegen.interpret.kernels import pipeline_program
 from penstock.codegen.kernel import (BuildPart, CodeWriter, Counters, ErrorFlag, JoinTablePart, Kernel,
                                      ParamTable, RowCount, RowOffset, SinkPart, kernel_source)
-from penstock.codegen.pipeline_stages import pass_row, staged_body
-from penstock.codegen.row import ColumnParams, load_build, load_input, load_key_text
-from penstock.codegen.sink_aggregate import AggregateSinkGen
-from penstock.codegen.sink_materialize import enter_direct, write_row
+from penstock.codegen.pipeline.stages import pass_row, staged_body
+from penstock.codegen.pipeline.row import ColumnParams, load_build, load_input, load_key_text
+from penstock.codegen.pipeline.sink_aggregate import AggregateSinkGen
+from penstock.codegen.pipeline.sink_materialize import enter_direct, write_row
 from penstock.codegen.top_k_gen import record_word, skip_past_bound
 from penstock.plan.expr import BuildColumn, ColumnRef, Expr, conjuncts
 from penstock.plan.physical import (AggregateSink, FilterOp, MaterializeSink, Pipeline, ProbeOp, TopKBound,
@@ -48,7 +48,7 @@ class PipelineGen:
         self.agg: AggregateSinkGen | None = None
         self.reject = ["continue"]  # what drops the current row combination, by nesting level
         self.stage_boundary = False
-        # stage A's columns held in xpu::TileValues, by column index (pipeline_stages.py)
+        # stage A's columns held in xpu::TileValues, by column index (stages.py)
         self.tile_values: dict[int, str] = {}
 
     # RowContext
