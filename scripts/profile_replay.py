@@ -1,4 +1,4 @@
-"""Where a replayed query's time goes beyond its device work (exec/steady_runs.py).
+"""Where a replayed query's time goes beyond its device work (exec/steady/runs.py).
 
 Times each part of a replayed run with perf_counter (the check of the cached columns, the
 graph launch, the wait for the device, the checks of what came back, the host steps), then
@@ -20,7 +20,8 @@ from typing import Any
 import penstock
 from penstock.datagen import register_ssb
 from penstock.datagen.ssb_queries import SSB_QUERIES
-from penstock.exec import deferred, executor, steady_runs
+from penstock.exec import executor
+from penstock.exec.steady import deferred, runs as steady_runs
 from penstock.exec.pipeline import materialize_state
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)

@@ -56,7 +56,7 @@ class CompiledPlan:
     host_buffers: set[int] = field(default_factory=set)  # buffers that may stay on the host
     small_sorts: dict[int, SmallSort] = field(default_factory=dict)  # pipeline -> its result's sort
     repeated: dict[int, RepeatedBuild] = field(default_factory=dict)  # pipeline -> (exec/join/repeated_builds.py)
-    replay: Any = None  # exec.steady_runs.Replay: the last steady run's CUDA graph
+    replay: Any = None  # exec/steady/runs.Replay: the last steady run's CUDA graph
     unsteady: str | None = None  # why a steady run of the plan had to stop (it is not tried again)
 
 

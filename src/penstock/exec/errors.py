@@ -53,7 +53,7 @@ class TableTooLarge(QueryError):
 class DeviceOutOfMemory(QueryError):
     """An allocation the device (or the memory cap) refused during a step: 53200, naming
     the step. Unlike a table too large for any budget, a smaller budget may help: the
-    executor runs the plan again planning with half of it (exec/smaller_budgets.py)."""
+    executor runs the plan again planning with half of it (exec/memory/smaller_budgets.py)."""
 
     def __init__(self, message: str, step: str):
         super().__init__(message, OUT_OF_MEMORY)

@@ -26,11 +26,11 @@ from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics
 from penstock.exec.pipeline.runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.pipeline.split import run_split, split_point
-from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
+from penstock.exec.memory.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
 from penstock.exec.order.sort_step import run_sort
-from penstock.exec.smaller_budgets import run_shrinking, shrink_note
+from penstock.exec.memory.smaller_budgets import run_shrinking, shrink_note
 from penstock.exec.spill.off_device import OffDeviceStore
-from penstock.exec.steady_runs import run_steady, unsteady
+from penstock.exec.steady.runs import run_steady, unsteady
 from penstock.exec.pipeline.streamed_input import run_streamed, streamed_consumer
 from penstock.io.column_cache import table_key
 from penstock.io.device_batch import Batch
@@ -96,7 +96,7 @@ class Executor:
     def run_once(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None],
                  limit: int | None, params: dict[int, Any] | None = None) -> pa.Table:
         """Replay the plan's CUDA graph, or run it steadily, or step by step (the first that
-        can; exec/steady_runs.py)."""
+        can; exec/steady/runs.py)."""
         if compiled.replay is not None:
             table = compiled.replay.replay(self, compiled, metrics, check)
             if table is not None:
@@ -110,7 +110,7 @@ class Executor:
         return self.run_steps(compiled, metrics, check, limit, params=params)
 
     def keep_replay(self, compiled: CompiledPlan, replay: Any) -> None:
-        """Keep a plan's CUDA graph (exec/steady_runs.py) while the graphs kept fit a budget
+        """Keep a plan's CUDA graph (exec/steady/runs.py) while the graphs kept fit a budget
         of device memory (REPLAY_BYTES, at most an eighth of a memory cap); the graphs kept
         longest are dropped first. Graphs hold their maps, tables and outputs."""
         budget = REPLAY_BYTES if self.memory_limit is None else min(REPLAY_BYTES, self.memory_limit // 8)
@@ -138,7 +138,7 @@ class Executor:
                   limit: int | None, emit: Callable[[Batch], None] | None = None, halvings: int = 0,
                   params: dict[int, Any] | None = None) -> pa.Table:
         """The plan's steps in order, planning with the working memory halved `halvings`
-        times (exec/smaller_budgets.py)."""
+        times (exec/memory/smaller_budgets.py)."""
         store = BufferStore(compiled.plan.buffer_types, self.backend,
                             OffDeviceStore(self.host_memory_limit or self.backend.default_host_budget(), self.spill_dir))
         if emit is not None:
@@ -224,7 +224,7 @@ class Executor:
         device's default budget, Backend.default_budget) less what the column cache holds
         under it (its columns live in the same pool), at least a quarter of the cap (a cache
         past three quarters is the user's choice; tables then split further); halved
-        `halvings` times after runs that ran out (exec/smaller_budgets.py)."""
+        `halvings` times after runs that ran out (exec/memory/smaller_budgets.py)."""
         budget = limit if limit is not None else self.backend.default_budget()
         if self.column_cache is not None:
             budget = max(budget - self.column_cache.bytes_used, budget // 4)

@@ -115,10 +115,10 @@ class QueryMetrics:
     compile_seconds: float = 0.0
     execute_seconds: float = 0.0
     plan_cache_hit: bool = False
-    # how the device work ran when not step by step (exec/steady_runs.py)
+    # how the device work ran when not step by step (exec/steady/runs.py)
     device_run: str = ""
     wait_seconds: float = 0.0  # a steady run's wait for its device work and its one read-back
-    # runs that ran out of device memory and ran again with half the budget (exec/smaller_budgets.py)
+    # runs that ran out of device memory and ran again with half the budget (exec/memory/smaller_budgets.py)
     memory_notes: list[str] = field(default_factory=list)
 
     def restart(self) -> None:

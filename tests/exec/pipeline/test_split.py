@@ -66,7 +66,7 @@ QUERIES = [
 def test_two_joins_too_large_for_memory_in_one_pipeline_match_duckdb(engines: Any, sql: str, device: str) -> None:
     """On the GPU the three joins under 48 MiB ran out beside the third dimension's table
     and the fact table's batches: the run goes again planning with half the budget
-    (exec/smaller_budgets.py)."""
+    (exec/memory/smaller_budgets.py)."""
     db, con = engines
     got = db.sql(sql).to_arrow().to_pylist()
     assert got == con.sql(sql).to_arrow_table().to_pylist()

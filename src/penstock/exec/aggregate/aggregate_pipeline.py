@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from penstock.codegen.agg_layout import layout_of
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.buffers import buffer_to_arrow
-from penstock.exec.deferred import AggregateFinish, Deferred, NotSteady
+from penstock.exec.steady.deferred import AggregateFinish, Deferred, NotSteady
 from penstock.exec.errors import ERR_TABLE_FULL, RunAgain, TableTooLarge, kernel_error
 from penstock.exec.pipeline.materialize_state import MaterializeState
 from penstock.exec.order.small_sorts import SmallSort

@@ -13,7 +13,7 @@ duplicate or a key outside the range (statistics that lie) marks the fill failed
 build step runs as before, so the answer never depends on the statistics; a build side past its share of the memory
 budget is built as a grace join, as without statistics. Such a range is
 kept apart (CompiledPlan.seeded_ranges) until a run confirms it: a first run does not keep
-the build side in its cached table on it, nor run steadily on it (exec/steady_runs.py),
+the build side in its cached table on it, nor run steadily on it (exec/steady/runs.py),
 because a failed fill there costs a whole run again.
 """
 

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from penstock.device.base import Backend
-from penstock.exec.deferred import NotSteady
+from penstock.exec.steady.deferred import NotSteady
 from penstock.exec.errors import TableTooLarge
 from penstock.exec.join.join_state import MAX_DIRECT_ROWS, JoinState
 from penstock.exec.metrics import StepMetrics

@@ -17,7 +17,7 @@ from penstock.exec.aggregate.aggregate_pipeline import AggregateRunning
 from penstock.exec.aggregate.aggregate_state import AggregateState
 from penstock.exec.pipeline.binder import BindContext, compile_binding
 from penstock.exec.buffers import OUTPUT_SHARE, BufferStore, arrow_to_batch, concat
-from penstock.exec.deferred import Deferred, NotSteady
+from penstock.exec.steady.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
 from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.pipeline.materialize_state import DirectFill, MaterializeState
@@ -67,7 +67,7 @@ class PipelineContext:
     pending_fills: list[PendingFill] = field(default_factory=list)
     host_buffers: set[int] = field(default_factory=set)  # buffers only host steps read
     small_sorts: dict[int, SmallSort] = field(default_factory=dict)  # pipeline -> its result's sort
-    # a steady run (exec/steady_runs.py) defers every read-back to its end: what to read
+    # a steady run (exec/steady/runs.py) defers every read-back to its end: what to read
     # and check then; None: launches are read back as they go
     deferred: list[Deferred] | None = None
     # (table, column names, columns) of every read the column cache served
@@ -346,7 +346,7 @@ class PipelineRunner(AggregateRunning):
         joins' build rows and tables, kept buffers and the column cache leave), so what is
         held before the reading leaves it less room instead of being run out beside. What
         is still not admitted, a run that runs out of it runs again with half the budget
-        (exec/smaller_budgets.py)."""
+        (exec/memory/smaller_budgets.py)."""
         budget = self.ctx.memory_limit
         if budget is None:
             return {}

@@ -30,7 +30,7 @@ from penstock.exec.join.partitioned_join import PartitionedJoin
 from penstock.exec.metrics import StepMetrics
 from penstock.exec.order import streamed_top_k
 from penstock.exec.order.streamed_top_k import StreamedTopK
-from penstock.exec.out_of_memory import dump_if_asked, out_of_memory_message, step_name
+from penstock.exec.memory.out_of_memory import dump_if_asked, out_of_memory_message, step_name
 from penstock.exec.pipeline.split import split_point
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import (AggregateSink, BufferSource, ProbeOp, RunPipeline, SortBuffer, Step,

@@ -1,4 +1,4 @@
-"""Steady runs (exec/steady_runs.py): a repeated query over cached tables queues its device
+"""Steady runs (exec/steady/runs.py): a repeated query over cached tables queues its device
 work and reads back once; on the GPU its work is captured as a CUDA graph and replayed.
 These tests check which way each run went, that every answer equals DuckDB's, that a
 replay notices when the column cache no longer holds its columns or the data changed, that
@@ -17,7 +17,7 @@ import pytest
 
 import penstock
 from penstock.exec.executor import Executor
-from penstock.exec.steady_runs import unsteady
+from penstock.exec.steady.runs import unsteady
 
 STAR = ("SELECT d.label, count(*) AS n, sum(f.v) AS s FROM f JOIN d ON f.k = d.k "
         "WHERE d.w < 60 GROUP BY d.label ORDER BY d.label")
@@ -298,7 +298,7 @@ def test_running_out_of_memory_with_graphs_kept_drops_them_and_runs_again(monkey
     assert halvings == [0]  # as planned: dropping the graphs was enough
     calls.clear()
     halvings.clear()
-    # with nothing left to drop, it runs again planning with half the budget (exec/smaller_budgets.py)
+    # with nothing left to drop, it runs again planning with half the budget (exec/memory/smaller_budgets.py)
     assert run(db, STAR)[0] == want
     assert halvings == [1]
 

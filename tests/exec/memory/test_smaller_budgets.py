@@ -1,4 +1,4 @@
-"""exec/smaller_budgets.py: a run that runs out of device memory runs again planning with half
+"""exec/memory/smaller_budgets.py: a run that runs out of device memory runs again planning with half
 the budget, up to SHRINKS times; EXPLAIN ANALYZE says so; past that the 53200 stands and
 names the step; a stream that handed out rows is not run again. The device running out is
 simulated: any pipeline step planning with more than a given budget raises MemoryError,
@@ -17,7 +17,7 @@ import pytest
 
 import penstock
 from penstock.errors import OUT_OF_MEMORY, QueryError
-from penstock.exec import smaller_budgets
+from penstock.exec.memory import smaller_budgets
 from penstock.exec.executor import Executor
 from penstock.plan.physical import RunPipeline
 

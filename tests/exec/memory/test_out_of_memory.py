@@ -1,4 +1,4 @@
-"""The out-of-memory dump (exec/out_of_memory.py) lists live device allocations largest first,
+"""The out-of-memory dump (exec/memory/out_of_memory.py) lists live device allocations largest first,
 each once however many arrays view it, with what holds it; it never raises."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from penstock.exec import out_of_memory as memory_dump
+from penstock.exec.memory import out_of_memory as memory_dump
 
 
 class FakeArray:

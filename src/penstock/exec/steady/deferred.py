@@ -1,6 +1,6 @@
 """Device work whose results are read back later, with the rest of a steady run's.
 
-A steady run (exec/steady_runs.py) queues every launch of a repeated query without waiting
+A steady run (exec/steady/runs.py) queues every launch of a repeated query without waiting
 for any, and reads everything back once at the end. What a launch would have checked right
 after it (its error word, its counters, the groups it found) waits in a `Deferred`: the
 arrays to read back and the object that checks and uses them once they are on the host.

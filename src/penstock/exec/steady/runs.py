@@ -5,7 +5,7 @@ Once a plan's first run has taught it the key ranges of its joins and the sizes 
 aggregations (CompiledPlan.direct_ranges, agg_sizes), a later run over tables held in the
 column cache need read nothing back before its end: dimensions stay in their cached tables
 (exec/join/in_table_builds.py), and aggregations trust their sizes and finalise into output with
-room for every group their tables can hold (exec/deferred.py). Such a run queues all its
+room for every group their tables can hold (exec/steady/deferred.py). Such a run queues all its
 launches, reads everything back in one transfer, then checks what came back and runs the
 host steps (sort, limit).
 
@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from penstock.errors import QueryError
 from penstock.exec.buffers import BufferStore
-from penstock.exec.deferred import Deferred, NotSteady
+from penstock.exec.steady.deferred import Deferred, NotSteady
 from penstock.exec.join.in_table_builds import PendingFill, settle, statuses
 from penstock.exec.metrics import PipelineMetrics, QueryMetrics, StepMetrics, copied
 from penstock.io.column_cache import table_key
