@@ -239,13 +239,17 @@ def rows_equal(ra: tuple[Any, ...], re_: tuple[Any, ...], rules: list[ColumnRule
 
 
 def sort_key(row: tuple[Any, ...], rules: list[ColumnRule]) -> tuple[Any, ...]:
-    """Total order for multiset comparison; floats are rounded so near-equal values tie."""
+    """Total order for multiset comparison; floats are rounded so near-equal values tie: to 8
+    significant digits, and first to the decimal side's scale when a float meets a decimal
+    (a decimal(30, 8) quotient of 0 against the float 7.6e-24 sorted apart from its row)."""
     key: list[Any] = []
     for v, r in zip(row, rules):
         if v is None:
             key.append((0, 0))
         elif r.kind == "float":
             f = float(v)
+            if r.abs > ABS_TOL and math.isfinite(f):
+                f = round(f / r.abs) * r.abs + 0.0  # (+ 0.0: -0.0 as 0.0)
             key.append((1, 0.0) if math.isnan(f) else (2, float(f"{f:.8e}")))
         elif r.kind in ("exact", "str", "bool", "instant", "tod", "interval", "bytes"):
             key.append((2, v))
