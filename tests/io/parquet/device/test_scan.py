@@ -253,3 +253,45 @@ def test_every_decoded_type_end_to_end(tmp_path: Path, same_column: Any) -> None
     for name in written.column_names:
         same_column(device.column(name).combine_chunks(), written.column(name), f"device {name}")
         same_column(host.column(name).combine_chunks(), written.column(name), f"host {name}")
+
+
+def test_runs_read_ahead_across_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of one-group files reads its next files' runs while decoding this one (the
+    read-ahead reached no further than the file it was in), and answers as pyarrow's path
+    and DuckDB do; a filter refuting some files' groups skips them on the way."""
+    import threading
+    import time
+
+    from penstock.io.parquet.device import scan
+
+    monkeypatch.setattr(scan, "READ_AHEAD", 3)
+    running, most = [0], [0]
+    lock = threading.Lock()
+    real = batch_decoder.BatchDecoder.read
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(batch_decoder.BatchDecoder, "read", counted)
+    whole = table()
+    for k in range(8):
+        pq.write_table(whole.slice(k * 2_500, 2_500), tmp_path / f"part-{k}.parquet", compression="snappy")
+    sql = "SELECT count(*) AS n, sum(k) AS s, count(g) AS gs, min(day) AS d FROM t WHERE k >= 4000"
+    answers = {}
+    for mode in ("device", "host"):
+        db = penstock.connect(device="cpu", parquet_decode=mode, strict=True)
+        db.register("t", tmp_path)
+        answers[mode] = db.sql(sql).to_arrow().to_pylist()
+    con = duckdb.connect()
+    con.register("t", whole)
+    n, s, gs, d = con.sql(sql).fetchall()[0]
+    assert answers["device"] == answers["host"] == [{"n": n, "s": s, "gs": gs, "d": d}]
+    assert most[0] > 1  # runs of different files read at once

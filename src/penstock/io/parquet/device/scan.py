@@ -61,11 +61,64 @@ class ScanReport:
         return text
 
 
+@dataclass
+class FileScan:
+    """One file of a scan, planned: its refuted row groups, its runs and how they are read."""
+    meta: Any
+    refuted: set[int]
+    decoder: RowGroupDecoder
+    batches: BatchDecoder
+    runs: list[list[int]]
+    to_device: bool
+    direct: bool
+
+
+class FilePlans:
+    """The scan's files planned on demand, once each, in order: the runs read ahead reach
+    into the next files before the scan does. A file the scan is done with is let go (its
+    handle closed with it: a table of thousands of files holds a few open at a time)."""
+
+    def __init__(self, table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
+                 predicates: list[ColumnPredicate] | None, report: ScanReport, memory_limit: int | None,
+                 io: str):
+        self.table, self.backend, self.names, self.types = table, backend, names, types
+        self.predicates, self.report, self.memory_limit, self.io = predicates, report, memory_limit, io
+        self.device_decompression = READ_TO_DEVICE and nvcomp.on_device(backend)
+        self.planned: dict[int, FileScan] = {}
+        self.next = 0  # the next file to plan
+
+    def file(self, k: int) -> FileScan:
+        while self.next <= k:
+            self.planned[self.next] = self._plan(self.table.files[self.next])
+            self.next += 1
+        return self.planned[k]
+
+    def release(self, k: int) -> None:
+        self.planned.pop(k, None)
+
+    def _plan(self, path: Any) -> FileScan:
+        file = open_parquet(path)
+        meta = file.metadata
+        refuted = refuted_groups(meta, self.names, self.predicates, self.types)
+        decoder = RowGroupDecoder(self.backend, path, file, self.names, self.types, page_cache_of(self.table))
+        batches = BatchDecoder(decoder)
+        runs = batches.plan([g for g in range(meta.num_row_groups) if g not in refuted], self.memory_limit)
+        largest = max((batches.stored_bytes(run) for run in runs), default=0)
+        limit = self.memory_limit
+        to_device = self.device_decompression and (limit is None or READ_AHEAD * largest <= limit // 8)
+        direct = to_device and self.io == "direct" and choose_read_path(self.backend, self.io, path)[0] == "direct"
+        self.report.reads.add("read with O_DIRECT into device memory" if direct else
+                              "read from the page cache" + (", copied ahead" if to_device else " into host memory"))
+        return FileScan(meta, refuted, decoder, batches, runs, to_device, direct)
+
+
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
                    predicates: list[ColumnPredicate] | None, report: ScanReport,
                    memory_limit: int | None = None, io: str = "auto") -> Iterator[DeviceScan]:
     """Runs of row groups decoded together (BatchDecoder), their stored bytes read ahead in
-    threads; a run BatchDecoder declines goes through RowGroupDecoder row group by row group.
+    threads, across the files' boundaries (a table of many small files read one file ahead
+    at most: its next file's first runs waited for this file's last decode); a run
+    BatchDecoder declines goes through RowGroupDecoder row group by row group.
     Under a memory limit, a row group whose decoding needs more than an eighth of it (its
     stored and decoded bytes on the device, with the columns made) is read by pyarrow, as
     batches in flight are held to an eighth elsewhere (exec/pipeline/table_reads.py).
@@ -73,46 +126,51 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     ahead to device memory (the copies overlap the decoding before them) while READ_AHEAD
     runs' stored bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
-    device_decompression = READ_TO_DEVICE and nvcomp.on_device(backend)
+    plans = FilePlans(table, backend, names, types, predicates, report, memory_limit, io)
+
+    def runs_in_order() -> Iterator[tuple[FileScan, list[int]]]:
+        for k in range(len(table.files)):
+            planned = plans.file(k)
+            for run in planned.runs:
+                yield planned, run
+
+    work = runs_in_order()
+    pending: deque[tuple[FileScan, int, Any]] = deque()
+
+    def read_ahead() -> None:
+        while len(pending) < READ_AHEAD:
+            following = next(work, None)
+            if following is None:
+                return
+            planned, run = following
+            pending.append((planned, run[0], pool.submit(planned.batches.read, run, planned.to_device, planned.direct)))
+
     try:
-        for path in table.files:
-            file = open_parquet(path)
-            meta = file.metadata
-            refuted = refuted_groups(meta, names, predicates, types)
-            decoder = RowGroupDecoder(backend, path, file, names, types, page_cache_of(table))
-            batches = BatchDecoder(decoder)
-            runs = batches.plan([g for g in range(meta.num_row_groups) if g not in refuted], memory_limit)
-            largest = max((batches.stored_bytes(run) for run in runs), default=0)
-            to_device = device_decompression and (memory_limit is None or READ_AHEAD * largest <= memory_limit // 8)
-            direct = to_device and io == "direct" and choose_read_path(backend, io, path)[0] == "direct"
-            report.reads.add("read with O_DIRECT into device memory" if direct else
-                             "read from the page cache" + (", copied ahead" if to_device else " into host memory"))
-
-            def read(run: list[int]) -> StoredRun:
-                return batches.read(run, to_device, direct)
-
-            pending = deque(pool.submit(read, run) for run in runs[:READ_AHEAD])
-            queued = iter(runs[READ_AHEAD:])
-            starts = {run[0] for run in runs}
-            for g in range(meta.num_row_groups):
-                if g in refuted:
+        read_ahead()
+        for k in range(len(table.files)):
+            f = plans.file(k)
+            starts = {run[0] for run in f.runs}
+            for g in range(f.meta.num_row_groups):
+                if g in f.refuted:
                     yield DeviceScan(None, 0, 0)
                     continue
                 if g not in starts:
                     continue  # decoded with the run it belongs to
-                stored = pending.popleft().result()
-                following = next(queued, None)
-                if following is not None:
-                    pending.append(pool.submit(read, following))
+                owner, first, future = pending.popleft()
+                assert owner is f and first == g, "runs read ahead out of order"
+                stored = future.result()
+                read_ahead()
+                batches = f.batches
                 too_big = memory_limit is not None and batches.footprint(stored.groups) > memory_limit // 8
                 batch = None if too_big else batches.decode(stored)  # a row group alone over the share
                 if batch is not None:
-                    report.host_columns.update(decoder.host_columns)
+                    report.host_columns.update(f.decoder.host_columns)
                     report.decompression.add(batches.decompression)
                     yield DeviceScan(batch, stored.rows, stored.nbytes)
                     continue
                 for group in stored.groups:
-                    yield _one_row_group(decoder, group, report, memory_limit)
+                    yield _one_row_group(f.decoder, group, report, memory_limit)
+            plans.release(k)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
