@@ -36,5 +36,23 @@ def test_bench_io_reports_the_scan_against_the_ceiling(tmp_path: Path, capsys: p
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("Parquet scan"))
     assert "all 3 columns" in line and "% of the page cache ceiling" in line
-    bar = next(line for line in out.splitlines() if line.startswith("pyarrow read_table"))
+    bar = next(line for line in out.splitlines() if line.startswith("pyarrow reader"))
     assert float(bar.split(":")[1].split()[0]) > 0
+
+
+def test_bench_io_scans_a_directory_of_parquet_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dataset of many files: the scan covers every file's bytes; the ceilings read the largest."""
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    whole = pq.read_table(write_file(tmp_path / "t.parquet"))
+    for k in range(4):
+        pq.write_table(whole.slice(k * 50_000, 50_000).drop_columns(["nested"]), folder / f"part-{k}.parquet")
+    rate = parquet_scan_rate(get_backend("cpu", None), sorted(folder.glob("*.parquet")), repeat=1)
+    assert rate.columns == ["k", "x", "s"] and rate.gbps > 0
+    assert main(["bench", "io", "--file", str(folder), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith("Parquet scan of 4 files, all 3 columns") for line in out.splitlines())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["bench", "io", "--file", str(empty), "--device", "cpu"]) != 0
+    assert "without Parquet files" in capsys.readouterr().err

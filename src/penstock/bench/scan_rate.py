@@ -23,13 +23,16 @@ class ScanRate:
     read_path: str  # as EXPLAIN says it
 
 
-def parquet_scan_rate(backend: Any, path: Path, repeat: int = 3) -> ScanRate:
+def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3) -> ScanRate:
+    """The engine's scan of every column it reads from `files` (one Parquet file, or the
+    files of one dataset), best of `repeat`, in their bytes per second."""
     from penstock.io.device_batch import batch_from_arrow
     from penstock.io.parquet.reader import ParquetTable
     from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
     from penstock.plan.types import from_arrow
 
-    table = ParquetTable([path])
+    paths = files if isinstance(files, list) else [files]
+    table = ParquetTable(paths)
     names, types = [], []
     for field in table.schema:
         try:
@@ -38,7 +41,7 @@ def parquet_scan_rate(backend: Any, path: Path, repeat: int = 3) -> ScanRate:
         except PenstockError:
             continue
     if not names:
-        raise PenstockError(f"{path}: no column of a type penstock reads")
+        raise PenstockError(f"{paths[0]}: no column of a type penstock reads")
     on_device = decode_on_device(backend, "auto")
     best, read_path = float("inf"), "pyarrow"
     for _ in range(repeat):
@@ -55,16 +58,19 @@ def parquet_scan_rate(backend: Any, path: Path, repeat: int = 3) -> ScanRate:
             read_path = "pyarrow (the CPU backend's Parquet reader)"
         backend.synchronize()
         best = min(best, time.perf_counter() - started)
-    return ScanRate(path.stat().st_size / best / 1e9, best, names, read_path)
+    return ScanRate(sum(p.stat().st_size for p in paths) / best / 1e9, best, names, read_path)
 
 
-def pyarrow_read_rate(path: Path, columns: list[str], repeat: int = 3) -> float:
-    """`pq.read_table` of `columns` on all cores, in file bytes per second, best of `repeat`."""
-    import pyarrow.parquet as pq
+def pyarrow_read_rate(files: Path | list[Path], columns: list[str], repeat: int = 3) -> float:
+    """pyarrow's reader of `columns` on all cores (`pq.read_table` of a file, the dataset
+    reader over several), in file bytes per second, best of `repeat`."""
+    import pyarrow.dataset as ds
 
+    paths = files if isinstance(files, list) else [files]
+    dataset = ds.dataset([str(p) for p in paths], format="parquet")
     best = float("inf")
     for _ in range(repeat):
         started = time.perf_counter()
-        pq.read_table(path, columns=columns, use_threads=True)
+        dataset.to_table(columns=columns, use_threads=True)
         best = min(best, time.perf_counter() - started)
-    return path.stat().st_size / best / 1e9
+    return sum(p.stat().st_size for p in paths) / best / 1e9
