@@ -121,6 +121,11 @@ struct Hybrid {
       repeated = v;
       left = (int64_t)(header >> 1 > (uint64_t)(1ll << 40) ? (1ll << 40) : header >> 1);
     }
+    // a run of no values where values are still needed: empty runs come only after a
+    // stream's last value (fastparquet), so this is damage that may keep every read in
+    // bounds (a run header lengthened by a group swallows the next run's header and leaves
+    // an empty run behind); pyarrow stops reading at it too
+    if (left == 0) { bad = true; return false; }
     return true;
   }
 

@@ -55,6 +55,14 @@ XPU_FN void read_runs(RunTable& t, const uint8_t* p, int64_t total) {
       t.data[t.count] = -(int64_t)v - 1;
       total += (int64_t)(header >> 1 > (uint64_t)(1ll << 30) ? (1ll << 30) : header >> 1);
     }
+    if (total == t.first[t.count]) {
+      // a run of no values: the stream's end when only such runs follow (fastparquet ends
+      // index streams so; the values still needed are then missing, which the callers
+      // check), else damage that kept every read in bounds (see Hybrid::next_run)
+      if (past_empty_runs(p, to, width) != to) t.bad = true;
+      p = to;
+      break;
+    }
     ++t.count;
   }
   if (total >= (1ll << 31)) t.bad = true;
