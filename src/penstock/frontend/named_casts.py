@@ -19,7 +19,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from penstock.frontend.sql_tokens import Token, closing, following, tokens
+from penstock.frontend.sql_tokens import Token, cast_call, closing, following, tokens
 
 DUPLICATE_NAME = "duplicate unqualified field name"
 # words that continue a type's name after `::` (double precision, timestamp with time zone)
@@ -57,54 +57,36 @@ def casts_as_arrow_cast(sql: str, type_name: Callable[[str], str | None]) -> str
     changed = False
     i = 0
     while i < len(toks):
-        start = i
-        rewritten = _cast_call(toks, i, type_name)
-        if rewritten is None:
-            rewritten = _double_colon(toks, i, type_name)
-            if rewritten is not None:  # its operand, already written out, goes into the call
-                start = _operand_start(toks, i) or 0
-                while out and out[-1][0] >= start:
-                    out.pop()
+        rewritten = _cast_call(toks, i, type_name) or _double_colon(toks, i, type_name)
         if rewritten is None:
             out.append((i, toks[i].text))
             i += 1
             continue
-        text, i = rewritten
+        start, text, i = rewritten
+        while out and out[-1][0] >= start:  # a `::` operand already written out goes into the call
+            out.pop()
         out.append((start, text))
         changed = True
     return "".join(text for _, text in out) if changed else None
 
 
-def _cast_call(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[str, int] | None:
-    """CAST ( expr AS type ) at i: (arrow_cast(...), the index after it)."""
-    if toks[i].kind != "word" or toks[i].low != "cast":
+def _cast_call(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[int, str, int] | None:
+    """CAST ( expr AS type ) at i: (i, arrow_cast(...), the index after it)."""
+    call = cast_call(toks, i)
+    if call is None:
         return None
-    open_at = following(toks, i + 1)
-    if open_at >= len(toks) or toks[open_at].text != "(":
-        return None
-    close_at = closing(toks, open_at)
-    if close_at >= len(toks):
-        return None
-    depth, as_at = 0, None
-    for j in range(open_at + 1, close_at):
-        if toks[j].text in ("(", "["):
-            depth += 1
-        elif toks[j].text in (")", "]"):
-            depth -= 1
-        elif depth == 0 and toks[j].low == "as":
-            as_at = j
-    if as_at is None:
-        return None
+    open_at, as_at, close_at = call
     name = type_name("".join(t.text for t in toks[as_at + 1:close_at]).strip())
     if name is None:
         return None
-    inner = casts_as_arrow_cast("".join(t.text for t in toks[open_at + 1:as_at]), type_name)
-    operand = inner if inner is not None else "".join(t.text for t in toks[open_at + 1:as_at])
-    return f"arrow_cast({operand.strip()}, '{name}')", close_at + 1
+    operand = "".join(t.text for t in toks[open_at + 1:as_at])
+    inner = casts_as_arrow_cast(operand, type_name)
+    return i, f"arrow_cast({(inner if inner is not None else operand).strip()}, '{name}')", close_at + 1
 
 
-def _double_colon(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[str, int] | None:
-    """operand :: type at i (the `::`): (arrow_cast(operand, ...), the index after the type)."""
+def _double_colon(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[int, str, int] | None:
+    """operand :: type at i (the `::`): (the operand's first token, arrow_cast(operand, ...),
+    the index after the type)."""
     if toks[i].kind != "cast":
         return None
     start = _operand_start(toks, i)
@@ -127,7 +109,7 @@ def _double_colon(toks: list[Token], i: int, type_name: Callable[[str], str | No
         return None
     operand = "".join(t.text for t in toks[start:i]).strip()
     inner = casts_as_arrow_cast(operand, type_name)
-    return f"arrow_cast({inner if inner is not None else operand}, '{name}')", stop
+    return start, f"arrow_cast({inner if inner is not None else operand}, '{name}')", stop
 
 
 def _operand_start(toks: list[Token], i: int) -> int | None:

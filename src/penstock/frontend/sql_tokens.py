@@ -81,6 +81,28 @@ def closing(toks: list[Token], i: int) -> int:
     return len(toks)
 
 
+def cast_call(toks: list[Token], i: int) -> tuple[int, int, int] | None:
+    """`CAST ( expr AS type )` at i: the indexes of its `(`, of the `AS` before the type and of
+    its `)`; None when i starts no such call."""
+    if toks[i].kind != "word" or toks[i].low != "cast":
+        return None
+    open_at = following(toks, i + 1)
+    if open_at >= len(toks) or toks[open_at].text != "(":
+        return None
+    close_at = closing(toks, open_at)
+    depth, as_at = 0, None
+    for k in range(open_at + 1, close_at):
+        if toks[k].text in ("(", "["):
+            depth += 1
+        elif toks[k].text in (")", "]"):
+            depth -= 1
+        elif depth == 0 and toks[k].low == "as":
+            as_at = k
+    if as_at is None or close_at >= len(toks):
+        return None
+    return open_at, as_at, close_at
+
+
 def arguments(toks: list[Token], open_at: int, close_at: int) -> list[list[Token]]:
     """The comma-separated arguments between two parentheses."""
     args: list[list[Token]] = [[]]

@@ -40,6 +40,7 @@ from penstock.server.rewrites.rewrite_subquery import scalar_subqueries
 from penstock.frontend.sql_tokens import (
     Token,
     arguments,
+    cast_call,
     closing,
     following,
     is_at,
@@ -168,16 +169,10 @@ def _collate(toks: list[Token]) -> list[Token]:
 
 def _cast_function(toks: list[Token], i: int) -> tuple[list[Token], int] | None:
     """CAST(x AS regclass) & co., as the :: forms become: (new tokens, index after), or None."""
-    j = following(toks, i + 1)
-    end = closing(toks, j)
-    depth, as_at = 0, None
-    for k in range(j + 1, end):
-        depth += toks[k].text in ("(", "[")
-        depth -= toks[k].text in (")", "]")
-        if depth == 0 and toks[k].low == "as":
-            as_at = k
-    if as_at is None or end >= len(toks):
+    call = cast_call(toks, i)
+    if call is None:
         return None
+    j, as_at, end = call
     name = [t for t in toks[as_at + 1:end] if t.kind not in ("ws", "comment")]
     if len(name) == 3 and name[0].low == "pg_catalog" and name[1].text == ".":
         name = name[2:]
