@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from penstock.frontend.sql_tokens import Token, closing, tokens
+from penstock.frontend.sql_tokens import Token, cast_call, closing, tokens
 
 PRIVATE = "__penstock_column_"
 
@@ -221,18 +221,10 @@ def _subquery_name(toks: list[Token]) -> str:
 def _top_level_cast(toks: list[Token], sig: list[int]) -> tuple[list[int], int] | None:
     """(the cast's operand tokens, index of its type's first word) for `CAST(x AS t)` or
     `x::t` spanning the whole expression."""
-    first = toks[sig[0]]
-    if first.kind == "word" and first.low == "cast" and len(sig) > 2 and toks[sig[1]].text == "(" \
-            and closing(toks, sig[1]) == sig[-1]:
-        depth = 0
-        for j, k in enumerate(sig[2:-1], start=2):
-            if toks[k].text == "(":
-                depth += 1
-            elif toks[k].text == ")":
-                depth -= 1
-            elif depth == 0 and toks[k].low == "as":
-                return sig[2:j], sig[j + 1] if j + 1 < len(sig) else len(toks)
-        return None
+    call = cast_call(toks, sig[0]) if len(sig) > 2 else None
+    if call is not None and call[0] == sig[1] and call[2] == sig[-1]:
+        j = sig.index(call[1])
+        return sig[2:j], sig[j + 1]
     depth, last_cast = 0, None
     for j, k in enumerate(sig):
         if toks[k].text in ("(", "["):
