@@ -16,7 +16,7 @@ from penstock.codegen import fixed_kernels
 from penstock.device.base import Backend
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.spill.off_device import OffDeviceStore
-from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow
+from penstock.io.device_batch import Batch, Column, batch_from_arrow, batch_to_arrow, take_column
 from penstock.plan.types import DataType, Kind
 
 OUTPUT_SHARE = 8  # output held on the device before it moves to host memory: this share of the budget,
@@ -272,27 +272,11 @@ def take_rows(backend: Backend, batch: Batch, types: list[DataType], order: Any)
         return batch
     columns = []
     for c, t in zip(batch.columns, types):
-        validity = None
-        if c.validity is not None:
-            validity = pack_bits(backend, unpack_bits(backend, c.validity, c.length)[order])
         if t.kind is Kind.NULL or c.values is None:  # (a column of NULLs has no values)
             columns.append(Column(t, total, validity=xp.zeros((total + 7) // 8, dtype=np.uint8)))
-        elif t.kind is Kind.STRING:
-            offsets = c.values[:c.length + 1].astype(np.int64)
-            starts, lengths = offsets[:-1][order], (offsets[1:] - offsets[:-1])[order]
-            new_offsets = xp.zeros(total + 1, dtype=np.int64)
-            xp.cumsum(lengths, out=new_offsets[1:])
-            size = int(new_offsets[-1]) if total else 0
-            # each output byte's source: its row's start, plus how far into the row it is
-            shift = xp.repeat(starts - new_offsets[:-1], lengths)
-            data = c.data[shift + xp.arange(size, dtype=np.int64)] if size else xp.zeros(0, dtype=np.uint8)
-            columns.append(Column(t, total, values=new_offsets.astype(np.int32), validity=validity, data=data))
-        elif t.kind is Kind.BOOL:
-            columns.append(Column(t, total, values=pack_bits(backend, unpack_bits(backend, c.values, c.length)[order]),
-                                  validity=validity))
         else:
-            columns.append(Column(t, total, values=c.values[:c.length][order], validity=validity,
-                                  decimal_stride=c.decimal_stride))
+            columns.append(take_column(backend, c, order, lambda bits, n: unpack_bits(backend, bits, n),
+                                       lambda flags: pack_bits(backend, flags)))
     return Batch(columns, total)
 
 

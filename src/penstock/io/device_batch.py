@@ -8,6 +8,7 @@ integers and narrow dictionary indices.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -83,6 +84,39 @@ def validity_bits(backend: Backend, valid_bytes: Any) -> Any:
     if valid_bytes.size == 0 or bool(backend.xp.all(valid_bytes)):
         return None
     return backend.xp.packbits(valid_bytes.astype(np.uint8), bitorder="little")
+
+
+def take_column(backend: Backend, column: Column, order: Any, unpack: Callable[[Any, int], Any] | None = None,
+                pack: Callable[[Any], Any] | None = None) -> Column:
+    """The column's rows at the positions `order` (a device int64 array, in order or not),
+    with numpy or CuPy operations; a dictionary-encoded text column keeps its dictionary.
+    `unpack`/`pack` turn a bitmap into a byte per row and back (default: the array
+    library's; exec's callers pass installation kernels, which no first use compiles).
+    (A scan that decoded more rows than it keeps: io/parquet/device/page_index.py.)"""
+    xp = backend.xp
+    total = int(order.size)
+    unpack = unpack or (lambda packed, n: xp.unpackbits(packed, bitorder="little")[:n])
+    pack = pack or (lambda flags: xp.packbits(flags, bitorder="little"))
+
+    def bits(packed: Any) -> Any:
+        return pack(unpack(packed, column.length)[order])
+
+    validity = bits(column.validity) if column.validity is not None else None
+    if column.values is None:
+        return dataclasses.replace(column, length=total, validity=validity, _max_text=None)
+    if column.type.kind is Kind.STRING and column.dict_offsets is None:
+        offsets = column.values[:column.length + 1].astype(np.int64)
+        starts, lengths = offsets[:-1][order], (offsets[1:] - offsets[:-1])[order]
+        new_offsets = xp.zeros(total + 1, dtype=np.int64)
+        xp.cumsum(lengths, out=new_offsets[1:])
+        size = int(new_offsets[-1]) if total else 0
+        # each output byte's source: its row's start, plus how far into the row it is
+        shift = xp.repeat(starts - new_offsets[:-1], lengths)
+        data = column.data[shift + xp.arange(size, dtype=np.int64)] if size else xp.zeros(0, dtype=np.uint8)
+        return dataclasses.replace(column, length=total, values=new_offsets.astype(np.int32), validity=validity,
+                                   data=data, _max_text=None)
+    values = bits(column.values) if column.type.kind is Kind.BOOL else column.values[:column.length][order]
+    return dataclasses.replace(column, length=total, values=values, validity=validity, _max_text=None)
 
 
 # ---- Arrow -> device ------------------------------------------------------------------------

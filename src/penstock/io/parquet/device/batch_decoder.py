@@ -26,11 +26,12 @@ import pyarrow as pa
 
 from penstock.device.base import Backend
 from penstock.errors import FileError
-from penstock.io.device_batch import Batch, Column
+from penstock.io.device_batch import Batch, Column, column_from_arrow, take_column
 from penstock.io.device_reader import CHUNK, after_default_stream, read_ranges, upload_from_thread
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
+from penstock.io.parquet.device.page_index import PageSkipper, Ranges, covering_pages, positions
 from penstock.io.parquet.device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
                                               DELTA_LENGTH_BYTE_ARRAY, DICTIONARY_ENCODINGS, data_encodings)
 from penstock.plan.types import Kind
@@ -61,13 +62,21 @@ class StoredRun:
     nbytes: int
     fits: bool  # False: a chunk's metadata already says this path will not do (RowGroupDecoder will)
     on_device: bool = False  # `raw` is device memory
+    # with pages skipped (page_index.py): each device column's decoded rows, and the
+    # positions among them of the rows kept (None: all of them, in order)
+    column_rows: list[int] | None = None
+    selections: list[np.ndarray | None] | None = None
+    kept_rows: np.ndarray | None = None  # the kept rows' positions among the groups' rows (host columns)
+    skipped_pages: int = 0
+    skipped_rows: int = 0
 
 
 class BatchDecoder:
     """Decodes runs of row groups of one file through RowGroupDecoder's file and settings."""
 
-    def __init__(self, row_groups: RowGroupDecoder):
+    def __init__(self, row_groups: RowGroupDecoder, skipper: PageSkipper | None = None):
         self.row_groups = row_groups
+        self.skipper = skipper
         self.backend: Backend = row_groups.backend
         self.decompression = "none"
 
@@ -120,17 +129,23 @@ class BatchDecoder:
         in device memory, copied by the reading thread (on a GPU whose pages nvCOMP
         decompresses: the copy then overlaps the decoding of the run before, instead of
         holding it up); `direct`: read with O_DIRECT by the I/O threads, which copy their
-        aligned pieces up themselves."""
+        aligned pieces up themselves. With a page index (`skipper`), a chunk is its
+        dictionary page and the data pages that cover the rows kept (page_index.py)."""
         rg = self.row_groups
         meta = rg.file.metadata
         names = self._device_names()
+        kept = {g: self.skipper.kept(g) if self.skipper is not None else None for g in groups}
+        skipped_pages = skipped_rows = 0
+        if any(k is not None for k in kept.values()):
+            skipped_rows = sum(meta.row_group(g).num_rows - _rows(k) for g, k in kept.items() if k is not None)
+            groups = [g for g in groups if kept[g] != []]
+        full = {g: [(0, meta.row_group(g).num_rows)] for g in groups}
+        rows = sum(_rows(kept[g]) if kept[g] is not None else meta.row_group(g).num_rows for g in groups)
         spans: list[tuple[int, int]] = []
-        rows_before, rows = [], 0
-        for g in groups:
-            rows_before.append(rows)
-            rows += meta.row_group(g).num_rows
         table = np.zeros((len(names) * len(groups), CHUNK_WORDS), np.int64)
         codecs: list[str] = []
+        column_rows: list[int] = []
+        selections: list[np.ndarray | None] = []
         fits, at = True, 0
         for c, name in enumerate(names):
             j = rg.leaf[name]
@@ -138,6 +153,7 @@ class BatchDecoder:
             t = rg.types[rg.names.index(name)]
             encodings = sum(1 << e for e in data_encodings(column.physical_type))
             width = 0 if t.kind is Kind.STRING else rg.layout(name).in_width  # host_columns hold the others
+            decoded, picks, exact = 0, [], True
             for k, g in enumerate(groups):
                 group = meta.row_group(g)
                 chunk = group.column(j)
@@ -145,21 +161,41 @@ class BatchDecoder:
                     else chunk.data_page_offset
                 length = chunk.total_compressed_size
                 fits = fits and chunk.num_values == group.num_rows and start >= 0 and length >= 0
+                pieces, covered = [(start, max(length, 0))], full[g]
+                pages = self.skipper.pages(g, j) if kept[g] is not None else None
+                if pages is not None and pages.offsets[0] >= start:
+                    chosen, covered = covering_pages(pages, kept[g])
+                    skipped_pages += len(pages.offsets) - len(chosen)
+                    pieces = _page_pieces(start, pages, chosen)
+                want = kept[g] if kept[g] is not None else full[g]
+                exact = exact and covered == want
+                picks.append(positions(covered, want) + decoded)
                 row = table[c * len(groups) + k]
-                row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, length, group.num_rows
-                row[C_FIRST_ROW], row[C_COMPRESSED] = rows_before[k], chunk.compression != "UNCOMPRESSED"
+                row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, sum(n for _, n in pieces), _rows(covered)
+                row[C_FIRST_ROW], row[C_COMPRESSED] = decoded, chunk.compression != "UNCOMPRESSED"
                 row[C_MAX_DEF], row[C_WIDTH], row[C_ENCODINGS] = column.max_definition_level, width, encodings
                 codecs.append(chunk.compression)
-                spans.append((start, length))
-                at += max(length, 0)
+                spans += pieces
+                at += int(row[C_LENGTH])
+                decoded += _rows(covered)
+            column_rows.append(decoded)
+            selections.append(None if exact else np.concatenate(picks))
         direct = direct and to_device  # O_DIRECT needs the I/O threads' aligned staging
         raw = self.backend.empty(max(at, 1), np.uint8) if direct else self.backend.host_buffer(at)
-        if fits:
+        if fits and groups:
             fits = self._pread(spans, raw, direct)
-        if fits and to_device and not direct:
+        if fits and groups and to_device and not direct:
             raw = upload_from_thread(self.backend, raw)  # the pinned block goes back to the staging
+        kept_rows = None
+        if skipped_rows:  # the host-read columns' rows: positions within the groups read whole
+            parts, before = [], 0
+            for g in groups:
+                ranges = kept[g] if kept[g] is not None else full[g]
+                parts += [np.arange(before + s, before + e, dtype=np.int64) for s, e in ranges]
+                before += meta.row_group(g).num_rows
+            kept_rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits,
-                         to_device)
+                         to_device and bool(groups), column_rows, selections, kept_rows, skipped_pages, skipped_rows)
 
     def _pread(self, spans: list[tuple[int, int]], raw: Any, direct: bool) -> bool:
         """The run's chunks, cut into pieces that the I/O threads read at once (one thread
@@ -197,8 +233,8 @@ class BatchDecoder:
                 table = self.row_groups.file.read_row_groups(run.groups, columns=host)
             except (OSError, pa.ArrowException):
                 return None
-            from penstock.io.device_batch import column_from_arrow
-
+            if run.kept_rows is not None:
+                table = table.take(pa.array(run.kept_rows))
             for k, name in enumerate(self.row_groups.names):
                 if columns[k] is None:
                     columns[k] = column_from_arrow(table.column(name).combine_chunks(), self.row_groups.types[k], be)
@@ -222,9 +258,16 @@ class BatchDecoder:
         groups = len(run.groups)
         for c, index in enumerate(run.columns):
             part = slice(c * groups, (c + 1) * groups)
-            columns[index] = self._decode_column(index, run.rows, run.groups, table[part], stats[part], layout,
+            rows = run.column_rows[c] if run.column_rows is not None else run.rows
+            columns[index] = self._decode_column(index, rows, run.groups, table[part], stats[part], layout,
                                                  errors[c:c + 1])
-        return not be.to_host(errors).any()
+        if be.to_host(errors).any():
+            return False
+        for c, index in enumerate(run.columns):  # pages skipped: down to the rows kept
+            selection = run.selections[c] if run.selections is not None else None
+            if selection is not None:
+                columns[index] = take_column(be, columns[index], be.to_device(selection))
+        return True
 
     def _lay_out(self, run: StoredRun, table: np.ndarray, stats: np.ndarray) -> dict[str, Any]:
         """Offsets from the counts, then the second walk: page tables, decompression lists."""
@@ -318,3 +361,23 @@ class BatchDecoder:
     def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
         self.backend.launch(self.backend.compile(spec), rows, args)
 
+
+
+def _rows(ranges: Ranges) -> int:
+    return sum(end - start for start, end in ranges)
+
+
+def _page_pieces(start: int, pages: Any, chosen: list[int]) -> list[tuple[int, int]]:
+    """The file ranges of a chunk cut to its dictionary page (the bytes before its first
+    data page) and its chosen data pages, neighbours joined."""
+    pieces: list[tuple[int, int]] = []
+    first = int(pages.offsets[0])
+    if first > start:
+        pieces.append((start, first - start))
+    for i in chosen:
+        offset, size = int(pages.offsets[i]), int(pages.sizes[i])
+        if pieces and pieces[-1][0] + pieces[-1][1] == offset:
+            pieces[-1] = (pieces[-1][0], pieces[-1][1] + size)
+        else:
+            pieces.append((offset, size))
+    return pieces

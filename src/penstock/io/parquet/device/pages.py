@@ -220,10 +220,20 @@ class PageCache:
         self.pages = 0
         self.entries: dict[tuple[Any, ...], ChunkPages] = {}
         self.lock = threading.Lock()
+        self.indexes: dict[tuple[Any, ...], Any] = {}  # page_index.FileIndex by (file, mtime, size)
 
     def get(self, key: tuple[Any, ...]) -> ChunkPages | None:
         with self.lock:
             return self.entries.get(key)
+
+    def file_index(self, key: tuple[Any, ...], make: Any) -> Any:
+        """The file's page index reader (page_index.FileIndex), made by `make` on first use:
+        a table's scans read its footer's index locations once."""
+        with self.lock:
+            index = self.indexes.get(key)
+            if index is None:
+                index = self.indexes[key] = make()
+            return index
 
     def put(self, key: tuple[Any, ...], pages: ChunkPages) -> None:
         size = len(pages.data) + 1

@@ -21,6 +21,7 @@ from penstock.io.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
 from penstock.io.parquet.device.decoder import RowGroupDecoder
+from penstock.io.parquet.device.page_index import FileIndex, PageSkipper
 from penstock.io.parquet.device.pages import PageCache
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
@@ -47,12 +48,16 @@ class ScanReport:
     decompression: set[str] = field(default_factory=set)
     host_groups: int = 0  # row groups pyarrow read whole: decoding them would not fit the memory limit
     reads: set[str] = field(default_factory=set)  # how the stored bytes travelled
+    pages_skipped: int = 0  # data pages the page index refuted (io/parquet/device/page_index.py)
+    rows_skipped: int = 0
 
     def describe(self) -> str:
         text = "Parquet decoded on the device"
         details = sorted(self.reads) + [f"decompressed {d}" for d in sorted(self.decompression - {"none"})]
         if details:
             text += f" ({'; '.join(details)})"
+        if self.pages_skipped:
+            text += f"; page index: {self.pages_skipped} pages skipped, {self.rows_skipped} rows not read"
         if self.host_columns:
             text += "; read by pyarrow: " + ", ".join(f"{c} ({why})" for c, why in self.host_columns.items())
         if self.host_groups:
@@ -101,7 +106,11 @@ class FilePlans:
         meta = file.metadata
         refuted = refuted_groups(meta, self.names, self.predicates, self.types)
         decoder = RowGroupDecoder(self.backend, path, file, self.names, self.types, page_cache_of(self.table))
-        batches = BatchDecoder(decoder)
+        skipper = None
+        if self.predicates:
+            index = page_cache_of(self.table).file_index(decoder.identity, lambda: FileIndex(path, meta))
+            skipper = PageSkipper.of(path, meta, self.names, self.types, decoder.leaf, self.predicates, index)
+        batches = BatchDecoder(decoder, skipper)
         runs = batches.plan([g for g in range(meta.num_row_groups) if g not in refuted], self.memory_limit)
         largest = max((batches.stored_bytes(run) for run in runs), default=0)
         limit = self.memory_limit
@@ -160,6 +169,11 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
                 assert owner is f and first == g, "runs read ahead out of order"
                 stored = future.result()
                 read_ahead()
+                report.pages_skipped += stored.skipped_pages
+                report.rows_skipped += stored.skipped_rows
+                if not stored.groups:  # the page index refuted every row of the run
+                    yield DeviceScan(None, 0, 0)
+                    continue
                 batches = f.batches
                 too_big = memory_limit is not None and batches.footprint(stored.groups) > memory_limit // 8
                 batch = None if too_big else batches.decode(stored)  # a row group alone over the share
