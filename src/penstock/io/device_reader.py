@@ -14,6 +14,7 @@ large table costs a few kernel launches, not one per record batch.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import threading
@@ -373,6 +374,24 @@ def _pool(backend: Backend, kind: str, threads: int) -> ThreadPoolExecutor:
 
 
 _pool_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def on_thread_stream(backend: Backend) -> Iterator[Any]:
+    """Work queued inside goes on the calling thread's own stream (CuPy's current stream),
+    and is done when the block is left, so the thread's results are ready for any other
+    stream. Memory taken inside comes from that stream's share of CuPy's pool: whoever uses
+    such memory on another stream must synchronise before letting it go (the pool hands it
+    to this stream again at once). The CPU backend: nothing to do."""
+    if backend.name != "gpu":
+        yield None
+        return
+    stream = _thread_stream(backend)
+    try:
+        with stream:
+            yield stream
+    finally:
+        stream.synchronize()
 
 
 def _thread_stream(backend: Backend) -> Any:

@@ -69,6 +69,16 @@ class StoredRun:
     kept_rows: np.ndarray | None = None  # the kept rows' positions among the groups' rows (host columns)
     skipped_pages: int = 0
     skipped_rows: int = 0
+    prepared: "Prepared | None" = None  # the walks and decompression done (BatchDecoder.prepare)
+
+
+@dataclass
+class Prepared:
+    """A run's pages walked and decompressed on the device, waiting for its decoding."""
+    table: np.ndarray
+    stats: np.ndarray
+    layout: dict[str, Any]
+    errors: Any  # device flags: one per column, the last for decompression
 
 
 class BatchDecoder:
@@ -240,29 +250,52 @@ class BatchDecoder:
                     columns[k] = column_from_arrow(table.column(name).combine_chunks(), self.row_groups.types[k], be)
         return Batch([c for c in columns if c is not None], run.rows)
 
-    def _decode_columns(self, run: StoredRun, columns: list[Column | None]) -> bool:
+    def prepare(self, run: StoredRun) -> bool:
+        """The device's work up to the decoding kernels: the page walks and nvCOMP's
+        decompression, queued on the current stream. A reading thread runs it ahead on its
+        own stream (`prepare_ahead`), so one run decompresses while the run before decodes;
+        False when the walk will not take the run (RowGroupDecoder will). Uploads are
+        queued copies: a synchronous one waits for every launch of the default stream."""
+        if run.prepared is not None or not run.fits or not run.columns or not run.groups:
+            return run.fits
         be = self.backend
-        raw = run.raw if run.on_device else be.to_device(run.raw)
+        raw = run.raw if run.on_device else be.to_device_queued(run.raw)
         table = run.chunks.copy()
         table[:, C_DATA] += be.address(raw)
         n = len(table)
         stats_device = be.zeros(n * STAT_WORDS, np.int64)
-        self._launch(count_pages_kernel(), n, [n, be.to_device(table), stats_device])
+        self._launch(count_pages_kernel(), n, [n, be.to_device_queued(table), stats_device])
         stats = be.to_host(stats_device).reshape(n, STAT_WORDS)
         if (stats[:, S_STATUS] != 0).any():
+            run.fits = False
             return False
         layout = self._lay_out(run, table, stats)
-        layout["raw"] = be.address(raw)
+        layout["raw"], layout["raw_array"] = be.address(raw), raw
         errors = be.zeros(len(run.columns) + 1, np.int32)  # one flag per column; the last: decompression
         self._decompress(run, layout, errors)
-        groups = len(run.groups)
-        for c, index in enumerate(run.columns):
-            part = slice(c * groups, (c + 1) * groups)
-            rows = run.column_rows[c] if run.column_rows is not None else run.rows
-            columns[index] = self._decode_column(index, rows, run.groups, table[part], stats[part], layout,
-                                                 errors[c:c + 1])
-        if be.to_host(errors).any():
+        run.prepared = Prepared(table, stats, layout, errors)
+        return True
+
+    def _decode_columns(self, run: StoredRun, columns: list[Column | None]) -> bool:
+        be = self.backend
+        if not self.prepare(run):
             return False
+        prepared = run.prepared
+        table, stats, layout, errors = prepared.table, prepared.stats, prepared.layout, prepared.errors
+        groups = len(run.groups)
+        try:
+            for c, index in enumerate(run.columns):
+                part = slice(c * groups, (c + 1) * groups)
+                rows = run.column_rows[c] if run.column_rows is not None else run.rows
+                columns[index] = self._decode_column(index, rows, run.groups, table[part], stats[part], layout,
+                                                     errors[c:c + 1])
+            if be.to_host(errors).any():
+                return False
+        finally:
+            # the launches above read the run's buffers, which a reading thread may have taken
+            # from its own stream's share of the pool: none goes back before they are done
+            be.synchronize()
+            run.prepared = None
         for c, index in enumerate(run.columns):  # pages skipped: down to the rows kept
             selection = run.selections[c] if run.selections is not None else None
             if selection is not None:
@@ -294,7 +327,7 @@ class BatchDecoder:
         data_pages = be.empty(max(int(pages.sum()), 1) * PAGE_WORDS, np.int64)
         dict_pages = be.empty(max(int(has_dict.sum()), 1) * PAGE_WORDS, np.int64)
         work = [be.empty(max(at, 1), np.uint64) for _ in range(5)]  # src, src size, dst, dst size, actual size
-        self._launch(lay_out_pages_kernel(), n, [n, be.to_device(table), data_pages, dict_pages, *work[:4]])
+        self._launch(lay_out_pages_kernel(), n, [n, be.to_device_queued(table), data_pages, dict_pages, *work[:4]])
         largest = {codec: int(max(stats[k, S_LARGEST] for k in range(n) if run.codecs[k] == codec))
                    for codec in spans}
         totals = {codec: int(sum(stats[k, S_DECODED] for k in range(n) if run.codecs[k] == codec)) for codec in spans}

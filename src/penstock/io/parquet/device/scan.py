@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet.reader import ParquetTable, open_parquet, refuted_groups
+from penstock.io.device_reader import on_thread_stream
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
@@ -31,6 +32,9 @@ READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # runs of row groups read ahea
 # PENSTOCK_PARQUET_READ=host keeps the runs' bytes in host memory until their decoding (for
 # measuring; by default the reading thread copies them up where the device decompresses)
 READ_TO_DEVICE = os.environ.get("PENSTOCK_PARQUET_READ", "device") != "host"
+# PENSTOCK_PARQUET_PREPARE=scan leaves the page walks and decompression to the scan's thread
+# (for measuring; by default the reading threads run them ahead on their own streams)
+PREPARE_AHEAD = os.environ.get("PENSTOCK_PARQUET_PREPARE", "ahead") != "scan"
 
 
 @dataclass
@@ -76,6 +80,21 @@ class FileScan:
     runs: list[list[int]]
     to_device: bool
     direct: bool
+    prepare_ahead: bool = False  # the reading thread walks and decompresses the run too
+
+    def read(self, run: list[int]) -> StoredRun:
+        """A run's stored bytes (in a reading thread); with `prepare_ahead`, its pages
+        walked and decompressed there too, on the thread's stream (BatchDecoder.prepare),
+        while the scan decodes the run before. A run it cannot prepare (damage, no memory)
+        is left to the scan, which prepares it again or hands it to RowGroupDecoder."""
+        stored = self.batches.read(run, self.to_device, self.direct)
+        if self.prepare_ahead and stored.on_device:
+            try:
+                with on_thread_stream(self.batches.backend):
+                    self.batches.prepare(stored)
+            except (ValueError, nvcomp.PageError, MemoryError):
+                stored.prepared = None
+        return stored
 
 
 class FilePlans:
@@ -116,9 +135,12 @@ class FilePlans:
         limit = self.memory_limit
         to_device = self.device_decompression and (limit is None or READ_AHEAD * largest <= limit // 8)
         direct = to_device and self.io == "direct" and choose_read_path(self.backend, self.io, path)[0] == "direct"
+        footprint = max((batches.footprint(run) for run in runs), default=0)
+        prepare_ahead = PREPARE_AHEAD and to_device and self.backend.name == "gpu" and \
+            (limit is None or READ_AHEAD * footprint <= limit // 8)
         self.report.reads.add("read with O_DIRECT into device memory" if direct else
                               "read from the page cache" + (", copied ahead" if to_device else " into host memory"))
-        return FileScan(meta, refuted, decoder, batches, runs, to_device, direct)
+        return FileScan(meta, refuted, decoder, batches, runs, to_device, direct, prepare_ahead)
 
 
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
@@ -152,7 +174,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
             if following is None:
                 return
             planned, run = following
-            pending.append((planned, run[0], pool.submit(planned.batches.read, run, planned.to_device, planned.direct)))
+            pending.append((planned, run[0], pool.submit(planned.read, run)))
 
     try:
         read_ahead()
