@@ -335,21 +335,6 @@ def after_default_stream(backend: Backend) -> Any:
     return event
 
 
-def upload_from_thread(backend: Backend, host: np.ndarray) -> Any:
-    """`host` copied into new device memory on the calling thread's own stream, so a thread
-    reading ahead copies while the device computes (after_default_stream); returns once the
-    copy is done. The CPU backend just moves it."""
-    if backend.name != "gpu":
-        return backend.to_device(host)
-    device = backend.xp.empty(max(host.nbytes, 1), np.uint8)
-    stream = _thread_stream(backend)
-    stream.wait_event(after_default_stream(backend))
-    runtime = backend.xp.cuda.runtime
-    runtime.memcpyAsync(device.data.ptr, host.ctypes.data, host.nbytes, runtime.memcpyHostToDevice, stream.ptr)
-    stream.synchronize()
-    return device
-
-
 def _pread_exactly(fd: int, view: memoryview, offset: int, need: int) -> None:
     got = os.preadv(fd, [view], offset)
     if got < need:
@@ -397,6 +382,7 @@ def on_thread_stream(backend: Backend) -> Iterator[Any]:
 def _thread_stream(backend: Backend) -> Any:
     stream = getattr(_local, "stream", None)
     if stream is None:
+        backend.bind_thread()  # type: ignore[attr-defined]  # (a GPU backend's)
         stream = backend.xp.cuda.Stream(non_blocking=True)
         _local.stream = stream
     return stream

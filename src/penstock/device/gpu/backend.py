@@ -77,6 +77,7 @@ class CudaBackend(Backend):
         self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
         self.artifact_suffix = f"-{self.arch}.cubin"
         self._capture_streams = threading.local()  # one capture stream per thread
+        self._bound = threading.local()  # threads whose context bind_thread made current
         self._capture_lock = threading.Lock()
         self._marks_work = True
         self._pack: CudaKernel | None = None
@@ -188,13 +189,24 @@ class CudaBackend(Backend):
         """Blocks to launch: enough for the rows, at most one full wave of resident blocks
         (the kernels loop over rows, and fewer blocks mean fewer end-of-kernel merges)."""
         if kernel.blocks_per_sm is None:
+            self.bind_thread()
             kernel.blocks_per_sm = max(1, self.cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
                 kernel.function.kernel.ptr, BLOCK, 0))
         return max(1, min(math.ceil(max(rows, 1) / BLOCK), self.sms * kernel.blocks_per_sm))
 
+    def bind_thread(self) -> None:
+        """Make the device's context current in the calling thread, once per thread. A
+        thread whose first CUDA call goes through the driver API (the occupancy query of a
+        kernel's first launch) finds none otherwise: a scan whose reading threads did the
+        uploads left its decoding thread without one (CUDA_ERROR_INVALID_CONTEXT)."""
+        if not getattr(self._bound, "done", False):
+            self.cp.cuda.runtime.setDevice(self.device.id)
+            self._bound.done = True
+
     interpreted_chunk_rows = 1 << 22  # see interpreter.launch_in_chunks
 
     def launch(self, kernel: CompiledKernel, rows: int, args: Sequence[Any]) -> None:
+        self.bind_thread()
         if getattr(kernel, "interpreted", False):
             self.launch_interpreted(kernel, rows, args)
             return

@@ -1,0 +1,103 @@
+"""Where a Parquet scan on the GPU spends its time (what `penstock bench io` measures).
+
+Scans every column of a Parquet file with the device decoder (io/parquet/device/scan.py)
+twice to warm up, then once under the PyTorch profiler (CUPTI sees nvCOMP's, CuPy's and
+penstock's kernels and copies on every stream). Prints the wall time, the time the device
+was busy (the union of its operations' intervals: streams overlap), the operations summed
+by name, and the host's side: time the reading threads spent per run (read, copy up, and
+with prepare-ahead the page walks and decompression) and the scan thread's decoding and
+waiting.
+
+usage: python scripts/scan_timeline.py FILE.parquet [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from gpu_timeline import print_ops_by_name
+
+from penstock.device import get_backend
+from penstock.io.parquet.device import scan as scan_module
+from penstock.io.parquet.device.batch_decoder import BatchDecoder
+from penstock.io.parquet.reader import ParquetTable
+from penstock.plan.types import from_arrow
+
+
+def busy_union(ops: list[Any]) -> float:
+    """Microseconds in which at least one device operation ran."""
+    spans = sorted((e.time_range.start, e.time_range.end) for e in ops)
+    total, end = 0.0, float("-inf")
+    for start, stop in spans:
+        if start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def main() -> None:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    backend = get_backend("gpu")
+    table = ParquetTable([Path(args.file)])
+    names = [f.name for f in table.schema]
+    types = [from_arrow(f.type, f.name) for f in table.schema]
+    timings: dict[str, list[float]] = {"read": [], "decode": []}
+    read, decode = scan_module.FileScan.read, BatchDecoder.decode
+
+    def timed_read(self: Any, run: list[int]) -> Any:
+        started = time.perf_counter()
+        try:
+            return read(self, run)
+        finally:
+            timings["read"].append(time.perf_counter() - started)
+
+    def timed_decode(self: Any, run: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return decode(self, run)
+        finally:
+            timings["decode"].append(time.perf_counter() - started)
+
+    scan_module.FileScan.read, BatchDecoder.decode = timed_read, timed_decode  # type: ignore[method-assign]
+
+    def scan_once() -> float:
+        for values in timings.values():
+            values.clear()
+        backend.synchronize()
+        started = time.perf_counter()
+        report = scan_module.ScanReport()
+        for _ in scan_module.scan_on_device(table, backend, names, types, None, report):
+            pass
+        backend.synchronize()
+        return time.perf_counter() - started
+
+    for _ in range(args.repeat):
+        scan_once()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        wall = scan_once()
+    ops = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    size = Path(args.file).stat().st_size
+    print(f"== scan of {len(names)} columns, {size / 1e9:.2f} GB: wall {wall * 1e3:.1f} ms "
+          f"({size / wall / 1e9:.1f} GB/s), device busy {busy_union(ops) / 1e3:.1f} ms "
+          f"(operations summed {sum(e.time_range.elapsed_us() for e in ops) / 1e3:.1f} ms), "
+          f"prepare ahead: {scan_module.PREPARE_AHEAD}")
+    for what, values in timings.items():
+        if values:
+            print(f"   {what}: {len(values)} runs, {sum(values) * 1e3:.1f} ms in all, longest {max(values) * 1e3:.1f} ms")
+    print_ops_by_name(ops, 14)
+
+
+if __name__ == "__main__":
+    main()
