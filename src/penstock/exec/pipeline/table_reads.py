@@ -11,7 +11,7 @@ from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.pipeline.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.io.device_reader import ArrowDeviceReader
-from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
+from penstock.io.parquet.device.scan import ScanReport, decode_on_device, page_index_share, scan_on_device
 from penstock.io.prefetch import DEPTH
 from penstock.io.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
@@ -46,7 +46,9 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
                     yield batch
                     started = time.perf_counter()
             return
-    if reader.format == "parquet" and source.names and decode_on_device(ctx.backend, ctx.parquet_decode):
+    if reader.format == "parquet" and source.names and decode_on_device(
+            ctx.backend, ctx.parquet_decode,
+            lambda: page_index_share(reader, source.names, source.types, skip_predicates(source.skip_filters))):
         yield from read_parquet_on_device(ctx, metrics, reader, source)
         return
     yield from read_via_arrow(ctx, metrics, reader, source)

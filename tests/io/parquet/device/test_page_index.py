@@ -163,3 +163,19 @@ def test_an_index_that_lies_changes_no_answer(files: dict[str, Path], monkeypatc
     for sql in QUERIES:
         assert rows(connect(files["indexed"], device), sql) == duck(files["indexed"], sql), sql
     assert lied
+
+
+def test_the_cpu_backend_reads_through_its_kernels_where_the_index_skips_most_pages(files: dict[str, Path]) -> None:
+    """parquet_decode='auto' on the CPU backend keeps pyarrow's reader, which reads every
+    page, unless the page index keeps at most a quarter of the rows."""
+    def read_path(path: Path, sql: str) -> str:
+        db = penstock.connect(device="cpu", strict=True)
+        db.register("t", path)
+        assert rows(db, sql) == duck(path, sql)
+        lines = db.sql("EXPLAIN ANALYZE " + sql).to_arrow().column(0).to_pylist()
+        return next(s for s in lines if "read path:" in s)
+
+    selective = "SELECT count(*), sum(x) FROM t WHERE k BETWEEN 30000 AND 31500"
+    assert "page index:" in read_path(files["indexed"], selective)
+    assert "pyarrow" in read_path(files["plain"], selective)
+    assert "pyarrow" in read_path(files["indexed"], "SELECT count(*), sum(x) FROM t WHERE k > 1000")
