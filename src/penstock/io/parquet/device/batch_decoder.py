@@ -31,7 +31,7 @@ from penstock.io.device_reader import CHUNK, on_thread_stream, read_ranges
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
-from penstock.io.parquet.device.page_index import PageSkipper, Ranges, covering_pages, positions
+from penstock.io.parquet.device.page_index import PageSkipper, covering_pages, page_pieces, positions, rows_in
 from penstock.io.parquet.device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
                                               DELTA_LENGTH_BYTE_ARRAY, DICTIONARY_ENCODINGS, data_encodings)
 from penstock.plan.types import Kind
@@ -147,10 +147,10 @@ class BatchDecoder:
         kept = {g: self.skipper.kept(g) if self.skipper is not None else None for g in groups}
         skipped_pages = skipped_rows = 0
         if any(k is not None for k in kept.values()):
-            skipped_rows = sum(meta.row_group(g).num_rows - _rows(k) for g, k in kept.items() if k is not None)
+            skipped_rows = sum(meta.row_group(g).num_rows - rows_in(k) for g, k in kept.items() if k is not None)
             groups = [g for g in groups if kept[g] != []]
         full = {g: [(0, meta.row_group(g).num_rows)] for g in groups}
-        rows = sum(_rows(kept[g]) if kept[g] is not None else meta.row_group(g).num_rows for g in groups)
+        rows = sum(rows_in(kept[g]) if kept[g] is not None else meta.row_group(g).num_rows for g in groups)
         spans: list[tuple[int, int]] = []
         table = np.zeros((len(names) * len(groups), CHUNK_WORDS), np.int64)
         codecs: list[str] = []
@@ -176,17 +176,17 @@ class BatchDecoder:
                 if pages is not None and pages.offsets[0] >= start:
                     chosen, covered = covering_pages(pages, kept[g])
                     skipped_pages += len(pages.offsets) - len(chosen)
-                    pieces = _page_pieces(start, pages, chosen)
+                    pieces = page_pieces(start, pages, chosen)
                 want = kept[g] if kept[g] is not None else full[g]
                 picks.append((covered, want, decoded))
                 row = table[c * len(groups) + k]
-                row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, sum(n for _, n in pieces), _rows(covered)
+                row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, sum(n for _, n in pieces), rows_in(covered)
                 row[C_FIRST_ROW], row[C_COMPRESSED] = decoded, chunk.compression != "UNCOMPRESSED"
                 row[C_MAX_DEF], row[C_WIDTH], row[C_ENCODINGS] = column.max_definition_level, width, encodings
                 codecs.append(chunk.compression)
                 spans += pieces
                 at += int(row[C_LENGTH])
-                decoded += _rows(covered)
+                decoded += rows_in(covered)
             column_rows.append(decoded)
             exact = all(covered == want for covered, want, _ in picks)
             selections.append(None if exact else np.concatenate([positions(covered, want) + before
@@ -402,22 +402,3 @@ class BatchDecoder:
         self.backend.launch(self.backend.compile(spec), rows, args)
 
 
-
-def _rows(ranges: Ranges) -> int:
-    return sum(end - start for start, end in ranges)
-
-
-def _page_pieces(start: int, pages: Any, chosen: list[int]) -> list[tuple[int, int]]:
-    """The file ranges of a chunk cut to its dictionary page (the bytes before its first
-    data page) and its chosen data pages, neighbours joined."""
-    pieces: list[tuple[int, int]] = []
-    first = int(pages.offsets[0])
-    if first > start:
-        pieces.append((start, first - start))
-    for i in chosen:
-        offset, size = int(pages.offsets[i]), int(pages.sizes[i])
-        if pieces and pieces[-1][0] + pieces[-1][1] == offset:
-            pieces[-1] = (pieces[-1][0], pieces[-1][1] + size)
-        else:
-            pieces.append((offset, size))
-    return pieces

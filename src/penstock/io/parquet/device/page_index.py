@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from penstock.io.parquet.device.thrift import _BINARY, _BYTE, _DOUBLE, _FALSE, _I16, _I32, _I64, _LIST, _SET, \
-    _STOP, _STRUCT, _TRUE, _skip, _varint
+from penstock.io.parquet.device.thrift import read_struct
 from penstock.io.stats import ColumnPredicate, refutes
 from penstock.plan.types import DataType, Kind
 
@@ -41,74 +40,6 @@ _FOOTER_SPEC = {4: {1: {4: None, 5: None, 6: None, 7: None}}}
 _OFFSET_INDEX_SPEC = {1: {1: None, 2: None, 3: None}}
 _COLUMN_INDEX_SPEC = {1: None, 2: None, 3: None, 5: None}
 _UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-
-
-def _value(d: bytes, pos: int, end: int, kind: int, spec: Any, depth: int) -> tuple[Any, int]:
-    """A value of compact-protocol type `kind`; structs keep the fields `spec` names (a
-    dict of field id -> sub-spec; None keeps every field)."""
-    if depth > 16:
-        raise ValueError("page index nests too deep")
-    if kind in (_I16, _I32, _I64):
-        z, pos = _varint(d, pos, end)
-        return (z >> 1) ^ -(z & 1), pos
-    if kind == _BINARY:
-        size, pos = _varint(d, pos, end)
-        if pos + size > end:
-            raise ValueError("page index runs past its bytes")
-        return bytes(d[pos:pos + size]), pos + size
-    if kind in (_TRUE, _FALSE):  # a list's element (a struct's booleans live in its field header)
-        if pos >= end:
-            raise ValueError("page index runs past its bytes")
-        return d[pos] == _TRUE, pos + 1
-    if kind == _BYTE:
-        if pos >= end:
-            raise ValueError("page index runs past its bytes")
-        return d[pos], pos + 1
-    if kind == _DOUBLE:
-        return struct.unpack_from("<d", d, pos)[0], pos + 8
-    if kind in (_LIST, _SET):
-        if pos >= end:
-            raise ValueError("page index runs past its bytes")
-        head = d[pos]
-        pos += 1
-        size, element = head >> 4, head & 0x0F
-        if size == 15:
-            size, pos = _varint(d, pos, end)
-        items = []
-        for _ in range(size):
-            item, pos = _value(d, pos, end, element, spec, depth + 1)
-            items.append(item)
-        return items, pos
-    if kind == _STRUCT:
-        return _struct(d, pos, end, spec, depth + 1)
-    return None, _skip(d, pos, end, kind, depth)
-
-
-def _struct(d: bytes, pos: int, end: int, spec: Any, depth: int = 0) -> tuple[dict[int, Any], int]:
-    fields: dict[int, Any] = {}
-    last = 0
-    while True:
-        if pos >= end:
-            raise ValueError("page index runs past its bytes")
-        head = d[pos]
-        pos += 1
-        kind = head & 0x0F
-        if kind == _STOP:
-            return fields, pos
-        if head >> 4:
-            field = last + (head >> 4)
-        else:
-            z, pos = _varint(d, pos, end)
-            field = (z >> 1) ^ -(z & 1)
-        last = field
-        if kind in (_TRUE, _FALSE):
-            fields[field] = kind == _TRUE
-        elif spec is None or field in spec:
-            fields[field], pos = _value(d, pos, end, kind, None if spec is None else spec[field], depth)
-        else:
-            pos = _skip(d, pos, end, kind, depth)
-        if pos > end:
-            raise ValueError("page index runs past its bytes")
 
 
 @dataclass
@@ -165,7 +96,7 @@ class FileIndex:
         rows = self.meta.row_group(group).num_rows
         if oi_offset is None or oi_length is None or oi_length <= 0:
             return None
-        index, _ = _struct(self._read(oi_offset, oi_length), 0, oi_length, _OFFSET_INDEX_SPEC)
+        index, _ = read_struct(self._read(oi_offset, oi_length), _OFFSET_INDEX_SPEC)
         entries = index.get(1) or []
         offsets = np.array([e[1] for e in entries], np.int64)
         sizes = np.array([e[2] for e in entries], np.int64)
@@ -182,7 +113,7 @@ class FileIndex:
         if with_bounds:
             if ci_offset is None or ci_length is None or ci_length <= 0:
                 return None
-            bounds, _ = _struct(self._read(ci_offset, ci_length), 0, ci_length, _COLUMN_INDEX_SPEC)
+            bounds, _ = read_struct(self._read(ci_offset, ci_length), _COLUMN_INDEX_SPEC)
             pages.null_pages, pages.mins, pages.maxs = bounds.get(1), bounds.get(2), bounds.get(3)
             pages.null_counts = bounds.get(5)
             n = len(entries)
@@ -197,7 +128,7 @@ class FileIndex:
             if self.locations is not None:
                 return self.locations
         footer = self._footer()
-        groups, _ = _struct(footer, 0, len(footer), _FOOTER_SPEC)
+        groups, _ = read_struct(footer, _FOOTER_SPEC)
         locations = [[(c.get(4), c.get(5), c.get(6), c.get(7)) for c in g.get(1, [])] for g in groups.get(4, [])]
         if len(locations) != self.meta.num_row_groups:
             raise ValueError("footer's row groups do not match pyarrow's")
@@ -413,3 +344,23 @@ class PageSkipper:
 
     def pages(self, group: int, leaf: int) -> ChunkPages | None:
         return self.index.chunk(group, leaf, False)
+
+
+def rows_in(ranges: Ranges) -> int:
+    return sum(end - start for start, end in ranges)
+
+
+def page_pieces(start: int, pages: ChunkPages, chosen: list[int]) -> list[tuple[int, int]]:
+    """The file ranges of a chunk cut to its dictionary page (the bytes before its first
+    data page) and its chosen data pages, neighbours joined."""
+    pieces: list[tuple[int, int]] = []
+    first = int(pages.offsets[0])
+    if first > start:
+        pieces.append((start, first - start))
+    for i in chosen:
+        offset, size = int(pages.offsets[i]), int(pages.sizes[i])
+        if pieces and pieces[-1][0] + pieces[-1][1] == offset:
+            pieces[-1] = (pieces[-1][0], pieces[-1][1] + size)
+        else:
+            pieces.append((offset, size))
+    return pieces

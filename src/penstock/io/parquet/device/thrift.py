@@ -8,6 +8,7 @@ caller names the file, row group and column).
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,3 +172,82 @@ def _nested(fields: dict[int, Any], key: int) -> dict[int, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"page header lacks field {key}")
     return value
+
+
+# -- any struct, lists and binary fields too (the footer, the page index) ------------------------
+
+def read_struct(data: bytes, spec: Any) -> tuple[dict[int, Any], int]:
+    """The struct at the start of `data` as {field id: value}, keeping the fields `spec`
+    names (a dict of field id -> the sub-spec of a struct or of a list's structs; None keeps
+    every field); lists are lists, binary is bytes. Malformed input raises ValueError."""
+    return _kept_struct(data, 0, len(data), spec)
+
+
+def _value(d: bytes, pos: int, end: int, kind: int, spec: Any, depth: int) -> tuple[Any, int]:
+    """A value of compact-protocol type `kind`; structs keep the fields `spec` names (a
+    dict of field id -> sub-spec; None keeps every field)."""
+    if depth > 16:
+        raise ValueError("Thrift value nests too deep")
+    if kind in (_I16, _I32, _I64):
+        z, pos = _varint(d, pos, end)
+        return (z >> 1) ^ -(z & 1), pos
+    if kind == _BINARY:
+        size, pos = _varint(d, pos, end)
+        if pos + size > end:
+            raise ValueError("Thrift value runs past its bytes")
+        return bytes(d[pos:pos + size]), pos + size
+    if kind in (_TRUE, _FALSE):  # a list's element (a struct's booleans live in its field header)
+        if pos >= end:
+            raise ValueError("Thrift value runs past its bytes")
+        return d[pos] == _TRUE, pos + 1
+    if kind == _BYTE:
+        if pos >= end:
+            raise ValueError("Thrift value runs past its bytes")
+        return d[pos], pos + 1
+    if kind == _DOUBLE:
+        return struct.unpack_from("<d", d, pos)[0], pos + 8
+    if kind in (_LIST, _SET):
+        if pos >= end:
+            raise ValueError("Thrift value runs past its bytes")
+        head = d[pos]
+        pos += 1
+        size, element = head >> 4, head & 0x0F
+        if size == 15:
+            size, pos = _varint(d, pos, end)
+        items = []
+        for _ in range(size):
+            item, pos = _value(d, pos, end, element, spec, depth + 1)
+            items.append(item)
+        return items, pos
+    if kind == _STRUCT:
+        return _kept_struct(d, pos, end, spec, depth + 1)
+    return None, _skip(d, pos, end, kind, depth)
+
+
+def _kept_struct(d: bytes, pos: int, end: int, spec: Any, depth: int = 0) -> tuple[dict[int, Any], int]:
+    fields: dict[int, Any] = {}
+    last = 0
+    while True:
+        if pos >= end:
+            raise ValueError("Thrift value runs past its bytes")
+        head = d[pos]
+        pos += 1
+        kind = head & 0x0F
+        if kind == _STOP:
+            return fields, pos
+        if head >> 4:
+            field = last + (head >> 4)
+        else:
+            z, pos = _varint(d, pos, end)
+            field = (z >> 1) ^ -(z & 1)
+        last = field
+        if kind in (_TRUE, _FALSE):
+            fields[field] = kind == _TRUE
+        elif spec is None or field in spec:
+            fields[field], pos = _value(d, pos, end, kind, None if spec is None else spec[field], depth)
+        else:
+            pos = _skip(d, pos, end, kind, depth)
+        if pos > end:
+            raise ValueError("Thrift value runs past its bytes")
+
+
