@@ -1,9 +1,11 @@
-"""Parquet page headers: Thrift's compact protocol, read on the host.
+"""Parquet's Thrift structures, read on the host with the compact protocol.
 
 A column chunk is a run of pages, each a Thrift-encoded PageHeader followed by its bytes;
-pyarrow does not expose the headers, so this reads them. Only what decoding needs is kept;
-unknown fields are skipped, as Thrift requires. Malformed input raises ValueError (the
-caller names the file, row group and column).
+pyarrow does not expose the headers, so this reads them (read_page_header, written for
+speed). Nor does it expose the footer's page index offsets or the page index itself:
+read_struct reads any struct, keeping the fields asked for (page_index.py). Only what
+decoding needs is kept; unknown fields are skipped, as Thrift requires. Malformed input
+raises ValueError (the caller names the file, row group and column).
 """
 
 from __future__ import annotations
