@@ -326,6 +326,16 @@ class Connection:
 
         return schema, pieces()
 
+    def knn_hamming(self, table: str, column: str, queries: Any, k: int = 10, id: str = "id",
+                    where: str | None = None) -> Any:
+        """The k rows of `table` nearest each query signature (bytes, an Arrow binary array or
+        a (queries, bytes) uint8 array) by Hamming distance over the bytea `column`, ties by
+        `id`, as one table: query (its position), id, distance, rank. `where`: a filter in SQL.
+        Returns penstock.knn_search.KnnResult (.table, .engine). docs/similarity.md."""
+        from penstock.knn_search import knn_hamming
+
+        return knn_hamming(self, table, column, queries, k, id, where)
+
     def stream(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
                check: Callable[[], None] | None = None, memory_limit: int | None = None) -> ResultStream:
         """Run one query and hand its result out piece by piece (penstock/streaming.py): a

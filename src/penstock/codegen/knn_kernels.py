@@ -1,0 +1,122 @@
+"""The batched Hamming top-k kernel (exec/order/knn_batch.py): many query signatures against
+a table's signatures in one pass over them.
+
+The rows are cut into `slices`, one per CPU thread; a slice keeps, for every query, a
+max-heap of its k best (distance, id) and reads its rows once, each row against every query
+while the row is in the L1 cache (a batch's queries stay in L1 or L2). A row enters a heap
+only when it beats the heap's worst, rare after the first rows, so the pass costs its
+popcounts: AVX-512's VPOPCNTQ eight words at a time where the processor has it (checked
+when the kernel runs), 64-bit popcounts otherwise. The host merges the slices' heaps. The
+GPU runs a batch as one top-k statement per query for now: the kernel has no GPU body and
+is never launched there.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from penstock.device.kernel_spec import KernelSpec
+
+SOURCE = r"""#include "xpu.h"
+#ifndef XPU_GPU
+#include <immintrin.h>
+
+namespace knn {
+
+// distances from one row to each query, scalar: 64-bit words, then the last bytes
+static void distances_by_word(const uint8_t* row, const uint8_t* queries, int64_t n_queries, int64_t width,
+                              int32_t* out) {
+  const int64_t words = width / 8;
+  for (int64_t q = 0; q < n_queries; ++q) {
+    const uint8_t* query = queries + q * width;
+    int32_t d = 0;
+    for (int64_t w = 0; w < words; ++w) {
+      uint64_t a, b;
+      __builtin_memcpy(&a, row + 8 * w, 8);
+      __builtin_memcpy(&b, query + 8 * w, 8);
+      d += __builtin_popcountll(a ^ b);
+    }
+    for (int64_t j = words * 8; j < width; ++j) d += __builtin_popcount((unsigned)(row[j] ^ query[j]));
+    out[q] = d;
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512vpopcntdq")))
+static void distances_avx512(const uint8_t* row, const uint8_t* queries, int64_t n_queries, int64_t width,
+                             int32_t* out) {
+  const int64_t vectors = width / 64;
+  for (int64_t q = 0; q < n_queries; ++q) {
+    const uint8_t* query = queries + q * width;
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t v = 0; v < vectors; ++v) {
+      const __m512i a = _mm512_loadu_si512(row + 64 * v), b = _mm512_loadu_si512(query + 64 * v);
+      sum = _mm512_add_epi64(sum, _mm512_popcnt_epi64(_mm512_xor_si512(a, b)));
+    }
+    int32_t d = (int32_t)_mm512_reduce_add_epi64(sum);
+    for (int64_t j = vectors * 64; j < width; ++j) d += __builtin_popcount((unsigned)(row[j] ^ query[j]));
+    out[q] = d;
+  }
+}
+#endif
+
+// (d, id) into a max-heap of k by (distance, id) whose root is its worst, if it beats the root
+static inline void offer(int32_t* hd, int64_t* hi, int64_t k, int32_t d, int64_t id) {
+  if (d > hd[0] || (d == hd[0] && id >= hi[0])) return;
+  int64_t at = 0;
+  for (;;) {
+    int64_t child = 2 * at + 1;
+    if (child >= k) break;
+    if (child + 1 < k && (hd[child + 1] > hd[child] || (hd[child + 1] == hd[child] && hi[child + 1] > hi[child])))
+      ++child;
+    if (hd[child] < d || (hd[child] == d && hi[child] < id)) break;
+    hd[at] = hd[child];
+    hi[at] = hi[child];
+    at = child;
+  }
+  hd[at] = d;
+  hi[at] = id;
+}
+
+}  // namespace knn
+#endif
+
+XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+                                  const int64_t* ids, const uint8_t* queries, int64_t n_queries, int64_t k,
+                                  int64_t slices, int32_t* best_d, int64_t* best_id, int32_t* scratch) {
+#ifndef XPU_GPU
+#if defined(__x86_64__)
+  const bool wide = width >= 64 && __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("avx512f");
+#else
+  const bool wide = false;
+#endif
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(s, slices) {
+    const int64_t first = n * s / slices, last = n * (s + 1) / slices;
+    int32_t* heap_d = best_d + s * n_queries * k;
+    int64_t* heap_id = best_id + s * n_queries * k;
+    int32_t* distance = scratch + s * n_queries;
+    for (int64_t i = first; i < last; ++i) {
+      if (valid != nullptr && !((valid[i >> 3] >> (i & 7)) & 1)) continue;
+      const uint8_t* row = sigs + i * width;
+#if defined(__x86_64__)
+      if (wide) knn::distances_avx512(row, queries, n_queries, width, distance);
+      else
+#endif
+        knn::distances_by_word(row, queries, n_queries, width, distance);
+      for (int64_t q = 0; q < n_queries; ++q) knn::offer(heap_d + q * k, heap_id + q * k, k, distance[q], ids[i]);
+    }
+  }
+  XPU_PARALLEL_END
+#endif
+}
+"""
+
+
+@functools.cache  # pure: the same spec (and its source digest) every time
+def knn_hamming_batch() -> KernelSpec:
+    """best_d/best_id: slices x n_queries x k heaps, filled with (INT32_MAX, INT64_MAX)
+    before the first call (calls over a table's batches in order continue them); scratch:
+    slices x n_queries int32."""
+    return KernelSpec("knn_hamming_batch", SOURCE, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "i64", "i64",
+                                                    "ptr", "ptr", "ptr"), installation=True)

@@ -1,0 +1,142 @@
+"""Batched k-nearest-neighbour search by Hamming distance: many query signatures against a
+table's signature column in one pass over it (issue 18's batches).
+
+A single query is a top-k statement (`ORDER BY hamming_distance(sig, $1), id LIMIT k`,
+plan/top_k.py), which reads the table once per query. A batch of B queries read that way
+reads it B times; here the rows stream through once and each row is compared with every
+query while it is in cache (codegen/knn_kernels.py), the way FAISS's IndexBinaryFlat
+searches a batch. The rows come as Arrow record batches (the connection's stream of a
+`SELECT id, sig FROM t WHERE ...`), so filters and every table format work as in SQL.
+
+The answer per query: the k rows of least distance, ties broken by id (ascending), NULL
+signatures never among them, fewer than k rows when the table has fewer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from penstock.codegen.knn_kernels import knn_hamming_batch
+from penstock.device.base import Backend
+from penstock.errors import QueryError
+
+MAX_K = 100_000  # as the single-query top-k's bound (plan/top_k.py)
+NO_DISTANCE, NO_ID = np.iinfo(np.int32).max, np.iinfo(np.int64).max
+
+
+@dataclass
+class KnnBatchSearch:
+    """The slices' heaps of one search, continued batch by batch (`add`), merged by `result`."""
+    backend: Backend
+    queries: np.ndarray  # (B, width) uint8
+    k: int
+    slices: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    rows_read: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k <= MAX_K:
+            raise QueryError(f"k must be between 1 and {MAX_K:,}, not {self.k}", "22023")
+        if self.queries.ndim != 2 or len(self.queries) == 0:
+            raise QueryError("knn_hamming needs at least one query signature", "22023")
+        self.queries = np.ascontiguousarray(self.queries, dtype=np.uint8)
+        shape = (self.slices, len(self.queries), self.k)
+        self.best_d = np.full(shape, NO_DISTANCE, np.int32)
+        self.best_id = np.full(shape, NO_ID, np.int64)
+        self.scratch = np.zeros((self.slices, len(self.queries)), np.int32)
+        self.kernel = self.backend.compile(knn_hamming_batch())
+
+    @property
+    def width(self) -> int:
+        return int(self.queries.shape[1])
+
+    def add(self, ids: pa.Array, signatures: pa.Array) -> None:
+        """One record batch of the table: its ids (integers, no NULL) and signatures."""
+        if len(signatures) == 0:
+            return
+        sigs, valid = _fixed_bytes(signatures, self.width)
+        if ids.null_count:
+            raise QueryError("knn_hamming: the id column has NULLs", "22004")
+        self.add_arrays(ids.cast(pa.int64()).to_numpy(zero_copy_only=False), sigs, valid)
+
+    def add_arrays(self, ids: np.ndarray, sigs: np.ndarray, valid: np.ndarray | None) -> None:
+        """Rows as arrays: ids, the signatures' bytes end to end, an Arrow validity bitmap
+        (None: no NULL). A cached table's columns come this way, without a copy."""
+        n = len(ids)
+        if sigs.size != n * self.width:
+            raise QueryError(f"knn_hamming: signatures of {sigs.size // max(n, 1)} bytes against queries of "
+                                f"{self.width}", "22026")
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        self.backend.launch(self.kernel, self.slices, [n, sigs, self.width, valid, ids, self.queries,
+                                                        len(self.queries), self.k, self.slices, self.best_d,
+                                                        self.best_id, self.scratch])
+        self.rows_read += n
+
+    def result(self) -> pa.Table:
+        """query (its position among the queries), id, distance, rank (1 = nearest), ordered
+        by query and rank."""
+        b, k = len(self.queries), self.k
+        d = self.best_d.transpose(1, 0, 2).reshape(b, -1)
+        ids = self.best_id.transpose(1, 0, 2).reshape(b, -1)
+        order = np.lexsort((ids, d), axis=1)[:, :k]  # by distance, then id
+        d, ids = np.take_along_axis(d, order, 1), np.take_along_axis(ids, order, 1)
+        kept = d != NO_DISTANCE
+        query = np.broadcast_to(np.arange(b, dtype=np.int32)[:, None], d.shape)
+        rank = np.broadcast_to(np.arange(1, k + 1, dtype=np.int32)[None, :], d.shape)
+        return pa.table({"query": query[kept], "id": ids[kept], "distance": d[kept], "rank": rank[kept]})
+
+
+def query_matrix(queries: Any) -> np.ndarray:
+    """Query signatures (a list of bytes, a fixed-size binary Arrow array, or a (B, width)
+    uint8 array) as a (B, width) uint8 matrix; they must share one length."""
+    if isinstance(queries, np.ndarray):
+        if queries.dtype != np.uint8 or queries.ndim != 2:
+            raise QueryError("query signatures as an array must be uint8 of shape (queries, bytes)", "22023")
+        return queries
+    if isinstance(queries, (pa.Array, pa.ChunkedArray)):
+        queries = queries.to_pylist()
+    values = [bytes(q) for q in queries if q is not None]
+    if len(values) != len(queries):
+        raise QueryError("knn_hamming: a query signature is NULL", "22004")
+    if not values:
+        raise QueryError("knn_hamming needs at least one query signature", "22023")
+    if len({len(v) for v in values}) != 1:
+        raise QueryError("knn_hamming: query signatures of different lengths", "22026")
+    return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), -1)
+
+
+def _fixed_bytes(signatures: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The signatures' bytes (rows x width) and validity bitmap (None: no NULL); 22026 when
+    they are not `width` bytes long."""
+    if isinstance(signatures, pa.ChunkedArray):
+        signatures = signatures.combine_chunks()
+    valid = _validity(signatures)
+    t = signatures.type
+    if pa.types.is_fixed_size_binary(t):
+        if t.byte_width != width:
+            raise QueryError(f"knn_hamming: signatures of {t.byte_width} bytes against queries of {width}",
+                                "22026")
+    elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        lengths = pc.binary_length(signatures).drop_null()
+        if len(lengths) and (pc.min(lengths).as_py() != width or pc.max(lengths).as_py() != width):
+            raise QueryError(f"knn_hamming: a signature's length differs from the queries' {width} bytes", "22026")
+        if signatures.null_count:  # filled to cast; `valid` still marks them
+            signatures = pc.if_else(pc.is_null(signatures), pa.scalar(b"\0" * width, t), signatures)
+        signatures = signatures.cast(pa.binary(width))
+    else:
+        raise QueryError(f"knn_hamming: the signature column is {t}, not bytea", "42804")
+    n = len(signatures)
+    data = np.frombuffer(signatures.buffers()[1], np.uint8)[signatures.offset * width:(signatures.offset + n) * width]
+    return np.ascontiguousarray(data), valid
+
+
+def _validity(array: pa.Array) -> np.ndarray | None:
+    if array.null_count == 0:
+        return None
+    flags = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    return np.packbits(flags, bitorder="little")

@@ -1,0 +1,86 @@
+"""`Connection.knn_hamming`: the k nearest rows of each of many query signatures by Hamming
+distance, one answer table for the batch (docs/similarity.md).
+
+On the CPU backend the batch is one pass over the table (exec/order/knn_batch.py): the
+connection streams `SELECT id, sig FROM t [WHERE ...]` and every row meets every query in
+cache. On a GPU each query is still its own top-k statement (plan/top_k.py, one read of the
+signatures a query, fast from the column cache); the answer says which ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.errors import QueryError
+from penstock.exec.order.knn_batch import MAX_K, KnnBatchSearch, query_matrix
+from penstock.io.column_cache import table_key
+from penstock.plan.types import Kind
+
+if TYPE_CHECKING:
+    from penstock.api import Connection
+
+
+@dataclass
+class KnnResult:
+    table: pa.Table  # query, id, distance, rank
+    engine: str  # what ran it, e.g. "penstock-cpu (one pass over 2,000,000 rows)"
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int = 10, id: str = "id",
+                where: str | None = None) -> KnnResult:
+    matrix = query_matrix(queries)
+    if not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be between 1 and {MAX_K:,}, not {k}", "22023")
+    filter_sql = f" WHERE {where}" if where else ""
+    if db.backend.name == "cpu":
+        job = KnnBatchSearch(db.backend, matrix, k)
+        cached = None if where else _cached(db, table, [id, column])
+        if cached is not None:  # the cache's arrays as they are: no scan, no copy
+            (ids, signatures), rows = cached
+            job.add_arrays(ids.values[:rows], signatures.values, signatures.validity)
+            how = "cached columns"
+        else:
+            for batch in db.stream(f"SELECT {quote(id)}, {quote(column)} FROM {quote(table)}{filter_sql}"):
+                job.add(batch.column(0), batch.column(1))
+            how = "a scan"
+        queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
+        return KnnResult(job.result(), f"penstock-cpu (one pass over {job.rows_read:,} rows of {how} for "
+                                       f"{queries_said})")
+    sql = (f"SELECT {quote(id)} AS id, hamming_distance({quote(column)}, $1) AS distance FROM {quote(table)}"
+           f"{filter_sql} ORDER BY 2, 1 LIMIT {k}")
+    parts = []
+    for q, signature in enumerate(matrix):
+        found = db.sql(sql, [signature.tobytes()]).to_arrow()
+        n = found.num_rows
+        parts.append(pa.table({"query": pa.array(np.full(n, q, np.int32)),
+                               "id": found.column("id").cast(pa.int64()),
+                               "distance": found.column("distance").cast(pa.int32()),
+                               "rank": pa.array(np.arange(1, n + 1, dtype=np.int32))}))
+    return KnnResult(pa.concat_tables(parts), f"penstock-{db.backend.name} (one top-k statement a query)")
+
+
+def _cached(db: "Connection", table: str, names: list[str]) -> tuple[list[Any], int] | None:
+    """The columns from the connection's column cache when it holds every one (a bytea
+    column is its bytes end to end there, as in Arrow)."""
+    from penstock.frontend.session import fold_identifier
+
+    cache = db.executor.column_cache
+    reader = db.tables.get(fold_identifier(table))
+    if cache is None or reader is None:
+        return None
+    found = cache.get(table_key(reader), names)
+    if found is None:
+        return None
+    columns, rows = found
+    ids, signatures = columns
+    if not (ids.type.is_integer and signatures.type.kind is Kind.BINARY) or ids.validity is not None:
+        return None
+    return columns, rows

@@ -1,0 +1,126 @@
+"""Batched Hamming k-NN (`Connection.knn_hamming`, exec/order/knn_batch.py): every query's k
+nearest rows in one pass, equal to numpy's brute force with ties broken by id, for batches,
+k from 1 to 1000, signature lengths 64 to 4096 bits (odd byte counts too), NULL signatures,
+filters, cached and scanned tables; bad input raises with its SQLSTATE.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.feather as feather
+import pytest
+
+import penstock
+from penstock import QueryError
+
+
+def make_table(path: Path, rows: int, width: int, seed: int, nulls: bool = False) -> tuple[np.ndarray, np.ndarray,
+                                                                                            np.ndarray]:
+    """Signatures with few distinct bits (so distances tie often), ids shuffled (so ties by id
+    differ from ties by row), every 13th signature NULL when `nulls`."""
+    rng = np.random.default_rng(seed)
+    matrix = rng.integers(0, 256, (rows, width), dtype=np.uint8)
+    matrix[:, width // 2:] = 0  # half the bits never differ: more ties
+    ids = rng.permutation(rows).astype(np.int64) * 3
+    valid = np.ones(rows, bool)
+    if nulls:
+        valid[::13] = False
+    sig = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows,
+                                               [pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None,
+                                                pa.py_buffer(matrix.tobytes())])
+    feather.write_feather(pa.table({"id": pa.array(ids), "sig": sig, "grp": pa.array(np.arange(rows) % 4)}), path,
+                          compression="uncompressed", chunksize=rows // 3 + 1)
+    return matrix, ids, valid
+
+
+def brute_force(matrix: np.ndarray, ids: np.ndarray, valid: np.ndarray, query: np.ndarray, k: int,
+                keep: np.ndarray | None = None) -> list[tuple[int, int]]:
+    distance = np.unpackbits(matrix ^ query, axis=1).sum(axis=1)
+    rows = np.flatnonzero(valid & (keep if keep is not None else True))
+    order = rows[np.lexsort((ids[rows], distance[rows]))][:k]
+    return [(int(ids[r]), int(distance[r])) for r in order]
+
+
+def answers(result: Any, queries: int) -> list[list[tuple[int, int]]]:
+    table = result.table
+    out: list[list[tuple[int, int]]] = [[] for _ in range(queries)]
+    for q, i, d, rank in zip(*(table.column(c).to_pylist() for c in ("query", "id", "distance", "rank"))):
+        assert rank == len(out[q]) + 1
+        out[q].append((i, d))
+    return out
+
+
+@pytest.mark.parametrize("width,k,batch,cached", [(8, 1, 1, True), (32, 10, 7, False), (33, 5, 3, True),
+                                                  (256, 100, 16, True), (256, 1000, 2, False), (512, 10, 4, True),
+                                                  (77, 3, 5, False)])
+def test_equals_brute_force_with_ties_by_id(tmp_path: Path, width: int, k: int, batch: int, cached: bool) -> None:
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 3000, width, seed=width + k, nulls=True)
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("t", path)
+    if cached:
+        db.cache("t")
+    queries = np.random.default_rng(k).integers(0, 256, (batch, width), dtype=np.uint8)
+    result = db.knn_hamming("t", "sig", queries, k=k)
+    assert ("cached columns" in result.engine) == cached, result.engine
+    got = answers(result, batch)
+    for q in range(batch):
+        assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q
+
+
+def test_a_filter_and_queries_as_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 2000, 64, seed=5)
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("t", path)
+    db.cache("t")  # a filter still goes through the scan
+    queries = [bytes(matrix[7]), bytes(matrix[900])]
+    result = db.knn_hamming("t", "sig", queries, k=4, where="grp = 2")
+    assert "a scan" in result.engine
+    keep = np.arange(2000) % 4 == 2
+    got = answers(result, 2)
+    for q, query in enumerate(queries):
+        assert got[q] == brute_force(matrix, ids, valid, np.frombuffer(query, np.uint8), 4, keep)
+
+
+def test_fewer_rows_than_k(tmp_path: Path) -> None:
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 30, 16, seed=9, nulls=True)
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("t", path)
+    result = db.knn_hamming("t", "sig", matrix[:2], k=50)
+    got = answers(result, 2)
+    assert len(got[0]) == int(valid.sum())
+    assert got[0] == brute_force(matrix, ids, valid, matrix[0], 50)
+
+
+@pytest.mark.parametrize("queries,k,state", [([b"\x00" * 5], 3, "22026"), ([b"\x00" * 16, b"\x00" * 8], 3, "22026"),
+                                             ([b"\x00" * 16], 0, "22023"), ([], 3, "22023"), ([None], 3, "22004")])
+def test_bad_input_is_refused(tmp_path: Path, queries: list[Any], k: int, state: str) -> None:
+    path = tmp_path / "t.arrow"
+    make_table(path, 100, 16, seed=1)
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("t", path)
+    with pytest.raises(QueryError) as raised:
+        db.knn_hamming("t", "sig", queries, k=k)
+    assert raised.value.sqlstate == state
+    assert db.knn_hamming("t", "sig", [b"\x01" * 16], k=2).table.num_rows == 2  # the connection still works
+
+
+@pytest.mark.gpu
+def test_the_gpu_answers_a_batch_one_statement_a_query(tmp_path: Path) -> None:
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 5000, 256, seed=3, nulls=True)
+    db = penstock.connect(device="gpu", strict=True)
+    db.register("t", path)
+    db.cache("t")
+    queries = np.random.default_rng(2).integers(0, 256, (3, 256), dtype=np.uint8)
+    result = db.knn_hamming("t", "sig", queries, k=25)
+    assert "one top-k statement a query" in result.engine
+    got = answers(result, 3)
+    for q in range(3):
+        assert got[q] == brute_force(matrix, ids, valid, queries[q], 25)
