@@ -26,7 +26,9 @@ def test_knn_bench_answers_equal_numpy(tmp_path: Path) -> None:
     engines = {t.engine for t in result.times}
     assert "penstock (penstock-cpu)" in engines and "duckdb" in engines
     assert all(t.same for t in result.times), result.lines()
-    assert [t.batch for t in result.times if t.engine.startswith("penstock")] == [1, 3]
+    assert [t.batch for t in result.times if t.engine == "penstock (penstock-cpu)"] == [1, 3]
+    batched = [t for t in result.times if t.engine.startswith("penstock knn_hamming")]
+    assert [t.batch for t in batched] == [1, 3] and all(t.how == "one pass a batch" for t in batched)
     text = "\n".join(result.lines())
     assert "4,000 signatures of 256 bits" in text and "ms/query" in text
     assert write_report(result, tmp_path / "out").exists()
