@@ -32,6 +32,7 @@ from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
 from penstock.io.parquet.device.scan import PARQUET_DECODE
 from penstock.io.read_path import READ_PATHS
+from penstock.frontend import table_functions
 from penstock.io.memory import MemoryTable
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
@@ -232,6 +233,10 @@ class Connection:
             if found is not None:
                 return found
             self.backend.warm_up_stop.set()  # a real query: the process warm-up gives way
+            if table_functions.mentions(sql):  # knn_hamming(...) in FROM: answered, then planned by name
+                from penstock.knn_search import answer_call
+
+                sql = table_functions.rewrite(sql, lambda call: answer_call(self, call))
             planned = self.frontend.plan(sql, params)
             prepared = _Prepared(planned, reason=planned.unsupported)
             if planned.ir is not None:

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from penstock.errors import QueryError
+from penstock.frontend.table_functions import KnnCall
 from penstock.exec.order.knn_batch import MAX_K, KnnBatchSearch, query_matrix
 from penstock.io.column_cache import table_key
 from penstock.plan.types import Kind
@@ -84,3 +86,29 @@ def _cached(db: "Connection", table: str, names: list[str]) -> tuple[list[Any], 
     if not (ids.type.is_integer and signatures.type.kind is Kind.BINARY) or ids.validity is not None:
         return None
     return columns, rows
+
+
+def answer_call(db: "Connection", call: KnnCall) -> str:
+    """A knn_hamming(...) call in FROM (frontend/table_functions.py): the batch searched, its
+    rows registered as a table of the connection (query_id, id, distance, rank), its name
+    returned. An unchanged answer keeps its registration, so plans made with it stay."""
+    found = db.sql(f"SELECT {quote(call.queries_id)}, {quote(call.queries_column)} FROM {quote(call.queries)}")
+    queries = found.to_arrow()
+    queries = queries.filter(pc.is_valid(queries.column(1)))  # a NULL signature has no neighbours
+    query_ids = queries.column(0).combine_chunks()
+    if not pa.types.is_integer(query_ids.type) or query_ids.null_count:
+        raise QueryError(f'knn_hamming: the queries\' id column "{call.queries_id}" must be integers without NULLs',
+                         "22004")
+    if queries.num_rows == 0:
+        answer = pa.table({"query": pa.array([], pa.int32()), "id": pa.array([], pa.int64()),
+                           "distance": pa.array([], pa.int32()), "rank": pa.array([], pa.int32())})
+    else:
+        answer = knn_hamming(db, call.table, call.column, queries.column(1), call.k, call.id).table
+    positions = answer.column("query").to_numpy()
+    rows = pa.table({"query_id": query_ids.cast(pa.int64()).take(pa.array(positions)),
+                     "id": answer.column("id"), "distance": answer.column("distance"), "rank": answer.column("rank")})
+    name = call.relation
+    held = db.tables.get(name)
+    if held is None or not getattr(held, "table", rows).equals(rows):
+        db.register_arrow(name, rows)
+    return name

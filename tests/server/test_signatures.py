@@ -78,3 +78,17 @@ def test_bind_values_keeps_long_bytea_parameters() -> None:
     assert kept == {"1": b"\x01" * 8}
     assert text == "SELECT '$2', hamming_distance(sig, $1) FROM t WHERE id > 5 AND sig <> decode('02', 'hex')"
     assert bind_values("SELECT $1", [3], [20]) == ("SELECT 3", {})
+
+
+def test_a_batch_through_the_knn_hamming_table_function(signatures: tuple[Running, np.ndarray]) -> None:
+    """knn_hamming(...) in FROM, sent by a PostgreSQL client: the queries are rows of a table
+    (here the table itself, ids 40 to 42), each answered with its k nearest, ties by id."""
+    running, matrix = signatures
+    popcount = np.array([bin(i).count("1") for i in range(256)])
+    with psycopg.connect(running.dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT query_id, id, distance FROM knn_hamming('sigs', 'sig', 'sigs', 'sig', 4) "
+                            "WHERE query_id BETWEEN 40 AND 42 ORDER BY query_id, rank").fetchall()
+    for q in (40, 41, 42):
+        distance = popcount[matrix ^ matrix[q]].sum(axis=1)
+        expected = sorted((int(d), i) for i, d in enumerate(distance) if i != 7)[:4]
+        assert [(d, i) for qid, i, d in rows if qid == q] == expected

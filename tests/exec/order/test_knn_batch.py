@@ -124,3 +124,26 @@ def test_the_gpu_answers_a_batch_one_statement_a_query(tmp_path: Path) -> None:
     got = answers(result, 3)
     for q in range(3):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], 25)
+
+
+def test_knn_hamming_in_from(tmp_path: Path) -> None:
+    """The SQL table function: the queries come from a table, the answer joins like one."""
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 2500, 40, seed=12, nulls=True)
+    chosen = [3, 1000, 2400]
+    queries = matrix[chosen] ^ 5
+    feather.write_feather(pa.table({"qid": pa.array([7, 8, 9]), "q": pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(40), 3, [None, pa.py_buffer(queries.tobytes())])}), tmp_path / "q.arrow", compression="uncompressed")
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("t", path)
+    db.register("queries", tmp_path / "q.arrow")
+    sql = ("SELECT k.query_id, k.id, k.distance, t.grp FROM knn_hamming('t', 'sig', 'queries', 'q', 6, 'id', 'qid') k "
+           "JOIN t ON t.id = k.id ORDER BY k.query_id, k.rank")
+    for _ in range(2):  # the second run plans with the registered answer
+        got = db.sql(sql).to_arrow().to_pylist()
+        for qid, q in zip((7, 8, 9), range(3)):
+            expected = brute_force(matrix, ids, valid, queries[q], 6)
+            assert [(r["id"], r["distance"]) for r in got if r["query_id"] == qid] == expected
+    with pytest.raises(QueryError) as raised:
+        db.sql("SELECT * FROM knn_hamming('t', 'sig', 'nowhere', 'q', 6)")
+    assert raised.value.sqlstate == "42P01"
