@@ -23,6 +23,7 @@ from penstock.exec.compiled_plan import CompiledPlan, compile_plan
 from penstock.exec.executor import Executor
 from penstock.exec.metrics import QueryMetrics
 from penstock.explain import explain_request, explain_text
+from penstock.frontend import table_functions
 from penstock.frontend.clock import reads_clock
 from penstock.frontend.fallback_check import bytea_cast_hazard
 from penstock.frontend.param_slots import runtime_values, shape
@@ -32,8 +33,8 @@ from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
 from penstock.io.parquet.device.scan import PARQUET_DECODE
 from penstock.io.read_path import READ_PATHS
-from penstock.frontend import table_functions
 from penstock.io.memory import MemoryTable
+from penstock.output import plain_types
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
 from penstock.plan.types import to_arrow
@@ -396,22 +397,6 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
 
 def _rename(table: pa.Table, names: list[str]) -> pa.Table:
     return table.rename_columns(names) if table.num_columns == len(names) else table
-
-
-def plain_types(table: pa.Table) -> pa.Table:
-    """DataFusion's view types as the plain Arrow types penstock's own results use."""
-    fields = []
-    for f in table.schema:
-        t = f.type
-        if pa.types.is_dictionary(t):  # a file's dictionary column, as DataFusion read it
-            t = t.value_type
-        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-            t = pa.string()
-        elif pa.types.is_binary_view(t):
-            t = pa.binary()
-        fields.append(pa.field(f.name, t, f.nullable))
-    schema = pa.schema(fields)
-    return table if schema.equals(table.schema) else table.cast(schema)
 
 
 __all__ = ["Connection", "Result", "connect", "QueryError", "Unsupported", "to_arrow"]

@@ -82,3 +82,19 @@ def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
         out.write(sink.getvalue().to_pybytes())
     else:
         raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def plain_types(table: pa.Table) -> pa.Table:
+    """DataFusion's view types as the plain Arrow types penstock's own results use."""
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_dictionary(t):  # a file's dictionary column, as DataFusion read it
+            t = t.value_type
+        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+            t = pa.string()
+        elif pa.types.is_binary_view(t):
+            t = pa.binary()
+        fields.append(pa.field(f.name, t, f.nullable))
+    schema = pa.schema(fields)
+    return table if schema.equals(table.schema) else table.cast(schema)
