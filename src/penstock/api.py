@@ -110,6 +110,7 @@ class Connection:
         self.frontend = Frontend()
         self.tables: dict[str, TableReader] = {}
         self._plans: dict[tuple[Any, ...], _Prepared] = {}
+        self.table_answers: dict[str, str] = {}  # a table function's registered answer -> what made it
         self._lock = threading.RLock()
         if io not in READ_PATHS:
             raise PenstockError(f"io={io!r}: use one of {', '.join(READ_PATHS)}")
@@ -361,8 +362,12 @@ class Connection:
             metrics.plan_cache_hit = False
             metrics.compile_seconds = prepared.compiled.compile_seconds
             metrics.plan_seconds = max(prepare_seconds - metrics.compile_seconds, 0.0)
-        return explain_text(self.backend.describe(), self.backend.engine, prepared.planned,
+        text = explain_text(self.backend.describe(), self.backend.engine, prepared.planned,
                             prepared.physical, prepared.compiled, prepared.reason, result)
+        said = table_functions.said(sql, self.table_answers)  # lines on knn_hamming(...) calls
+        if said:
+            text = "\n".join([text.rstrip("\n"), *said]) + ("\n" if text.endswith("\n") else "")
+        return text
 
 
 def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | None = None,

@@ -102,12 +102,15 @@ def answer_call(db: "Connection", call: KnnCall) -> str:
     if queries.num_rows == 0:
         answer = pa.table({"query": pa.array([], pa.int32()), "id": pa.array([], pa.int64()),
                            "distance": pa.array([], pa.int32()), "rank": pa.array([], pa.int32())})
+        engine = "no search (no query signature)"
     else:
-        answer = knn_hamming(db, call.table, call.column, queries.column(1), call.k, call.id).table
+        searched = knn_hamming(db, call.table, call.column, queries.column(1), call.k, call.id)
+        answer, engine = searched.table, searched.engine
     positions = answer.column("query").to_numpy()
     rows = pa.table({"query_id": query_ids.cast(pa.int64()).take(pa.array(positions)),
                      "id": answer.column("id"), "distance": answer.column("distance"), "rank": answer.column("rank")})
     name = call.relation
+    db.table_answers[name] = engine
     held = db.tables.get(name)
     if held is None or not getattr(held, "table", rows).equals(rows):
         db.register_arrow(name, rows)

@@ -83,3 +83,14 @@ def parse_call(args: list[list[Token]]) -> KnnCall:
             or not text[4].text.isdigit():
         raise QueryError(f"knn_hamming's names are text constants and k an integer: {usage}", "42804")
     return KnnCall(strings[0], strings[1], strings[2], strings[3], int(text[4].text), *strings[4:])
+
+
+def said(sql: str, answers: dict[str, str]) -> list[str]:
+    """EXPLAIN's lines on the statement's table functions: which relation answers each call
+    and what made it (`answers`: relation -> how, e.g. the batch search's engine)."""
+    if not mentions(sql):
+        return []
+    relations: list[str] = []
+    rewrite(sql, lambda call: relations.append(call.relation) or call.relation)
+    return [f"Table function knn_hamming -> {name}: answered before planning by "
+            f"{answers.get(name, 'a search not run in this connection')}" for name in relations]

@@ -144,6 +144,8 @@ def test_knn_hamming_in_from(tmp_path: Path) -> None:
         for qid, q in zip((7, 8, 9), range(3)):
             expected = brute_force(matrix, ids, valid, queries[q], 6)
             assert [(r["id"], r["distance"]) for r in got if r["query_id"] == qid] == expected
+    plan = db.explain(sql)
+    assert "answered before planning by penstock-cpu (one pass over 2,500 rows" in plan, plan
     with pytest.raises(QueryError) as raised:
         db.sql("SELECT * FROM knn_hamming('t', 'sig', 'nowhere', 'q', 6)")
     assert raised.value.sqlstate == "42P01"
