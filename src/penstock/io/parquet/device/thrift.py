@@ -1,9 +1,9 @@
 """Parquet's Thrift structures, read on the host with the compact protocol.
 
 A column chunk is a run of pages, each a Thrift-encoded PageHeader followed by its bytes;
-pyarrow does not expose the headers, so this reads them (read_page_header, written for
-speed). Nor does it expose the footer's page index offsets or the page index itself:
-read_struct reads any struct, keeping the fields asked for (page_index.py). Only what
+pyarrow does not expose the headers, so this reads them (read_page_header). Nor does it
+expose the footer's page index offsets or the page index itself (page_index.py). One reader
+serves both: a struct's fields by id, keeping those a spec names (read_struct). Only what
 decoding needs is kept; unknown fields are skipped, as Thrift requires. Malformed input
 raises ValueError (the caller names the file, row group and column).
 """
@@ -43,7 +43,7 @@ def _varint(d: bytes, pos: int, end: int) -> tuple[int, int]:
     value, shift = 0, 0
     while True:
         if pos >= end:
-            raise ValueError("page header runs past the column chunk")
+            raise ValueError("Thrift struct runs past its bytes")
         b = d[pos]
         pos += 1
         value |= (b & 0x7F) << shift
@@ -57,7 +57,7 @@ def _varint(d: bytes, pos: int, end: int) -> tuple[int, int]:
 def _skip(d: bytes, pos: int, end: int, kind: int, depth: int) -> int:
     """The position after a value of `kind` (one not kept)."""
     if depth > 16:
-        raise ValueError("page header nests too deep")
+        raise ValueError("Thrift struct nests too deep")
     if kind in (_TRUE, _FALSE):
         return pos
     if kind == _BYTE:
@@ -70,10 +70,10 @@ def _skip(d: bytes, pos: int, end: int, kind: int, depth: int) -> int:
         size, pos = _varint(d, pos, end)
         return pos + size
     if kind == _STRUCT:
-        return _struct(d, pos, end, depth + 1)[1]
+        return _struct(d, pos, end, {}, depth + 1)[1]
     if kind in (_LIST, _SET):
         if pos >= end:
-            raise ValueError("page header runs past the column chunk")
+            raise ValueError("Thrift struct runs past its bytes")
         head = d[pos]
         pos += 1
         size, element = head >> 4, head & 0x0F
@@ -82,61 +82,31 @@ def _skip(d: bytes, pos: int, end: int, kind: int, depth: int) -> int:
         for _ in range(size):
             pos = pos + 1 if element in (_TRUE, _FALSE) else _skip(d, pos, end, element, depth + 1)
             if pos > end:
-                raise ValueError("page header runs past the column chunk")
+                raise ValueError("Thrift struct runs past its bytes")
         return pos
     if kind == _MAP:
         size, pos = _varint(d, pos, end)
         if size:
             if pos >= end:
-                raise ValueError("page header runs past the column chunk")
+                raise ValueError("Thrift struct runs past its bytes")
             types = d[pos]
             pos += 1
             for _ in range(size):
                 pos = _skip(d, pos, end, types >> 4, depth + 1)
                 pos = _skip(d, pos, end, types & 0x0F, depth + 1)
         return pos
-    raise ValueError(f"unknown Thrift type {kind} in page header")
+    raise ValueError(f"unknown Thrift type {kind}")
 
 
-def _struct(d: bytes, pos: int, end: int, depth: int = 0) -> tuple[dict[int, Any], int]:
-    """A struct's integer, boolean and struct fields by id (others skipped), and the position
-    after it. Written for speed: a row group's pages are parsed on the host one by one."""
-    fields: dict[int, Any] = {}
-    last = 0
-    while True:
-        if pos >= end:
-            raise ValueError("page header runs past the column chunk")
-        head = d[pos]
-        pos += 1
-        kind = head & 0x0F
-        if kind == _STOP:
-            return fields, pos
-        delta = head >> 4
-        if delta:
-            field = last + delta
-        else:
-            z, pos = _varint(d, pos, end)
-            field = (z >> 1) ^ -(z & 1)
-        if kind == _I32 or kind == _I64 or kind == _I16:
-            z, pos = _varint(d, pos, end)
-            fields[field] = (z >> 1) ^ -(z & 1)
-        elif kind == _STRUCT:
-            if depth > 16:
-                raise ValueError("page header nests too deep")
-            fields[field], pos = _struct(d, pos, end, depth + 1)
-        elif kind == _TRUE or kind == _FALSE:
-            fields[field] = kind == _TRUE
-        else:
-            pos = _skip(d, pos, end, kind, depth)
-            if pos > end:
-                raise ValueError("page header field runs past the column chunk")
-        last = field
+# the PageHeader fields decoding reads: type, sizes, CRC, and the three kinds of page header
+_PAGE_HEADER_SPEC = {1: None, 2: None, 3: None, 4: None, 5: {1: None, 2: None, 3: None},
+                     7: {1: None, 2: None}, 8: {1: None, 2: None, 4: None, 5: None, 6: None, 7: None}}
 
 
 def read_page_header(data: bytes, at: int, end: int) -> PageHeader:
     """The PageHeader at byte `at` of `data` (bytes; a memoryview works, slower), which ends
     for this chunk at `end`."""
-    f, after = _struct(data, at, end)
+    f, after = _struct(data, at, end, _PAGE_HEADER_SPEC)
     if not all(isinstance(f.get(k), int) for k in (1, 2, 3)):
         raise ValueError("page header lacks its type or sizes")
     header = PageHeader(type=f[1], uncompressed_size=f[2], compressed_size=f[3],
@@ -176,41 +146,41 @@ def _nested(fields: dict[int, Any], key: int) -> dict[int, Any]:
     return value
 
 
-# -- any struct, lists and binary fields too (the footer, the page index) ------------------------
+# -- any struct: the page headers, the footer, the page index ------------------------------------
 
 def read_struct(data: bytes, spec: Any) -> tuple[dict[int, Any], int]:
     """The struct at the start of `data` as {field id: value}, keeping the fields `spec`
     names (a dict of field id -> the sub-spec of a struct or of a list's structs; None keeps
     every field); lists are lists, binary is bytes. Malformed input raises ValueError."""
-    return _kept_struct(data, 0, len(data), spec)
+    return _struct(data, 0, len(data), spec)
 
 
 def _value(d: bytes, pos: int, end: int, kind: int, spec: Any, depth: int) -> tuple[Any, int]:
     """A value of compact-protocol type `kind`; structs keep the fields `spec` names (a
     dict of field id -> sub-spec; None keeps every field)."""
     if depth > 16:
-        raise ValueError("Thrift value nests too deep")
+        raise ValueError("Thrift struct nests too deep")
     if kind in (_I16, _I32, _I64):
         z, pos = _varint(d, pos, end)
         return (z >> 1) ^ -(z & 1), pos
     if kind == _BINARY:
         size, pos = _varint(d, pos, end)
         if pos + size > end:
-            raise ValueError("Thrift value runs past its bytes")
+            raise ValueError("Thrift struct runs past its bytes")
         return bytes(d[pos:pos + size]), pos + size
     if kind in (_TRUE, _FALSE):  # a list's element (a struct's booleans live in its field header)
         if pos >= end:
-            raise ValueError("Thrift value runs past its bytes")
+            raise ValueError("Thrift struct runs past its bytes")
         return d[pos] == _TRUE, pos + 1
     if kind == _BYTE:
         if pos >= end:
-            raise ValueError("Thrift value runs past its bytes")
+            raise ValueError("Thrift struct runs past its bytes")
         return d[pos], pos + 1
     if kind == _DOUBLE:
         return struct.unpack_from("<d", d, pos)[0], pos + 8
     if kind in (_LIST, _SET):
         if pos >= end:
-            raise ValueError("Thrift value runs past its bytes")
+            raise ValueError("Thrift struct runs past its bytes")
         head = d[pos]
         pos += 1
         size, element = head >> 4, head & 0x0F
@@ -222,16 +192,18 @@ def _value(d: bytes, pos: int, end: int, kind: int, spec: Any, depth: int) -> tu
             items.append(item)
         return items, pos
     if kind == _STRUCT:
-        return _kept_struct(d, pos, end, spec, depth + 1)
+        return _struct(d, pos, end, spec, depth + 1)
     return None, _skip(d, pos, end, kind, depth)
 
 
-def _kept_struct(d: bytes, pos: int, end: int, spec: Any, depth: int = 0) -> tuple[dict[int, Any], int]:
+def _struct(d: bytes, pos: int, end: int, spec: Any, depth: int = 0) -> tuple[dict[int, Any], int]:
+    """A struct's fields by id, those `spec` names (None: all), and the position after it.
+    Integers are read in the loop: a row group's page headers are parsed one by one."""
     fields: dict[int, Any] = {}
     last = 0
     while True:
         if pos >= end:
-            raise ValueError("Thrift value runs past its bytes")
+            raise ValueError("Thrift struct runs past its bytes")
         head = d[pos]
         pos += 1
         kind = head & 0x0F
@@ -243,13 +215,20 @@ def _kept_struct(d: bytes, pos: int, end: int, spec: Any, depth: int = 0) -> tup
             z, pos = _varint(d, pos, end)
             field = (z >> 1) ^ -(z & 1)
         last = field
-        if kind in (_TRUE, _FALSE):
+        if kind == _TRUE or kind == _FALSE:
             fields[field] = kind == _TRUE
-        elif spec is None or field in spec:
-            fields[field], pos = _value(d, pos, end, kind, None if spec is None else spec[field], depth)
-        else:
+        elif spec is not None and field not in spec:
             pos = _skip(d, pos, end, kind, depth)
+        elif kind == _I32 or kind == _I64 or kind == _I16:
+            z, pos = _varint(d, pos, end)
+            fields[field] = (z >> 1) ^ -(z & 1)
+        elif kind == _STRUCT:
+            if depth > 16:
+                raise ValueError("Thrift struct nests too deep")
+            fields[field], pos = _struct(d, pos, end, None if spec is None else spec[field], depth + 1)
+        else:
+            fields[field], pos = _value(d, pos, end, kind, None if spec is None else spec[field], depth)
         if pos > end:
-            raise ValueError("Thrift value runs past its bytes")
+            raise ValueError("Thrift struct runs past its bytes")
 
 
