@@ -258,25 +258,26 @@ class ArrowDeviceReader:
 
 
 def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                threads: int = IO_THREADS, after: Any = None) -> None:
+                threads: int = IO_THREADS) -> None:
     """Read each (file offset, size, target offset) range of `fd` into the device array
     `target` (or host memory: read straight into, unless O_DIRECT needs the aligned staging;
     cut the ranges to CHUNK for an even share). The backend's long-lived I/O threads split
     the ranges; on a GPU each thread
     reads into its own pinned buffer and copies it up on its own stream, so 16 reads and
-    copies are in flight at once, as in the host ceiling the benchmark measures. `after`: an
-    event their copies wait for (after_default_stream)."""
-    wait_ranges(start_ranges(backend, fd, jobs, target, direct, threads, after))
+    copies are in flight at once, as in the host ceiling the benchmark measures. Their copies
+    wait for nothing: a device `target` must be memory no queued work still uses (taken
+    inside on_thread_stream, say)."""
+    wait_ranges(start_ranges(backend, fd, jobs, target, direct, threads))
 
 
 def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                 threads: int = IO_THREADS, after: Any = None) -> list[Future]:
+                 threads: int = IO_THREADS) -> list[Future]:
     """read_ranges without waiting: the futures of the I/O threads' shares (wait_ranges)."""
     if not jobs:
         return []
     workers = min(threads, len(jobs))
     pool = _pool(backend, "io", threads)
-    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct, after) for k in range(workers)]
+    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
 
 
 def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
@@ -292,14 +293,11 @@ def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
         raise failure
 
 
-def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                after: Any = None) -> None:
+def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
     """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
     so the read into one overlaps the copy out of the other."""
     host_target = isinstance(target, np.ndarray)  # the CPU backend's "device", or a host buffer
     stream = _thread_stream(backend) if backend.name == "gpu" and not host_target else None
-    if stream is not None and after is not None:
-        stream.wait_event(after)
     for k, (offset, size, at) in enumerate(jobs):
         if host_target and not direct:  # read straight into it
             _pread_exactly(fd, memoryview(target)[at:at + size], offset, size)
@@ -319,20 +317,6 @@ def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
             target[at:at + size] = buf[offset - lo:offset - lo + size]
     if stream is not None:
         stream.synchronize()
-
-
-def after_default_stream(backend: Backend) -> Any:
-    """An event on the default stream, for a copy on another stream into memory just taken
-    from CuPy's pool: the pool hands out memory that work queued on the default stream freed
-    a moment ago (in that stream's order), so a copy that does not wait for that work can
-    overwrite a buffer queued kernels still read (a query's lost rows). Taking the memory
-    from the copying stream's own share of the pool instead leaves blocks cached there that
-    a memory cap never gets back. None on the CPU backend."""
-    if backend.name != "gpu":
-        return None
-    event = backend.xp.cuda.Event(disable_timing=True)
-    event.record(backend.xp.cuda.Stream.null)
-    return event
 
 
 def _pread_exactly(fd: int, view: memoryview, offset: int, need: int) -> None:
