@@ -52,6 +52,10 @@ class ParquetTable:
     def num_rows(self) -> int | None:
         return self._rows
 
+    def metadata(self, k: int) -> pq.FileMetaData:
+        """The k-th file's footer, as read when the table was registered."""
+        return self._metadata[k]
+
     def value_range(self, column: str, t: DataType) -> tuple[int, int] | None:
         """The column's smallest and largest value from the files' row-group statistics
         (io/stats.column_range), found once per column."""
@@ -59,7 +63,7 @@ class ParquetTable:
         if key not in self._ranges:
             groups = []
             for meta in self._metadata:
-                leaf = _leaf_indices(meta).get(column)
+                leaf = leaf_indices(meta).get(column)
                 for rg in range(meta.num_row_groups):
                     group = meta.row_group(rg)
                     groups.append((group.num_rows, group.column(leaf).statistics if leaf is not None else None))
@@ -86,7 +90,7 @@ class ParquetTable:
         tables = _read_row_groups(wanted, columns)
         try:
             for path, meta, refuted, _, _ in files:
-                leaves = _leaf_indices(meta)
+                leaves = leaf_indices(meta)
                 for rg in range(meta.num_row_groups):
                     group = meta.row_group(rg)
                     if rg in refuted:
@@ -108,7 +112,7 @@ def refuted_groups(meta: pq.FileMetaData, columns: list[str], predicates: list[C
     """Row groups whose statistics refute the predicates (over `columns`, of `types`)."""
     if not predicates or not types:
         return set()
-    leaves = _leaf_indices(meta)
+    leaves = leaf_indices(meta)
     refuted = set()
     for rg in range(meta.num_row_groups):
         group = meta.row_group(rg)
@@ -184,7 +188,7 @@ def corrupt_row_group(f: pq.ParquetFile, path: Path, rg: int, columns: list[str]
                      DATA_CORRUPTED)
 
 
-def _leaf_indices(meta: pq.FileMetaData) -> dict[str, int]:
+def leaf_indices(meta: pq.FileMetaData) -> dict[str, int]:
     """Column chunk index of each top-level, non-nested column."""
     if meta.num_row_groups == 0:
         return {}
@@ -194,7 +198,7 @@ def _leaf_indices(meta: pq.FileMetaData) -> dict[str, int]:
 
 def _dictionary_encoded(f: pq.ParquetFile, text_columns: list[str]) -> list[str]:
     """Text columns whose first row group is dictionary encoded."""
-    leaves = _leaf_indices(f.metadata)
+    leaves = leaf_indices(f.metadata)
     if not leaves:
         return []
     group = f.metadata.row_group(0)

@@ -27,8 +27,8 @@ from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
                                                 gather_kernel, spans_kernel, spans_serial_kernel)
 from penstock.io.parquet.device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_BOOLEAN, \
-    MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, fixed_layout, read_pages, \
-    unsupported_reason
+    MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, file_identity, fixed_layout, \
+    read_pages, unsupported_reason
 from penstock.io.parquet.device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
@@ -66,8 +66,7 @@ class RowGroupDecoder:
         self.backend = backend
         self.path = path
         self.page_cache = page_cache if page_cache is not None else PageCache()
-        stat = os.stat(path)
-        self.identity = (str(path), stat.st_mtime_ns, stat.st_size)  # a rewritten file is a new one
+        self.identity = file_identity(path)
         self.file = file
         self.names = names
         self.types = types

@@ -8,6 +8,8 @@ named with the reason and read by pyarrow instead. PageCache keeps the parsed he
 
 from __future__ import annotations
 
+import os
+
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -208,6 +210,12 @@ def read_pages(data: memoryview, num_values: int, codec: str = "UNCOMPRESSED", v
     if values != num_values:
         raise ValueError(f"pages hold {values} values; the column chunk says {num_values}")
     return pages
+
+
+def file_identity(path: Any) -> tuple[str, int, int]:
+    """A file's key in the PageCache: a rewritten file is a new one."""
+    stat = os.stat(path)
+    return str(path), stat.st_mtime_ns, stat.st_size
 
 
 class PageCache:

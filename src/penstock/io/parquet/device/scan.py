@@ -16,14 +16,14 @@ from typing import Any, Callable, Iterator
 
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
-from penstock.io.parquet.reader import ParquetTable, open_parquet, refuted_groups
+from penstock.io.parquet.reader import ParquetTable, leaf_indices, open_parquet, refuted_groups
 from penstock.io.device_reader import on_thread_stream
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
 from penstock.io.parquet.device.decoder import RowGroupDecoder
-from penstock.io.parquet.device.page_index import FileIndex, PageSkipper
-from penstock.io.parquet.device.pages import PageCache
+from penstock.io.parquet.device.page_index import FileIndex, PageSkipper, rows_in
+from penstock.io.parquet.device.pages import PageCache, file_identity
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 
@@ -125,10 +125,8 @@ class FilePlans:
         meta = file.metadata
         refuted = refuted_groups(meta, self.names, self.predicates, self.types)
         decoder = RowGroupDecoder(self.backend, path, file, self.names, self.types, page_cache_of(self.table))
-        skipper = None
-        if self.predicates:
-            index = page_cache_of(self.table).file_index(decoder.identity, lambda: FileIndex(path, meta))
-            skipper = PageSkipper.of(path, meta, self.names, self.types, decoder.leaf, self.predicates, index)
+        skipper = _page_skipper(self.table, path, meta, decoder.identity, decoder.leaf, self.names, self.types,
+                                self.predicates)
         batches = BatchDecoder(decoder, skipper)
         runs = batches.plan([g for g in range(meta.num_row_groups) if g not in refuted], self.memory_limit)
         largest = max((batches.stored_bytes(run) for run in runs), default=0)
@@ -239,13 +237,8 @@ def page_index_share(table: ParquetTable, names: list[str], types: list[DataType
     one writer); None when that file has no page index for them."""
     if not predicates or not table.files:
         return None
-    path = table.files[0]
-    meta = open_parquet(path).metadata
-    stat = os.stat(path)
-    identity = (str(path), stat.st_mtime_ns, stat.st_size)
-    index = page_cache_of(table).file_index(identity, lambda: FileIndex(path, meta))
-    leaves = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
-    skipper = PageSkipper.of(path, meta, names, types, leaves, predicates, index)
+    path, meta = table.files[0], table.metadata(0)
+    skipper = _page_skipper(table, path, meta, file_identity(path), leaf_indices(meta), names, types, predicates)
     if skipper is None:
         return None
     refuted = refuted_groups(meta, names, predicates, types)
@@ -256,8 +249,19 @@ def page_index_share(table: ParquetTable, names: list[str], types: list[DataType
         group_rows = meta.row_group(g).num_rows
         ranges = skipper.kept(g)
         rows += group_rows
-        kept += group_rows if ranges is None else sum(end - start for start, end in ranges)
+        kept += group_rows if ranges is None else rows_in(ranges)
     return kept / rows if rows else 0.0
+
+
+def _page_skipper(table: ParquetTable, path: Any, meta: Any, identity: tuple[Any, ...], leaves: dict[str, int],
+                  names: list[str], types: list[DataType],
+                  predicates: list[ColumnPredicate] | None) -> PageSkipper | None:
+    """The file's page skipper for these predicates, its index kept in the table's PageCache
+    across scans; None without predicates or an index to consult."""
+    if not predicates:
+        return None
+    index = page_cache_of(table).file_index(identity, lambda: FileIndex(path, meta))
+    return PageSkipper.of(path, meta, names, types, leaves, predicates, index)
 
 
 def page_cache_of(table: ParquetTable) -> PageCache:
