@@ -27,8 +27,8 @@ from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
                                                 gather_kernel, spans_kernel, spans_serial_kernel)
 from penstock.io.parquet.device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_BOOLEAN, \
-    MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, file_identity, fixed_layout, \
-    read_pages, unsupported_reason
+    MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, file_identity, \
+    fixed_layout, read_pages, unsupported_reason
 from penstock.io.parquet.device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
