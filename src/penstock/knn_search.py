@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from penstock.errors import QueryError
 from penstock.frontend.table_functions import KnnCall
-from penstock.exec.order.knn_batch import MAX_K, KnnBatchSearch, query_matrix
+from penstock.exec.order.knn_batch import KnnBatchSearch, check_k, query_matrix
 from penstock.io.column_cache import table_key
 from penstock.plan.types import Kind
 
@@ -39,8 +39,7 @@ def quote(name: str) -> str:
 def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int = 10, id: str = "id",
                 where: str | None = None) -> KnnResult:
     matrix = query_matrix(queries)
-    if not 1 <= k <= MAX_K:
-        raise QueryError(f"k must be between 1 and {MAX_K:,}, not {k}", "22023")
+    check_k(k)  # before either path
     filter_sql = f" WHERE {where}" if where else ""
     if db.backend.name == "cpu":
         job = KnnBatchSearch(db.backend, matrix, k)

@@ -25,9 +25,16 @@ import pyarrow.compute as pc
 from penstock.codegen.knn_kernels import knn_hamming_batch
 from penstock.device.base import Backend
 from penstock.errors import QueryError
+from penstock.io.device_batch import column_from_arrow
+from penstock.plan.types import binary
 
 MAX_K = 100_000  # as the single-query top-k's bound (plan/top_k.py)
 NO_DISTANCE, NO_ID = np.iinfo(np.int32).max, np.iinfo(np.int64).max
+
+
+def check_k(k: int) -> None:
+    if not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be between 1 and {MAX_K:,}, not {k}", "22023")
 
 
 @dataclass
@@ -40,8 +47,7 @@ class KnnBatchSearch:
     rows_read: int = 0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.k <= MAX_K:
-            raise QueryError(f"k must be between 1 and {MAX_K:,}, not {self.k}", "22023")
+        check_k(self.k)
         if self.queries.ndim != 2 or len(self.queries) == 0:
             raise QueryError("knn_hamming needs at least one query signature", "22023")
         self.queries = np.ascontiguousarray(self.queries, dtype=np.uint8)
@@ -59,7 +65,7 @@ class KnnBatchSearch:
         """One record batch of the table: its ids (integers, no NULL) and signatures."""
         if len(signatures) == 0:
             return
-        sigs, valid = _fixed_bytes(signatures, self.width)
+        sigs, valid = _fixed_bytes(self.backend, signatures, self.width)
         if ids.null_count:
             raise QueryError("knn_hamming: the id column has NULLs", "22004")
         self.add_arrays(ids.cast(pa.int64()).to_numpy(zero_copy_only=False), sigs, valid)
@@ -70,7 +76,7 @@ class KnnBatchSearch:
         n = len(ids)
         if sigs.size != n * self.width:
             raise QueryError(f"knn_hamming: signatures of {sigs.size // max(n, 1)} bytes against queries of "
-                                f"{self.width}", "22026")
+                             f"{self.width}", "22026")
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         self.backend.launch(self.kernel, self.slices, [n, sigs, self.width, valid, ids, self.queries,
                                                         len(self.queries), self.k, self.slices, self.best_d,
@@ -110,33 +116,21 @@ def query_matrix(queries: Any) -> np.ndarray:
     return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), -1)
 
 
-def _fixed_bytes(signatures: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The signatures' bytes (rows x width) and validity bitmap (None: no NULL); 22026 when
-    they are not `width` bytes long."""
+def _fixed_bytes(backend: Backend, signatures: pa.Array, width: int) -> tuple[Any, Any]:
+    """The signatures as the backend holds a bytea column (io/device_batch.column_from_arrow):
+    their bytes end to end and an Arrow validity bitmap (None: no NULL); 22026 when they are
+    not `width` bytes long."""
     if isinstance(signatures, pa.ChunkedArray):
         signatures = signatures.combine_chunks()
-    valid = _validity(signatures)
     t = signatures.type
-    if pa.types.is_fixed_size_binary(t):
-        if t.byte_width != width:
-            raise QueryError(f"knn_hamming: signatures of {t.byte_width} bytes against queries of {width}",
-                                "22026")
-    elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         lengths = pc.binary_length(signatures).drop_null()
         if len(lengths) and (pc.min(lengths).as_py() != width or pc.max(lengths).as_py() != width):
             raise QueryError(f"knn_hamming: a signature's length differs from the queries' {width} bytes", "22026")
-        if signatures.null_count:  # filled to cast; `valid` still marks them
-            signatures = pc.if_else(pc.is_null(signatures), pa.scalar(b"\0" * width, t), signatures)
         signatures = signatures.cast(pa.binary(width))
-    else:
+    elif not pa.types.is_fixed_size_binary(t):
         raise QueryError(f"knn_hamming: the signature column is {t}, not bytea", "42804")
-    n = len(signatures)
-    data = np.frombuffer(signatures.buffers()[1], np.uint8)[signatures.offset * width:(signatures.offset + n) * width]
-    return np.ascontiguousarray(data), valid
-
-
-def _validity(array: pa.Array) -> np.ndarray | None:
-    if array.null_count == 0:
-        return None
-    flags = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
-    return np.packbits(flags, bitorder="little")
+    elif t.byte_width != width:
+        raise QueryError(f"knn_hamming: signatures of {t.byte_width} bytes against queries of {width}", "22026")
+    column = column_from_arrow(signatures, binary(width), backend)
+    return column.values, column.validity
