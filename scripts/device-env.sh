@@ -9,14 +9,15 @@ mkdir -p /tmp/site "$OUT"
 # .device-lite: the packages without KvikIO, plus tpchgen-cli, for a call that also carries
 # nvCOMP and generates data (64 MiB do not hold all three otherwise); .device-litesite: the
 # same packages alone (a call with nvCOMP that generates no TPC-H data); .device-pg: the
-# PostgreSQL clients tests/server imports (carried beside .device-litesite)
-for site in .device-site .device-lite .device-litesite .device-pg; do
+# PostgreSQL clients tests/server imports (carried beside .device-litesite); .device-noduck:
+# the packages without DuckDB plus tpchgen-cli (beside nvCOMP: generate TPC-H and scan it)
+for site in .device-site .device-lite .device-litesite .device-noduck .device-pg; do
   if [ -f $site/site.tar.xz ]; then tar -xJf $site/site.tar.xz -C /tmp/site; fi
 done
 if [ -f .device-nvcomp/nvcomp.tar.xz ]; then
   tar -xJf .device-nvcomp/nvcomp.tar.xz -C /tmp/site
 fi
-for tools in .device-tools .device-lite; do  # penstock gen tpch's generator (pip's scripts are not in the site)
+for tools in .device-tools .device-lite .device-noduck; do  # penstock gen tpch's generator (pip's scripts are not in the site)
   if [ -f $tools/tpchgen-cli.xz ]; then
     mkdir -p /tmp/site/bin && xz -dc $tools/tpchgen-cli.xz > /tmp/site/bin/tpchgen-cli && chmod +x /tmp/site/bin/tpchgen-cli
   fi

@@ -6,6 +6,8 @@
 #   .device-nvcomp/nvcomp.tar.xz  nvCOMP's shared library (Parquet pages decompressed on the GPU)
 #   .device-pg/site.tar.xz        PostgreSQL clients for tests/server (psycopg, SQLAlchemy): beside
 #                                 .device-litesite, not with nvCOMP (64 MiB)
+#   .device-noduck/               the packages without DuckDB, plus tpchgen-cli: generates TPC-H
+#                                 and scans it with nvCOMP in one call (scripts/scan_timeline.py)
 # Shared objects are stripped and everything is compressed with xz -9. Run from the repo root.
 set -euo pipefail
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -27,8 +29,12 @@ tar -cf - -C "$tmp/site" . | xz -T0 -9 > .device-litesite/site.tar.xz
 cp .device-litesite/site.tar.xz .device-lite/site.tar.xz
 pip_target "$tmp/tpchgen" "tpchgen-cli==4.0.0"
 find "$tmp/tpchgen" -name tpchgen-cli -type f | head -1 | xargs -I{} sh -c 'strip {} 2>/dev/null; xz -9 -c {} > .device-lite/tpchgen-cli.xz'
+mkdir -p .device-noduck
+rm -rf "$tmp/site"/duckdb* "$tmp/site"/_duckdb*
+tar -cf - -C "$tmp/site" . | xz -T0 -9 > .device-noduck/site.tar.xz
+cp .device-lite/tpchgen-cli.xz .device-noduck/
 pip_target "$tmp/nvcomp" "nvidia-libnvcomp-cu13>=5"
 tar -cf - -C "$tmp/nvcomp" . | xz -T0 -9 > .device-nvcomp/nvcomp.tar.xz
 pip_target "$tmp/pg" "psycopg==3.3.9" "psycopg-binary==3.3.9" "SQLAlchemy==2.1.9" "typing_extensions" "greenlet"
 tar -cf - -C "$tmp/pg" . | xz -T0 -9 > .device-pg/site.tar.xz
-du -h .device-litesite/site.tar.xz .device-pg/site.tar.xz .device-lite/* .device-nvcomp/nvcomp.tar.xz
+du -h .device-litesite/site.tar.xz .device-pg/site.tar.xz .device-lite/* .device-noduck/* .device-nvcomp/nvcomp.tar.xz

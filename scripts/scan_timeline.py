@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,19 @@ def busy_union(ops: list[Any]) -> float:
     return total
 
 
+def _timed_in(function: Any, into: list[float], thread: int) -> Any:
+    """`function`, its calls from `thread` timed into `into`."""
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != thread:
+            return function(*args, **kwargs)
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            into.append(time.perf_counter() - started)
+    return timed
+
+
 def main() -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -55,6 +69,7 @@ def main() -> None:
     ap.add_argument("file")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--switch-interval", type=float, default=None)
+    ap.add_argument("--decode-alone", action="store_true", help="then decode the runs after reading them all")
     args = ap.parse_args()
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
@@ -80,6 +95,11 @@ def main() -> None:
             timings["decode"].append(time.perf_counter() - started)
 
     scan_module.FileScan.read, BatchDecoder.decode = timed_read, timed_decode  # type: ignore[method-assign]
+    main_thread = threading.get_ident()
+    for method in ("to_host", "to_host_many", "synchronize"):  # the scan thread's waits for the device
+        timings[f"scan thread in {method}"] = []
+        setattr(backend, method, _timed_in(getattr(backend, method), timings[f"scan thread in {method}"],
+                                           main_thread))
 
     def scan_once() -> float:
         for values in timings.values():
@@ -93,7 +113,7 @@ def main() -> None:
         return time.perf_counter() - started
 
     for _ in range(args.repeat):
-        scan_once()
+        print(f"   warm-up scan: wall {scan_once() * 1e3:.1f} ms")
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         wall = scan_once()
     ops = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -106,6 +126,29 @@ def main() -> None:
         if values:
             print(f"   {what}: {len(values)} runs, {sum(values) * 1e3:.1f} ms in all, longest {max(values) * 1e3:.1f} ms")
     print_ops_by_name(ops, 14)
+    if args.decode_alone:
+        decode_alone(table, backend, names, types)
+
+
+def decode_alone(table: Any, backend: Any, names: list[str], types: list[Any]) -> None:
+    """Every run read and prepared first, then decoded one after another with nothing else
+    running: the decoding's own cost (host and device), against its cost beside the reads."""
+    import cProfile
+    import pstats
+
+    plans = scan_module.FilePlans(table, backend, names, types, None, scan_module.ScanReport(), None, "auto")
+    f = plans.file(0)
+    stored = [f.read(run) for run in f.runs]
+    backend.synchronize()
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for run in stored:
+        f.batches.decode(run)
+    profiler.disable()
+    backend.synchronize()
+    print(f"   decode alone: {len(stored)} runs in {(time.perf_counter() - started) * 1e3:.1f} ms")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(14)
 
 
 if __name__ == "__main__":

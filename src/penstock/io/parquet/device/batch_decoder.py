@@ -27,7 +27,7 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, take_column
-from penstock.io.device_reader import CHUNK, on_thread_stream, read_ranges
+from penstock.io.device_reader import CHUNK, IO_THREADS, on_thread_stream, read_ranges
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
@@ -46,8 +46,21 @@ DICTIONARY_PAGES = sum(1 << e for e in DICTIONARY_ENCODINGS)
 # pages a thread reads in order (their kernels are launched only for a column that has one)
 SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 << DELTA_BYTE_ARRAY) | (1 << BYTE_STREAM_SPLIT)
 
-BATCH_ROWS = 1 << 23  # rows a batch of row groups gathers, at most (a row group larger is one batch)
-BATCH_BYTES = 1 << 30  # device bytes its decoding may take (under a small budget: an eighth of it)
+# rows a batch of row groups gathers, at most (a row group larger is one batch), and the
+# device bytes its decoding may take (under a small budget: an eighth of it). A run costs
+# the scan's thread about 6 ms of host work whatever its size, slowed about threefold beside
+# the reads (TPC-H SF 10 lineitem on the H200: 12 runs of 1 GiB decoded in 208 ms, 78 ms
+# alone); runs of 2 GiB and 16M rows took the scan from 267–304 ms to 224–233 ms.
+# PENSTOCK_PARQUET_BATCH_ROWS and PENSTOCK_PARQUET_BATCH_MB are for measuring.
+BATCH_ROWS = int(os.environ.get("PENSTOCK_PARQUET_BATCH_ROWS", 1 << 24))
+BATCH_BYTES = int(float(os.environ.get("PENSTOCK_PARQUET_BATCH_MB", 2048)) * (1 << 20))
+# I/O threads a run's reads are shared among: half the cores. Page-cache copies keep every
+# thread they run in busy, and the scan's own threads (decoding, walks ahead) then waited
+# for a core while holding the GIL: lineitem SF 10 on the H200's 16 cores, 2 GiB runs,
+# scanned in 225 ms with 16 I/O threads, 180 ms with 8 (the ceiling reads with 8 too).
+# PENSTOCK_PARQUET_IO_THREADS is for measuring.
+READ_THREADS = int(os.environ.get("PENSTOCK_PARQUET_IO_THREADS",
+                                  max(2, min(IO_THREADS, (os.cpu_count() or 2) // 2))))
 
 
 @dataclass
@@ -224,7 +237,7 @@ class BatchDecoder:
             at += length
         fd = os.open(self.row_groups.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0))
         try:
-            read_ranges(self.backend, fd, jobs, raw, direct)
+            read_ranges(self.backend, fd, jobs, raw, direct, READ_THREADS)
         except FileError:
             return False  # past the end of the file: RowGroupDecoder names it
         finally:

@@ -28,7 +28,8 @@ from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 
 
-READ_AHEAD = max(1, min(4, os.cpu_count() or 1))  # runs of row groups read ahead, at once
+# runs of row groups read ahead, at once (PENSTOCK_PARQUET_READ_AHEAD: for measuring)
+READ_AHEAD = int(os.environ.get("PENSTOCK_PARQUET_READ_AHEAD", max(1, min(4, os.cpu_count() or 1))))
 # PENSTOCK_PARQUET_READ=host keeps the runs' bytes in host memory until their decoding (for
 # measuring; by default the reading thread copies them up where the device decompresses)
 READ_TO_DEVICE = os.environ.get("PENSTOCK_PARQUET_READ", "device") != "host"
