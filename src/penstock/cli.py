@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tpch only: the Parquet files' codec")
     g.set_defaults(run=cmd_gen)
 
+    from penstock.io.read_path import READ_PATHS
+
     b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
     bsub = b.add_subparsers(dest="bench")
     for name, title, example, fmt in (("ssb", "the 13 SSB queries", "Q1.1,Q2.1", "arrow"),
@@ -134,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         bs.add_argument("--no-duckdb", action="store_true")
         bs.add_argument("--parquet-decode", default="auto", choices=["auto", "device", "host"],
                         help="where penstock decodes Parquet pages (connect's parquet_decode)")
+        bs.add_argument("--io", default=None, choices=list(READ_PATHS),
+                        help="connect's read path (default: direct for the disk tier, auto otherwise)")
         bs.add_argument("--no-first-runs", action="store_true",
                         help="skip the first runs in fresh processes (two processes per query)")
         bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
@@ -319,7 +323,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         reports = run_bench(suite(args.suite), args.sf, tiers, args.repeat, args.format, args.data, args.device,
                             duckdb=not args.no_duckdb, queries=queries, first_runs=not args.no_first_runs,
                             log=lambda m: print(m, file=sys.stderr, flush=True),
-                            parquet_decode=args.parquet_decode)
+                            parquet_decode=args.parquet_decode, io=args.io)
     except ValueError as e:
         raise PenstockError(str(e)) from None
     for report in reports:
@@ -350,6 +354,13 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
         rate = parquet_scan_rate(backend, parts)
         print(f"Parquet scan{files}, all {len(rate.columns)} columns:  {rate.gbps:8.1f} GB/s of file bytes "
               f"({100 * rate.gbps / ceiling:.0f}% of the page cache ceiling; {rate.read_path})")
+        if backend.name == "gpu":  # the page cache registered with CUDA, copied by DMA (io/mapped_files.py)
+            from penstock.io.mapped_files import release_mapped
+
+            mapped = parquet_scan_rate(backend, parts, io="mapped")
+            release_mapped(backend)  # pinned pages would stay in the page cache past the drop below
+            print(f"Parquet scan, io='mapped':       {mapped.gbps:8.1f} GB/s of file bytes "
+                  f"({100 * mapped.gbps / ceiling:.0f}% of the page cache ceiling; {mapped.read_path})")
         print(f"pyarrow reader, all cores:       {pyarrow_read_rate(parts, rate.columns):8.1f} GB/s of file bytes "
               "(to host memory: the bar for the host reader)")
     ceilings.drop_page_cache([path])

@@ -131,8 +131,10 @@ def geomean(values: list[float]) -> float | None:
 def run_bench(suite: Suite, sf: float, tiers: list[str], repeat: int = 5, fmt: str = "arrow",
               data_dir: str | None = None, device: str = "auto", duckdb: bool = True,
               queries: list[str] | None = None, first_runs: bool = True,
-              log: Callable[[str], None] = print, parquet_decode: str = "auto") -> list[BenchReport]:
-    """One report per tier; the data is generated if missing."""
+              log: Callable[[str], None] = print, parquet_decode: str = "auto",
+              io: str | None = None) -> list[BenchReport]:
+    """One report per tier; the data is generated if missing. `io`: connect's read path for
+    every tier (None: O_DIRECT for the disk tier, "auto" for the others)."""
     data = Path(data_dir or f"data/{suite.name}-sf{sf:g}-{fmt}")
     if not suite.present(data, fmt):
         log(f"generating {suite.title} SF {sf:g} ({fmt}) into {data} ...")
@@ -146,7 +148,7 @@ def run_bench(suite: Suite, sf: float, tiers: list[str], repeat: int = 5, fmt: s
     reports = []
     for tier in tiers:
         report, answers = _run_tier(suite, tier, sf, fmt, data, files, {n: texts[n] for n in names}, repeat,
-                                    device, first_runs, log, parquet_decode)
+                                    device, first_runs, log, parquet_decode, io)
         if duckdb:
             _run_duckdb(files, fmt, report, answers, {n: texts[n] for n in names}, repeat, log)
         reports.append(report)
@@ -155,14 +157,16 @@ def run_bench(suite: Suite, sf: float, tiers: list[str], repeat: int = 5, fmt: s
 
 def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: dict[str, Path],
               texts: dict[str, str], repeat: int, device: str, first_runs: bool,
-              log: Callable[[str], None], parquet_decode: str = "auto") -> tuple[BenchReport, dict[str, Any]]:
+              log: Callable[[str], None], parquet_decode: str = "auto",
+              io: str | None = None) -> tuple[BenchReport, dict[str, Any]]:
     """The tier's report, and each query's last answer (for the comparison with DuckDB)."""
     import penstock
     from penstock.bench import ceilings
+    from penstock.io.mapped_files import release_mapped
 
     names = list(texts)
     # the disk tier reads cold data with O_DIRECT; the others let penstock measure its path
-    io = "direct" if tier == "disk" else "auto"
+    io = io or ("direct" if tier == "disk" else "auto")
     db = penstock.connect(device=device, strict=True, io=io, parquet_decode=parquet_decode)
     for t, path in files.items():
         db.register(t, path)
@@ -185,6 +189,8 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
     log(f"ceiling ({tier}) before the runs: {before.get(tier, 0):.1f} GB/s")
     if tier == "host":
         ceilings.warm_page_cache(list(files.values()))
+    if tier == "disk":  # files an earlier tier registered (io="mapped") keep their pages pinned in memory
+        release_mapped(db.backend)
     cold = (lambda: ceilings.drop_page_cache(list(files.values()))) if tier == "disk" else (lambda: None)
     fresh: dict[str, tuple[FirstRun, FirstRun]] = {}
     if first_runs:

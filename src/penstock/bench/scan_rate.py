@@ -23,9 +23,9 @@ class ScanRate:
     read_path: str  # as EXPLAIN says it
 
 
-def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3) -> ScanRate:
+def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3, io: str = "auto") -> ScanRate:
     """The engine's scan of every column it reads from `files` (one Parquet file, or the
-    files of one dataset), best of `repeat`, in their bytes per second."""
+    files of one dataset), best of `repeat`, in their bytes per second; `io` as connect's."""
     from penstock.io.device_batch import batch_from_arrow
     from penstock.io.parquet.reader import ParquetTable
     from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
@@ -48,7 +48,7 @@ def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3) -
         started = time.perf_counter()
         if on_device:
             report = ScanReport()
-            for scan in scan_on_device(table, backend, names, types, None, report):
+            for scan in scan_on_device(table, backend, names, types, None, report, io=io):
                 del scan  # each batch is made and let go, as a pipeline consumes it
             read_path = report.describe()
         else:

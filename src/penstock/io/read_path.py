@@ -3,6 +3,9 @@
   pread  -- threads read into pinned host memory, one async copy per batch (uses the page cache)
   direct -- the same with O_DIRECT (bypasses the page cache: for data on the drive)
   kvikio -- KvikIO/cuFile into device memory (GPUDirect Storage where the driver supports it)
+  mapped -- Parquet scans on a GPU: the file's page cache registered with CUDA and copied by
+            DMA, no core copying (io/mapped_files.py); other files, and files not in the page
+            cache, read with pread
 With io="auto" the first file of 64 MiB or more read on a GPU times pread and KvikIO on its
 first 256 MiB and keeps the faster for the process (smaller files use pread); the CPU
 backend always uses pread.
@@ -18,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-READ_PATHS = ("auto", "pread", "direct", "kvikio")
+READ_PATHS = ("auto", "pread", "direct", "kvikio", "mapped")
 SAMPLE = 256 << 20
 MIN_SAMPLE = 64 << 20  # smaller files say little about bandwidth
 
@@ -48,6 +51,10 @@ def choose(backend: Any, requested: str, sample: Path) -> tuple[str, str]:
     if requested == "direct":
         problem = _direct_problem(sample)
         return ("pread", f"direct asked for, but {problem}") if problem else ("direct", "asked for")
+    if requested == "mapped":
+        if backend.name != "gpu":
+            return "pread", "mapped asked for, but the GPU copies out of the mapping and this is the CPU backend"
+        return "mapped", "asked for"
     if requested == "kvikio":
         if backend.name != "gpu":
             return "pread", "kvikio asked for, but it reads into GPU memory and this is the CPU backend"

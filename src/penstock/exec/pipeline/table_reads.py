@@ -28,6 +28,8 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
         direct = []
         for path in reader.files:
             mode, why = choose_read_path(ctx.backend, ctx.io, path)
+            if mode == "mapped":  # Parquet scans' alone so far
+                mode, why = "pread", "mapped asked for, but Arrow files are not read mapped yet"
             # in flight: the read-ahead queue's DEPTH, one waiting to enter it, the reader's
             # next one (started before a batch is handed out) and the kernels' one; at a
             # twelfth each they take under half the cap, the pipeline's tables the rest

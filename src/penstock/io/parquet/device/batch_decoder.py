@@ -25,21 +25,19 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.device.base import Backend
-from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, column_from_arrow, take_column
-from penstock.io.device_reader import CHUNK, IO_THREADS, on_thread_stream, read_ranges
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.decoder import PAGE_WORDS, RowGroupDecoder
 from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
-from penstock.io.parquet.device.page_index import PageSkipper, covering_pages, page_pieces, positions, rows_in
+from penstock.io.parquet.device.page_index import PageSkipper
 from penstock.io.parquet.device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,
-                                              DELTA_LENGTH_BYTE_ARRAY, DICTIONARY_ENCODINGS, data_encodings)
+                                              DELTA_LENGTH_BYTE_ARRAY, DICTIONARY_ENCODINGS)
+from penstock.io.parquet.device.run_reader import (C_DATA, C_DICT_BASE, C_DICT_SLOT, C_DECODED_AT, C_MAX_DEF,
+                                                   C_PAGE_BASE, C_WORK_BASE, StoredRun, read_run)
 from penstock.plan.types import Kind
 
-# kernels/parquet_pages.h's chunk and stats tables
-CHUNK_WORDS, STAT_WORDS = 13, 10
-C_DATA, C_LENGTH, C_VALUES, C_FIRST_ROW, C_COMPRESSED, C_MAX_DEF, C_WIDTH = 0, 1, 2, 3, 4, 5, 6
-C_PAGE_BASE, C_DICT_SLOT, C_DICT_BASE, C_DECODED_AT, C_WORK_BASE, C_ENCODINGS = 7, 8, 9, 10, 11, 12
+# kernels/parquet_pages.h's stats table (its chunk table: run_reader.py)
+STAT_WORDS = 10
 S_STATUS, S_PAGES, S_DECODED, S_LARGEST, S_DICT_VALUES, S_ALL_DICT, S_WORK, S_SEEN = 0, 1, 2, 3, 4, 5, 6, 7
 S_DICT_BYTES, S_DATA_BYTES = 8, 9
 DICTIONARY_PAGES = sum(1 << e for e in DICTIONARY_ENCODINGS)
@@ -54,13 +52,6 @@ SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 <<
 # PENSTOCK_PARQUET_BATCH_ROWS and PENSTOCK_PARQUET_BATCH_MB are for measuring.
 BATCH_ROWS = int(os.environ.get("PENSTOCK_PARQUET_BATCH_ROWS", 1 << 24))
 BATCH_BYTES = int(float(os.environ.get("PENSTOCK_PARQUET_BATCH_MB", 2048)) * (1 << 20))
-# I/O threads a run's reads are shared among: half the cores. Page-cache copies keep every
-# thread they run in busy, and the scan's own threads (decoding, walks ahead) then waited
-# for a core while holding the GIL: lineitem SF 10 on the H200's 16 cores, 2 GiB runs,
-# scanned in 225 ms with 16 I/O threads, 180 ms with 8 (the ceiling reads with 8 too).
-# PENSTOCK_PARQUET_IO_THREADS is for measuring.
-READ_THREADS = int(os.environ.get("PENSTOCK_PARQUET_IO_THREADS",
-                                  max(2, min(IO_THREADS, (os.cpu_count() or 2) // 2))))
 
 
 @dataclass
@@ -83,6 +74,7 @@ class StoredRun:
     skipped_pages: int = 0
     skipped_rows: int = 0
     prepared: "Prepared | None" = None  # the walks and decompression done (BatchDecoder.prepare)
+    read_note: str | None = None  # how io="mapped" read the run, for EXPLAIN
 
 
 @dataclass
@@ -146,103 +138,11 @@ class BatchDecoder:
         return [n for n in self.row_groups.names if n not in self.row_groups.host_columns]
 
     # -- the host's part ---------------------------------------------------------------------------
-    def read(self, groups: list[int], to_device: bool = False, direct: bool = False) -> StoredRun:
-        """The chunks' stored bytes, one after another in one buffer (a thread may run this
-        ahead), and the chunk table without device addresses. `to_device`: the buffer ends
-        in device memory, copied by the reading thread (on a GPU whose pages nvCOMP
-        decompresses: the copy then overlaps the decoding of the run before, instead of
-        holding it up); `direct`: read with O_DIRECT by the I/O threads, which copy their
-        aligned pieces up themselves. With a page index (`skipper`), a chunk is its
-        dictionary page and the data pages that cover the rows kept (page_index.py)."""
-        rg = self.row_groups
-        meta = rg.file.metadata
-        names = self._device_names()
-        kept = {g: self.skipper.kept(g) if self.skipper is not None else None for g in groups}
-        skipped_pages = skipped_rows = 0
-        if any(k is not None for k in kept.values()):
-            skipped_rows = sum(meta.row_group(g).num_rows - rows_in(k) for g, k in kept.items() if k is not None)
-            groups = [g for g in groups if kept[g] != []]
-        full = {g: [(0, meta.row_group(g).num_rows)] for g in groups}
-        rows = sum(rows_in(kept[g]) if kept[g] is not None else meta.row_group(g).num_rows for g in groups)
-        spans: list[tuple[int, int]] = []
-        table = np.zeros((len(names) * len(groups), CHUNK_WORDS), np.int64)
-        codecs: list[str] = []
-        column_rows: list[int] = []
-        selections: list[np.ndarray | None] = []
-        fits, at = True, 0
-        for c, name in enumerate(names):
-            j = rg.leaf[name]
-            column = meta.schema.column(j)
-            t = rg.types[rg.names.index(name)]
-            encodings = sum(1 << e for e in data_encodings(column.physical_type))
-            width = 0 if t.kind is Kind.STRING else rg.layout(name).in_width  # host_columns hold the others
-            decoded, picks = 0, []
-            for k, g in enumerate(groups):
-                group = meta.row_group(g)
-                chunk = group.column(j)
-                start = chunk.dictionary_page_offset if chunk.has_dictionary_page and chunk.dictionary_page_offset \
-                    else chunk.data_page_offset
-                length = chunk.total_compressed_size
-                fits = fits and chunk.num_values == group.num_rows and start >= 0 and length >= 0
-                pieces, covered = [(start, max(length, 0))], full[g]
-                pages = self.skipper.pages(g, j) if kept[g] is not None else None
-                if pages is not None and pages.offsets[0] >= start:
-                    chosen, covered = covering_pages(pages, kept[g])
-                    skipped_pages += len(pages.offsets) - len(chosen)
-                    pieces = page_pieces(start, pages, chosen)
-                want = kept[g] if kept[g] is not None else full[g]
-                picks.append((covered, want, decoded))
-                row = table[c * len(groups) + k]
-                row[C_DATA], row[C_LENGTH], row[C_VALUES] = at, sum(n for _, n in pieces), rows_in(covered)
-                row[C_FIRST_ROW], row[C_COMPRESSED] = decoded, chunk.compression != "UNCOMPRESSED"
-                row[C_MAX_DEF], row[C_WIDTH], row[C_ENCODINGS] = column.max_definition_level, width, encodings
-                codecs.append(chunk.compression)
-                spans += pieces
-                at += int(row[C_LENGTH])
-                decoded += rows_in(covered)
-            column_rows.append(decoded)
-            exact = all(covered == want for covered, want, _ in picks)
-            selections.append(None if exact else np.concatenate([positions(covered, want) + before
-                                                                 for covered, want, before in picks]))
-        direct = direct and to_device  # O_DIRECT needs the I/O threads' aligned staging
-        if to_device and self.backend.name == "gpu":
-            # device memory the I/O threads copy their reads into, through pinned buffers of
-            # their own, as the page-cache ceiling reads (a run read into a staging block and
-            # copied up after: 88 ms a run of 195 MB on the H200, 2.2 GB/s, and a pageable
-            # block's first touch when no pinned one was free). From this thread's share of
-            # the pool: no work of another stream still uses it (on_thread_stream)
-            with on_thread_stream(self.backend):
-                raw = self.backend.empty(max(at, 1), np.uint8)
-        else:
-            raw = self.backend.host_buffer(at)
-        if fits and groups:
-            fits = self._pread(spans, raw, direct)
-        kept_rows = None
-        if skipped_rows:  # the host-read columns' rows: positions within the groups read whole
-            parts, before = [], 0
-            for g in groups:
-                ranges = kept[g] if kept[g] is not None else full[g]
-                parts += [np.arange(before + s, before + e, dtype=np.int64) for s, e in ranges]
-                before += meta.row_group(g).num_rows
-            kept_rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        return StoredRun(list(groups), rows, raw, table, [rg.names.index(n) for n in names], codecs, at, fits,
-                         to_device and bool(groups), column_rows, selections, kept_rows, skipped_pages, skipped_rows)
+    def read(self, groups: list[int], to_device: bool = False, direct: bool = False,
+             mapped: bool = False) -> StoredRun:
+        """The run's chunks as stored, and the chunk table (run_reader.read_run)."""
+        return read_run(self.row_groups, self.skipper, self._device_names(), groups, to_device, direct, mapped)
 
-    def _pread(self, spans: list[tuple[int, int]], raw: Any, direct: bool) -> bool:
-        """The run's chunks, cut into pieces that the I/O threads read at once (one thread
-        reading a run's 100 MB from the page cache took 24 ms: the first run's wait)."""
-        jobs, at = [], 0
-        for start, length in spans:
-            jobs += [(start + off, min(CHUNK, length - off), at + off) for off in range(0, length, CHUNK)]
-            at += length
-        fd = os.open(self.row_groups.path, os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0))
-        try:
-            read_ranges(self.backend, fd, jobs, raw, direct, READ_THREADS)
-        except FileError:
-            return False  # past the end of the file: RowGroupDecoder names it
-        finally:
-            os.close(fd)
-        return True
 
     # -- the device's part -------------------------------------------------------------------------
     def decode(self, run: StoredRun) -> Batch | None:

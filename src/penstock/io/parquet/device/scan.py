@@ -82,13 +82,14 @@ class FileScan:
     to_device: bool
     direct: bool
     prepare_ahead: bool = False  # the reading thread walks and decompresses the run too
+    mapped: bool = False  # io="mapped": DMA out of the registered page cache (io/mapped_files.py)
 
     def read(self, run: list[int]) -> StoredRun:
         """A run's stored bytes (in a reading thread); with `prepare_ahead`, its pages
         walked and decompressed there too, on the thread's stream (BatchDecoder.prepare),
         while the scan decodes the run before. A run it cannot prepare (damage, no memory)
         is left to the scan, which prepares it again or hands it to RowGroupDecoder."""
-        stored = self.batches.read(run, self.to_device, self.direct)
+        stored = self.batches.read(run, self.to_device, self.direct, self.mapped)
         if self.prepare_ahead and stored.on_device:
             try:
                 with on_thread_stream(self.batches.backend):
@@ -133,13 +134,15 @@ class FilePlans:
         largest = max((batches.stored_bytes(run) for run in runs), default=0)
         limit = self.memory_limit
         to_device = self.device_decompression and (limit is None or READ_AHEAD * largest <= limit // 8)
-        direct = to_device and self.io == "direct" and choose_read_path(self.backend, self.io, path)[0] == "direct"
+        asked = choose_read_path(self.backend, self.io, path)[0] if self.io in ("direct", "mapped") else None
+        direct, mapped = to_device and asked == "direct", to_device and asked == "mapped"
         footprint = max((batches.footprint(run) for run in runs), default=0)
         prepare_ahead = PREPARE_AHEAD and to_device and self.backend.name == "gpu" and \
             (limit is None or READ_AHEAD * footprint <= limit // 8)
-        self.report.reads.add("read with O_DIRECT into device memory" if direct else
-                              "read from the page cache" + (", copied ahead" if to_device else " into host memory"))
-        return FileScan(meta, refuted, decoder, batches, runs, to_device, direct, prepare_ahead)
+        if not mapped:  # a mapped file's runs say how they were read (StoredRun.read_note)
+            self.report.reads.add("read with O_DIRECT into device memory" if direct else
+                                  "read from the page cache" + (", copied ahead" if to_device else " into host memory"))
+        return FileScan(meta, refuted, decoder, batches, runs, to_device, direct, prepare_ahead, mapped)
 
 
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
@@ -191,6 +194,8 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
                 stored = future.result()
                 read_ahead()
                 report.pages_skipped += stored.skipped_pages
+                if stored.read_note:
+                    report.reads.add(stored.read_note)
                 report.rows_skipped += stored.skipped_rows
                 if not stored.groups:  # the page index refuted every row of the run
                     yield DeviceScan(None, 0, 0)

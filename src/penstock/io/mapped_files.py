@@ -1,0 +1,235 @@
+"""Files the GPU copies straight out of the page cache (io="mapped").
+
+The pread path has a core copy every byte from the page cache into a pinned buffer before
+the device copies it up: host memory is read twice and written once, and on the H200's 16
+cores those copies kept every core busy while the Parquet scan's own thread waited for one
+(docs/benchmarks.md, sixteenth session). Here a file is mapped read-only and the mapping is
+registered with CUDA (cudaHostRegister, read-only): its page-cache pages are pinned where
+they lie and the device copies from them by DMA, no core involved. Measured on the H200
+(`scripts/zero_copy_probe.py`, TPC-H SF 10 lineitem, 2.2 GB): registering took 109–170 ms,
+then a copy of the whole file ran at 55 GB/s against 22–29 GB/s for the threaded pread
+ceiling.
+
+Registration costs about what one read costs, so a file stays registered (and its pages
+pinned in the page cache) across scans: a backend keeps its files, least recently used
+first out, within `limit` bytes (a quarter of host memory by default). A file is mapped only
+while nearly all of it is in the page cache (mincore): registering a cold file would fault
+it in one page at a time, far slower than the O_DIRECT path. A file whose inode, size or
+modification time changed is registered afresh.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import mmap
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from penstock.device.base import physical_memory
+from penstock.errors import FileError
+
+RESIDENT_SHARE = 0.95  # of a file's pages in the page cache, at least, for it to be mapped
+# bytes of registered files a backend keeps (PENSTOCK_MAPPED_MB overrides a quarter of host memory)
+DEFAULT_LIMIT = int(float(os.environ.get("PENSTOCK_MAPPED_MB", "0")) * (1 << 20)) or physical_memory() // 4
+PAGE = mmap.PAGESIZE
+
+
+@dataclass
+class MappedFile:
+    identity: tuple[int, int, int]  # inode, size, modification time (ns)
+    mapping: mmap.mmap
+    view: np.ndarray  # the mapping's bytes (keeps its address valid)
+    address: int
+    size: int
+    uses: int = 0  # reads copying out of it now (it is not let go meanwhile)
+
+
+class MappedFiles:
+    """A backend's registered files. `register(address, size)` and `unregister(address)` are
+    the device's calls (cudaHostRegister/cudaHostUnregister on a GPU); `unregister` must
+    first let every copy out of the file finish."""
+
+    def __init__(self, register: Callable[[int, int], None], unregister: Callable[[int], None],
+                 limit: int = DEFAULT_LIMIT):
+        self.register = register
+        self.unregister = unregister
+        self.limit = limit
+        self.files: OrderedDict[str, MappedFile] = OrderedDict()
+        self.lock = threading.Lock()
+
+    @property
+    def registered_bytes(self) -> int:
+        return sum(f.size for f in self.files.values())
+
+    def take(self, path: str | Path) -> tuple[MappedFile | None, str]:
+        """The file registered (mapped and registered now if it was not) and counted as in
+        use until `give_back`; or None and why not: larger than the limit, not in the page
+        cache, empty, refused, or the room held by files in use."""
+        key = str(path)
+        stat = os.stat(key)
+        identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        with self.lock:
+            known = self.files.get(key)
+            if known is not None and known.identity == identity:
+                self.files.move_to_end(key)
+                known.uses += 1
+                return known, ""
+            if known is not None:  # changed on disk since it was registered
+                if known.uses:
+                    return None, "the file changed on disk while another scan reads it"
+                self._drop(key)
+            if stat.st_size == 0:
+                return None, "the file is empty"
+            if stat.st_size > self.limit:
+                return None, f"the file ({stat.st_size} bytes) is larger than the mapped files' limit ({self.limit})"
+            with open(key, "rb") as f:
+                mapping = mmap.mmap(f.fileno(), stat.st_size, prot=mmap.PROT_READ)
+            view = np.frombuffer(mapping, dtype=np.uint8)
+            share = resident_share(view.ctypes.data, stat.st_size)
+            if share < RESIDENT_SHARE:
+                del view
+                mapping.close()
+                return None, f"{100 * share:.0f}% of the file is in the page cache"
+            while self.registered_bytes + stat.st_size > self.limit:
+                idle = next((k for k, f in self.files.items() if not f.uses), None)  # least recently used first
+                if idle is None:
+                    del view
+                    mapping.close()
+                    return None, "the mapped files' limit is held by files being read"
+                self._drop(idle)
+            try:
+                self.register(view.ctypes.data, stat.st_size)
+            except Exception as e:  # a driver that refuses: the caller reads with pread
+                del view
+                mapping.close()
+                return None, f"registering it failed ({e})"
+            mapped = MappedFile(identity, mapping, view, view.ctypes.data, stat.st_size, uses=1)
+            self.files[key] = mapped
+            return mapped, ""
+
+    def give_back(self, mapped: MappedFile) -> None:
+        with self.lock:
+            mapped.uses -= 1
+
+    def release_all(self) -> None:
+        """Every file not being read now let go (unregistered, unmapped)."""
+        with self.lock:
+            for key in [k for k, f in self.files.items() if not f.uses]:
+                self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        mapped = self.files.pop(key)
+        self.unregister(mapped.address)
+        mapped.view = np.empty(0, np.uint8)  # the mapping closes once no array refers to it
+        try:
+            mapped.mapping.close()
+        except BufferError:  # an array made from the view still lives: its owner closes it
+            pass
+
+
+def resident_share(address: int, size: int) -> float:
+    """The share of the pages of [address, address + size) in memory (mincore); 0.0 where
+    mincore is not available."""
+    pages = -(-size // PAGE)
+    if pages == 0:
+        return 1.0
+    libc = _libc()
+    if libc is None:
+        return 0.0
+    vector = np.zeros(pages, np.uint8)
+    if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vector.ctypes.data_as(ctypes.c_void_p)) != 0:
+        return 0.0
+    return float(np.count_nonzero(vector & 1)) / pages
+
+
+def mapped_files(backend: Any) -> MappedFiles:
+    """The backend's registered files (made on first use; GPU backends only)."""
+    files = getattr(backend, "mapped_files", None)
+    if files is None:
+        with _make_lock:
+            files = getattr(backend, "mapped_files", None)
+            if files is None:
+                files = MappedFiles(*_cuda_calls(backend))
+                backend.mapped_files = files
+    return files
+
+
+def release_mapped(backend: Any) -> None:
+    """The backend's registered files not being read let go (their pages can leave the page
+    cache again), if it has any."""
+    files = getattr(backend, "mapped_files", None)
+    if files is not None:
+        files.release_all()
+
+
+def read_mapped(backend: Any, path: str | Path, spans: list[tuple[int, int]],
+                target: Any) -> tuple[bool | None, str]:
+    """A Parquet run's spans copied out of the file's registered pages into `target`, on the
+    current stream: (True, how) once done; (False, how) when a span passes the file's end
+    (the caller's row-group reader names the damage); (None, why not) when the file cannot
+    be read mapped (the caller reads it with pread)."""
+    files = mapped_files(backend)
+    mapped, why = files.take(path)
+    if mapped is None:
+        return None, f"read from the page cache, copied ahead (io='mapped' asked for, but {why})"
+    try:
+        copy_ranges(backend, mapped, spans, target)
+    except FileError:
+        return False, "read by DMA from the registered page cache"
+    finally:
+        files.give_back(mapped)
+    return True, "read by DMA from the registered page cache"
+
+
+def copy_ranges(backend: Any, mapped: MappedFile, spans: list[tuple[int, int]], target: Any) -> None:
+    """The file's (offset, length) spans, one after another, into the device array `target`,
+    on the current stream, by DMA from the registered pages; returns once they are done (the
+    caller gives the file back after)."""
+    for offset, length in spans:
+        if offset < 0 or offset + length > mapped.size:
+            raise FileError(f"a read of {length} bytes at offset {offset} passes the file's end ({mapped.size})", "")
+    runtime = backend.xp.cuda.runtime
+    stream = backend.xp.cuda.get_current_stream()
+    at = 0
+    for offset, length in spans:
+        if length:
+            runtime.memcpyAsync(target.data.ptr + at, mapped.address + offset, length,
+                                runtime.memcpyHostToDevice, stream.ptr)
+        at += length
+    stream.synchronize()
+
+
+def _cuda_calls(backend: Any) -> tuple[Callable[[int, int], None], Callable[[int], None]]:
+    runtime = backend.xp.cuda.runtime
+    read_only = 8  # cudaHostRegisterReadOnly: the mapping is PROT_READ
+
+    def register(address: int, size: int) -> None:
+        runtime.hostRegister(address, size, read_only)
+
+    def unregister(address: int) -> None:
+        runtime.deviceSynchronize()  # no copy out of the pages may still be queued
+        runtime.hostUnregister(address)
+
+    return register, unregister
+
+
+_make_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.mincore.restype = ctypes.c_int
+        return libc
+    except (OSError, AttributeError):
+        return None
