@@ -46,15 +46,16 @@ def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int 
         cached = None if where else _cached(db, table, [id, column])
         if cached is not None:  # the cache's arrays as they are: no scan, no copy
             (ids, signatures), rows = cached
-            job.add_arrays(ids.values[:rows], signatures.values, signatures.validity)
+            job.add_arrays(ids.values[:rows], signatures.values, signatures.validity, place=True)
             how = "cached columns"
         else:
             for batch in db.stream(f"SELECT {quote(id)}, {quote(column)} FROM {quote(table)}{filter_sql}"):
                 job.add(batch.column(0), batch.column(1))
             how = "a scan"
         queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
+        nodes = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
         return KnnResult(job.result(), f"penstock-cpu (one pass over {job.rows_read:,} rows of {how} for "
-                                       f"{queries_said})")
+                                       f"{queries_said}{nodes})")
     sql = (f"SELECT {quote(id)} AS id, hamming_distance({quote(column)}, $1) AS distance FROM {quote(table)}"
            f"{filter_sql} ORDER BY 2, 1 LIMIT {k}")
     parts = []

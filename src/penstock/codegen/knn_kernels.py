@@ -6,7 +6,9 @@ max-heap of its k best (distance, id) and reads its rows once, each row against 
 while the row is in the L1 cache (a batch's queries stay in L1 or L2). A row enters a heap
 only when it beats the heap's worst, rare after the first rows, so the pass costs its
 popcounts: AVX-512's VPOPCNTQ eight words at a time where the processor has it (checked
-when the kernel runs), 64-bit popcounts otherwise. The host merges the slices' heaps. The
+when the kernel runs), 64-bit popcounts otherwise. On a machine of several NUMA nodes each
+slice's thread runs on its node's CPUs, where the caller moved the slice's rows
+(device/cpu/numa.py). The host merges the slices' heaps. The
 GPU runs a batch as one top-k statement per query for now: the kernel has no GPU body and
 is never launched there.
 """
@@ -20,6 +22,8 @@ from penstock.device.kernel_spec import KernelSpec
 SOURCE = r"""#include "xpu.h"
 #ifndef XPU_GPU
 #include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
 
 namespace knn {
 
@@ -78,12 +82,23 @@ static inline void offer(int32_t* hd, int64_t* hi, int64_t k, int32_t d, int64_t
   hi[at] = id;
 }
 
+// The calling thread onto the CPUs of `cpus` ([count, cpu, ...]); its mask before goes in
+// `before`. False: left as it was.
+static bool pin(const int32_t* cpus, cpu_set_t* before) {
+  if (pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), before) != 0) return false;
+  cpu_set_t node;
+  CPU_ZERO(&node);
+  for (int32_t j = 0; j < cpus[0]; ++j) CPU_SET(cpus[1 + j], &node);
+  return pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &node) == 0;
+}
+
 }  // namespace knn
 #endif
 
 XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
                                   const int64_t* ids, const uint8_t* queries, int64_t n_queries, int64_t k,
-                                  int64_t slices, int32_t* best_d, int64_t* best_id, int32_t* scratch) {
+                                  int64_t slices, int32_t* best_d, int64_t* best_id, int32_t* scratch,
+                                  const int32_t* slice_cpus, int64_t cpu_stride) {
 #ifndef XPU_GPU
 #if defined(__x86_64__)
   const bool wide = width >= 64 && __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("avx512f");
@@ -96,6 +111,8 @@ XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width,
     int32_t* heap_d = best_d + s * n_queries * k;
     int64_t* heap_id = best_id + s * n_queries * k;
     int32_t* distance = scratch + s * n_queries;
+    cpu_set_t before;  // on several NUMA nodes: the slice's thread runs where its rows lie
+    const bool pinned = slice_cpus != nullptr && knn::pin(slice_cpus + s * cpu_stride, &before);
     for (int64_t i = first; i < last; ++i) {
       if (valid != nullptr && !((valid[i >> 3] >> (i & 7)) & 1)) continue;
       const uint8_t* row = sigs + i * width;
@@ -106,6 +123,7 @@ XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width,
         knn::distances_by_word(row, queries, n_queries, width, distance);
       for (int64_t q = 0; q < n_queries; ++q) knn::offer(heap_d + q * k, heap_id + q * k, k, distance[q], ids[i]);
     }
+    if (pinned) pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &before);
   }
   XPU_PARALLEL_END
 #endif
@@ -117,6 +135,7 @@ XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width,
 def knn_hamming_batch() -> KernelSpec:
     """best_d/best_id: slices x n_queries x k heaps, filled with (INT32_MAX, INT64_MAX)
     before the first call (calls over a table's batches in order continue them); scratch:
-    slices x n_queries int32."""
+    slices x n_queries int32; slice_cpus (or NULL): slices x cpu_stride rows [count, cpu,
+    ...], the CPUs of the NUMA node each slice's thread runs on (device/cpu/numa.py)."""
     return KernelSpec("knn_hamming_batch", SOURCE, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "i64", "i64",
-                                                    "ptr", "ptr", "ptr"), installation=True)
+                                                    "ptr", "ptr", "ptr", "ptr", "i64"), installation=True)

@@ -6,6 +6,7 @@ filters, cached and scanned tables; bad input raises with its SQLSTATE.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,30 @@ def test_knn_hamming_in_from(tmp_path: Path) -> None:
     with pytest.raises(QueryError) as raised:
         db.sql("SELECT * FROM knn_hamming('t', 'sig', 'nowhere', 'q', 6)")
     assert raised.value.sqlstate == "42P01"
+
+
+def test_slices_on_several_numa_nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine's CPUs taken as two nodes (both bind memory to its real node): each
+    slice's thread runs on its node's CPUs and its rows move there, and the answers stay
+    numpy's; the calling thread's CPUs are its own again after."""
+    from penstock.device.cpu import numa
+
+    real = numa.nodes()[0].id
+    cpus = sorted(os.sched_getaffinity(0))
+    half = max(1, len(cpus) // 2)
+    monkeypatch.setattr(numa, "nodes", lambda: [numa.Node(real, tuple(cpus[:half])),
+                                                numa.Node(real, tuple(cpus[half:] or cpus))])
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 5000, 64, seed=11, nulls=True)
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("t", path)
+    db.cache("t")
+    queries = np.random.default_rng(3).integers(0, 256, (6, 64), dtype=np.uint8)
+    for _ in range(2):  # the second search finds the rows placed already
+        result = db.knn_hamming("t", "sig", queries, k=7)
+        assert "slices on 2 NUMA nodes" in result.engine and "cached columns" in result.engine
+        got = answers(result, 6)
+        for q in range(6):
+            assert got[q] == brute_force(matrix, ids, valid, queries[q], 7), q
+    assert sorted(os.sched_getaffinity(0)) == cpus
+    assert len(db.backend.numa_placed) >= 1

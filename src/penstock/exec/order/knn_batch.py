@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from penstock.codegen.knn_kernels import knn_hamming_batch
 from penstock.device.base import Backend
+from penstock.device.cpu import numa
 from penstock.errors import QueryError
 from penstock.io.device_batch import column_from_arrow
 from penstock.plan.types import binary
@@ -45,6 +46,7 @@ class KnnBatchSearch:
     k: int
     slices: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
     rows_read: int = 0
+    numa_nodes: int = 1  # nodes the slices' threads run on (several: each on its slice's node)
 
     def __post_init__(self) -> None:
         check_k(self.k)
@@ -56,6 +58,13 @@ class KnnBatchSearch:
         self.best_id = np.full(shape, NO_ID, np.int64)
         self.scratch = np.zeros((self.slices, len(self.queries)), np.int32)
         self.kernel = self.backend.compile(knn_hamming_batch())
+        machine = numa.nodes() if self.backend.name == "cpu" else []
+        self.slice_cpus: np.ndarray | None = None
+        self.cpu_stride = 0
+        if len(machine) > 1:
+            self.numa_nodes = len(machine)
+            self.slice_cpus, self.cpu_stride = numa.slice_cpu_table(self.slices, machine)
+            self.slice_node_ids = [machine[k].id for k in numa.slice_nodes(self.slices, machine)]
 
     @property
     def width(self) -> int:
@@ -70,18 +79,35 @@ class KnnBatchSearch:
             raise QueryError("knn_hamming: the id column has NULLs", "22004")
         self.add_arrays(ids.cast(pa.int64()).to_numpy(zero_copy_only=False), sigs, valid)
 
-    def add_arrays(self, ids: np.ndarray, sigs: np.ndarray, valid: np.ndarray | None) -> None:
+    def add_arrays(self, ids: np.ndarray, sigs: np.ndarray, valid: np.ndarray | None, place: bool = False) -> None:
         """Rows as arrays: ids, the signatures' bytes end to end, an Arrow validity bitmap
-        (None: no NULL). A cached table's columns come this way, without a copy."""
+        (None: no NULL). A cached table's columns come this way, without a copy; `place`
+        (for them): on several NUMA nodes, each slice's rows move to its node, once."""
         n = len(ids)
         if sigs.size != n * self.width:
             raise QueryError(f"knn_hamming: signatures of {sigs.size // max(n, 1)} bytes against queries of "
                              f"{self.width}", "22026")
         ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if place and self.slice_cpus is not None:
+            self._place(sigs, n)
         self.backend.launch(self.kernel, self.slices, [n, sigs, self.width, valid, ids, self.queries,
                                                         len(self.queries), self.k, self.slices, self.best_d,
-                                                        self.best_id, self.scratch])
+                                                        self.best_id, self.scratch, self.slice_cpus, self.cpu_stride])
         self.rows_read += n
+
+    def _place(self, sigs: np.ndarray, n: int) -> None:
+        """The rows of each slice onto its slice's node, once per array (the backend
+        remembers which it placed, by address, size and slices)."""
+        placed = getattr(self.backend, "numa_placed", None)
+        if placed is None:
+            placed = self.backend.numa_placed = set()  # type: ignore[attr-defined]
+        key = (sigs.ctypes.data, sigs.nbytes, self.slices)
+        if key in placed:
+            return
+        parts = [(n * s // self.slices * self.width, n * (s + 1) // self.slices * self.width, self.slice_node_ids[s])
+                 for s in range(self.slices)]
+        numa.bind_memory(sigs, parts)
+        placed.add(key)
 
     def result(self) -> pa.Table:
         """query (its position among the queries), id, distance, rank (1 = nearest), ordered
