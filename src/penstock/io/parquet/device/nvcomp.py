@@ -13,6 +13,7 @@ import glob
 import os
 import sys
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ import pyarrow as pa
 NVCOMP_NAMES = {"SNAPPY": "Snappy", "ZSTD": "Zstd", "LZ4_RAW": "LZ4", "GZIP": "Gzip"}
 # Parquet codec -> pyarrow.Codec name
 ARROW_NAMES = {"SNAPPY": "snappy", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw", "GZIP": "gzip"}
+HOST_THREADS = os.cpu_count() or 1  # threads decompressing a run's pages on the host
 
 
 class _Opts(ctypes.Structure):
@@ -78,12 +80,28 @@ def nvcomp_library() -> ctypes.CDLL | None:
     return None
 
 
-def decompress_on_host(work: Work, src: memoryview, dst: np.ndarray) -> None:
-    """Each page with pyarrow's codec (zlib's for GZIP), straight into its place in `dst`;
-    a page whose bytes do not decompress to exactly the size its header gives raises
-    PageError (pyarrow's codecs fill the size they are asked for without saying so)."""
+def decompress_on_host(work: Work, src: memoryview, dst: np.ndarray, threads: int = HOST_THREADS) -> None:
+    """Each page with pyarrow's codec (zlib's for GZIP), straight into its place in `dst`,
+    the pages shared among `threads` (the codecs and the copies let go of the GIL); a page
+    whose bytes do not decompress to exactly the size its header gives raises PageError, the
+    first such page of the list whichever thread met it (pyarrow's codecs fill the size they
+    are asked for without saying so)."""
+    pages = range(len(work.src))
+    if threads <= 1 or len(pages) < 2 * threads:
+        failure = _decompress_pages(work, pages, src, dst)
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix="penstock-unpack") as pool:
+            shares = list(pool.map(lambda k: _decompress_pages(work, pages[k::threads], src, dst), range(threads)))
+        failure = min((f for f in shares if f is not None), key=lambda f: f[0], default=None)
+    if failure is not None:
+        raise failure[1]
+
+
+def _decompress_pages(work: Work, pages: range, src: memoryview, dst: np.ndarray) -> tuple[int, PageError] | None:
+    """These pages decompressed into `dst`; the first that fails, with its error, stops them."""
     codec = pa.Codec(ARROW_NAMES[work.codec]) if work.codec != "GZIP" else None
-    for s, s_size, d, d_size, owner in zip(work.src, work.src_sizes, work.dst, work.dst_sizes, work.owners):
+    for k in pages:
+        s, s_size, d, d_size, owner = work.src[k], work.src_sizes[k], work.dst[k], work.dst_sizes[k], work.owners[k]
         page = src[s:s + s_size]
         try:
             if codec is None:
@@ -93,12 +111,15 @@ def decompress_on_host(work: Work, src: memoryview, dst: np.ndarray) -> None:
                     raise ValueError("its Snappy preamble gives another size than its header")
                 out = codec.decompress(pa.py_buffer(page), decompressed_size=d_size)
         except (ValueError, OSError, zlib.error, pa.ArrowException) as e:
-            raise PageError(owner, f"a {work.codec} page does not decompress: {e}") from e
+            error = PageError(owner, f"a {work.codec} page does not decompress: {e}")
+            error.__cause__ = e
+            return k, error
         got = np.frombuffer(out, np.uint8)
         if got.size != d_size:
-            raise PageError(owner, f"a {work.codec} page decompressed to {got.size} bytes, not the {d_size} "
-                                   "its header says")
+            return k, PageError(owner, f"a {work.codec} page decompressed to {got.size} bytes, not the {d_size} "
+                                       "its header says")
         dst[d:d + d_size] = got
+    return None
 
 
 def _snappy_length(page: memoryview) -> int:

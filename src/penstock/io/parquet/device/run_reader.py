@@ -70,8 +70,9 @@ def read_run(row_groups: RowGroupDecoder, skipper: PageSkipper | None, names: li
     decompresses: the copy then overlaps the decoding of the run before, instead of
     holding it up); `direct`: read with O_DIRECT by the I/O threads, which copy their
     aligned pieces up themselves; `mapped`: copied by DMA out of the file's registered
-    page cache (io/mapped_files.py), pread where that cannot be. With a page index (`skipper`), a chunk is its
-    dictionary page and the data pages that cover the rows kept (page_index.py)."""
+    page cache (io/mapped_files.py), pread where that cannot be. With a page index
+    (`skipper`), a chunk is its dictionary page and the data pages that cover the rows
+    kept (page_index.py)."""
     rg, backend = row_groups, row_groups.backend
     meta = rg.file.metadata
     kept = {g: skipper.kept(g) if skipper is not None else None for g in groups}
