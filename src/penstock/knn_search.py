@@ -104,7 +104,7 @@ def answer_call(db: "Connection", call: KnnCall) -> str:
                            "distance": pa.array([], pa.int32()), "rank": pa.array([], pa.int32())})
         engine = "no search (no query signature)"
     else:
-        searched = knn_hamming(db, call.table, call.column, queries.column(1), call.k, call.id)
+        searched = knn_hamming(db, call.table, call.column, queries.column(1), call.k, call.id, call.where or None)
         answer, engine = searched.table, searched.engine
     positions = answer.column("query").to_numpy()
     rows = pa.table({"query_id": query_ids.cast(pa.int64()).take(pa.array(positions)),

@@ -32,7 +32,15 @@ def test_other_mentions_are_left_alone() -> None:
     assert names(sql) == (sql, [])
 
 
+def test_a_filter_is_the_eighth_argument() -> None:
+    _, calls = names("SELECT * FROM knn_hamming('t', 'sig', 'q', 'qs', 3, 'id', 'id', 'grp = ''a'' ')")
+    assert calls == [KnnCall("t", "sig", "q", "qs", 3, "id", "id", "grp = 'a' ")]
+    assert calls[0].relation != KnnCall("t", "sig", "q", "qs", 3).relation  # another answer
+
+
 @pytest.mark.parametrize("call,state", [("knn_hamming('t', 'sig', 'q', 'qs')", "42883"),
+                                        ("knn_hamming('t', 'sig', 'q', 'qs', 3, 'id')", "42883"),
+                                        ("knn_hamming('t', 'sig', 'q', 'qs', 3, 'id', 'id', 'a', 'b')", "42883"),
                                         ("knn_hamming('t', sig, 'q', 'qs', 3)", "42804"),
                                         ("knn_hamming('t', 'sig', 'q', 'qs', 2.5)", "42804"),
                                         ("knn_hamming('t', 'sig', 'q', 'qs', 1 + 2)", "42883")])

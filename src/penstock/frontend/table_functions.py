@@ -8,8 +8,10 @@ DataFusion plans no table function penstock's kernels could run, so the call is 
 first (a batch of k-NN searches, penstock/knn_search.py) and its rows become a table of the
 connection under a name derived from the call; the statement is planned with that name in
 the call's place. Arguments are constants: the table, its signature column, the queries'
-table, their signature column, k, and optionally the two id columns (default 'id'). This
-module finds and checks the calls; what answers them is the caller's.
+table, their signature column, k, and optionally the two id columns (default 'id') and a
+filter on the table's rows (an SQL condition as text, applied before the search: the k
+nearest of the rows that pass it). This module finds and checks the calls; what answers
+them is the caller's.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class KnnCall:
     k: int
     id: str = "id"
     queries_id: str = "id"
+    where: str = ""  # a condition on the table's rows ("": every row)
 
     @property
     def relation(self) -> str:
@@ -74,8 +77,8 @@ def rewrite(sql: str, answer: Callable[[KnnCall], str]) -> str:
 
 def parse_call(args: list[list[Token]]) -> KnnCall:
     values = [[t for t in a if t.kind not in ("ws", "comment")] for a in args]
-    usage = "knn_hamming('table', 'column', 'queries table', 'queries column', k [, 'id', 'queries id'])"
-    if len(values) not in (5, 7) or any(len(v) != 1 for v in values):
+    usage = "knn_hamming('table', 'column', 'queries table', 'queries column', k [, 'id', 'queries id' [, 'filter']])"
+    if len(values) not in (5, 7, 8) or any(len(v) != 1 for v in values):
         raise QueryError(f"knn_hamming takes constants: {usage}", "42883")
     text = [v[0] for v in values]
     strings = [unquote(t) for k, t in enumerate(text) if k != 4]

@@ -147,6 +147,14 @@ def test_knn_hamming_in_from(tmp_path: Path) -> None:
             assert [(r["id"], r["distance"]) for r in got if r["query_id"] == qid] == expected
     plan = db.explain(sql)
     assert "answered before planning by penstock-cpu (one pass over 2,500 rows" in plan, plan
+    filtered = ("SELECT query_id, id, distance FROM knn_hamming('t', 'sig', 'queries', 'q', 4, 'id', 'qid', "
+                "'grp = 1 AND id % 2 = 0') ORDER BY query_id, rank")
+    got = db.sql(filtered).to_arrow().to_pylist()
+    keep = (np.arange(2500) % 4 == 1) & (ids % 2 == 0)
+    for qid, q in zip((7, 8, 9), range(3)):
+        expected = brute_force(matrix, ids, valid, queries[q], 4, keep)
+        assert [(r["id"], r["distance"]) for r in got if r["query_id"] == qid] == expected
+    assert "rows of a scan" in db.explain(filtered)
     with pytest.raises(QueryError) as raised:
         db.sql("SELECT * FROM knn_hamming('t', 'sig', 'nowhere', 'q', 6)")
     assert raised.value.sqlstate == "42P01"
