@@ -115,7 +115,13 @@ def take_column(backend: Backend, column: Column, order: Any, unpack: Callable[[
         data = column.data[shift + xp.arange(size, dtype=np.int64)] if size else xp.zeros(0, dtype=np.uint8)
         return dataclasses.replace(column, length=total, values=new_offsets.astype(np.int32), validity=validity,
                                    data=data, _max_text=None)
-    values = bits(column.values) if column.type.kind is Kind.BOOL else column.values[:column.length][order]
+    if column.type.kind is Kind.BINARY:  # `width` bytes a row, end to end
+        width = column.type.width
+        values = column.values[:column.length * width].reshape(-1, width)[order].reshape(-1)
+    elif column.type.kind is Kind.BOOL:
+        values = bits(column.values)
+    else:
+        values = column.values[:column.length][order]
     return dataclasses.replace(column, length=total, values=values, validity=validity, _max_text=None)
 
 

@@ -49,6 +49,7 @@ const int32_t MODE_BOOLEAN = 3;     // BOOLEAN: a bit a value (PLAIN) or RLE run
 const int32_t MODE_INT96 = 4;       // INT96 timestamps (nanoseconds of the day, Julian day) as ns
 const int32_t MODE_TEXT_INDICES = 5;  // MODE_INDICES on a text column's dictionary pages only:
                                       // parquet_text_spans reads its other pages
+const int32_t MODE_BYTES = 6;         // FIXED_LEN_BYTE_ARRAY as bytea: the stored bytes as they are
 
 // Past runs that hold no values (an RLE run of length 0, a bit-packed run of 0 groups):
 // fastparquet ends index streams with such runs. Stops at anything else.
@@ -235,7 +236,9 @@ XPU_FN void copy_int96(const uint8_t* from, uint8_t* to) {
 
 // A stored PLAIN or dictionary value as the column's layout wants it.
 XPU_FN void copy_stored(const uint8_t* from, uint8_t* to, int32_t in_width, int32_t out_width, int32_t mode) {
-  if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
+  if (mode == MODE_BYTES) {
+    for (int32_t k = 0; k < in_width; ++k) to[k] = from[k];
+  } else if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
   else if (mode == MODE_INT96) copy_int96(from, to);
   else copy_value(from, to, in_width, out_width);
 }

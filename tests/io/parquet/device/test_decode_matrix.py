@@ -457,3 +457,27 @@ def test_nested_columns_are_named_nested(tmp_path: Path, cpu_harness: Any) -> No
     decoder = RowGroupDecoder(cpu_harness.backend, path, file, ["l", "st", "i"], [T.INT64, T.INT64, T.INT64])
     assert decoder.host_columns == {"l": "nested", "st": "nested"}
     assert cpu_harness.check(path, ["i"]).host_columns == {}
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_fixed_len_byte_arrays_as_bytea(tmp_path: Path, harness: Any, dictionary: bool, version: str) -> None:
+    """FIXED_LEN_BYTE_ARRAY read as fixed_size_binary (signatures, hashes): the bytes as
+    stored, 256 and 7 bytes a value, nullable and required, PLAIN or dictionary-encoded, on
+    the device (no column left to pyarrow)."""
+    rows = 3000
+    rng = np.random.default_rng(4)
+    wide = rng.integers(0, 256, (rows, 256), dtype=np.uint8)
+    wide[::3] = wide[0]  # repeats: the dictionary has something to share
+    odd = rng.integers(0, 4, (rows, 7), dtype=np.uint8)  # few distinct values
+    valid = np.ones(rows, bool)
+    valid[::11] = False
+    valid[500:560] = False
+    table = pa.table({
+        "sig": pa.FixedSizeBinaryArray.from_buffers(pa.binary(256), rows, [
+            pa.py_buffer(np.packbits(valid, bitorder="little")), pa.py_buffer(wide.tobytes())]),
+        "tag": pa.FixedSizeBinaryArray.from_buffers(pa.binary(7), rows, [None, pa.py_buffer(odd.tobytes())]),
+    }, schema=pa.schema([pa.field("sig", pa.binary(256)), pa.field("tag", pa.binary(7), nullable=False)]))
+    path = write(table, tmp_path / "flba.parquet", use_dictionary=dictionary, data_page_version=version,
+                 compression="snappy", row_group_size=1000, data_page_size=4096)
+    assert harness.check(path).host_columns == {}

@@ -41,6 +41,7 @@ def table() -> pa.Table:
         "amount": pa.array([decimal.Decimal(int(v) * 13 % 100_000).scaleb(-2) for v in r], pa.decimal128(12, 2)),
         "x": pa.array([None if v % 11 == 0 else float(v) * 0.5 for v in r], pa.float64()),
         "late": pa.array([None if v < ROWS // 2 else int(v) for v in r], pa.int32()),  # NULL pages first
+        "sig": pa.array([None if v % 9 == 0 else int(v * 7919).to_bytes(24, "little") for v in r], pa.binary(24)),
     })
 
 
@@ -68,6 +69,7 @@ QUERIES = [
     "SELECT count(*), max(k) FROM t WHERE late IS NULL AND k > 44000",
     "SELECT k, host, level, amount FROM t WHERE k IN (3, 45000, 89997) ORDER BY k",
     "SELECT count(*), sum(amount) FROM t WHERE amount < 5.00 AND k > 60000",
+    "SELECT k, sig FROM t WHERE k BETWEEN 60000 AND 60100 ORDER BY k",
 ]
 
 

@@ -320,9 +320,14 @@ class RowGroupDecoder:
         """A fixed-width column from its pages (a page table on the device). `serial`: pages
         a thread reads in order may be among them (DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)."""
         be = self.backend
-        out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
-        if out.itemsize != layout.out_width:
-            raise ValueError(f"{layout} as {t}")
+        if t.kind is Kind.BINARY:  # bytea: `width` bytes a row, end to end
+            if t.width != layout.out_width:
+                raise ValueError(f"{layout} as {t}")
+            out = be.empty(rows * t.width, np.uint8)
+        else:
+            out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
+            if out.itemsize != layout.out_width:
+                raise ValueError(f"{layout} as {t}")
         self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err, serial)
         values = be.xp.packbits(out, bitorder="little") if layout.bits else out
         return Column(t, rows, values=values, validity=_validity(be, valid))

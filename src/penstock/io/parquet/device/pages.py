@@ -32,7 +32,7 @@ KERNEL_ENCODING = {PLAIN: ENC_PLAIN, PLAIN_DICTIONARY: ENC_DICTIONARY, RLE_DICTI
                    DELTA_BYTE_ARRAY: ENC_DELTA_TEXT, BYTE_STREAM_SPLIT: ENC_BYTE_STREAM_SPLIT,
                    RLE: ENC_RLE}  # RLE: booleans only
 # kernels/parquet.h's modes: how a fixed-width page's values are written
-MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN, MODE_BOOLEAN, MODE_INT96, MODE_TEXT_INDICES = 0, 1, 2, 3, 4, 5
+MODE_VALUES, MODE_INDICES, MODE_BIG_ENDIAN, MODE_BOOLEAN, MODE_INT96, MODE_TEXT_INDICES, MODE_BYTES = range(7)
 ENCODING_NAMES = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
                   6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY", 9: "BYTE_STREAM_SPLIT"}
 CODECS = ("UNCOMPRESSED", "SNAPPY", "ZSTD", "LZ4_RAW", "GZIP")
@@ -82,10 +82,14 @@ class ChunkPages:
 def device_fixed_width(physical: str, arrow: pa.DataType, type_length: int = 0) -> tuple[int, int] | None:
     """(bytes per stored value, bytes per decoded value) of a fixed-width column the device
     decodes into the layout the engine reads; None if it does not. FIXED_LEN_BYTE_ARRAY
-    decimals (big-endian, `type_length` bytes) of up to 18 digits become 64-bit words."""
+    decimals (big-endian, `type_length` bytes) of up to 18 digits become 64-bit words;
+    FIXED_LEN_BYTE_ARRAY read as fixed_size_binary (signatures) stays its bytes."""
     if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_decimal(arrow) and arrow.precision <= 18 \
             and 0 < type_length <= 8:
         return type_length, 8
+    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(arrow) and \
+            0 < type_length == arrow.byte_width:
+        return type_length, type_length
     if physical == "BOOLEAN" and pa.types.is_boolean(arrow):
         return 1, 1  # a bit a value as stored; a byte a row as written, packed afterwards
     if physical == "INT96" and pa.types.is_timestamp(arrow):
@@ -114,6 +118,8 @@ def fixed_layout(physical: str, arrow: pa.DataType, type_length: int = 0) -> Fix
     widths = device_fixed_width(physical, arrow, type_length)
     if widths is None:
         return None
+    if pa.types.is_fixed_size_binary(arrow):
+        return FixedLayout(widths[0], widths[1], MODE_BYTES, False)
     mode = {"FIXED_LEN_BYTE_ARRAY": MODE_BIG_ENDIAN, "BOOLEAN": MODE_BOOLEAN, "INT96": MODE_INT96}.get(physical,
                                                                                                     MODE_VALUES)
     return FixedLayout(widths[0], widths[1], mode, physical == "BOOLEAN")
