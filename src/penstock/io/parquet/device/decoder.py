@@ -74,6 +74,8 @@ class RowGroupDecoder:
         self.leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
         self.host_columns: dict[str, str] = {}  # column -> why pyarrow reads it
         self.decompression = "none"
+        self.schema = file.schema_arrow  # (pyarrow converts the schema again each time it is asked)
+        self._layouts: dict[str, FixedLayout] = {}
         for name in names:
             reason = self._reason(name)
             if reason is not None:
@@ -85,7 +87,7 @@ class RowGroupDecoder:
             return "nested"
         meta = self.file.metadata
         column = meta.schema.column(j)
-        arrow = self.file.schema_arrow.field(name).type
+        arrow = self.schema.field(name).type
         for g in range(meta.num_row_groups):
             chunk = meta.row_group(g).column(j)
             reason = unsupported_reason(column.physical_type, arrow, column.max_definition_level,
@@ -310,9 +312,13 @@ class RowGroupDecoder:
         return room
 
     def layout(self, name: str) -> FixedLayout:
-        column = self.file.metadata.schema.column(self.leaf[name])
-        layout = fixed_layout(column.physical_type, self.file.schema_arrow.field(name).type, column.length or 0)
-        assert layout is not None  # _reason sent the others to pyarrow
+        """The kernels' layout of a fixed-width column (asked for every run: kept)."""
+        layout = self._layouts.get(name)
+        if layout is None:
+            column = self.file.metadata.schema.column(self.leaf[name])
+            layout = fixed_layout(column.physical_type, self.schema.field(name).type, column.length or 0)
+            assert layout is not None  # _reason sent the others to pyarrow
+            self._layouts[name] = layout
         return layout
 
     def fixed_column(self, t: Any, rows: int, n_pages: int, pages: Any, layout: FixedLayout, valid: Any,
