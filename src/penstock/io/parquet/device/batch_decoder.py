@@ -27,7 +27,8 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch, Column, column_from_arrow, take_column
 from penstock.io.parquet.device import nvcomp
-from penstock.io.parquet.device.decoder import PAGE_WORDS, RowGroupDecoder
+from penstock.io.parquet.device.column_kernels import PAGE_WORDS
+from penstock.io.parquet.device.decoder import RowGroupDecoder
 from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
 from penstock.io.parquet.device.page_index import PageSkipper
 from penstock.io.parquet.device.pages import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY,

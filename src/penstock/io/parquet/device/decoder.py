@@ -22,19 +22,14 @@ import pyarrow.parquet as pq
 
 from penstock.device.base import Backend
 from penstock.errors import DATA_CORRUPTED, FileError
-from penstock.io.device_batch import Batch, Column, column_from_arrow, numpy_dtype, validity_bits
+from penstock.io.device_batch import Batch, Column, column_from_arrow
 from penstock.io.parquet.device import nvcomp
-from penstock.io.parquet.device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
-                                                gather_kernel, spans_kernel, spans_serial_kernel)
-from penstock.io.parquet.device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, MODE_BOOLEAN, \
-    MODE_INDICES, MODE_TEXT_INDICES, ChunkPages, FixedLayout, Page, PageCache, data_encodings, file_identity, \
-    fixed_layout, read_pages, unsupported_reason
+from penstock.io.parquet.device.column_kernels import PAGE_WORDS, ColumnKernels
+from penstock.io.parquet.device.pages import DELTA_BYTE_ARRAY, DICTIONARY_ENCODINGS, KERNEL_ENCODING, ChunkPages, \
+    FixedLayout, Page, PageCache, data_encodings, file_identity, fixed_layout, read_pages, unsupported_reason
 from penstock.io.parquet.device.thrift import DATA_PAGE_V2
 from penstock.plan.types import DataType, Kind
 
-PAGE_WORDS = 12  # kernels/parquet.h's page table
-W_SCRATCH, W_SCRATCH_LEN = 10, 11
-BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
 
 
 @dataclass
@@ -58,8 +53,9 @@ class _Prepared:
     nbytes: int
 
 
-class RowGroupDecoder:
-    """Decodes row groups of one file's referenced columns on `backend`."""
+class RowGroupDecoder(ColumnKernels):
+    """Decodes row groups of one file's referenced columns on `backend` (the column kernels:
+    column_kernels.py)."""
 
     def __init__(self, backend: Backend, path: Path, file: pq.ParquetFile, names: list[str], types: list[DataType],
                  page_cache: PageCache | None = None):
@@ -277,40 +273,6 @@ class RowGroupDecoder:
         pages = be.to_device(self._page_table(chunk, where, base_raw, dict_address, dict_count))
         return self.fixed_column(t, rows, len(chunk.pages.data), pages, layout, valid, err)
 
-    def text_column(self, t: Any, rows: int, n_pages: int, pages: Any, spans: tuple[Any, Any] | None,
-                    all_dictionary: bool, delta_text: bool, valid: Any, err: Any, serial: bool = True,
-                    dictionary_bytes: int | None = None, text_bytes: int | None = None) -> Column:
-        """A text column from its pages (a page table on the device) and the spans of its
-        dictionaries' entries: dictionary-encoded still when every page indexes them.
-        `serial`: pages a thread reads in order may be among them (DELTA_*); the bytes
-        (bounds: see _gather) of the dictionaries' entries and of the rows' values, if known."""
-        be = self.backend
-        if spans is not None and all_dictionary:
-            d_offsets, d_data = self._gather(spans[0], spans[1], err, dictionary_bytes)
-            indices = be.empty(rows, np.int32)
-            self._fixed_pages(n_pages, pages, 4, 4, MODE_INDICES, indices, valid, err, serial=False)
-            return Column(t, rows, values=indices, validity=_validity(be, valid), dict_offsets=d_offsets,
-                          dict_data=d_data)
-        room = self._rebuild_room(n_pages, pages) if delta_text else None
-        starts, lengths = self._text_spans(n_pages, pages, rows, valid, err, spans, serial)
-        offsets, data = self._gather(starts, lengths, err, text_bytes)
-        del room  # the rebuilt values are gathered
-        return Column(t, rows, values=offsets, validity=_validity(be, valid), data=data)
-
-    def _rebuild_room(self, n_pages: int, pages: Any) -> Any:
-        """Room for the DELTA_BYTE_ARRAY pages' values, rebuilt (each value shares a prefix
-        with the one before, so none lies whole in the page): measured per page, then each
-        page's W_SCRATCH / W_SCRATCH_LEN words point at its share."""
-        be = self.backend
-        sizes = be.zeros(max(n_pages, 1), np.int64)
-        self._launch(delta_text_sizes_kernel(), n_pages, [n_pages, pages, sizes])
-        host = be.to_host(sizes)[:n_pages]
-        room = be.empty(max(int(host.sum()), 1), np.uint8)
-        table = pages.reshape(n_pages, PAGE_WORDS)
-        table[:, W_SCRATCH] = be.to_device(be.address(room) + np.cumsum(host) - host)
-        table[:, W_SCRATCH_LEN] = be.to_device(host)
-        return room
-
     def layout(self, name: str) -> FixedLayout:
         """The kernels' layout of a fixed-width column (asked for every run: kept)."""
         layout = self._layouts.get(name)
@@ -320,23 +282,6 @@ class RowGroupDecoder:
             assert layout is not None  # _reason sent the others to pyarrow
             self._layouts[name] = layout
         return layout
-
-    def fixed_column(self, t: Any, rows: int, n_pages: int, pages: Any, layout: FixedLayout, valid: Any,
-                     err: Any, serial: bool = True) -> Column:
-        """A fixed-width column from its pages (a page table on the device). `serial`: pages
-        a thread reads in order may be among them (DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)."""
-        be = self.backend
-        if t.kind is Kind.BINARY:  # bytea: `width` bytes a row, end to end
-            if t.width != layout.out_width:
-                raise ValueError(f"{layout} as {t}")
-            out = be.empty(rows * t.width, np.uint8)
-        else:
-            out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
-            if out.itemsize != layout.out_width:
-                raise ValueError(f"{layout} as {t}")
-        self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err, serial)
-        values = be.xp.packbits(out, bitorder="little") if layout.bits else out
-        return Column(t, rows, values=values, validity=_validity(be, valid))
 
     def _page_table(self, chunk: _Chunk, where: Any, base_raw: int, dict_word: int, dict_count: int) -> np.ndarray:
         table = np.zeros((len(chunk.pages.data), PAGE_WORDS), np.int64)
@@ -355,70 +300,6 @@ class RowGroupDecoder:
             row += h.num_values
         return table
 
-    def _text_spans(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any,
-                    dictionary: tuple[Any, Any] | None = None, serial: bool = True) -> tuple[Any, Any]:
-        """Each row's (address, length); rows of dictionary pages point into the dictionary
-        (its entries' spans; each page's W_DICT_COUNT bounds its indices)."""
-        be = self.backend
-        starts, lengths = be.zeros(rows, np.int64), be.zeros(rows, np.int32)
-        d_starts, d_lengths = dictionary if dictionary is not None else (None, None)
-        indices = None
-        if dictionary is not None:  # the dictionary pages' indices first, a block a page on a GPU
-            indices = be.empty(rows, np.int32)
-            self._fixed_pages(n_pages, pages, 4, 4, MODE_TEXT_INDICES, indices, valid, err, serial=False)
-        args = [n_pages, pages, indices, d_starts, d_lengths, starts, lengths, valid, err]
-        self._launch(spans_kernel(), n_pages * BLOCK, args)
-        if serial:
-            self._launch(spans_serial_kernel(), n_pages, args)
-        return starts, lengths
-
-    def _fixed_pages(self, n_pages: int, pages: Any, in_width: int, out_width: int, mode: int, out: Any,
-                     valid: Any, err: Any, serial: bool = True) -> None:
-        """parquet_fixed over the pages (a block a page on a GPU), then, where `serial` says
-        some may be among them or the column is boolean, parquet_fixed_serial for the pages a
-        thread must read in order (on a GPU; the CPU's kernel took them all). A launch costs
-        the host about as much as a small page's decoding: none is made for nothing."""
-        args = [n_pages, pages, in_width, out_width, mode, out, valid, err]
-        self._launch(fixed_kernel(), n_pages * BLOCK, args)
-        if serial or mode == MODE_BOOLEAN:
-            self._launch(fixed_serial_kernel(), n_pages, args)
-
-    def _dictionary_spans(self, dictionary: Page, where: Any, err: Any) -> tuple[Any, Any]:
-        start, end = where(dictionary)
-        count = dictionary.header.num_values
-        table = np.zeros((1, PAGE_WORDS), np.int64)
-        table[0, :5] = start, end, 0, 0, count
-        return self._text_spans(1, self.backend.to_device(table), count, None, err, serial=False)
-
-    def _gather(self, starts: Any, lengths: Any, err: Any, bound: int | None = None) -> tuple[Any, Any]:
-        """Arrow offsets and bytes of the spans. With a `bound` on their bytes (the pages they
-        lie in), nothing waits: the buffer is made that large and the kernel copies only if
-        no page raised `err` (the caller reads it once the batch is done). Without, the host
-        reads the flag and the total first."""
-        be, xp = self.backend, self.backend.xp
-        rows = int(lengths.size)
-        ends = xp.cumsum(lengths, dtype=np.int64)
-        offsets = xp.zeros(rows + 1, np.int64)
-        offsets[1:] = ends
-        if bound is not None and bound < 2**31:
-            data = be.empty(max(bound, 1), np.uint8)
-            self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets, data, bound, err])
-            return offsets.astype(np.int32), data
-        # one wait for both: the error flag (a damaged page's spans may point anywhere, so
-        # nothing is gathered before it is read) and the bytes to make room for
-        flag, last = be.to_host_many([err[:1], ends[-1:] if rows else xp.zeros(1, np.int64)])
-        if int(flag[0]):
-            raise ValueError("a text page does not decode")
-        total = int(last[0])
-        if total >= 2**31:
-            raise ValueError("more than 2 GiB of text in one column chunk")
-        data = be.empty(max(total, 1), np.uint8)
-        self._launch(gather_kernel(), rows, [rows, starts, lengths, offsets, data, total, err])
-        return offsets.astype(np.int32), data[:total]
-
-    def _launch(self, spec: Any, rows: int, args: list[Any]) -> None:
-        self.backend.launch(self.backend.compile(spec), rows, args)
-
 
 def _unit(column: Any) -> str:
     """The unit of a Parquet timestamp column, as Arrow names it ('ms', 'us', 'ns')."""
@@ -433,7 +314,3 @@ def _unit(column: Any) -> str:
 
 def _all_pages(pages: ChunkPages) -> list[Page]:
     return ([pages.dictionary] if pages.dictionary is not None else []) + pages.data
-
-
-def _validity(backend: Backend, valid: Any) -> Any:
-    return validity_bits(backend, valid) if valid is not None else None
