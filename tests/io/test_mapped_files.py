@@ -194,3 +194,9 @@ def test_a_parquet_scan_read_mapped_answers_as_pyarrow_reads(tmp_path: Path, dev
         mapped_files.release_mapped(db.backend)
     else:
         assert "DMA" not in plan
+
+
+def test_a_missing_file_is_not_mapped(tmp_path: Path) -> None:
+    files, calls = registry(1 << 20)
+    got, why = files.take(tmp_path / "gone.parquet")
+    assert got is None and "cannot be read" in why and calls.registered == {}

@@ -74,7 +74,10 @@ class MappedFiles:
         use until `give_back`; or None and why not: larger than the limit, not in the page
         cache, empty, refused, or the room held by files in use."""
         key = str(path)
-        stat = os.stat(key)
+        try:
+            stat = os.stat(key)
+        except OSError as e:  # the caller's pread names the file
+            return None, f"it cannot be read ({e.strerror})"
         identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self.lock:
             known = self.files.get(key)
@@ -90,30 +93,36 @@ class MappedFiles:
                 return None, "the file is empty"
             if stat.st_size > self.limit:
                 return None, f"the file ({stat.st_size} bytes) is larger than the mapped files' limit ({self.limit})"
-            with open(key, "rb") as f:
-                mapping = mmap.mmap(f.fileno(), stat.st_size, prot=mmap.PROT_READ)
-            view = np.frombuffer(mapping, dtype=np.uint8)
-            share = resident_share(view.ctypes.data, stat.st_size)
-            if share < RESIDENT_SHARE:
-                del view
-                mapping.close()
-                return None, f"{100 * share:.0f}% of the file is in the page cache"
-            while self.registered_bytes + stat.st_size > self.limit:
-                idle = next((k for k, f in self.files.items() if not f.uses), None)  # least recently used first
-                if idle is None:
-                    del view
-                    mapping.close()
-                    return None, "the mapped files' limit is held by files being read"
+            return self._register_new(key, identity, stat.st_size)
+
+    def _register_new(self, key: str, identity: tuple[int, int, int], size: int) -> tuple[MappedFile | None, str]:
+        """Map the file, check it is in the page cache, make room, register it (locked)."""
+        with open(key, "rb") as f:
+            mapping = mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ)
+        view = np.frombuffer(mapping, dtype=np.uint8)
+        address = view.ctypes.data
+        why = ""
+        share = resident_share(address, size)
+        if share < RESIDENT_SHARE:
+            why = f"{100 * share:.0f}% of the file is in the page cache"
+        while not why and self.registered_bytes + size > self.limit:
+            idle = next((k for k, f in self.files.items() if not f.uses), None)  # least recently used first
+            if idle is None:
+                why = "the mapped files' limit is held by files being read"
+            else:
                 self._drop(idle)
+        if not why:
             try:
-                self.register(view.ctypes.data, stat.st_size)
+                self.register(address, size)
             except Exception as e:  # a driver that refuses: the caller reads with pread
-                del view
-                mapping.close()
-                return None, f"registering it failed ({e})"
-            mapped = MappedFile(identity, mapping, view, view.ctypes.data, stat.st_size, uses=1)
-            self.files[key] = mapped
-            return mapped, ""
+                why = f"registering it failed ({e})"
+        if why:
+            del view
+            mapping.close()
+            return None, why
+        mapped = MappedFile(identity, mapping, view, address, size, uses=1)
+        self.files[key] = mapped
+        return mapped, ""
 
     def give_back(self, mapped: MappedFile) -> None:
         with self.lock:
