@@ -51,6 +51,10 @@ const int32_t MODE_TEXT_INDICES = 5;  // MODE_INDICES on a text column's diction
                                       // parquet_text_spans reads its other pages
 const int32_t MODE_BYTES = 6;         // FIXED_LEN_BYTE_ARRAY as bytea: the stored bytes as they are
 
+// A row of parquet_fixed_columns' column table: in_width, out_width, mode, the output's and
+// the validity's addresses (0: none), the column's error flag (its position in `err`).
+const int32_t COLUMN_WORDS = 6;
+
 // Past runs that hold no values (an RLE run of length 0, a bit-packed run of 0 groups):
 // fastparquet ends index streams with such runs. Stops at anything else.
 XPU_FN const uint8_t* past_empty_runs(const uint8_t* p, const uint8_t* end, int32_t width) {

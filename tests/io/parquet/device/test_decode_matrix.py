@@ -481,3 +481,26 @@ def test_fixed_len_byte_arrays_as_bytea(tmp_path: Path, harness: Any, dictionary
     path = write(table, tmp_path / "flba.parquet", use_dictionary=dictionary, data_page_version=version,
                  compression="snappy", row_group_size=1000, data_page_size=4096)
     assert harness.check(path).host_columns == {}
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_fixed_columns_decoded_in_one_launch(tmp_path: Path, harness: Any, big_table: pa.Table,
+                                             monkeypatch: pytest.MonkeyPatch, dictionary: bool, version: str) -> None:
+    """PENSTOCK_PARQUET_FIXED_TOGETHER: a run's fixed-width columns in one launch
+    (parquet_fixed_columns), the text columns' pages skipped there and decoded as before;
+    every column still equals pyarrow's, in runs of several row groups and of one."""
+    import penstock.io.parquet.device.batch_decoder as module
+
+    monkeypatch.setattr(module, "FIXED_TOGETHER", True)
+    path = write(big_table.slice(0, 6000), tmp_path / "together.parquet", compression="snappy",
+                 use_dictionary=dictionary, data_page_version=version, row_group_size=1500)
+    assert harness.check(path).host_columns == {}
+    flba = tmp_path / "flba.parquet"  # bytea and booleans (their own serial kernel) beside
+    pq.write_table(pa.table({"sig": pa.array([bytes([k % 251]) * 20 if k % 7 else None for k in range(3000)],
+                                             pa.binary(20)),
+                             "flag": pa.array([None if k % 5 == 0 else k % 3 == 0 for k in range(3000)]),
+                             "n": pa.array(np.arange(3000), pa.int64())}),
+                   flba, row_group_size=700, data_page_size=1024, use_dictionary=dictionary,
+                   data_page_version=version)
+    assert harness.check(flba).host_columns == {}

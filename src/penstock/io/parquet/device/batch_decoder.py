@@ -27,7 +27,7 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch, Column, column_from_arrow, take_column
 from penstock.io.parquet.device import nvcomp
-from penstock.io.parquet.device.column_kernels import PAGE_WORDS
+from penstock.io.parquet.device.column_kernels import PAGE_WORDS, FixedPart
 from penstock.io.parquet.device.decoder import RowGroupDecoder
 from penstock.io.parquet.device.kernels import check_decompressed_kernel, count_pages_kernel, lay_out_pages_kernel
 from penstock.io.parquet.device.page_index import PageSkipper
@@ -53,6 +53,9 @@ SEQUENTIAL = (1 << DELTA_BINARY_PACKED) | (1 << DELTA_LENGTH_BYTE_ARRAY) | (1 <<
 # PENSTOCK_PARQUET_BATCH_ROWS and PENSTOCK_PARQUET_BATCH_MB are for measuring.
 BATCH_ROWS = int(os.environ.get("PENSTOCK_PARQUET_BATCH_ROWS", 1 << 24))
 BATCH_BYTES = int(float(os.environ.get("PENSTOCK_PARQUET_BATCH_MB", 2048)) * (1 << 20))
+# a run's fixed-width columns decoded in one launch (ColumnKernels.fixed_columns) instead of
+# one a column: PENSTOCK_PARQUET_FIXED_TOGETHER=1 until it is measured on a GPU
+FIXED_TOGETHER = os.environ.get("PENSTOCK_PARQUET_FIXED_TOGETHER", "0") == "1"
 
 
 @dataclass
@@ -205,7 +208,15 @@ class BatchDecoder:
         table, stats, layout, errors = prepared.table, prepared.stats, prepared.layout, prepared.errors
         groups = len(run.groups)
         try:
+            together = self._fixed_parts(run, table, stats) if FIXED_TOGETHER else {}
+            if together:
+                made = self.row_groups.fixed_columns(list(together.values()), int(stats[:, S_PAGES].sum()),
+                                                     layout["data_pages"], errors)
+                for c, column in zip(together, made):
+                    columns[run.columns[c]] = column
             for c, index in enumerate(run.columns):
+                if c in together:
+                    continue
                 part = slice(c * groups, (c + 1) * groups)
                 rows = run.column_rows[c] if run.column_rows is not None else run.rows
                 columns[index] = self._decode_column(index, rows, run.groups, table[part], stats[part], layout,
@@ -222,6 +233,23 @@ class BatchDecoder:
             if selection is not None:
                 columns[index] = take_column(be, columns[index], be.to_device(selection))
         return True
+
+    def _fixed_parts(self, run: StoredRun, table: np.ndarray, stats: np.ndarray) -> dict[int, FixedPart]:
+        """The run's fixed-width columns (by position among its device columns), where
+        their pages lie in the run's page table, for one launch over them all."""
+        be, rg, groups = self.backend, self.row_groups, len(run.groups)
+        parts = {}
+        for c, index in enumerate(run.columns):
+            t = rg.types[index]
+            if t.kind is Kind.STRING:
+                continue
+            part = slice(c * groups, (c + 1) * groups)
+            rows = run.column_rows[c] if run.column_rows is not None else run.rows
+            seen = int(np.bitwise_or.reduce(stats[part, S_SEEN]))
+            valid = be.empty(rows, np.uint8) if table[part][0, C_MAX_DEF] > 0 else None
+            parts[c] = FixedPart(t, rows, rg.layout(rg.names[index]), valid, int(table[part][0, C_PAGE_BASE]),
+                                 int(stats[part, S_PAGES].sum()), bool(seen & SEQUENTIAL), c)
+        return parts
 
     def _lay_out(self, run: StoredRun, table: np.ndarray, stats: np.ndarray) -> dict[str, Any]:
         """Offsets from the counts, then the second walk: page tables, decompression lists."""

@@ -5,20 +5,35 @@ the device) both decode through them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from penstock.device.base import Backend
 from penstock.io.device_batch import Column, numpy_dtype, validity_bits
-from penstock.io.parquet.device.kernels import (delta_text_sizes_kernel, fixed_kernel, fixed_serial_kernel,
-                                                gather_kernel, spans_kernel, spans_serial_kernel)
+from penstock.io.parquet.device.kernels import (delta_text_sizes_kernel, fixed_columns_kernel, fixed_kernel,
+                                                fixed_serial_kernel, gather_kernel, spans_kernel, spans_serial_kernel)
 from penstock.io.parquet.device.pages import MODE_BOOLEAN, MODE_INDICES, MODE_TEXT_INDICES, FixedLayout, Page
 from penstock.plan.types import Kind
 
 PAGE_WORDS = 12  # kernels/parquet.h's page table
+COLUMN_WORDS = 6  # and parquet_fixed_columns' column table
 W_SCRATCH, W_SCRATCH_LEN = 10, 11
 BLOCK = 256  # a GPU block decodes a page of a fixed-width column (kernels/parquet.h)
+
+
+@dataclass
+class FixedPart:
+    """A fixed-width column's share of a run's page table, for ColumnKernels.fixed_columns."""
+    type: Any
+    rows: int
+    layout: FixedLayout
+    valid: Any  # a byte a row, or None (a required column)
+    first_page: int
+    pages: int
+    serial: bool  # pages a thread reads in order may be among them
+    error: int  # its flag's position in the errors array
 
 
 class ColumnKernels:
@@ -64,18 +79,49 @@ class ColumnKernels:
                      err: Any, serial: bool = True) -> Column:
         """A fixed-width column from its pages (a page table on the device). `serial`: pages
         a thread reads in order may be among them (DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)."""
+        out = self._fixed_output(t, rows, layout)
+        self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err, serial)
+        return self._fixed_result(t, rows, layout, out, valid)
+
+    def fixed_columns(self, parts: list["FixedPart"], n_pages: int, pages: Any, errors: Any) -> list[Column]:
+        """Several fixed-width columns whose pages lie in one page table (a run's), decoded
+        in one launch (parquet_fixed_columns); then, for those whose pages a thread reads in
+        order, their own parquet_fixed_serial. `errors`: the flags parts name by position."""
+        be = self.backend
+        page_column = np.full(max(n_pages, 1), -1, np.int32)
+        table = np.zeros((max(len(parts), 1), COLUMN_WORDS), np.int64)
+        outputs = []
+        for k, part in enumerate(parts):
+            out = self._fixed_output(part.type, part.rows, part.layout)
+            outputs.append(out)
+            page_column[part.first_page:part.first_page + part.pages] = k
+            table[k] = (part.layout.in_width, part.layout.out_width, part.layout.mode, be.address(out),
+                        be.address(part.valid) if part.valid is not None else 0, part.error)
+        if parts:
+            self._launch(fixed_columns_kernel(), n_pages * BLOCK,
+                         [n_pages, pages, be.to_device_queued(page_column), be.to_device_queued(table), errors])
+        for part, out in zip(parts, outputs):
+            if part.serial or part.layout.mode == MODE_BOOLEAN:
+                span = pages[part.first_page * PAGE_WORDS:(part.first_page + part.pages) * PAGE_WORDS]
+                self._launch(fixed_serial_kernel(), part.pages, [part.pages, span, part.layout.in_width,
+                                                                 part.layout.out_width, part.layout.mode, out,
+                                                                 part.valid, errors[part.error:part.error + 1]])
+        return [self._fixed_result(p.type, p.rows, p.layout, out, p.valid) for p, out in zip(parts, outputs)]
+
+    def _fixed_output(self, t: Any, rows: int, layout: FixedLayout) -> Any:
         be = self.backend
         if t.kind is Kind.BINARY:  # bytea: `width` bytes a row, end to end
             if t.width != layout.out_width:
                 raise ValueError(f"{layout} as {t}")
-            out = be.empty(rows * t.width, np.uint8)
-        else:
-            out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
-            if out.itemsize != layout.out_width:
-                raise ValueError(f"{layout} as {t}")
-        self._fixed_pages(n_pages, pages, layout.in_width, layout.out_width, layout.mode, out, valid, err, serial)
-        values = be.xp.packbits(out, bitorder="little") if layout.bits else out
-        return Column(t, rows, values=values, validity=_validity(be, valid))
+            return be.empty(rows * t.width, np.uint8)
+        out = be.empty(rows, np.uint8 if layout.bits else numpy_dtype(t))
+        if out.itemsize != layout.out_width:
+            raise ValueError(f"{layout} as {t}")
+        return out
+
+    def _fixed_result(self, t: Any, rows: int, layout: FixedLayout, out: Any, valid: Any) -> Column:
+        values = self.backend.xp.packbits(out, bitorder="little") if layout.bits else out
+        return Column(t, rows, values=values, validity=_validity(self.backend, valid))
 
     def _text_spans(self, n_pages: int, pages: Any, rows: int, valid: Any, err: Any,
                     dictionary: tuple[Any, Any] | None = None, serial: bool = True) -> tuple[Any, Any]:

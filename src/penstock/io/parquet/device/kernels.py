@@ -53,6 +53,41 @@ _SPANS = """XPU_KERNEL void parquet_text_spans(int64_t n_pages, const int64_t* p
 }
 """
 
+# every fixed-width column of a run in one launch: page p belongs to column page_column[p]
+# (-1: a text column's page, left to its own kernels), whose row of `columns` holds its
+# in_width, out_width, mode, output and validity addresses (0: none) and its error flag's
+# position in `err`. A column's pages alone fill a few dozen blocks (a block a page); all the
+# run's pages at once fill the GPU, and the host makes one launch instead of one a column.
+_FIXED_COLUMNS = """XPU_KERNEL void parquet_fixed_columns(int64_t n_pages, const int64_t* pages, const int32_t* page_column,
+    const int64_t* columns, int32_t* err) {
+#ifdef XPU_GPU
+  __shared__ pq::RunTable levels, indices;
+  __shared__ int32_t warp_sums[32], flags[1];
+  for (int64_t p = blockIdx.x; p < n_pages; p += gridDim.x) {
+    const int32_t c = page_column[p];  // the same for the whole block
+    if (c >= 0) {
+      const int64_t* col = columns + c * pq::COLUMN_WORDS;
+      pq::decode_fixed_page_block(pages + p * pq::PAGE_WORDS, (int32_t)col[0], (int32_t)col[1], (int32_t)col[2],
+                                  (uint8_t*)(uint64_t)col[3], (uint8_t*)(uint64_t)col[4], err + col[5], levels,
+                                  indices, warp_sums, flags);
+    }
+    __syncthreads();
+  }
+#else
+  XPU_PARALLEL_BEGIN
+  XPU_FOR(p, n_pages) {
+    const int32_t c = page_column[p];
+    if (c >= 0) {
+      const int64_t* col = columns + c * pq::COLUMN_WORDS;
+      pq::decode_fixed_page(pages + p * pq::PAGE_WORDS, (int32_t)col[0], (int32_t)col[1], (int32_t)col[2],
+                            (uint8_t*)(uint64_t)col[3], (uint8_t*)(uint64_t)col[4], err + col[5]);
+    }
+  }
+  XPU_PARALLEL_END
+#endif
+}
+"""
+
 # on a GPU, the pages the block-wide kernels leave (a thread a page); on the CPU, nothing
 # (parquet_fixed and parquet_text_spans take every page there)
 _FIXED_SERIAL = """XPU_KERNEL void parquet_fixed_serial(int64_t n_pages, const int64_t* pages, int32_t in_width,
@@ -164,6 +199,13 @@ def fixed_kernel() -> KernelSpec:
 
 
 @functools.cache
+def fixed_columns_kernel() -> KernelSpec:
+    """parquet_fixed for every fixed-width column of a run at once (column_kernels.py)."""
+    return KernelSpec("parquet_fixed_columns", _PRELUDE + _FIXED_COLUMNS, ("i64", "ptr", "ptr", "ptr", "ptr"),
+                      installation=True)
+
+
+@functools.cache
 def fixed_serial_kernel() -> KernelSpec:
     return KernelSpec("parquet_fixed_serial", _PRELUDE + _FIXED_SERIAL, _FIXED_PARAMS, installation=True)
 
@@ -212,5 +254,5 @@ def check_decompressed_kernel() -> KernelSpec:
 
 
 def decode_kernels() -> list[KernelSpec]:
-    return [fixed_kernel(), fixed_serial_kernel(), spans_kernel(), spans_serial_kernel(), gather_kernel(),
+    return [fixed_kernel(), fixed_columns_kernel(), fixed_serial_kernel(), spans_kernel(), spans_serial_kernel(), gather_kernel(),
             delta_text_sizes_kernel(), count_pages_kernel(), lay_out_pages_kernel(), check_decompressed_kernel()]
