@@ -138,8 +138,6 @@ def test_resident_share_counts_pages_in_memory(tmp_path: Path) -> None:
         holes = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
     hole_view = np.frombuffer(holes, np.uint8)
     assert resident_share(hole_view.ctypes.data, hole_view.size) == 0.0
-    assert int(hole_view[:mmap.PAGESIZE].sum()) == 0  # read: the first page (and those read ahead) are in now
-    assert resident_share(hole_view.ctypes.data, hole_view.size) >= 1 / 64
 
 
 def test_a_copy_past_the_file_end_is_a_file_error(tmp_path: Path) -> None:
