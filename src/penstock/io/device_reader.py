@@ -272,9 +272,8 @@ def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], tar
 
 def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
                  threads: int = IO_THREADS) -> list[Future]:
-    """read_ranges without waiting: the futures of the I/O threads' shares (wait_ranges).
-    `threads` shares at most; the pool itself always has IO_THREADS (the first caller made
-    it, and a caller asking fewer must not shrink it for the others)."""
+    """read_ranges without waiting: the futures of at most `threads` shares (wait_ranges);
+    the pool always has IO_THREADS (a caller asking fewer must not shrink it for others)."""
     if not jobs:
         return []
     workers = min(threads, len(jobs), IO_THREADS)
