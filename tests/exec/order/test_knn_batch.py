@@ -55,16 +55,22 @@ def answers(result: Any, queries: int) -> list[list[tuple[int, int]]]:
     return out
 
 
+def table_db(path: Path, device: str = "cpu", cached: bool = False) -> Any:
+    """A connection with `path` registered as t (its columns cached when `cached`)."""
+    db = penstock.connect(device=device, strict=True)
+    db.register("t", path)
+    if cached:
+        db.cache("t")
+    return db
+
+
 @pytest.mark.parametrize("width,k,batch,cached", [(8, 1, 1, True), (32, 10, 7, False), (33, 5, 3, True),
                                                   (256, 100, 16, True), (256, 1000, 2, False), (512, 10, 4, True),
                                                   (77, 3, 5, False)])
 def test_equals_brute_force_with_ties_by_id(tmp_path: Path, width: int, k: int, batch: int, cached: bool) -> None:
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 3000, width, seed=width + k, nulls=True)
-    db = penstock.connect(device="cpu", strict=True)
-    db.register("t", path)
-    if cached:
-        db.cache("t")
+    db = table_db(path, cached=cached)
     queries = np.random.default_rng(k).integers(0, 256, (batch, width), dtype=np.uint8)
     result = db.knn_hamming("t", "sig", queries, k=k)
     assert ("cached columns" in result.engine) == cached, result.engine
@@ -76,9 +82,7 @@ def test_equals_brute_force_with_ties_by_id(tmp_path: Path, width: int, k: int, 
 def test_a_filter_and_queries_as_bytes(tmp_path: Path) -> None:
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 2000, 64, seed=5)
-    db = penstock.connect(device="cpu", strict=True)
-    db.register("t", path)
-    db.cache("t")  # a filter still goes through the scan
+    db = table_db(path, cached=True)  # a filter still goes through the scan
     queries = [bytes(matrix[7]), bytes(matrix[900])]
     result = db.knn_hamming("t", "sig", queries, k=4, where="grp = 2")
     assert "a scan" in result.engine
@@ -91,8 +95,7 @@ def test_a_filter_and_queries_as_bytes(tmp_path: Path) -> None:
 def test_fewer_rows_than_k(tmp_path: Path) -> None:
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 30, 16, seed=9, nulls=True)
-    db = penstock.connect(device="cpu", strict=True)
-    db.register("t", path)
+    db = table_db(path)
     result = db.knn_hamming("t", "sig", matrix[:2], k=50)
     got = answers(result, 2)
     assert len(got[0]) == int(valid.sum())
@@ -104,8 +107,7 @@ def test_fewer_rows_than_k(tmp_path: Path) -> None:
 def test_bad_input_is_refused(tmp_path: Path, queries: list[Any], k: int, state: str) -> None:
     path = tmp_path / "t.arrow"
     make_table(path, 100, 16, seed=1)
-    db = penstock.connect(device="cpu", strict=True)
-    db.register("t", path)
+    db = table_db(path)
     with pytest.raises(QueryError) as raised:
         db.knn_hamming("t", "sig", queries, k=k)
     assert raised.value.sqlstate == state
@@ -116,9 +118,7 @@ def test_bad_input_is_refused(tmp_path: Path, queries: list[Any], k: int, state:
 def test_the_gpu_answers_a_batch_one_statement_a_query(tmp_path: Path) -> None:
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 5000, 256, seed=3, nulls=True)
-    db = penstock.connect(device="gpu", strict=True)
-    db.register("t", path)
-    db.cache("t")
+    db = table_db(path, "gpu", cached=True)
     queries = np.random.default_rng(2).integers(0, 256, (3, 256), dtype=np.uint8)
     result = db.knn_hamming("t", "sig", queries, k=25)
     assert "one top-k statement a query" in result.engine
@@ -135,8 +135,7 @@ def test_knn_hamming_in_from(tmp_path: Path) -> None:
     queries = matrix[chosen] ^ 5
     feather.write_feather(pa.table({"qid": pa.array([7, 8, 9]), "q": pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(40), 3, [None, pa.py_buffer(queries.tobytes())])}), tmp_path / "q.arrow", compression="uncompressed")
-    db = penstock.connect(device="cpu", strict=True)
-    db.register("t", path)
+    db = table_db(path)
     db.register("queries", tmp_path / "q.arrow")
     sql = ("SELECT k.query_id, k.id, k.distance, t.grp FROM knn_hamming('t', 'sig', 'queries', 'q', 6, 'id', 'qid') k "
            "JOIN t ON t.id = k.id ORDER BY k.query_id, k.rank")
@@ -173,9 +172,7 @@ def test_slices_on_several_numa_nodes(tmp_path: Path, monkeypatch: pytest.Monkey
                                                 numa.Node(real, tuple(cpus[half:] or cpus))])
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 5000, 64, seed=11, nulls=True)
-    db = penstock.connect(device="cpu", strict=True)
-    db.register("t", path)
-    db.cache("t")
+    db = table_db(path, cached=True)
     queries = np.random.default_rng(3).integers(0, 256, (6, 64), dtype=np.uint8)
     for _ in range(2):  # the second search finds the rows placed already
         result = db.knn_hamming("t", "sig", queries, k=7)

@@ -59,29 +59,6 @@ FIXED_TOGETHER = os.environ.get("PENSTOCK_PARQUET_FIXED_TOGETHER", "0") == "1"
 
 
 @dataclass
-class StoredRun:
-    """The host's part of a batch: the chunks' stored bytes and the chunk table."""
-    groups: list[int]
-    rows: int
-    raw: Any  # host memory, or device memory when read straight there
-    chunks: np.ndarray  # (columns x groups, CHUNK_WORDS); C_DATA an offset in `raw` until decoding
-    columns: list[int]  # the device-decoded columns (positions in the output), column-major in `chunks`
-    codecs: list[str]  # per chunk
-    nbytes: int
-    fits: bool  # False: a chunk's metadata already says this path will not do (RowGroupDecoder will)
-    on_device: bool = False  # `raw` is device memory
-    # with pages skipped (page_index.py): each device column's decoded rows, and the
-    # positions among them of the rows kept (None: all of them, in order)
-    column_rows: list[int] | None = None
-    selections: list[np.ndarray | None] | None = None
-    kept_rows: np.ndarray | None = None  # the kept rows' positions among the groups' rows (host columns)
-    skipped_pages: int = 0
-    skipped_rows: int = 0
-    prepared: "Prepared | None" = None  # the walks and decompression done (BatchDecoder.prepare)
-    read_note: str | None = None  # how io="mapped" read the run, for EXPLAIN
-
-
-@dataclass
 class Prepared:
     """A run's pages walked and decompressed on the device, waiting for its decoding."""
     table: np.ndarray
@@ -146,7 +123,6 @@ class BatchDecoder:
              mapped: bool = False) -> StoredRun:
         """The run's chunks as stored, and the chunk table (run_reader.read_run)."""
         return read_run(self.row_groups, self.skipper, self._device_names(), groups, to_device, direct, mapped)
-
 
     # -- the device's part -------------------------------------------------------------------------
     def decode(self, run: StoredRun) -> Batch | None:

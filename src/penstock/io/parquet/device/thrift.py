@@ -72,13 +72,7 @@ def _skip(d: bytes, pos: int, end: int, kind: int, depth: int) -> int:
     if kind == _STRUCT:
         return _struct(d, pos, end, {}, depth + 1)[1]
     if kind in (_LIST, _SET):
-        if pos >= end:
-            raise ValueError("Thrift struct runs past its bytes")
-        head = d[pos]
-        pos += 1
-        size, element = head >> 4, head & 0x0F
-        if size == 15:
-            size, pos = _varint(d, pos, end)
+        size, element, pos = _list_header(d, pos, end)
         for _ in range(size):
             pos = pos + 1 if element in (_TRUE, _FALSE) else _skip(d, pos, end, element, depth + 1)
             if pos > end:
@@ -101,6 +95,18 @@ def _skip(d: bytes, pos: int, end: int, kind: int, depth: int) -> int:
 # the PageHeader fields decoding reads: type, sizes, CRC, and the three kinds of page header
 _PAGE_HEADER_SPEC = {1: None, 2: None, 3: None, 4: None, 5: {1: None, 2: None, 3: None},
                      7: {1: None, 2: None}, 8: {1: None, 2: None, 4: None, 5: None, 6: None, 7: None}}
+
+
+def _list_header(d: bytes, pos: int, end: int) -> tuple[int, int, int]:
+    """A list's or set's header at `pos`: (elements, their type, the position after it)."""
+    if pos >= end:
+        raise ValueError("Thrift struct runs past its bytes")
+    head = d[pos]
+    size, element = head >> 4, head & 0x0F
+    if size == 15:
+        size, after = _varint(d, pos + 1, end)
+        return size, element, after
+    return size, element, pos + 1
 
 
 def read_page_header(data: bytes, at: int, end: int) -> PageHeader:
@@ -179,13 +185,7 @@ def _value(d: bytes, pos: int, end: int, kind: int, spec: Any, depth: int) -> tu
     if kind == _DOUBLE:
         return struct.unpack_from("<d", d, pos)[0], pos + 8
     if kind in (_LIST, _SET):
-        if pos >= end:
-            raise ValueError("Thrift struct runs past its bytes")
-        head = d[pos]
-        pos += 1
-        size, element = head >> 4, head & 0x0F
-        if size == 15:
-            size, pos = _varint(d, pos, end)
+        size, element, pos = _list_header(d, pos, end)
         items = []
         for _ in range(size):
             item, pos = _value(d, pos, end, element, spec, depth + 1)
