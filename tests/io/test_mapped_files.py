@@ -3,8 +3,10 @@ page cache by DMA.
 
 On the CPU backend: the registry's bookkeeping (registered once, reused, least recently used
 out first within the limit, never one being read, afresh when the file changes), the page
-cache check, and the read path's choice. Under `pytest -m gpu`: a Parquet scan read mapped
-answers as pyarrow reads the file, says so in EXPLAIN ANALYZE, and sees a rewritten file.
+cache check, and the read path's choice; io="auto" maps a file from its second scan on, and a
+deleted file's registration is let go. Under `pytest -m gpu`: a Parquet scan read mapped
+answers as pyarrow reads the file, says so in EXPLAIN ANALYZE, and sees a rewritten file; with
+io="auto" the first query reads with pread and the second by DMA, with the same answer.
 """
 
 from __future__ import annotations
@@ -192,6 +194,49 @@ def test_a_parquet_scan_read_mapped_answers_as_pyarrow_reads(tmp_path: Path, dev
         mapped_files.release_mapped(db.backend)
     else:
         assert "DMA" not in plan
+
+
+def test_auto_maps_a_file_from_its_second_scan_on(tmp_path: Path) -> None:
+    files, calls = registry(1 << 20)
+    path = write(tmp_path / "a", 10_000)
+    assert not files.scan_mapped(path)  # a one-off scan does not pay the registration
+    assert files.scan_mapped(path) and calls.registered == {}  # take() registers it
+    mapped, _ = files.take(path)
+    files.give_back(mapped)
+    assert files.scan_mapped(path)
+    write(path, 12_000, byte=2)  # changed: a first scan again, once the old one is let go
+    other = write(tmp_path / "b", 10_000)
+    assert not files.scan_mapped(other) and not files.scan_mapped(path)
+    assert files.scan_mapped(path)
+    assert not files.scan_mapped(tmp_path / "missing")
+
+
+def test_a_deleted_file_is_let_go_when_another_is_registered(tmp_path: Path) -> None:
+    files, calls = registry(1 << 20)
+    gone = write(tmp_path / "gone", 10_000)
+    mapped, _ = files.take(gone)
+    files.give_back(mapped)
+    gone.unlink()
+    kept, _ = files.take(write(tmp_path / "kept", 10_000))
+    assert calls.unregistered == [mapped.address] and list(calls.registered) == [kept.address]
+    files.give_back(kept)
+
+
+def test_auto_reads_a_parquet_file_mapped_from_its_second_scan(tmp_path: Path, device: str) -> None:
+    path = tmp_path / "t.parquet"
+    table = parquet_file(path, 40_000, seed=3)
+    db = penstock.connect(device=device, strict=True, parquet_decode="device")
+    db.register("t", path)
+    sql = "SELECT sum(v) AS sv, count(s) AS ns FROM t"
+    want = [{"sv": sum(table.column("v").to_pylist()), "ns": table.num_rows - table.column("s").null_count}]
+    plans = []
+    for _ in range(2):
+        result = db.sql("EXPLAIN ANALYZE " + sql).table.column(0).to_pylist()
+        plans.append("\n".join(result))
+        assert db.sql(sql).table.to_pylist() == want
+    assert "DMA" not in plans[0]
+    assert ("read by DMA from the registered page cache" in plans[1]) == (device == "gpu")
+    mapped_files.release_mapped(db.backend)
 
 
 def test_a_missing_file_is_not_mapped(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@
   kvikio -- KvikIO/cuFile into device memory (GPUDirect Storage where the driver supports it)
   mapped -- Parquet scans on a GPU: the file's page cache registered with CUDA and copied by
             DMA, no core copying (io/mapped_files.py); other files, and files not in the page
-            cache, read with pread
+            cache, read with pread. io="auto" reads a Parquet file this way from its second
+            scan in the process on (MappedFiles.scan_mapped)
 With io="auto" the first file of 64 MiB or more read on a GPU times pread and KvikIO on its
 first 256 MiB and keeps the faster for the process (smaller files use pread); the CPU
 backend always uses pread.

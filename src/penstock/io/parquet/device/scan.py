@@ -18,6 +18,7 @@ from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet.reader import ParquetTable, leaf_indices, open_parquet, refuted_groups
 from penstock.io.device_reader import on_thread_stream
+from penstock.io.mapped_files import mapped_files
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
@@ -136,6 +137,8 @@ class FilePlans:
         to_device = self.device_decompression and (limit is None or READ_AHEAD * largest <= limit // 8)
         asked = choose_read_path(self.backend, self.io, path)[0] if self.io in ("direct", "mapped") else None
         direct, mapped = to_device and asked == "direct", to_device and asked == "mapped"
+        if self.io == "auto" and to_device and self.backend.name == "gpu":  # from a file's second scan on
+            mapped = mapped_files(self.backend).scan_mapped(path)
         footprint = max((batches.footprint(run) for run in runs), default=0)
         prepare_ahead = PREPARE_AHEAD and to_device and self.backend.name == "gpu" and \
             (limit is None or READ_AHEAD * footprint <= limit // 8)
