@@ -38,6 +38,8 @@ def test_bench_io_reports_the_scan_against_the_ceiling(tmp_path: Path, capsys: p
     assert "all 3 columns" in line and "% of the page cache ceiling" in line
     bar = next(line for line in out.splitlines() if line.startswith("pyarrow reader"))
     assert float(bar.split(":")[1].split()[0]) > 0
+    cold = next(line for line in out.splitlines() if line.startswith("Parquet scan from the drive"))
+    assert "% of the O_DIRECT rate" in cold and float(cold.split(":")[1].split()[0]) > 0
 
 
 def test_bench_io_scans_a_directory_of_parquet_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

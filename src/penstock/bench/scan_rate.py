@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from penstock.errors import PenstockError
 
@@ -23,9 +23,11 @@ class ScanRate:
     read_path: str  # as EXPLAIN says it
 
 
-def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3, io: str = "auto") -> ScanRate:
+def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3, io: str = "auto",
+                      before_each: Callable[[], None] | None = None) -> ScanRate:
     """The engine's scan of every column it reads from `files` (one Parquet file, or the
-    files of one dataset), best of `repeat`, in their bytes per second; `io` as connect's."""
+    files of one dataset), best of `repeat`, in their bytes per second; `io` as connect's;
+    `before_each` runs before each scan, untimed (the drive's rate: the page cache dropped)."""
     from penstock.io.device_batch import batch_from_arrow
     from penstock.io.parquet.reader import ParquetTable
     from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
@@ -45,6 +47,8 @@ def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3, i
     on_device = decode_on_device(backend, "auto")
     best, read_path = float("inf"), "pyarrow"
     for _ in range(repeat):
+        if before_each is not None:
+            before_each()
         started = time.perf_counter()
         if on_device:
             report = ScanReport()
