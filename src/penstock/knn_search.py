@@ -4,7 +4,9 @@ distance, one answer table for the batch (docs/similarity.md).
 On the CPU backend the batch is one pass over the table (exec/order/knn_batch.py): the
 connection streams `SELECT id, sig FROM t [WHERE ...]` and every row meets every query in
 cache. On a GPU each query is still its own top-k statement (plan/top_k.py, one read of the
-signatures a query, fast from the column cache); the answer says which ran.
+signatures a query, fast from the column cache), unless PENSTOCK_KNN_GPU_BATCH=1 sends the
+batch through the GPU's one pass (exec/order/knn_gpu_batch.py; not yet measured on a GPU).
+The answer says which ran.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyarrow.compute as pc
 
 from penstock.errors import QueryError
 from penstock.frontend.table_functions import KnnCall
+from penstock.exec.order import knn_gpu_batch as gpu_batch
 from penstock.exec.order.knn_batch import KnnBatchSearch, check_k, query_matrix
 from penstock.io.column_cache import table_key
 from penstock.plan.types import Kind
@@ -41,8 +44,12 @@ def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int 
     matrix = query_matrix(queries)
     check_k(k)  # before either path
     filter_sql = f" WHERE {where}" if where else ""
-    if db.backend.name == "cpu":
-        job = KnnBatchSearch(db.backend, matrix, k)
+    if db.backend.name == "cpu" or gpu_batch.ENABLED:
+        job: KnnBatchSearch | gpu_batch.GpuKnnBatchSearch
+        if db.backend.name == "cpu":
+            job = KnnBatchSearch(db.backend, matrix, k)
+        else:
+            job = gpu_batch.GpuKnnBatchSearch(db.backend, matrix, k)
         cached = None if where else _cached(db, table, [id, column])
         if cached is not None:  # the cache's arrays as they are: no scan, no copy
             (ids, signatures), rows = cached
@@ -53,9 +60,12 @@ def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int 
                 job.add(batch.column(0), batch.column(1))
             how = "a scan"
         queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
-        nodes = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
-        return KnnResult(job.result(), f"penstock-cpu (one pass over {job.rows_read:,} rows of {how} for "
-                                       f"{queries_said}{nodes})")
+        if isinstance(job, KnnBatchSearch):
+            detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
+        else:
+            detail = f"; {job.described}"
+        return KnnResult(job.result(), f"penstock-{db.backend.name} (one pass over {job.rows_read:,} rows of {how} "
+                                       f"for {queries_said}{detail})")
     sql = (f"SELECT {quote(id)} AS id, hamming_distance({quote(column)}, $1) AS distance FROM {quote(table)}"
            f"{filter_sql} ORDER BY 2, 1 LIMIT {k}")
     parts = []

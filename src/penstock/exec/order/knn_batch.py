@@ -74,7 +74,7 @@ class KnnBatchSearch:
         """One record batch of the table: its ids (integers, no NULL) and signatures."""
         if len(signatures) == 0:
             return
-        sigs, valid = _fixed_bytes(self.backend, signatures, self.width)
+        sigs, valid = fixed_bytes(self.backend, signatures, self.width)
         if ids.null_count:
             raise QueryError("knn_hamming: the id column has NULLs", "22004")
         self.add_arrays(ids.cast(pa.int64()).to_numpy(zero_copy_only=False), sigs, valid)
@@ -142,7 +142,7 @@ def query_matrix(queries: Any) -> np.ndarray:
     return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), -1)
 
 
-def _fixed_bytes(backend: Backend, signatures: pa.Array, width: int) -> tuple[Any, Any]:
+def fixed_bytes(backend: Backend, signatures: pa.Array, width: int) -> tuple[Any, Any]:
     """The signatures as the backend holds a bytea column (io/device_batch.column_from_arrow):
     their bytes end to end and an Arrow validity bitmap (None: no NULL); 22026 when they are
     not `width` bytes long."""

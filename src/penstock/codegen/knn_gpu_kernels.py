@@ -1,0 +1,215 @@
+"""The GPU's batched Hamming top-k kernels (exec/order/knn_gpu_batch.py): many query
+signatures against a table's signatures in one pass over the rows.
+
+The GPU cannot keep a heap per query per thread as the CPU's slices do
+(codegen/knn_kernels.py), so the pass filters instead of selecting. Each query gets a bound:
+the k-th least distance among a sample of rows, then among the candidates found so far (the
+k-th least of a subset is never below the k-th least of the whole). A row is a candidate for
+a query when its distance is within the bound. The pass appends candidates to one list
+(an atomic counter), and the host's step keeps each query's k best of them.
+That is about k x rows / sample candidates a query, a few thousand for 2 x 10^7 rows.
+
+Three kernels compute the distances, each for the case it suits:
+- `knn_distances_mma`: the tensor cores' 1-bit multiply (mma m16n8k256 .b1, AND then
+  popcount). A warp takes 16 rows against 8 queries at a time over 256 bits a step, and
+  distance = popc(row) + popc(query) - 2 popc(row AND query). For batches of 16 queries or
+  more, with signatures a multiple of 32 bytes.
+- `knn_distances_group`: lanes of a warp share a row, 8 bytes each, and sum their popcounts
+  by shuffles: loads coalesced, bound by memory for one query or a few. For signatures a
+  multiple of 8 bytes.
+- `knn_distances_bytes`: a thread per row, byte by byte, for other lengths.
+`knn_sample_distances` writes every (query, sampled row) distance for the bounds. A NULL
+signature's row is never a candidate. The kernels have no CPU body: on the CPU backend a
+batch runs in knn_kernels.py.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from penstock.device.kernel_spec import KernelSpec
+
+def helpers(*names: str) -> str:
+    """The kernel's source prologue: xpu.h and the helpers it uses (unused ones warn)."""
+    return '#include "xpu.h"\n#ifdef XPU_GPU\nnamespace knn {\n' + "".join(HELPERS[n] for n in names) + \
+        "}  // namespace knn\n#endif\n"
+
+
+HELPERS = {
+    "row_valid": r"""
+XPU_LOCAL_FN bool row_valid(const uint8_t* valid, int64_t i) {
+  return valid == nullptr || ((valid[i >> 3] >> (i & 7)) & 1);
+}
+""",
+    "distance_bytes": r"""
+XPU_LOCAL_FN int32_t distance_bytes(const uint8_t* a, const uint8_t* b, int64_t width) {
+  int32_t d = 0;
+  for (int64_t j = 0; j < width; ++j) d += __popc((unsigned)(a[j] ^ b[j]));
+  return d;
+}
+""",
+    # appended to the candidates while there is room; the count goes on past it, so the host
+    # knows how much room a second try needs
+    "emit": r"""
+XPU_LOCAL_FN void emit(unsigned long long* count, int64_t capacity, int32_t query, int64_t id, int32_t d,
+                       int32_t* out_query, int64_t* out_id, int32_t* out_d) {
+  const unsigned long long at = atomicAdd(count, 1ULL);
+  if ((int64_t)at < capacity) {
+    out_query[at] = query;
+    out_id[at] = id;
+    out_d[at] = d;
+  }
+}
+""",
+    # c += popc(a AND b) for a 16 x 256 row tile (a0..a3) and a 256 x 8 query tile (b0, b1)
+    "mma_and_popc": r"""
+XPU_LOCAL_FN void mma_and_popc(int32_t* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                               uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+""",
+}
+
+SAMPLE = helpers("row_valid", "distance_bytes") + r"""
+// out[q * samples + s]: the distance from row (s * n / samples) to query q; INT32_MAX for a NULL
+XPU_KERNEL void knn_sample_distances(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+                                     const uint8_t* queries, int64_t n_queries, int64_t samples, int32_t* out) {
+#ifdef XPU_GPU
+  XPU_FOR(j, n_queries * samples) {
+    const int64_t q = j / samples, s = j % samples, i = s * n / samples;
+    out[j] = knn::row_valid(valid, i) ? knn::distance_bytes(sigs + i * width, queries + q * width, width)
+                                      : INT32_MAX;
+  }
+#endif
+}
+"""
+
+GROUP = helpers("row_valid", "emit") + r"""
+// `lanes` (a power of two, at most 32) lanes a row, 8 bytes a lane a step; width % 8 == 0
+XPU_KERNEL void knn_distances_group(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+                                    const int64_t* ids, const uint8_t* queries, int64_t n_queries,
+                                    const int32_t* bounds, int64_t lanes, int64_t capacity,
+                                    unsigned long long* count, int32_t* out_query, int64_t* out_id,
+                                    int32_t* out_d) {
+#ifdef XPU_GPU
+  const int64_t words = width / 8;
+  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t lane = thread % lanes, groups = (int64_t)gridDim.x * blockDim.x / lanes;
+  const int64_t rounds = (n + groups - 1) / groups;  // every lane of a warp runs every round: shuffles
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t i = round * groups + thread / lanes;
+    const bool live = i < n && knn::row_valid(valid, i);
+    const uint64_t* row = reinterpret_cast<const uint64_t*>(sigs + (live ? i : 0) * width);
+    for (int64_t q = 0; q < n_queries; ++q) {
+      const uint64_t* query = reinterpret_cast<const uint64_t*>(queries + q * width);
+      int32_t d = 0;
+      if (live)
+        for (int64_t w = lane; w < words; w += lanes) d += __popcll(row[w] ^ __ldg(query + w));
+      for (int64_t step = lanes / 2; step > 0; step /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, (int)step);
+      if (live && lane == 0 && d <= bounds[q]) knn::emit(count, capacity, (int32_t)q, ids[i], d, out_query, out_id, out_d);
+    }
+  }
+#endif
+}
+"""
+
+BYTES = helpers("row_valid", "distance_bytes", "emit") + r"""
+// a thread a row, byte by byte: signatures whose length is not a multiple of 8 bytes
+XPU_KERNEL void knn_distances_bytes(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+                                    const int64_t* ids, const uint8_t* queries, int64_t n_queries,
+                                    const int32_t* bounds, int64_t capacity, unsigned long long* count,
+                                    int32_t* out_query, int64_t* out_id, int32_t* out_d) {
+#ifdef XPU_GPU
+  XPU_FOR(i, n) {
+    if (!knn::row_valid(valid, i)) continue;
+    for (int64_t q = 0; q < n_queries; ++q) {
+      const int32_t d = knn::distance_bytes(sigs + i * width, queries + q * width, width);
+      if (d <= bounds[q]) knn::emit(count, capacity, (int32_t)q, ids[i], d, out_query, out_id, out_d);
+    }
+  }
+#endif
+}
+"""
+
+MMA = helpers("row_valid", "emit", "mma_and_popc") + r"""
+// A warp a tile of 16 rows (lane's group g = lane / 4 holds rows g and g + 8, its t = lane % 4
+// the words t and t + 4 of each 8-word step); the queries 8 at a time (the group's query g
+// in the B fragment; the accumulators hold queries 2t and 2t + 1 of rows g and g + 8).
+// words: 32-bit words a row, a multiple of 8; queries: n_tiles * 8 rows (padding: zeros
+// with a bound of -1); query_bits: each query's popcount.
+XPU_KERNEL void knn_distances_mma(int64_t n, const uint32_t* sigs, int64_t words, const uint8_t* valid,
+                                  const int64_t* ids, const uint32_t* queries, const int32_t* query_bits,
+                                  int64_t n_tiles, const int32_t* bounds, int64_t capacity,
+                                  unsigned long long* count, int32_t* out_query, int64_t* out_id,
+                                  int32_t* out_d) {
+#ifdef XPU_GPU
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  const int64_t tiles = (n + 15) / 16, steps = words / 8;
+  for (int64_t tile = warp; tile < tiles; tile += warps) {
+    const int64_t r0 = tile * 16 + g, r1 = r0 + 8;
+    const bool in0 = r0 < n, in1 = r1 < n;
+    const uint32_t* row0 = sigs + (in0 ? r0 : 0) * words;
+    const uint32_t* row1 = sigs + (in1 ? r1 : 0) * words;
+    int32_t bits0 = 0, bits1 = 0;  // the rows' popcounts: the group's four lanes' words summed
+    for (int64_t s = 0; s < steps; ++s) {
+      bits0 += in0 ? __popc(row0[s * 8 + t]) + __popc(row0[s * 8 + t + 4]) : 0;
+      bits1 += in1 ? __popc(row1[s * 8 + t]) + __popc(row1[s * 8 + t + 4]) : 0;
+    }
+    bits0 += __shfl_xor_sync(0xFFFFFFFFu, bits0, 1);
+    bits0 += __shfl_xor_sync(0xFFFFFFFFu, bits0, 2);
+    bits1 += __shfl_xor_sync(0xFFFFFFFFu, bits1, 1);
+    bits1 += __shfl_xor_sync(0xFFFFFFFFu, bits1, 2);
+    const bool live0 = in0 && knn::row_valid(valid, r0), live1 = in1 && knn::row_valid(valid, r1);
+    for (int64_t qt = 0; qt < n_tiles; ++qt) {
+      int32_t c[4] = {0, 0, 0, 0};
+      const uint32_t* query = queries + (qt * 8 + g) * words;
+      for (int64_t s = 0; s < steps; ++s) {
+        const int64_t w = s * 8 + t;
+        const uint32_t a0 = in0 ? row0[w] : 0u, a1 = in1 ? row1[w] : 0u;
+        const uint32_t a2 = in0 ? row0[w + 4] : 0u, a3 = in1 ? row1[w + 4] : 0u;
+        knn::mma_and_popc(c, a0, a1, a2, a3, __ldg(query + w), __ldg(query + w + 4));
+      }
+      const int64_t q0 = qt * 8 + 2 * t, q1 = q0 + 1;
+      const int32_t qb0 = query_bits[q0], qb1 = query_bits[q1];
+      const int32_t d[4] = {bits0 + qb0 - 2 * c[0], bits0 + qb1 - 2 * c[1], bits1 + qb0 - 2 * c[2],
+                            bits1 + qb1 - 2 * c[3]};
+      if (live0 && d[0] <= bounds[q0]) knn::emit(count, capacity, (int32_t)q0, ids[r0], d[0], out_query, out_id, out_d);
+      if (live0 && d[1] <= bounds[q1]) knn::emit(count, capacity, (int32_t)q1, ids[r0], d[1], out_query, out_id, out_d);
+      if (live1 && d[2] <= bounds[q0]) knn::emit(count, capacity, (int32_t)q0, ids[r1], d[2], out_query, out_id, out_d);
+      if (live1 && d[3] <= bounds[q1]) knn::emit(count, capacity, (int32_t)q1, ids[r1], d[3], out_query, out_id, out_d);
+    }
+  }
+#endif
+}
+"""
+
+CANDIDATES = ("i64", "ptr", "ptr", "ptr", "ptr")  # capacity, count, out_query, out_id, out_d
+
+
+@functools.cache
+def sample_distances() -> KernelSpec:
+    return KernelSpec("knn_sample_distances", SAMPLE, ("i64", "ptr", "i64", "ptr", "ptr", "i64", "i64", "ptr"),
+                      installation=True)
+
+
+@functools.cache
+def distances_group() -> KernelSpec:
+    return KernelSpec("knn_distances_group", GROUP, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr", "i64")
+                      + CANDIDATES, installation=True)
+
+
+@functools.cache
+def distances_bytes() -> KernelSpec:
+    return KernelSpec("knn_distances_bytes", BYTES, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr")
+                      + CANDIDATES, installation=True)
+
+
+@functools.cache
+def distances_mma() -> KernelSpec:
+    return KernelSpec("knn_distances_mma", MMA, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr")
+                      + CANDIDATES, installation=True)

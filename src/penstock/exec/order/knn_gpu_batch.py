@@ -1,0 +1,258 @@
+"""Batched k-nearest-neighbour search by Hamming distance on a GPU: many query signatures
+against a table's signature column in one pass over the rows (issue 18's batches).
+
+The CPU's batch (knn_batch.py) keeps a heap per query in each slice. A GPU thread cannot, so
+this search filters with a bound per query and selects afterwards:
+1. Bounds. A strided sample of the first batch's rows (up to 65,536) is measured against
+   every query (`knn_sample_distances`); a query's bound is the k-th least distance in the
+   sample. The k-th least distance of a subset is never below that of the whole table, so no
+   answer is lost.
+2. The pass. Every row is measured against every query, and (query, id, distance) is
+   appended for each distance within the query's bound (codegen/knn_gpu_kernels.py). For 16
+   queries or more the tensor cores' 1-bit MMA computes the distances; otherwise lanes of a
+   warp share a row. About k x rows / sample candidates come out per query. A pass that
+   finds more than its room is run again with room for all of them, so the count is exact.
+3. The selection. Candidates are sorted by (query, distance, id), each query keeps its first
+   k, and the k-th distance becomes the bound for the next batch.
+Ties go to the smaller id and NULL signatures are never candidates, as on the CPU.
+
+Before a process uses the MMA, it checks it once against the popcount kernel on random rows
+(`mma_check`). If they differ, or the kernel fails to build, the popcounts serve, and the
+engine says why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from penstock.codegen import knn_gpu_kernels
+from penstock.device.base import Backend
+from penstock.errors import QueryError
+from penstock.exec.order.knn_batch import check_k, fixed_bytes
+
+SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds
+SAMPLE_CELLS = 1 << 25  # (query, row) distances of the sample held at once: 128 MiB
+MMA_MIN_QUERIES = 16  # fewer queries leave most of an 8-query tile idle: lanes share a row
+NO_BOUND = np.iinfo(np.int32).max
+# PENSTOCK_KNN_GPU_BATCH=1 sends Connection.knn_hamming on a GPU here (until measured on one,
+# a batch there is one top-k statement a query); PENSTOCK_KNN_GPU_METHOD=group|bytes forces a kernel
+ENABLED = os.environ.get("PENSTOCK_KNN_GPU_BATCH", "0") == "1"
+FORCED_METHOD = os.environ.get("PENSTOCK_KNN_GPU_METHOD", "")
+
+METHOD_NAMES = {"mma": "tensor cores' 1-bit MMA", "group": "popcounts, lanes sharing a row",
+                "bytes": "popcounts, a thread a row"}
+
+
+@dataclass
+class Candidates:
+    """(query, id, distance) triples on the device."""
+    query: Any
+    id: Any
+    distance: Any
+
+
+@dataclass
+class GpuKnnBatchSearch:
+    """One search's bounds and kept rows, continued batch by batch (`add`), read by `result`."""
+    backend: Backend
+    queries: np.ndarray  # (B, width) uint8
+    k: int
+    rows_read: int = 0
+    method: str = ""
+    why: str = ""  # why not the MMA, when it was not used
+    kernels: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_k(self.k)
+        if self.queries.ndim != 2 or len(self.queries) == 0:
+            raise QueryError("knn_hamming needs at least one query signature", "22023")
+        xp = self.backend.xp
+        b, width = self.queries.shape
+        if not self.method:  # given: the MMA's check runs a kernel by name
+            self.method, self.why = choose_method(self.backend, width, b)
+        padded = -(-b // 8) * 8  # the MMA's 8-query tiles; padding never matches (bound -1)
+        host = np.zeros((padded, width), np.uint8)
+        host[:b] = self.queries
+        self.device_queries = xp.asarray(host)
+        bits = np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32)
+        self.query_bits = xp.asarray(bits)
+        bounds = np.full(padded, -1, np.int32)
+        bounds[:b] = NO_BOUND
+        self.bounds = xp.asarray(bounds)
+        self.kept = Candidates(xp.zeros(0, np.int32), xp.zeros(0, np.int64), xp.zeros(0, np.int32))
+        self.kept_rank = xp.zeros(0, np.int32)
+
+    @property
+    def width(self) -> int:
+        return int(self.queries.shape[1])
+
+    @property
+    def described(self) -> str:
+        return METHOD_NAMES[self.method] + (f"; {self.why}" if self.why else "")
+
+    def add(self, ids: pa.Array, signatures: pa.Array) -> None:
+        """One record batch of the table: its ids (integers, no NULL) and signatures."""
+        if len(signatures) == 0:
+            return
+        sigs, valid = fixed_bytes(self.backend, signatures, self.width)
+        if ids.null_count:
+            raise QueryError("knn_hamming: the id column has NULLs", "22004")
+        host_ids = ids.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        self.add_arrays(self.backend.xp.asarray(host_ids), sigs, valid)
+
+    def add_arrays(self, ids: Any, sigs: Any, valid: Any, place: bool = False) -> None:
+        """Rows as device arrays: ids (int64), the signatures' bytes end to end, an Arrow
+        validity bitmap (None: no NULL). `place` is the CPU's (NUMA) and means nothing here."""
+        n = len(ids)
+        if n == 0:
+            return
+        if sigs.size != n * self.width:
+            raise QueryError(f"knn_hamming: signatures of {sigs.size // n} bytes against queries of "
+                             f"{self.width}", "22026")
+        ids = self.backend.xp.ascontiguousarray(ids, dtype=np.int64)
+        if bool((self.bounds[:len(self.queries)] == NO_BOUND).any()):
+            self._bound_from_sample(n, sigs, valid)
+        self._keep(self._candidates(n, sigs, valid, ids))
+        self.rows_read += n
+
+    def _kernel(self, name: str) -> Any:
+        if name not in self.kernels:
+            self.kernels[name] = self.backend.compile(KERNEL_SPECS[name]())
+        return self.kernels[name]
+
+    def _bound_from_sample(self, n: int, sigs: Any, valid: Any) -> None:
+        """Each query's bound lowered to the k-th least distance among a strided sample."""
+        xp = self.backend.xp
+        samples = min(n, SAMPLE_ROWS)
+        if samples < self.k:
+            return  # no k rows to bound by: this batch's candidates will be every row
+        b = len(self.queries)
+        chunk = max(1, SAMPLE_CELLS // samples)
+        for first in range(0, b, chunk):
+            count = min(chunk, b - first)
+            out = xp.empty(count * samples, np.int32)
+            self.backend.launch(self._kernel("sample"), count * samples,
+                                [n, sigs, self.width, valid, self.device_queries[first:first + count], count, samples,
+                                 out])
+            kth = xp.partition(out.reshape(count, samples), self.k - 1, axis=1)[:, self.k - 1]
+            self.bounds[first:first + count] = xp.minimum(self.bounds[first:first + count], kth)
+
+    def _candidates(self, n: int, sigs: Any, valid: Any, ids: Any) -> Candidates:
+        """The rows within their queries' bounds, all of them (a second launch when the
+        first had too little room)."""
+        xp = self.backend.xp
+        b = len(self.queries)
+        capacity = max(1 << 16, 4 * b * self.k * -(-n // SAMPLE_ROWS))
+        method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
+        while True:
+            count = xp.zeros(1, np.uint64)
+            out = Candidates(xp.empty(capacity, np.int32), xp.empty(capacity, np.int64), xp.empty(capacity, np.int32))
+            tail = [capacity, count, out.query, out.id, out.distance]
+            if method == "mma":
+                tiles = -(-n // 16)
+                self.backend.launch(self._kernel("mma"), tiles * 32,
+                                    [n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
+                                     len(self.device_queries) // 8, self.bounds] + tail)
+            elif method == "group":
+                lanes = group_lanes(self.width)
+                self.backend.launch(self._kernel("group"), n * lanes,
+                                    [n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds, lanes]
+                                    + tail)
+            else:
+                self.backend.launch(self._kernel("bytes"), n,
+                                    [n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds] + tail)
+            found = int(self.backend.to_host(count)[0])
+            if found <= capacity:
+                return Candidates(out.query[:found], out.id[:found], out.distance[:found])
+            capacity = found
+
+    def _keep(self, found: Candidates) -> None:
+        """Each query's k best of the kept rows and the new candidates; bounds lowered to
+        the k-th distance of queries that have k."""
+        xp = self.backend.xp
+        query = xp.concatenate([self.kept.query, found.query])
+        ids = xp.concatenate([self.kept.id, found.id])
+        distance = xp.concatenate([self.kept.distance, found.distance])
+        if len(query) == 0:
+            return
+        order = xp.lexsort(xp.stack([ids, distance.astype(np.int64), query.astype(np.int64)]))
+        query, ids, distance = query[order], ids[order], distance[order]
+        starts = xp.searchsorted(query, xp.arange(len(self.queries), dtype=query.dtype), side="left")
+        rank = xp.arange(len(query), dtype=np.int64) - starts[query]
+        keep = rank < self.k
+        self.kept = Candidates(query[keep], ids[keep], distance[keep])
+        self.kept_rank = (rank[keep] + 1).astype(np.int32)
+        last = self.kept_rank == self.k
+        at = self.kept.query[last]
+        self.bounds[at] = xp.minimum(self.bounds[at], self.kept.distance[last])
+
+    def result(self) -> pa.Table:
+        """query (its position among the queries), id, distance, rank (1 = nearest), ordered
+        by query and rank."""
+        to_host = self.backend.to_host
+        return pa.table({"query": to_host(self.kept.query).astype(np.int32), "id": to_host(self.kept.id),
+                         "distance": to_host(self.kept.distance).astype(np.int32),
+                         "rank": to_host(self.kept_rank)})
+
+
+KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_distances, "group": knn_gpu_kernels.distances_group,
+                "bytes": knn_gpu_kernels.distances_bytes, "mma": knn_gpu_kernels.distances_mma}
+
+
+def group_lanes(width: int) -> int:
+    """Lanes sharing a row: a power of two, at most 32, at most the row's 8-byte words."""
+    words = max(1, width // 8)
+    return min(32, 1 << (words.bit_length() - 1))
+
+
+def choose_method(backend: Backend, width: int, queries: int) -> tuple[str, str]:
+    """(kernel, why not the MMA: '' when it runs or was never a candidate)."""
+    if FORCED_METHOD in ("group", "bytes") and (FORCED_METHOD == "bytes" or width % 8 == 0):
+        return FORCED_METHOD, f"PENSTOCK_KNN_GPU_METHOD={FORCED_METHOD}"
+    if width % 32 == 0 and queries >= MMA_MIN_QUERIES:
+        problem = mma_check(backend)
+        if not problem:
+            return "mma", ""
+        return "group", f"the MMA was not used: {problem}"
+    return ("group" if width % 8 == 0 else "bytes"), ""
+
+
+def mma_check(backend: Backend) -> str:
+    """'' when the MMA kernel's distances equal the popcount kernel's on random rows (64 rows
+    of 512 bits against 16 queries, every pair a candidate); else what went wrong. Once
+    a process (kept on the backend)."""
+    known = getattr(backend, "knn_mma_problem", None)
+    if known is not None:
+        return known
+    try:
+        rng = np.random.default_rng(5)
+        rows = rng.integers(0, 256, (64, 64), dtype=np.uint8)
+        rows[7] = 0
+        rows[9] = 255
+        queries = rng.integers(0, 256, (16, 64), dtype=np.uint8)
+        answers = {}
+        xp = backend.xp
+        for method in ("mma", "group"):
+            search = GpuKnnBatchSearch(backend, queries, 64, method=method)
+            search.bounds[:16] = 1 << 20  # every pair a candidate
+            found = search._candidates(64, xp.asarray(rows.reshape(-1)), None, xp.arange(64, dtype=np.int64))
+            triples = np.stack([backend.to_host(found.query).astype(np.int64), backend.to_host(found.id),
+                                backend.to_host(found.distance).astype(np.int64)], axis=1)
+            answers[method] = triples[np.lexsort(triples.T[::-1])]
+        expected = np.array([[q, r, int(np.unpackbits(rows[r] ^ queries[q]).sum())]
+                             for q in range(16) for r in range(64)], np.int64)
+        if not np.array_equal(answers["group"], expected):
+            problem = "the popcount kernel's check failed too"
+        elif not np.array_equal(answers["mma"], expected):
+            problem = "its distances differed from the popcounts' on the check's rows"
+        else:
+            problem = ""
+    except Exception as e:  # a driver or architecture without it: the popcounts serve
+        problem = f"{type(e).__name__}: {str(e)[:200]}"
+    backend.knn_mma_problem = problem  # type: ignore[attr-defined]
+    return problem
