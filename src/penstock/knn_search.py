@@ -45,27 +45,7 @@ def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int 
     check_k(k)  # before either path
     filter_sql = f" WHERE {where}" if where else ""
     if db.backend.name == "cpu" or gpu_batch.ENABLED:
-        job: KnnBatchSearch | gpu_batch.GpuKnnBatchSearch
-        if db.backend.name == "cpu":
-            job = KnnBatchSearch(db.backend, matrix, k)
-        else:
-            job = gpu_batch.GpuKnnBatchSearch(db.backend, matrix, k)
-        cached = None if where else _cached(db, table, [id, column])
-        if cached is not None:  # the cache's arrays as they are: no scan, no copy
-            (ids, signatures), rows = cached
-            job.add_arrays(ids.values[:rows], signatures.values, signatures.validity, place=True)
-            how = "cached columns"
-        else:
-            for batch in db.stream(f"SELECT {quote(id)}, {quote(column)} FROM {quote(table)}{filter_sql}"):
-                job.add(batch.column(0), batch.column(1))
-            how = "a scan"
-        queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
-        if isinstance(job, KnnBatchSearch):
-            detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
-        else:
-            detail = f"; {job.described}"
-        return KnnResult(job.result(), f"penstock-{db.backend.name} (one pass over {job.rows_read:,} rows of {how} "
-                                       f"for {queries_said}{detail})")
+        return one_pass(db, table, column, matrix, k, id, where)
     sql = (f"SELECT {quote(id)} AS id, hamming_distance({quote(column)}, $1) AS distance FROM {quote(table)}"
            f"{filter_sql} ORDER BY 2, 1 LIMIT {k}")
     parts = []
@@ -77,6 +57,34 @@ def knn_hamming(db: "Connection", table: str, column: str, queries: Any, k: int 
                                "distance": found.column("distance").cast(pa.int32()),
                                "rank": pa.array(np.arange(1, n + 1, dtype=np.int32))}))
     return KnnResult(pa.concat_tables(parts), f"penstock-{db.backend.name} (one top-k statement a query)")
+
+
+def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: int, id: str = "id",
+             where: str | None = None) -> KnnResult:
+    """The batch in one pass over the table, on the connection's device (`penstock bench knn`
+    calls it on a GPU beside the default)."""
+    filter_sql = f" WHERE {where}" if where else ""
+    job: KnnBatchSearch | gpu_batch.GpuKnnBatchSearch
+    if db.backend.name == "cpu":
+        job = KnnBatchSearch(db.backend, matrix, k)
+    else:
+        job = gpu_batch.GpuKnnBatchSearch(db.backend, matrix, k)
+    cached = None if where else _cached(db, table, [id, column])
+    if cached is not None:  # the cache's arrays as they are: no scan, no copy
+        (ids, signatures), rows = cached
+        job.add_arrays(ids.values[:rows], signatures.values, signatures.validity, place=True)
+        how = "cached columns"
+    else:
+        for batch in db.stream(f"SELECT {quote(id)}, {quote(column)} FROM {quote(table)}{filter_sql}"):
+            job.add(batch.column(0), batch.column(1))
+        how = "a scan"
+    queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
+    if isinstance(job, KnnBatchSearch):
+        detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
+    else:
+        detail = f"; {job.described}"
+    return KnnResult(job.result(), f"penstock-{db.backend.name} (one pass over {job.rows_read:,} rows of {how} "
+                                   f"for {queries_said}{detail})")
 
 
 def _cached(db: "Connection", table: str, names: list[str]) -> tuple[list[Any], int] | None:

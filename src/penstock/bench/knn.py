@@ -12,7 +12,10 @@ with its columns in the column cache (GPU memory, or host memory on the CPU back
 per query signature: a batch of
 B queries is B such statements one after another (one plan: bytea parameters are bound at
 run time). Then the whole batch in one call, `Connection.knn_hamming` (on the CPU backend
-one pass over the signatures for the batch; on a GPU still a statement a query). FAISS's IndexBinaryFlat (faiss-cpu, every core) searches each batch in one call;
+one pass over the signatures for the batch; on a GPU a statement a query unless
+PENSTOCK_KNN_GPU_BATCH=1), and on a GPU also the GPU's one pass (`knn_search.one_pass`,
+exec/order/knn_gpu_batch.py). FAISS's IndexBinaryFlat (faiss-cpu, every core) searches each
+batch in one call;
 DuckDB computes bit_count(xor(sig::BIT, q::BIT)) over the same file, one query at a time.
 Every engine's distances for the first queries are checked against numpy. Reported per
 engine and batch size: time per query, effective GB/s (signature bytes scanned per second)
@@ -149,18 +152,29 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
             same = all(answers[i] == truth[i] for i in range(min(checked, batch)))
             result.times.append(EngineTimes(engine, batch, best / batch * 1e3, same, "one statement a query"))
             log(f"penstock: batch {batch}: {best / batch * 1e3:.3f} ms a query")
-        for batch in batches:  # the whole batch in one call (Connection.knn_hamming)
-            best, found = float("inf"), None
-            for _ in range(repeat):
-                started = time.perf_counter()
-                found = db.knn_hamming("t", "sig", queries[:batch], k)
-                best = min(best, time.perf_counter() - started)
-            distances = found.table.column("distance").to_numpy().reshape(-1, k) if found.table.num_rows else None
-            same = distances is not None and all(distances[i].tolist() == truth[i] for i in range(min(checked, batch)))
-            how = "one pass a batch" if "one pass" in found.engine else "one statement a query"
-            result.times.append(EngineTimes(f"penstock knn_hamming ({found.engine.split(' (')[0]})", batch,
-                                            best / batch * 1e3, same, how))
-            log(f"penstock knn_hamming: batch {batch}: {best / batch * 1e3:.3f} ms a query ({found.engine})")
+        from penstock.exec.order import knn_gpu_batch as gpu_batch
+        from penstock.knn_search import one_pass
+
+        searches = [("knn_hamming", lambda batch: db.knn_hamming("t", "sig", queries[:batch], k))]
+        if db.backend.name == "gpu" and not gpu_batch.ENABLED:  # the GPU's one pass beside the default
+            searches.append(("one pass", lambda batch: one_pass(db, "t", "sig", queries[:batch], k)))
+        for label, search in searches:
+            for batch in batches:  # the whole batch in one call
+                best, found = float("inf"), None
+                for _ in range(repeat):
+                    started = time.perf_counter()
+                    found = search(batch)
+                    best = min(best, time.perf_counter() - started)
+                distances = found.table.column("distance").to_numpy().reshape(-1, k) if found.table.num_rows else None
+                same = distances is not None and all(distances[i].tolist() == truth[i]
+                                                     for i in range(min(checked, batch)))
+                how = "one statement a query"
+                if "one pass" in found.engine:  # and the kernel or the NUMA nodes, where said
+                    how = "one pass a batch" + ("; " + found.engine.rsplit("; ", 1)[1].rstrip(")")
+                                                if "; " in found.engine else "")
+                result.times.append(EngineTimes(f"penstock {label} ({found.engine.split(' (')[0]})", batch,
+                                                best / batch * 1e3, same, how))
+                log(f"penstock {label}: batch {batch}: {best / batch * 1e3:.3f} ms a query ({found.engine})")
         del db
     if "faiss" in engines:
         _faiss(result, matrix, queries, batches, k, truth, repeat, log)
