@@ -11,11 +11,9 @@ from __future__ import annotations
 import datetime
 import decimal
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
@@ -211,30 +209,3 @@ def test_layouts_the_reader_cannot_move_go_through_pyarrow(tmp_path: Path, devic
     db.register("t", path)
     assert db.sql(QUERY).to_arrow().to_pylist() == duckdb_answer(table).to_pylist()
     assert "read path: pyarrow arrow reader" in db.explain(QUERY, analyze=True)
-
-
-def test_a_caller_sharing_reads_among_fewer_threads_leaves_the_pool_whole(tmp_path: Path) -> None:
-    """The Parquet scan shares a run's reads among half the cores' I/O threads; the Arrow
-    reader after it in the same process still gets all of them."""
-    backend = get_backend("cpu")
-    path = tmp_path / "bytes"
-    data = np.random.default_rng(1).integers(0, 256, 64 * 4096, dtype=np.uint8)
-    path.write_bytes(data.tobytes())
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        jobs = [(k * 4096, 4096, k * 4096) for k in range(64)]
-        target = np.zeros(data.size, np.uint8)
-        device_reader.read_ranges(backend, fd, jobs, target, direct=False, threads=2)
-        assert np.array_equal(target, data)
-        seen: set[int] = set()
-        barrier = threading.Barrier(device_reader.IO_THREADS, timeout=10)
-
-        def share() -> None:  # every pool thread must take one at once for the barrier to pass
-            seen.add(threading.get_ident())
-            barrier.wait()
-
-        futures = [device_reader._pool(backend, "io", 1).submit(share) for _ in range(device_reader.IO_THREADS)]
-        device_reader.wait_ranges(futures)
-        assert len(seen) == device_reader.IO_THREADS
-    finally:
-        os.close(fd)

@@ -6,7 +6,8 @@ out first within the limit, never one being read, afresh when the file changes),
 cache check, and the read path's choice; io="auto" maps a file from its second scan on, and a
 deleted file's registration is let go. Under `pytest -m gpu`: a Parquet scan read mapped
 answers as pyarrow reads the file, says so in EXPLAIN ANALYZE, and sees a rewritten file; with
-io="auto" the first query reads with pread and the second by DMA, with the same answer.
+io="auto" the first query reads with pread and the second by DMA, with the same answer, for
+Parquet and Arrow files alike.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
@@ -148,7 +151,7 @@ def test_a_copy_past_the_file_end_is_a_file_error(tmp_path: Path) -> None:
     from penstock.errors import FileError
 
     with pytest.raises(FileError, match="passes the file's end"):
-        mapped_files.copy_ranges(None, mapped, [(900, 200)], None)
+        mapped_files.copy_ranges(None, mapped, [(900, 200, 0)], None)
     files.give_back(mapped)
 
 
@@ -222,9 +225,13 @@ def test_a_deleted_file_is_let_go_when_another_is_registered(tmp_path: Path) -> 
     files.give_back(kept)
 
 
-def test_auto_reads_a_parquet_file_mapped_from_its_second_scan(tmp_path: Path, device: str) -> None:
-    path = tmp_path / "t.parquet"
-    table = parquet_file(path, 40_000, seed=3)
+@pytest.mark.parametrize("kind", ["parquet", "arrow"])
+def test_auto_reads_a_file_mapped_from_its_second_scan(tmp_path: Path, device: str, kind: str) -> None:
+    path = tmp_path / f"t.{kind}"
+    table = parquet_file(tmp_path / "t.parquet", 40_000, seed=3)
+    if kind == "arrow":
+        feather.write_feather(table, path, compression="uncompressed")
+        path.read_bytes()
     db = penstock.connect(device=device, strict=True, parquet_decode="device")
     db.register("t", path)
     sql = "SELECT sum(v) AS sv, count(s) AS ns FROM t"
@@ -237,6 +244,26 @@ def test_auto_reads_a_parquet_file_mapped_from_its_second_scan(tmp_path: Path, d
     assert "DMA" not in plans[0]
     assert ("read by DMA from the registered page cache" in plans[1]) == (device == "gpu")
     mapped_files.release_mapped(db.backend)
+
+
+def test_an_arrow_file_read_mapped_answers_and_says_so(tmp_path: Path, device: str) -> None:
+    table = parquet_file(tmp_path / "t.parquet", 30_000, seed=4)
+    path = tmp_path / "t.arrow"
+    feather.write_feather(table, path, compression="uncompressed", chunksize=7_000)
+    path.read_bytes()
+    db = penstock.connect(device=device, strict=True, io="mapped")
+    db.register("t", path)
+    sql = "SELECT count(s) AS ns, sum(v) AS sv, min(k) AS mk FROM t WHERE v > 0"
+    kept = table.filter(pc.greater(table.column("v"), 0))
+    assert db.sql(sql).table.to_pylist() == [{"ns": kept.num_rows - kept.column("s").null_count,
+                                              "sv": sum(kept.column("v").to_pylist()),
+                                              "mk": min(kept.column("k").to_pylist())}]
+    plan = db.explain(sql, analyze=True)
+    if device == "gpu":
+        assert "read by DMA from the registered page cache" in plan, plan
+        mapped_files.release_mapped(db.backend)
+    else:
+        assert "mapped asked for, but" in plan and "CPU backend" in plan, plan
 
 
 def test_a_missing_file_is_not_mapped(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from penstock.device.base import physical_memory
-from penstock.io.device_reader import staging_buffer
+from penstock.io.io_threads import staging_buffer
 
 CHUNK = 16 << 20
 ALIGN = 4096

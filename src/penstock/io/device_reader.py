@@ -7,18 +7,17 @@ buffer; only the buffers of referenced columns are read. Read paths:
   direct -- the same with O_DIRECT: 4 KiB-aligned reads into the pinned buffer, whose wanted
             part is copied up as it is (no page cache: cold data at the drive's speed);
   kvikio -- KvikIO/cuFile reads into device memory (GPUDirect Storage when the driver has it,
-            its own threaded compatibility mode otherwise).
+            its own threaded compatibility mode otherwise);
+  mapped -- the GPU copies the buffers by DMA out of the file's page cache, registered with
+            CUDA (io/mapped_files.py); pread when the file cannot be (read_note says why).
 Several record batches are coalesced into one device batch when their layouts allow, so a
 large table costs a few kernel launches, not one per record batch.
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -31,13 +30,9 @@ from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.io.arrow.metadata import map_for_metadata, record_batches
+from penstock.io.io_threads import CHUNK, IO_THREADS, staging_buffer, start_ranges, thread_pool, wait_ranges
 from penstock.plan.types import DataType, Kind
 
-ALIGN = 4096
-# bytes per read (small enough to spread a batch over every I/O thread) and I/O threads;
-# PENSTOCK_IO_CHUNK_MB and PENSTOCK_IO_THREADS override them for tuning on a new machine
-CHUNK = int(float(os.environ.get("PENSTOCK_IO_CHUNK_MB", "4")) * (1 << 20)) // ALIGN * ALIGN
-IO_THREADS = int(os.environ.get("PENSTOCK_IO_THREADS", "16"))
 META_THREADS = 16  # threads reading record batches' metadata ahead (io/arrow/metadata.py)
 DEVICE_BATCH_ROWS = 16 << 20  # record batches are coalesced up to this many rows
 
@@ -82,6 +77,7 @@ class ArrowDeviceReader:
         self.backend = backend
         self.mode = mode
         self.threads = threads
+        self.read_note = ""  # mode "mapped": how the last batch was read, or why not by DMA
         try:
             self.file = map_for_metadata(path)  # metadata only is touched
             self.reader = ipc.open_file(self.file)
@@ -109,7 +105,7 @@ class ArrowDeviceReader:
         run: list[pa.RecordBatch] = []
         rows = nbytes = 0
         joinable = not any(t.kind is Kind.STRING for t in self.types)
-        pool = _pool(self.backend, "meta", META_THREADS)
+        pool = thread_pool(self.backend, "meta", META_THREADS)
         for b in record_batches(self.reader, self.file, pool):
             size = sum(buf.size for i in self.index for buf in b.column(i).buffers() if buf is not None)
             fits = rows + b.num_rows <= DEVICE_BATCH_ROWS and (
@@ -196,6 +192,10 @@ class ArrowDeviceReader:
         be = self.backend
         if self.mode == "kvikio" and be.name == "gpu":
             return self._read_kvikio(pieces, size), layout, []
+        if self.mode == "mapped" and be.name == "gpu":
+            device = self._read_mapped(pieces, size)
+            if device is not None:
+                return device, layout, []
         if be.name == "gpu":
             with self.stream:
                 target = be.xp.empty(size, dtype=np.uint8)
@@ -228,6 +228,27 @@ class ArrowDeviceReader:
                 fu.get()
         return device
 
+    def _read_mapped(self, pieces: list[_Piece], size: int) -> Any:
+        """The pieces copied by DMA out of the file's registered page cache
+        (io/mapped_files.py); None when the file cannot be read so (the reader goes on with
+        pread, and `read_note` says why)."""
+        from penstock.io.mapped_files import read_mapped
+
+        with self.stream:
+            device = self.backend.xp.empty(size, dtype=np.uint8)
+            for p in pieces:
+                if p.part == "ones":
+                    device[p.target:p.target + p.size].fill(0xFF)
+            jobs = [(p.offset, p.size, p.target) for p in pieces if p.part != "ones"]
+            done, self.read_note = read_mapped(self.backend, self.path, jobs, device)
+        if done is None:
+            self.mode = "pread"
+            return None
+        if not done:
+            raise FileError(f"could not read Arrow file {self.path}: a buffer passes the file's end "
+                            "(file truncated?)", str(self.path))
+        return device
+
     def _batch(self, run: list[pa.RecordBatch], staging: Any, layout: list[dict[str, Any]]) -> Batch:
         rows = sum(b.num_rows for b in run)
         columns = []
@@ -255,147 +276,3 @@ class ArrowDeviceReader:
             else:
                 columns.append(Column(t, rows, values=view("values", numpy_dtype(t), rows), validity=validity))
         return Batch(columns, rows)
-
-
-def read_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                threads: int = IO_THREADS) -> None:
-    """Read each (file offset, size, target offset) range of `fd` into the device array
-    `target` (or host memory: read straight into, unless O_DIRECT needs the aligned staging;
-    cut the ranges to CHUNK for an even share). The backend's long-lived I/O threads split
-    the ranges; on a GPU each thread
-    reads into its own pinned buffer and copies it up on its own stream, so 16 reads and
-    copies are in flight at once, as in the host ceiling the benchmark measures. Their copies
-    wait for nothing: a device `target` must be memory no queued work still uses (taken
-    inside on_thread_stream, say)."""
-    wait_ranges(start_ranges(backend, fd, jobs, target, direct, threads))
-
-
-def start_ranges(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool,
-                 threads: int = IO_THREADS) -> list[Future]:
-    """read_ranges without waiting: the futures of at most `threads` shares (wait_ranges);
-    the pool always has IO_THREADS (a caller asking fewer must not shrink it for others)."""
-    if not jobs:
-        return []
-    workers = min(threads, len(jobs), IO_THREADS)
-    pool = _pool(backend, "io", IO_THREADS)
-    return [pool.submit(_read_share, backend, fd, jobs[k::workers], target, direct) for k in range(workers)]
-
-
-def wait_ranges(futures: list[Future], quiet: bool = False) -> None:
-    """Wait for every share, even after one failed (none may still write into the target
-    when the caller moves on); then raise the first failure unless `quiet`."""
-    failure: BaseException | None = None
-    for future in futures:
-        try:
-            future.result()
-        except BaseException as e:
-            failure = failure or e
-    if failure is not None and not quiet:
-        raise failure
-
-
-def _read_share(backend: Backend, fd: int, jobs: list[tuple[int, int, int]], target: Any, direct: bool) -> None:
-    """One I/O thread's ranges. On a GPU the thread alternates between two pinned buffers,
-    so the read into one overlaps the copy out of the other."""
-    host_target = isinstance(target, np.ndarray)  # the CPU backend's "device", or a host buffer
-    stream = _thread_stream(backend) if backend.name == "gpu" and not host_target else None
-    for k, (offset, size, at) in enumerate(jobs):
-        if host_target and not direct:  # read straight into it
-            _pread_exactly(fd, memoryview(target)[at:at + size], offset, size)
-            continue
-        lo = offset // ALIGN * ALIGN if direct else offset
-        hi = (offset + size + ALIGN - 1) // ALIGN * ALIGN if direct else offset + size
-        buf, done = _thread_buffer(backend, k % 2, hi - lo)
-        if done is not None:
-            done.synchronize()  # the copy that last used this buffer has finished
-        _pread_exactly(fd, memoryview(buf[:hi - lo]), lo, offset - lo + size)
-        if stream is not None:  # raw runtime calls: CuPy's slicing costs more than the copy
-            runtime = backend.xp.cuda.runtime
-            runtime.memcpyAsync(target.data.ptr + at, buf.ctypes.data + offset - lo, size,
-                                runtime.memcpyHostToDevice, stream.ptr)
-            runtime.eventRecord(done.ptr, stream.ptr)
-        else:
-            target[at:at + size] = buf[offset - lo:offset - lo + size]
-    if stream is not None:
-        stream.synchronize()
-
-
-def _pread_exactly(fd: int, view: memoryview, offset: int, need: int) -> None:
-    got = os.preadv(fd, [view], offset)
-    if got < need:
-        raise FileError(f"short read: {got} of {need} bytes at offset {offset} (file truncated?)", "")
-
-
-_local = threading.local()
-
-
-def _pool(backend: Backend, kind: str, threads: int) -> ThreadPoolExecutor:
-    """The backend's threads of one kind, started once: "io" threads each keep their stream
-    and pinned buffers; "meta" threads read record batches' metadata."""
-    attr = f"{kind}_pool"
-    pool = getattr(backend, attr, None)
-    if pool is None:
-        with _pool_lock:
-            pool = getattr(backend, attr, None)
-            if pool is None:
-                pool = ThreadPoolExecutor(threads, thread_name_prefix=f"penstock-{kind}")
-                setattr(backend, attr, pool)
-    return pool
-
-
-_pool_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def on_thread_stream(backend: Backend) -> Iterator[Any]:
-    """Work queued inside goes on the calling thread's own stream (CuPy's current stream),
-    and is done when the block is left, so the thread's results are ready for any other
-    stream. Memory taken inside comes from that stream's share of CuPy's pool: whoever uses
-    such memory on another stream must synchronise before letting it go (the pool hands it
-    to this stream again at once). The CPU backend: nothing to do."""
-    if backend.name != "gpu":
-        yield None
-        return
-    stream = _thread_stream(backend)
-    try:
-        with stream:
-            yield stream
-    finally:
-        stream.synchronize()
-
-
-def _thread_stream(backend: Backend) -> Any:
-    stream = getattr(_local, "stream", None)
-    if stream is None:
-        backend.bind_thread()  # type: ignore[attr-defined]  # (a GPU backend's)
-        stream = backend.xp.cuda.Stream(non_blocking=True)
-        _local.stream = stream
-    return stream
-
-
-def _thread_buffer(backend: Backend, which: int, size: int) -> tuple[np.ndarray, Any]:
-    """One of this thread's two staging buffers (pinned on a GPU, page-aligned for O_DIRECT),
-    reused across reads, with the event marking the end of the last copy out of it."""
-    buffers = getattr(_local, "buffers", None)
-    if buffers is None:
-        buffers = _local.buffers = [None, None]
-    entry = buffers[which]
-    if entry is None or len(entry[0]) < size:
-        if entry is not None and entry[1] is not None:
-            entry[1].synchronize()  # no copy may still read the buffer being replaced
-        event = backend.xp.cuda.Event(disable_timing=True) if backend.name == "gpu" else None
-        entry = buffers[which] = (staging_buffer(backend, max(size, CHUNK + 2 * ALIGN)), event)
-    return entry
-
-
-def staging_buffer(backend: Backend, size: int) -> np.ndarray:
-    """Host staging memory: pinned (page-locked) for a GPU, page-aligned either way (as
-    O_DIRECT needs)."""
-    size = max(size, 1)
-    if backend.name == "gpu":
-        mem = backend.xp.cuda.alloc_pinned_memory(size + ALIGN)
-        raw = np.frombuffer(mem, dtype=np.uint8, count=size + ALIGN)
-        shift = (-raw.ctypes.data) % ALIGN
-        return raw[shift:shift + size]
-    return np.frombuffer(mmap.mmap(-1, (size + ALIGN - 1) // ALIGN * ALIGN), dtype=np.uint8, count=size)
-

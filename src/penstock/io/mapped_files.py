@@ -8,7 +8,8 @@ registered with CUDA (cudaHostRegister, read-only): its page-cache pages are pin
 they lie and the device copies from them by DMA, no core involved. Measured on the H200
 (`scripts/zero_copy_probe.py`, TPC-H SF 10 lineitem, 2.2 GB): registering took 109–170 ms,
 then a copy of the whole file ran at 55 GB/s against 22–29 GB/s for the threaded pread
-ceiling.
+ceiling. Parquet runs (io/parquet/device/run_reader.py) and Arrow record batches
+(io/device_reader.py) are read this way.
 
 Registration costs about what one read costs, so a file stays registered (and its pages
 pinned in the page cache) across scans: a backend keeps its files, least recently used
@@ -221,18 +222,18 @@ def release_mapped(backend: Any) -> None:
         files.release_all()
 
 
-def read_mapped(backend: Any, path: str | Path, spans: list[tuple[int, int]],
+def read_mapped(backend: Any, path: str | Path, jobs: list[tuple[int, int, int]],
                 target: Any) -> tuple[bool | None, str]:
-    """A Parquet run's spans copied out of the file's registered pages into `target`, on the
-    current stream: (True, how) once done; (False, how) when a span passes the file's end
-    (the caller's row-group reader names the damage); (None, why not) when the file cannot
-    be read mapped (the caller reads it with pread)."""
+    """The file's (offset, length, target offset) ranges copied out of its registered pages
+    into the device array `target`, on the current stream: (True, how) once done; (False,
+    how) when a range passes the file's end (the caller names the damage); (None, why not)
+    when the file cannot be read mapped (the caller reads it with pread)."""
     files = mapped_files(backend)
     mapped, why = files.take(path)
     if mapped is None:
         return None, f"read from the page cache, copied ahead (not by DMA: {why})"
     try:
-        copy_ranges(backend, mapped, spans, target)
+        copy_ranges(backend, mapped, jobs, target)
     except FileError:
         return False, "read by DMA from the registered page cache"
     finally:
@@ -240,21 +241,28 @@ def read_mapped(backend: Any, path: str | Path, spans: list[tuple[int, int]],
     return True, "read by DMA from the registered page cache"
 
 
-def copy_ranges(backend: Any, mapped: MappedFile, spans: list[tuple[int, int]], target: Any) -> None:
-    """The file's (offset, length) spans, one after another, into the device array `target`,
-    on the current stream, by DMA from the registered pages; returns once they are done (the
-    caller gives the file back after)."""
+def spans_end_to_end(spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(offset, length) spans as jobs that lay them one after another in the target."""
+    jobs, at = [], 0
     for offset, length in spans:
+        jobs.append((offset, length, at))
+        at += length
+    return jobs
+
+
+def copy_ranges(backend: Any, mapped: MappedFile, jobs: list[tuple[int, int, int]], target: Any) -> None:
+    """The file's (offset, length, target offset) ranges into the device array `target`, on
+    the current stream, by DMA from the registered pages; returns once they are done (the
+    caller gives the file back after)."""
+    for offset, length, _ in jobs:
         if offset < 0 or offset + length > mapped.size:
             raise FileError(f"a read of {length} bytes at offset {offset} passes the file's end ({mapped.size})", "")
     runtime = backend.xp.cuda.runtime
     stream = backend.xp.cuda.get_current_stream()
-    at = 0
-    for offset, length in spans:
+    for offset, length, at in jobs:
         if length:
             runtime.memcpyAsync(target.data.ptr + at, mapped.address + offset, length,
                                 runtime.memcpyHostToDevice, stream.ptr)
-        at += length
     stream.synchronize()
 
 

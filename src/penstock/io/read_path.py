@@ -3,10 +3,10 @@
   pread  -- threads read into pinned host memory, one async copy per batch (uses the page cache)
   direct -- the same with O_DIRECT (bypasses the page cache: for data on the drive)
   kvikio -- KvikIO/cuFile into device memory (GPUDirect Storage where the driver supports it)
-  mapped -- Parquet scans on a GPU: the file's page cache registered with CUDA and copied by
-            DMA, no core copying (io/mapped_files.py); other files, and files not in the page
-            cache, read with pread. io="auto" reads a Parquet file this way from its second
-            scan in the process on (MappedFiles.scan_mapped)
+  mapped -- Parquet and Arrow IPC files on a GPU: the file's page cache registered with CUDA
+            and copied by DMA, no core copying (io/mapped_files.py); other files, and files
+            not in the page cache, read with pread. io="auto" reads a file this way from its
+            second scan in the process on (MappedFiles.scan_mapped)
 With io="auto" the first file of 64 MiB or more read on a GPU times pread and KvikIO on its
 first 256 MiB and keeps the faster for the process (smaller files use pread); the CPU
 backend always uses pread.
@@ -107,7 +107,7 @@ def _direct_problem(path: Path) -> str | None:
 def _time_pread(backend: Any, path: Path, size: int) -> float:
     """The reader's own pread path (its I/O threads, pinned buffers, overlapped copies): the
     best of three runs."""
-    from penstock.io.device_reader import CHUNK, read_ranges
+    from penstock.io.io_threads import CHUNK, read_ranges
 
     device = backend.xp.empty(size, dtype=np.uint8)
     fd = os.open(path, os.O_RDONLY)

@@ -11,6 +11,7 @@ from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.pipeline.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.io.device_reader import ArrowDeviceReader
+from penstock.io.mapped_files import mapped_files
 from penstock.io.parquet.device.scan import ScanReport, decode_on_device, page_index_share, scan_on_device
 from penstock.io.prefetch import DEPTH
 from penstock.io.read_path import choose as choose_read_path
@@ -28,8 +29,9 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
         direct = []
         for path in reader.files:
             mode, why = choose_read_path(ctx.backend, ctx.io, path)
-            if mode == "mapped":  # Parquet scans' alone so far
-                mode, why = "pread", "mapped asked for, but Arrow files are not read mapped yet"
+            if ctx.io == "auto" and mode == "pread" and ctx.backend.name == "gpu" and \
+                    mapped_files(ctx.backend).scan_mapped(path):
+                mode, why = "mapped", "the file's second scan in the process: its page cache registered"
             # in flight: the read-ahead queue's DEPTH, one waiting to enter it, the reader's
             # next one (started before a batch is handed out) and the kernels' one; at a
             # twelfth each they take under half the cap, the pipeline's tables the rest
@@ -43,6 +45,9 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
             for r, path_used in direct:
                 metrics.read_path = path_used
                 for batch, nbytes in r.batches():
+                    if r.read_note:  # mapped: how it went, or why it was not
+                        metrics.read_path = f"mapped ({r.read_note})" if r.mode == "mapped" else \
+                            f"pread ({r.read_note})"
                     metrics.bytes_read += nbytes
                     metrics.read_seconds += time.perf_counter() - started
                     yield batch

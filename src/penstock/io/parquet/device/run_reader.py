@@ -18,8 +18,8 @@ import numpy as np
 
 from penstock.device.base import Backend
 from penstock.errors import FileError
-from penstock.io.device_reader import CHUNK, IO_THREADS, on_thread_stream, read_ranges
-from penstock.io.mapped_files import read_mapped
+from penstock.io.io_threads import CHUNK, IO_THREADS, on_thread_stream, read_ranges
+from penstock.io.mapped_files import read_mapped, spans_end_to_end
 from penstock.io.parquet.device.decoder import RowGroupDecoder
 from penstock.io.parquet.device.page_index import PageSkipper, covering_pages, page_pieces, positions, rows_in
 from penstock.io.parquet.device.pages import data_encodings
@@ -136,7 +136,7 @@ def read_run(row_groups: RowGroupDecoder, skipper: PageSkipper | None, names: li
     read_note = None
     if fits and groups and mapped and to_device and backend.name == "gpu":
         with on_thread_stream(backend):
-            fits, read_note = read_mapped(backend, rg.path, spans, raw)
+            fits, read_note = read_mapped(backend, rg.path, spans_end_to_end(spans), raw)
         if fits is None:  # not mapped: read_note says why
             fits = _pread(backend, rg.path, spans, raw, direct)
     elif fits and groups:

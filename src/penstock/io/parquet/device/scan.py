@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet.reader import ParquetTable, leaf_indices, open_parquet, refuted_groups
-from penstock.io.device_reader import on_thread_stream
+from penstock.io.io_threads import on_thread_stream
 from penstock.io.mapped_files import mapped_files
 from penstock.io.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
