@@ -19,8 +19,9 @@ Three kernels compute the distances, each for the case it suits:
   multiple of 8 bytes.
 - `knn_distances_bytes`: a thread per row, byte by byte, for other lengths.
 `knn_sample_distances` writes every (query, sampled row) distance for the bounds. A NULL
-signature's row is never a candidate. The kernels have no CPU body: on the CPU backend a
-batch runs in knn_kernels.py.
+signature's row is never a candidate. The candidate kernels take the rows [first, n) of a
+batch: a search whose queries have no bound yet goes a slice at a time. The kernels have no
+CPU body: on the CPU backend a batch runs in knn_kernels.py.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ XPU_KERNEL void knn_sample_distances(int64_t n, const uint8_t* sigs, int64_t wid
 
 GROUP = helpers("row_valid", "emit") + r"""
 // `lanes` (a power of two, at most 32) lanes a row, 8 bytes a lane a step; width % 8 == 0
-XPU_KERNEL void knn_distances_group(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+XPU_KERNEL void knn_distances_group(int64_t first, int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
                                     const int64_t* ids, const uint8_t* queries, int64_t n_queries,
                                     const int32_t* bounds, int64_t lanes, int64_t capacity,
                                     unsigned long long* count, int32_t* out_query, int64_t* out_id,
@@ -98,9 +99,9 @@ XPU_KERNEL void knn_distances_group(int64_t n, const uint8_t* sigs, int64_t widt
   const int64_t words = width / 8;
   const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t lane = thread % lanes, groups = (int64_t)gridDim.x * blockDim.x / lanes;
-  const int64_t rounds = (n + groups - 1) / groups;  // every lane of a warp runs every round: shuffles
+  const int64_t rounds = (n - first + groups - 1) / groups;  // every lane of a warp runs every round: shuffles
   for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t i = round * groups + thread / lanes;
+    const int64_t i = first + round * groups + thread / lanes;
     const bool live = i < n && knn::row_valid(valid, i);
     const uint64_t* row = reinterpret_cast<const uint64_t*>(sigs + (live ? i : 0) * width);
     for (int64_t q = 0; q < n_queries; ++q) {
@@ -118,12 +119,13 @@ XPU_KERNEL void knn_distances_group(int64_t n, const uint8_t* sigs, int64_t widt
 
 BYTES = helpers("row_valid", "distance_bytes", "emit") + r"""
 // a thread a row, byte by byte: signatures whose length is not a multiple of 8 bytes
-XPU_KERNEL void knn_distances_bytes(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+XPU_KERNEL void knn_distances_bytes(int64_t first, int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
                                     const int64_t* ids, const uint8_t* queries, int64_t n_queries,
                                     const int32_t* bounds, int64_t capacity, unsigned long long* count,
                                     int32_t* out_query, int64_t* out_id, int32_t* out_d) {
 #ifdef XPU_GPU
-  XPU_FOR(i, n) {
+  XPU_FOR(j, n - first) {
+    const int64_t i = first + j;
     if (!knn::row_valid(valid, i)) continue;
     for (int64_t q = 0; q < n_queries; ++q) {
       const int32_t d = knn::distance_bytes(sigs + i * width, queries + q * width, width);
@@ -140,7 +142,7 @@ MMA = helpers("row_valid", "emit", "mma_and_popc") + r"""
 // in the B fragment; the accumulators hold queries 2t and 2t + 1 of rows g and g + 8).
 // words: 32-bit words a row, a multiple of 8; queries: n_tiles * 8 rows (padding: zeros
 // with a bound of -1); query_bits: each query's popcount.
-XPU_KERNEL void knn_distances_mma(int64_t n, const uint32_t* sigs, int64_t words, const uint8_t* valid,
+XPU_KERNEL void knn_distances_mma(int64_t first, int64_t n, const uint32_t* sigs, int64_t words, const uint8_t* valid,
                                   const int64_t* ids, const uint32_t* queries, const int32_t* query_bits,
                                   int64_t n_tiles, const int32_t* bounds, int64_t capacity,
                                   unsigned long long* count, int32_t* out_query, int64_t* out_id,
@@ -149,9 +151,9 @@ XPU_KERNEL void knn_distances_mma(int64_t n, const uint32_t* sigs, int64_t words
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-  const int64_t tiles = (n + 15) / 16, steps = words / 8;
+  const int64_t tiles = (n - first + 15) / 16, steps = words / 8;
   for (int64_t tile = warp; tile < tiles; tile += warps) {
-    const int64_t r0 = tile * 16 + g, r1 = r0 + 8;
+    const int64_t r0 = first + tile * 16 + g, r1 = r0 + 8;
     const bool in0 = r0 < n, in1 = r1 < n;
     const uint32_t* row0 = sigs + (in0 ? r0 : 0) * words;
     const uint32_t* row1 = sigs + (in1 ? r1 : 0) * words;
@@ -199,17 +201,17 @@ def sample_distances() -> KernelSpec:
 
 @functools.cache
 def distances_group() -> KernelSpec:
-    return KernelSpec("knn_distances_group", GROUP, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr", "i64")
+    return KernelSpec("knn_distances_group", GROUP, ("i64", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr", "i64")
                       + CANDIDATES, installation=True)
 
 
 @functools.cache
 def distances_bytes() -> KernelSpec:
-    return KernelSpec("knn_distances_bytes", BYTES, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr")
+    return KernelSpec("knn_distances_bytes", BYTES, ("i64", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr")
                       + CANDIDATES, installation=True)
 
 
 @functools.cache
 def distances_mma() -> KernelSpec:
-    return KernelSpec("knn_distances_mma", MMA, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr")
+    return KernelSpec("knn_distances_mma", MMA, ("i64", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr")
                       + CANDIDATES, installation=True)

@@ -134,3 +134,27 @@ def test_arrow_batches_go_to_the_device(tmp_path: Path) -> None:
     assert search.rows_read == len(ids)
     for q in range(3):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], 7), q
+
+
+@gpu
+@pytest.mark.parametrize("method", ["mma", "group"])
+def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch,
+                                                                   method: str) -> None:
+    """Most signatures NULL: the sample holds fewer than k, so the first rows are searched
+    in slices until every query has k candidates (none of them lost, no 5 x 10^9 list)."""
+    monkeypatch.setattr(knn_gpu_batch, "UNBOUNDED_CELLS", 1 << 14)
+    backend = get_backend("gpu")
+    rng = np.random.default_rng(12)
+    rows, k = 120_000, 60
+    matrix = rng.integers(0, 256, (rows, 64), dtype=np.uint8)
+    ids = rng.permutation(rows).astype(np.int64)
+    valid = np.zeros(rows, bool)
+    valid[::1500] = True  # 80 signatures; the 65,536-row sample sees about 44, fewer than k
+    valid[:300] = False
+    queries = rng.integers(0, 256, (16, 64), dtype=np.uint8)
+    search = GpuKnnBatchSearch(backend, queries, k, method=method)
+    sigs, bitmap = device_rows(backend, matrix, valid)
+    search.add_arrays(backend.xp.asarray(ids), sigs, bitmap)
+    got = answers(KnnResult(search.result(), ""), 16)
+    for q in range(16):
+        assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q

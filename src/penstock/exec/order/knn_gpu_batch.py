@@ -37,6 +37,7 @@ from penstock.exec.order.knn_batch import check_k, fixed_bytes
 
 SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds
 SAMPLE_CELLS = 1 << 25  # (query, row) distances of the sample held at once: 128 MiB
+UNBOUNDED_CELLS = 1 << 24  # candidates of a slice of rows while a query has no bound (256 MiB)
 MMA_MIN_QUERIES = 16  # fewer queries leave most of an 8-query tile idle: lanes share a row
 NO_BOUND = np.iinfo(np.int32).max
 # PENSTOCK_KNN_GPU_BATCH=1 sends Connection.knn_hamming on a GPU here (until measured on one,
@@ -115,10 +116,17 @@ class GpuKnnBatchSearch:
             raise QueryError(f"knn_hamming: signatures of {sigs.size // n} bytes against queries of "
                              f"{self.width}", "22026")
         ids = self.backend.xp.ascontiguousarray(ids, dtype=np.int64)
-        if bool((self.bounds[:len(self.queries)] == NO_BOUND).any()):
+        if self._unbounded():
             self._bound_from_sample(n, sigs, valid)
-        self._keep(self._candidates(n, sigs, valid, ids))
+        start = 0
+        while start < n:  # a query without a bound (no k signatures sampled) takes every row: a slice at a time
+            stop = min(n, start + max(1 << 10, UNBOUNDED_CELLS // len(self.queries))) if self._unbounded() else n
+            self._keep(self._candidates(start, stop, sigs, valid, ids))
+            start = stop
         self.rows_read += n
+
+    def _unbounded(self) -> bool:
+        return bool((self.bounds[:len(self.queries)] == NO_BOUND).any())
 
     def _kernel(self, name: str) -> Any:
         if name not in self.kernels:
@@ -142,30 +150,30 @@ class GpuKnnBatchSearch:
             kth = xp.partition(out.reshape(count, samples), self.k - 1, axis=1)[:, self.k - 1]
             self.bounds[first:first + count] = xp.minimum(self.bounds[first:first + count], kth)
 
-    def _candidates(self, n: int, sigs: Any, valid: Any, ids: Any) -> Candidates:
-        """The rows within their queries' bounds, all of them (a second launch when the
-        first had too little room)."""
+    def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any) -> Candidates:
+        """The rows [first, n) within their queries' bounds, all of them (a second launch
+        when the first had too little room)."""
         xp = self.backend.xp
         b = len(self.queries)
-        capacity = max(1 << 16, 4 * b * self.k * -(-n // SAMPLE_ROWS))
+        capacity = max(1 << 16, 4 * b * self.k * -(-(n - first) // SAMPLE_ROWS))
         method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
         while True:
             count = xp.zeros(1, np.uint64)
             out = Candidates(xp.empty(capacity, np.int32), xp.empty(capacity, np.int64), xp.empty(capacity, np.int32))
             tail = [capacity, count, out.query, out.id, out.distance]
             if method == "mma":
-                tiles = -(-n // 16)
+                tiles = -(-(n - first) // 16)
                 self.backend.launch(self._kernel("mma"), tiles * 32,
-                                    [n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
+                                    [first, n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
                                      len(self.device_queries) // 8, self.bounds] + tail)
             elif method == "group":
                 lanes = group_lanes(self.width)
-                self.backend.launch(self._kernel("group"), n * lanes,
-                                    [n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds, lanes]
+                self.backend.launch(self._kernel("group"), (n - first) * lanes,
+                                    [first, n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds, lanes]
                                     + tail)
             else:
-                self.backend.launch(self._kernel("bytes"), n,
-                                    [n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds] + tail)
+                self.backend.launch(self._kernel("bytes"), n - first,
+                                    [first, n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds] + tail)
             found = int(self.backend.to_host(count)[0])
             if found <= capacity:
                 return Candidates(out.query[:found], out.id[:found], out.distance[:found])
@@ -240,7 +248,7 @@ def mma_check(backend: Backend) -> str:
         for method in ("mma", "group"):
             search = GpuKnnBatchSearch(backend, queries, 64, method=method)
             search.bounds[:16] = 1 << 20  # every pair a candidate
-            found = search._candidates(64, xp.asarray(rows.reshape(-1)), None, xp.arange(64, dtype=np.int64))
+            found = search._candidates(0, 64, xp.asarray(rows.reshape(-1)), None, xp.arange(64, dtype=np.int64))
             triples = np.stack([backend.to_host(found.query).astype(np.int64), backend.to_host(found.id),
                                 backend.to_host(found.distance).astype(np.int64)], axis=1)
             answers[method] = triples[np.lexsort(triples.T[::-1])]
