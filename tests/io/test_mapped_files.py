@@ -3,10 +3,10 @@ page cache by DMA.
 
 On the CPU backend: the registry's bookkeeping (registered once, reused, least recently used
 out first within the limit, never one being read, afresh when the file changes), the page
-cache check, and the read path's choice; io="auto" maps a file from its second scan on, and a
-deleted file's registration is let go. Under `pytest -m gpu`: a Parquet scan read mapped
+cache check, and the read path's choice; io="auto" maps a file once a later query scans it,
+and a deleted file's registration is let go. Under `pytest -m gpu`: a Parquet scan read mapped
 answers as pyarrow reads the file, says so in EXPLAIN ANALYZE, and sees a rewritten file; with
-io="auto" the first query reads with pread and the second by DMA, with the same answer, for
+io="auto" the first query reads with pread and the next by DMA, with the same answer, for
 Parquet and Arrow files alike.
 """
 
@@ -199,19 +199,21 @@ def test_a_parquet_scan_read_mapped_answers_as_pyarrow_reads(tmp_path: Path, dev
         assert "DMA" not in plan
 
 
-def test_auto_maps_a_file_from_its_second_scan_on(tmp_path: Path) -> None:
+def test_auto_maps_a_file_a_later_query_scans(tmp_path: Path) -> None:
     files, calls = registry(1 << 20)
     path = write(tmp_path / "a", 10_000)
-    assert not files.scan_mapped(path)  # a one-off scan does not pay the registration
-    assert files.scan_mapped(path) and calls.registered == {}  # take() registers it
+    first, second = object(), object()  # two query runs
+    assert not files.scan_mapped(path, first)  # a one-off query does not pay the registration
+    assert not files.scan_mapped(path, first)  # nor when it reads the file twice
+    assert files.scan_mapped(path, second) and calls.registered == {}  # take() registers it
     mapped, _ = files.take(path)
     files.give_back(mapped)
-    assert files.scan_mapped(path)
+    assert files.scan_mapped(path, first)  # registered: every run reads it mapped
     write(path, 12_000, byte=2)  # changed: a first scan again, once the old one is let go
     other = write(tmp_path / "b", 10_000)
-    assert not files.scan_mapped(other) and not files.scan_mapped(path)
-    assert files.scan_mapped(path)
-    assert not files.scan_mapped(tmp_path / "missing")
+    assert not files.scan_mapped(other, first) and not files.scan_mapped(path, first)
+    assert files.scan_mapped(path, second)
+    assert not files.scan_mapped(tmp_path / "missing", second)
 
 
 def test_a_deleted_file_is_let_go_when_another_is_registered(tmp_path: Path) -> None:
@@ -226,7 +228,7 @@ def test_a_deleted_file_is_let_go_when_another_is_registered(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("kind", ["parquet", "arrow"])
-def test_auto_reads_a_file_mapped_from_its_second_scan(tmp_path: Path, device: str, kind: str) -> None:
+def test_auto_reads_a_file_mapped_once_a_later_query_scans_it(tmp_path: Path, device: str, kind: str) -> None:
     path = tmp_path / f"t.{kind}"
     table = parquet_file(tmp_path / "t.parquet", 40_000, seed=3)
     if kind == "arrow":

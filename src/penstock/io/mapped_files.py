@@ -14,9 +14,9 @@ ceiling. Parquet runs (io/parquet/device/run_reader.py) and Arrow record batches
 Registration costs about what one read costs, so a file stays registered (and its pages
 pinned in the page cache) across scans: a backend keeps its files, least recently used
 first out, within `limit` bytes (a quarter of host memory by default). With io="auto" a
-file is read mapped from its second scan in the process on (`scan_mapped`): a one-off
-query's first scan would pay the registration for a whole file of which it may read a
-column or two, while a file scanned again is likely to be scanned many times (repeats, a
+file is read mapped once a second query run in the process scans it (`scan_mapped`): a
+one-off query would pay the registration for a whole file of which it may read a column or
+two, while a file a later query scans again is likely to be scanned many times (repeats, a
 server's workload); measured on the H200, lineitem's scan then took 120 ms instead of 226. A file is mapped only
 while nearly all of it is in the page cache (mincore): registering a cold file would fault
 it in one page at a time, far slower than the O_DIRECT path. A file whose inode, size or
@@ -69,13 +69,16 @@ class MappedFiles:
         self.unregister = unregister
         self.limit = limit
         self.files: OrderedDict[str, MappedFile] = OrderedDict()
-        self.scans: OrderedDict[str, tuple[int, int, int]] = OrderedDict()  # files scanned once, by identity
+        # files scanned once: their identity and the query run that scanned them
+        self.scans: OrderedDict[str, tuple[tuple[int, int, int], object]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def scan_mapped(self, path: str | Path) -> bool:
+    def scan_mapped(self, path: str | Path, run: object) -> bool:
         """io="auto": whether a scan starting now reads `path` mapped: the file is registered
-        already, or was scanned before in this process, unchanged (then `take` registers
-        it, or says why not). The first scan of a file is read with pread."""
+        already, or a scan of another query run (`run`: the run's token) read it before,
+        unchanged (then `take` registers it, or says why not). A query's own scans of a file
+        (TPC-H Q21 reads lineitem three times) are read with pread: a one-off query would
+        pay the registration of the whole file for a few columns."""
         key = str(path)
         try:
             stat = os.stat(key)
@@ -86,9 +89,10 @@ class MappedFiles:
             known = self.files.get(key)
             if known is not None and known.identity == identity:
                 return True
-            if self.scans.get(key) == identity:
-                return True
-            self.scans[key] = identity
+            seen = self.scans.get(key)
+            if seen is not None and seen[0] == identity:
+                return seen[1] is not run
+            self.scans[key] = (identity, run)
             self.scans.move_to_end(key)
             while len(self.scans) > SCANS_KEPT:
                 self.scans.popitem(last=False)

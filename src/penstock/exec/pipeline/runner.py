@@ -72,6 +72,8 @@ class PipelineContext:
     deferred: list[Deferred] | None = None
     # (table, column names, columns) of every read the column cache served
     cached_reads: list[tuple[str, list[str], list[Any]]] = field(default_factory=list)
+    # this run, to the files' registry: io="auto" maps a file a later run scans (io/mapped_files.py)
+    run_token: object = field(default_factory=object)
 
 
 class PipelineRunner(AggregateRunning):

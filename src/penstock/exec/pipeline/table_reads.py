@@ -30,8 +30,8 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
         for path in reader.files:
             mode, why = choose_read_path(ctx.backend, ctx.io, path)
             if ctx.io == "auto" and mode == "pread" and ctx.backend.name == "gpu" and \
-                    mapped_files(ctx.backend).scan_mapped(path):
-                mode, why = "mapped", "the file's second scan in the process: its page cache registered"
+                    mapped_files(ctx.backend).scan_mapped(path, ctx.run_token):
+                mode, why = "mapped", "an earlier query in the process scanned the file: its page cache registered"
             # in flight: the read-ahead queue's DEPTH, one waiting to enter it, the reader's
             # next one (started before a batch is handed out) and the kernels' one; at a
             # twelfth each they take under half the cap, the pipeline's tables the rest
@@ -68,7 +68,7 @@ def read_parquet_on_device(ctx: "PipelineContext", metrics: PipelineMetrics, rea
     started = time.perf_counter()
     predicates = skip_predicates(source.skip_filters)
     for scan in scan_on_device(reader, ctx.backend, source.names, source.types, predicates, report,
-                               ctx.memory_limit, ctx.io):
+                               ctx.memory_limit, ctx.io, ctx.run_token):
         metrics.read_path = report.describe()
         if scan.batch is None:
             metrics.batches_skipped += 1

@@ -107,9 +107,10 @@ class FilePlans:
 
     def __init__(self, table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
                  predicates: list[ColumnPredicate] | None, report: ScanReport, memory_limit: int | None,
-                 io: str):
+                 io: str, run: object | None = None):
         self.table, self.backend, self.names, self.types = table, backend, names, types
         self.predicates, self.report, self.memory_limit, self.io = predicates, report, memory_limit, io
+        self.run = run if run is not None else object()  # the query run scanning (io="auto" maps a later run's)
         self.device_decompression = READ_TO_DEVICE and nvcomp.on_device(backend)
         self.planned: dict[int, FileScan] = {}
         self.next = 0  # the next file to plan
@@ -137,8 +138,8 @@ class FilePlans:
         to_device = self.device_decompression and (limit is None or READ_AHEAD * largest <= limit // 8)
         asked = choose_read_path(self.backend, self.io, path)[0] if self.io in ("direct", "mapped") else None
         direct, mapped = to_device and asked == "direct", to_device and asked == "mapped"
-        if self.io == "auto" and to_device and self.backend.name == "gpu":  # from a file's second scan on
-            mapped = mapped_files(self.backend).scan_mapped(path)
+        if self.io == "auto" and to_device and self.backend.name == "gpu":  # from a later query's scan on
+            mapped = mapped_files(self.backend).scan_mapped(path, self.run)
         footprint = max((batches.footprint(run) for run in runs), default=0)
         prepare_ahead = PREPARE_AHEAD and to_device and self.backend.name == "gpu" and \
             (limit is None or READ_AHEAD * footprint <= limit // 8)
@@ -150,7 +151,8 @@ class FilePlans:
 
 def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], types: list[DataType],
                    predicates: list[ColumnPredicate] | None, report: ScanReport,
-                   memory_limit: int | None = None, io: str = "auto") -> Iterator[DeviceScan]:
+                   memory_limit: int | None = None, io: str = "auto",
+                   run: object | None = None) -> Iterator[DeviceScan]:
     """Runs of row groups decoded together (BatchDecoder), their stored bytes read ahead in
     threads, across the files' boundaries (a table of many small files read one file ahead
     at most: its next file's first runs waited for this file's last decode); a run
@@ -162,7 +164,7 @@ def scan_on_device(table: ParquetTable, backend: Backend, names: list[str], type
     ahead to device memory (the copies overlap the decoding before them) while READ_AHEAD
     runs' stored bytes fit an eighth of the memory limit; io="direct" reads them with O_DIRECT."""
     pool = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="penstock-parquet-read")
-    plans = FilePlans(table, backend, names, types, predicates, report, memory_limit, io)
+    plans = FilePlans(table, backend, names, types, predicates, report, memory_limit, io, run)
 
     def runs_in_order() -> Iterator[tuple[FileScan, list[int]]]:
         for k in range(len(table.files)):
