@@ -388,8 +388,8 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
     spill_dir: where spill files go (default: spill/ in the cache directory).
     cache: tables (or {table: [columns]}) to keep in device memory once registered.
     cache_limit: bytes the device-resident column cache may hold.
-    io: how files reach the device: 'auto' (measured; on a GPU a file is read 'mapped' once
-        a later query scans it), 'pread', 'direct' (O_DIRECT), 'kvikio' (GPUDirect Storage /
+    io: how files reach the device: 'auto' (measured; on a GPU a Parquet file is read
+        'mapped' once a later query scans it), 'pread', 'direct' (O_DIRECT), 'kvikio' (GPUDirect Storage /
         KvikIO, Arrow files), 'mapped' (Parquet and Arrow files on a GPU: DMA out of the
         file's page cache, registered with CUDA; io/mapped_files.py).
     parquet_decode: where Parquet pages are decompressed and decoded: 'auto' (by the device's

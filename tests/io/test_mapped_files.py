@@ -228,7 +228,11 @@ def test_a_deleted_file_is_let_go_when_another_is_registered(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("kind", ["parquet", "arrow"])
-def test_auto_reads_a_file_mapped_once_a_later_query_scans_it(tmp_path: Path, device: str, kind: str) -> None:
+def test_auto_reads_a_file_mapped_once_a_later_query_scans_it(tmp_path: Path, device: str, kind: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from penstock.exec.pipeline import table_reads
+
+    monkeypatch.setattr(table_reads, "ARROW_AUTO_MAPPED", True)
     path = tmp_path / f"t.{kind}"
     table = parquet_file(tmp_path / "t.parquet", 40_000, seed=3)
     if kind == "arrow":

@@ -5,8 +5,9 @@
   kvikio -- KvikIO/cuFile into device memory (GPUDirect Storage where the driver supports it)
   mapped -- Parquet and Arrow IPC files on a GPU: the file's page cache registered with CUDA
             and copied by DMA, no core copying (io/mapped_files.py); other files, and files
-            not in the page cache, read with pread. io="auto" reads a file this way once a
-            later query in the process scans it (MappedFiles.scan_mapped)
+            not in the page cache, read with pread. io="auto" reads a Parquet file this way
+            once a later query in the process scans it (MappedFiles.scan_mapped; Arrow files
+            with PENSTOCK_ARROW_AUTO_MAPPED=1)
 With io="auto" the first file of 64 MiB or more read on a GPU times pread and KvikIO on its
 first 256 MiB and keeps the faster for the process (smaller files use pread); the CPU
 backend always uses pread.

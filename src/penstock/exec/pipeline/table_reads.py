@@ -4,6 +4,7 @@ pyarrow, everything else through pyarrow; metrics record the path taken and its 
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -17,6 +18,10 @@ from penstock.io.prefetch import DEPTH
 from penstock.io.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
 
+# io="auto" reads an Arrow file mapped once a later query scans it, as a Parquet file, with
+# PENSTOCK_ARROW_AUTO_MAPPED=1 until the mapped Arrow path has run on a GPU (io="mapped" asks for it)
+ARROW_AUTO_MAPPED = os.environ.get("PENSTOCK_ARROW_AUTO_MAPPED", "0") == "1"
+
 if TYPE_CHECKING:
     from penstock.exec.pipeline.runner import PipelineContext
 
@@ -29,7 +34,7 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
         direct = []
         for path in reader.files:
             mode, why = choose_read_path(ctx.backend, ctx.io, path)
-            if ctx.io == "auto" and mode == "pread" and ctx.backend.name == "gpu" and \
+            if ARROW_AUTO_MAPPED and ctx.io == "auto" and mode == "pread" and ctx.backend.name == "gpu" and \
                     mapped_files(ctx.backend).scan_mapped(path, ctx.run_token):
                 mode, why = "mapped", "an earlier query in the process scanned the file: its page cache registered"
             # in flight: the read-ahead queue's DEPTH, one waiting to enter it, the reader's
