@@ -10,8 +10,9 @@ mkdir -p /tmp/site "$OUT"
 # nvCOMP and generates data (64 MiB do not hold all three otherwise); .device-litesite: the
 # same packages alone (a call with nvCOMP that generates no TPC-H data); .device-pg: the
 # PostgreSQL clients tests/server imports (carried beside .device-litesite); .device-noduck:
-# the packages without DuckDB plus tpchgen-cli (beside nvCOMP: generate TPC-H and scan it)
-for site in .device-site .device-lite .device-litesite .device-noduck .device-pg; do
+# the packages without DuckDB plus tpchgen-cli (beside nvCOMP: generate TPC-H and scan it);
+# .device-faiss: faiss-cpu (beside .device-litesite: `penstock bench knn` with FAISS)
+for site in .device-site .device-lite .device-litesite .device-noduck .device-pg .device-faiss; do
   if [ -f $site/site.tar.xz ]; then tar -xJf $site/site.tar.xz -C /tmp/site; fi
 done
 if [ -f .device-nvcomp/nvcomp.tar.xz ]; then

@@ -8,6 +8,8 @@
 #                                 .device-litesite, not with nvCOMP (64 MiB)
 #   .device-noduck/               the packages without DuckDB, plus tpchgen-cli: generates TPC-H
 #                                 and scans it with nvCOMP in one call (scripts/scan_timeline.py)
+#   .device-faiss/site.tar.xz     faiss-cpu, for `penstock bench knn` beside .device-litesite
+#                                 (FAISS's IndexBinaryFlat in the same run; no nvCOMP needed)
 # Shared objects are stripped and everything is compressed with xz -9. Run from the repo root.
 set -euo pipefail
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -35,6 +37,9 @@ tar -cf - -C "$tmp/site" . | xz -T0 -9 > .device-noduck/site.tar.xz
 cp .device-lite/tpchgen-cli.xz .device-noduck/
 pip_target "$tmp/nvcomp" "nvidia-libnvcomp-cu13>=5"
 tar -cf - -C "$tmp/nvcomp" . | xz -T0 -9 > .device-nvcomp/nvcomp.tar.xz
+pip_target "$tmp/faiss" "faiss-cpu==1.15.1" "packaging"
+mkdir -p .device-faiss
+tar -cf - -C "$tmp/faiss" . | xz -T0 -9 > .device-faiss/site.tar.xz
 pip_target "$tmp/pg" "psycopg==3.3.9" "psycopg-binary==3.3.9" "SQLAlchemy==2.1.9" "typing_extensions" "greenlet"
 tar -cf - -C "$tmp/pg" . | xz -T0 -9 > .device-pg/site.tar.xz
-du -h .device-litesite/site.tar.xz .device-pg/site.tar.xz .device-lite/* .device-noduck/* .device-nvcomp/nvcomp.tar.xz
+du -h .device-litesite/site.tar.xz .device-pg/site.tar.xz .device-faiss/site.tar.xz .device-lite/* .device-noduck/* .device-nvcomp/nvcomp.tar.xz
