@@ -142,7 +142,7 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
                                                                    method: str) -> None:
     """Most signatures NULL: the sample holds fewer than k, so the first rows are searched
     in slices until every query has k candidates (none of them lost, no 5 x 10^9 list)."""
-    monkeypatch.setattr(knn_gpu_batch, "UNBOUNDED_CELLS", 1 << 14)
+    monkeypatch.setattr(knn_gpu_batch, "SLICE_CANDIDATES", 1 << 14)
     backend = get_backend("gpu")
     rng = np.random.default_rng(12)
     rows, k = 120_000, 60

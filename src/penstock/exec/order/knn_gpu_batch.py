@@ -12,6 +12,8 @@ this search filters with a bound per query and selects afterwards:
    queries or more the tensor cores' 1-bit MMA computes the distances; otherwise lanes of a
    warp share a row. About k x rows / sample candidates come out per query. A pass that
    finds more than its room is run again with room for all of them, so the count is exact.
+   Rows go in slices sized so a launch expects at most 2^24 candidates (a large k, or
+   queries the sample left without a bound, would ask for more at once).
 3. The selection. Candidates are sorted by (query, distance, id), each query keeps its first
    k, and the k-th distance becomes the bound for the next batch.
 Ties go to the smaller id and NULL signatures are never candidates, as on the CPU.
@@ -37,7 +39,7 @@ from penstock.exec.order.knn_batch import check_k, fixed_bytes
 
 SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds
 SAMPLE_CELLS = 1 << 25  # (query, row) distances of the sample held at once: 128 MiB
-UNBOUNDED_CELLS = 1 << 24  # candidates of a slice of rows while a query has no bound (256 MiB)
+SLICE_CANDIDATES = 1 << 24  # candidates one launch expects at most (256 MiB): rows are sliced to it
 MMA_MIN_QUERIES = 16  # fewer queries leave most of an 8-query tile idle: lanes share a row
 NO_BOUND = np.iinfo(np.int32).max
 # PENSTOCK_KNN_GPU_BATCH=1 sends Connection.knn_hamming on a GPU here (until measured on one,
@@ -64,6 +66,7 @@ class GpuKnnBatchSearch:
     queries: np.ndarray  # (B, width) uint8
     k: int
     rows_read: int = 0
+    basis: int = 0  # rows the bounds are the k-th least distance among (sampled or searched)
     method: str = ""
     why: str = ""  # why not the MMA, when it was not used
     kernels: dict[str, Any] = field(default_factory=dict)
@@ -119,11 +122,23 @@ class GpuKnnBatchSearch:
         if self._unbounded():
             self._bound_from_sample(n, sigs, valid)
         start = 0
-        while start < n:  # a query without a bound (no k signatures sampled) takes every row: a slice at a time
-            stop = min(n, start + max(1 << 10, UNBOUNDED_CELLS // len(self.queries))) if self._unbounded() else n
+        while start < n:  # slices whose candidates stay within SLICE_CANDIDATES
+            stop = min(n, start + self._slice_rows())
             self._keep(self._candidates(start, stop, sigs, valid, ids))
+            self.basis = max(self.basis, self.rows_read + stop)  # bounds: the k-th least of every row so far
             start = stop
         self.rows_read += n
+
+    def _slice_rows(self) -> int:
+        """Rows the next launch takes. A query without a bound (fewer than k signatures seen)
+        makes every row a candidate; with bounds from `basis` rows, a row is a candidate for
+        about k / basis of the queries. Slices grow as the bounds tighten, so a search with a
+        large k (bounds from a sample smaller than k x rows / SLICE_CANDIDATES) never asks
+        for more room than that."""
+        b = len(self.queries)
+        if self._unbounded():
+            return max(1 << 10, SLICE_CANDIDATES // b)
+        return max(1 << 10, SLICE_CANDIDATES * self.basis // (b * self.k))
 
     def _unbounded(self) -> bool:
         return bool((self.bounds[:len(self.queries)] == NO_BOUND).any())
@@ -139,6 +154,7 @@ class GpuKnnBatchSearch:
         samples = min(n, SAMPLE_ROWS)
         if samples < self.k:
             return  # no k rows to bound by: this batch's candidates will be every row
+        self.basis = max(self.basis, samples)
         b = len(self.queries)
         chunk = max(1, SAMPLE_CELLS // samples)
         for first in range(0, b, chunk):
@@ -155,7 +171,8 @@ class GpuKnnBatchSearch:
         when the first had too little room)."""
         xp = self.backend.xp
         b = len(self.queries)
-        capacity = max(1 << 16, 4 * b * self.k * -(-(n - first) // SAMPLE_ROWS))
+        expected = b * (n - first) if self._unbounded() else b * self.k * (n - first) // max(self.basis, 1)
+        capacity = min(b * (n - first), max(1 << 16, 2 * expected))
         method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
         while True:
             count = xp.zeros(1, np.uint64)
