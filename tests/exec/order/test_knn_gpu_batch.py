@@ -158,3 +158,23 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
     got = answers(KnnResult(search.result(), ""), 16)
     for q in range(16):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q
+
+
+@gpu
+def test_a_large_k_goes_in_slices_that_grow_as_the_bounds_tighten(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(knn_gpu_batch, "SAMPLE_ROWS", 1024)
+    monkeypatch.setattr(knn_gpu_batch, "SLICE_CANDIDATES", 1 << 15)
+    backend = get_backend("gpu")
+    rng = np.random.default_rng(13)
+    rows, k = 100_000, 500
+    matrix = rng.integers(0, 256, (rows, 32), dtype=np.uint8)
+    ids = rng.permutation(rows).astype(np.int64)
+    valid = np.ones(rows, bool)
+    queries = rng.integers(0, 256, (16, 32), dtype=np.uint8)
+    search = GpuKnnBatchSearch(backend, queries, k, method="mma")
+    sigs, bitmap = device_rows(backend, matrix, valid)
+    search.add_arrays(backend.xp.asarray(ids), sigs, bitmap)
+    assert search.basis == rows
+    got = answers(KnnResult(search.result(), ""), 16)
+    for q in range(16):
+        assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q
