@@ -272,6 +272,33 @@ def test_an_arrow_file_read_mapped_answers_and_says_so(tmp_path: Path, device: s
         assert "mapped asked for, but" in plan and "CPU backend" in plan, plan
 
 
+def test_a_refused_file_is_not_asked_again_until_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files, calls = registry(1 << 20, refuse=True)
+    path = write(tmp_path / "a", 10_000)
+    tries = []
+    register = files.register
+
+    def counted(address: int, size: int) -> None:
+        tries.append(size)
+        register(address, size)
+
+    files.register = counted
+    for _ in range(3):  # every run of a scan asks: the driver is asked once
+        got, why = files.take(path)
+        assert got is None and "registering it failed (cudaErrorNotSupported)" in why
+    assert tries == [10_000]
+    write(path, 12_000)  # changed: asked again
+    assert files.take(path)[0] is None and tries == [10_000, 12_000]
+
+    def no_mapping(*args: object, **kwargs: object) -> None:
+        raise OSError(19, "No such device")
+
+    other = write(tmp_path / "b", 10_000)
+    monkeypatch.setattr(mapped_files.mmap, "mmap", no_mapping)
+    got, why = files.take(other)
+    assert got is None and why.startswith("it cannot be mapped (") and calls.registered == {}
+
+
 def test_a_missing_file_is_not_mapped(tmp_path: Path) -> None:
     files, calls = registry(1 << 20)
     got, why = files.take(tmp_path / "gone.parquet")

@@ -69,6 +69,8 @@ class MappedFiles:
         self.unregister = unregister
         self.limit = limit
         self.files: OrderedDict[str, MappedFile] = OrderedDict()
+        # files that could not be mapped or registered, by identity, and why
+        self.refused: OrderedDict[str, tuple[tuple[int, int, int], str]] = OrderedDict()
         # files scanned once: their identity and the query run that scanned them
         self.scans: OrderedDict[str, tuple[tuple[int, int, int], object]] = OrderedDict()
         self.lock = threading.Lock()
@@ -118,6 +120,9 @@ class MappedFiles:
                 self.files.move_to_end(key)
                 known.uses += 1
                 return known, ""
+            refused = self.refused.get(key)
+            if refused is not None and refused[0] == identity:  # not asked again for every run
+                return None, refused[1]
             if known is not None:  # changed on disk since it was registered
                 if known.uses:
                     return None, "the file changed on disk while another scan reads it"
@@ -129,9 +134,13 @@ class MappedFiles:
             return self._register_new(key, identity, stat.st_size)
 
     def _register_new(self, key: str, identity: tuple[int, int, int], size: int) -> tuple[MappedFile | None, str]:
-        """Map the file, check it is in the page cache, make room, register it (locked)."""
-        with open(key, "rb") as f:
-            mapping = mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ)
+        """Map the file, check it is in the page cache, make room, register it (locked). A
+        file that cannot be mapped or registered is remembered, unchanged, as refused."""
+        try:
+            with open(key, "rb") as f:
+                mapping = mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ)
+        except (OSError, ValueError) as e:  # a file system without shared mappings, say
+            return None, self._refuse(key, identity, f"it cannot be mapped ({e})")
         view = np.frombuffer(mapping, dtype=np.uint8)
         address = view.ctypes.data
         why = ""
@@ -150,7 +159,7 @@ class MappedFiles:
             try:
                 self.register(address, size)
             except Exception as e:  # a driver that refuses: the caller reads with pread
-                why = f"registering it failed ({e})"
+                why = self._refuse(key, identity, f"registering it failed ({e})")
         if why:
             del view
             mapping.close()
@@ -158,6 +167,13 @@ class MappedFiles:
         mapped = MappedFile(identity, mapping, view, address, size, uses=1)
         self.files[key] = mapped
         return mapped, ""
+
+    def _refuse(self, key: str, identity: tuple[int, int, int], why: str) -> str:
+        self.refused[key] = (identity, why)
+        self.refused.move_to_end(key)
+        while len(self.refused) > SCANS_KEPT:
+            self.refused.popitem(last=False)
+        return why
 
     def give_back(self, mapped: MappedFile) -> None:
         with self.lock:
