@@ -22,6 +22,7 @@ from penstock.errors import FEATURE_NOT_SUPPORTED, PenstockError, QueryError, Un
 from penstock.exec.compiled_plan import CompiledPlan, compile_plan
 from penstock.exec.executor import Executor
 from penstock.exec.metrics import QueryMetrics
+from penstock.exec.spill.off_device import SpillLimits
 from penstock.explain import explain_request, explain_text
 from penstock.frontend import table_functions
 from penstock.frontend.clock import reads_clock
@@ -267,10 +268,12 @@ class Connection:
             return prepared
 
     def sql(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
-            check: Callable[[], None] | None = None, memory_limit: int | None = None) -> Result:
+            check: Callable[[], None] | None = None, memory_limit: int | None = None,
+            spill: SpillLimits | None = None) -> Result:
         """Run one query. `check`, if given, is called between batches and steps and stops the
         query by raising (the server's cancel requests and statement timeouts use it);
-        `memory_limit` caps this query's device memory below the connection's cap. An
+        `memory_limit` caps this query's device memory below the connection's cap, `spill`
+        its host memory (below the connection's) and where its spill files go. An
         EXPLAIN [ANALYZE] statement answers penstock's plan (Connection.explain), one line a row."""
         started = time.perf_counter()
         request = explain_request(sql)
@@ -286,7 +289,8 @@ class Connection:
         if prepared.compiled is None:
             return self._fallback(prepared, started, check, params)
         metrics.compile_seconds = 0.0 if cached else prepared.compiled.compile_seconds
-        table = self.executor.run(prepared.compiled, metrics, check, memory_limit, params=runtime_values(params))
+        table = self.executor.run(prepared.compiled, metrics, check, memory_limit, params=runtime_values(params),
+                                  spill=spill)
         table = _rename(table, prepared.planned.names)
         metrics.execute_seconds = time.perf_counter() - started - metrics.plan_seconds
         return Result(table, self.backend.engine, None, metrics, time.perf_counter() - started,
@@ -344,10 +348,11 @@ class Connection:
         return knn_hamming(self, table, column, queries, k, id, where)
 
     def stream(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
-               check: Callable[[], None] | None = None, memory_limit: int | None = None) -> ResultStream:
+               check: Callable[[], None] | None = None, memory_limit: int | None = None,
+               spill: SpillLimits | None = None) -> ResultStream:
         """Run one query and hand its result out piece by piece (penstock/streaming.py): a
         result bigger than memory can go to a client or a file as it is made."""
-        return open_stream(self, sql, params, check, memory_limit)
+        return open_stream(self, sql, params, check, memory_limit, spill)
 
     def explain(self, sql: str, analyze: bool = False,
                 params: Sequence[Any] | dict[str, Any] | None = None) -> str:

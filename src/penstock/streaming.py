@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from penstock.frontend.param_slots import runtime_values
 from penstock.exec.metrics import QueryMetrics
+from penstock.exec.spill.off_device import SpillLimits
 from penstock.exec.result_stream import QUEUE_BATCHES, output, slices, streams
 from penstock.io.prefetch import ReadAhead
 
@@ -71,7 +72,8 @@ def finished(result: Any) -> ResultStream:
 
 
 def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, Any] | None,
-                check: Callable[[], None] | None, memory_limit: int | None) -> ResultStream:
+                check: Callable[[], None] | None, memory_limit: int | None,
+                spill: SpillLimits | None = None) -> ResultStream:
     started = time.perf_counter()
     prepared = conn.prepare(sql, params)
     if prepared.compiled is None:
@@ -79,7 +81,7 @@ def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, 
         return ResultStream(schema, "datafusion", prepared.reason, pieces, streamed=True)
     compiled, names, backend = prepared.compiled, prepared.planned.names, conn.backend
     if not streams(compiled.plan):
-        return finished(conn.sql(sql, params, check, memory_limit))
+        return finished(conn.sql(sql, params, check, memory_limit, spill))
     metrics = QueryMetrics()
     stream = ResultStream(output(backend, compiled.plan, names, []).schema, backend.engine, None, iter(()),
                           metrics, streamed=True)
@@ -91,7 +93,7 @@ def open_stream(conn: "Connection", sql: str, params: Sequence[Any] | dict[str, 
                 check()
 
         conn.executor.run(compiled, metrics, checked, memory_limit, params=runtime_values(params),
-                          emit=lambda batch: reader.push(output(backend, compiled.plan, names, [batch])))
+                          emit=lambda batch: reader.push(output(backend, compiled.plan, names, [batch])), spill=spill)
 
     def pieces() -> Iterator[pa.Table]:  # the query starts when the first piece is asked for
         yield from ReadAhead(depth=QUEUE_BATCHES, pushes=produce)

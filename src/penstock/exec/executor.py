@@ -29,7 +29,7 @@ from penstock.exec.pipeline.split import run_split, split_point
 from penstock.exec.memory.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
 from penstock.exec.order.sort_step import run_sort
 from penstock.exec.memory.smaller_budgets import run_shrinking, shrink_note
-from penstock.exec.spill.off_device import OffDeviceStore
+from penstock.exec.spill.off_device import OffDeviceStore, SpillLimits
 from penstock.exec.steady.runs import run_steady, unsteady
 from penstock.exec.pipeline.streamed_input import run_streamed, streamed_consumer
 from penstock.io.column_cache import table_key
@@ -53,21 +53,30 @@ class Executor:
         self.column_cache: Any = None  # set when the connection caches columns
         self.host_memory_limit: int | None = None  # host memory for results moved off the device
         self.spill_dir: Any = None  # where spill files go (exec/spill/directory.py)
+        self._query = threading.local()  # the running query's SpillLimits, for the thread running it
         # plans whose CUDA graphs are kept: id -> (plan, graph, device bytes), oldest first
         self._replays: OrderedDict[int, tuple[weakref.ref[Any], weakref.ref[Any], int]] = OrderedDict()
         self._replays_lock = threading.Lock()
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
             check: Callable[[], None] | None = None, memory_limit: int | None = None,
-            emit: Callable[[Batch], None] | None = None, params: dict[int, Any] | None = None) -> pa.Table:
+            emit: Callable[[Batch], None] | None = None, params: dict[int, Any] | None = None,
+            spill: SpillLimits | None = None) -> pa.Table:
         """Run the plan's steps in order; `check` is called before every step and batch and
         stops the query by raising (cancellation, statement timeout). `memory_limit` is this
         query's share of device memory (the server admits concurrent queries with shares).
         With `emit`, a plan that streams (exec/result_stream.py) gives it each batch of its
         result as written, and returns an empty table. `params`: the call's values of the
-        plan's runtime parameters by slot (frontend/param_slots.py)."""
-        with self.backend.running_query():
-            return self._run(compiled, metrics, check, memory_limit, emit, params)
+        plan's runtime parameters by slot (frontend/param_slots.py). `spill`: this query's own
+        host budget and spill directory over the connection's (held for the calling thread
+        while the query runs: its steps make their stores in it)."""
+        before = getattr(self._query, "spill", None)
+        self._query.spill = spill
+        try:
+            with self.backend.running_query():
+                return self._run(compiled, metrics, check, memory_limit, emit, params)
+        finally:
+            self._query.spill = before
 
     def _run(self, compiled: CompiledPlan, metrics: QueryMetrics, check: Callable[[], None] | None,
              memory_limit: int | None, emit: Callable[[Batch], None] | None,
@@ -139,8 +148,10 @@ class Executor:
                   params: dict[int, Any] | None = None) -> pa.Table:
         """The plan's steps in order, planning with the working memory halved `halvings`
         times (exec/memory/smaller_budgets.py)."""
+        spill = getattr(self._query, "spill", None) or SpillLimits()
+        host_limit, spill_dir = spill.over(self.host_memory_limit, self.spill_dir)
         store = BufferStore(compiled.plan.buffer_types, self.backend,
-                            OffDeviceStore(self.host_memory_limit or self.backend.default_host_budget(), self.spill_dir))
+                            OffDeviceStore(host_limit or self.backend.default_host_budget(), spill_dir))
         if emit is not None:
             store.emitters[compiled.plan.result_buffer] = emit
         ctx = self.context(compiled, store, check, limit, halvings)

@@ -120,7 +120,7 @@ def run_query(state: SessionState, sql: str) -> Outcome:
     sql = pg_catalog.for_session(state, sql)
     s = state.settings
     executed = state.db.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
-                               state.cancelled, s.memory_limit(), state.params or None)
+                               state.cancelled, s.memory_limit(), state.params or None, s.spill())
     result = executed.result
     notices = list(executed.notices)
     engine = describe_engine(result)

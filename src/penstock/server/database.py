@@ -24,6 +24,7 @@ from penstock.frontend.session import quoted
 from penstock.io.csv.reader import flag
 from penstock.api import Connection, Result, plain_types
 from penstock.exec.result_stream import streams
+from penstock.exec.spill.off_device import SpillLimits
 from penstock.streaming import ResultStream, finished
 from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
 from penstock.server.emulation import pg_catalog
@@ -197,23 +198,27 @@ class Database:
     # -- queries ----------------------------------------------------------------------------
     def execute(self, sql: str, check: Callable[[], None], policy: str = "wait",
                 max_wait: float | None = None, cancelled: threading.Event | None = None,
-                session_limit: int | None = None, params: dict[str, bytes] | None = None) -> Executed:
+                session_limit: int | None = None, params: dict[str, bytes] | None = None,
+                spill: SpillLimits | None = None) -> Executed:
         """Run a query under GPU admission. Catalog queries and queries for DataFusion do not
         take a GPU slot; a query whose share of GPU memory is too small runs again alone.
-        `session_limit`: the session's own cap (SET penstock.memory_limit), below the rest.
-        `params`: bytea parameters bound when the query runs (protocol/params.bind_values)."""
+        `session_limit`: the session's own cap (SET penstock.memory_limit), below the rest;
+        `spill`: its host budget and spill directory (SET penstock.host_memory_limit,
+        penstock.spill_dir). `params`: bytea parameters bound when the query runs
+        (protocol/params.bind_values)."""
         sql = self.memo(("planner", sql), lambda: planner_sql(sql))
         prepared = self.conn.prepare(sql, params)
         if prepared.compiled is None or self.cpu is None:
-            return Executed(self.conn.sql(sql, params, check=check, memory_limit=session_limit), [])
+            return Executed(self.conn.sql(sql, params, check=check, memory_limit=session_limit, spill=spill), [])
         grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
         if not grant.on_gpu:
             check()
-            return Executed(self.cpu.sql(sql, params, check=check, memory_limit=session_limit), [self.busy_note(grant)], grant)
+            return Executed(self.cpu.sql(sql, params, check=check, memory_limit=session_limit, spill=spill),
+                            [self.busy_note(grant)], grant)
         limit = lower(grant.memory_limit, session_limit)
         try:
             try:
-                return Executed(self.conn.sql(sql, params, check=check, memory_limit=limit), [], grant)
+                return Executed(self.conn.sql(sql, params, check=check, memory_limit=limit, spill=spill), [], grant)
             except QueryError as e:
                 session_bound = session_limit is not None and limit == session_limit
                 if e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots or session_bound:
@@ -223,31 +228,35 @@ class Database:
         alone = self.admission.acquire("wait", None, alone=True, cancelled=cancelled)
         try:
             check()
-            result = self.conn.sql(sql, params, check=check, memory_limit=lower(alone.memory_limit, session_limit))
+            result = self.conn.sql(sql, params, check=check, memory_limit=lower(alone.memory_limit, session_limit),
+                                   spill=spill)
             return Executed(result, ["the query's share of GPU memory was too small: it ran again alone"], alone)
         finally:
             self.admission.release(alone)
 
     def stream(self, sql: str, check: Callable[[], None], policy: str = "wait",
                max_wait: float | None = None, cancelled: threading.Event | None = None,
-               session_limit: int | None = None, params: dict[str, bytes] | None = None) -> Executed:
+               session_limit: int | None = None, params: dict[str, bytes] | None = None,
+               spill: SpillLimits | None = None) -> Executed:
         """A query whose result goes to the client as it is made (penstock/streaming.py),
         under the same GPU admission as `execute`; the slot is held until the stream ends.
         (A plan that cannot stream runs through `execute`, with its retry alone.)"""
         sql = self.memo(("planner", sql), lambda: planner_sql(sql))
         prepared = self.conn.prepare(sql, params)
         if prepared.compiled is None or self.cpu is None:
-            return Executed(self.conn.stream(sql, params, check=check, memory_limit=session_limit), [])
+            return Executed(self.conn.stream(sql, params, check=check, memory_limit=session_limit, spill=spill), [])
         if not streams(prepared.compiled.plan):
-            executed = self.execute(sql, check, policy, max_wait, cancelled, session_limit, params)
+            executed = self.execute(sql, check, policy, max_wait, cancelled, session_limit, params, spill)
             return Executed(finished(executed.result), executed.notices, executed.grant)
         grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
         try:
             if not grant.on_gpu:
                 check()
-                stream, notices = self.cpu.stream(sql, params, check=check, memory_limit=session_limit), [self.busy_note(grant)]
+                stream = self.cpu.stream(sql, params, check=check, memory_limit=session_limit, spill=spill)
+                notices = [self.busy_note(grant)]
             else:
-                stream = self.conn.stream(sql, params, check=check, memory_limit=lower(grant.memory_limit, session_limit))
+                stream = self.conn.stream(sql, params, check=check,
+                                          memory_limit=lower(grant.memory_limit, session_limit), spill=spill)
                 notices = []
         except BaseException:
             self.admission.release(grant)

@@ -8,15 +8,21 @@ application_name, client_encoding (UTF8 only), and penstock's own
 ``penstock.report_engine`` (on: a NOTICE names the engine of every query) and
 ``penstock.memory_limit`` (this session's queries' working memory on the executing device,
 under the server's --memory-limit and its GPU admission share: '512MB', '2GB'; a plain
-number is kB, as PostgreSQL's memory settings read it; '' or 0: no session cap). TimeZone is
-accepted and shown, but times are computed and sent in UTC.
+number is kB, as PostgreSQL's memory settings read it; '' or 0: no session cap),
+``penstock.host_memory_limit`` (the host memory its queries stage and spill in, under the
+server's --host-memory-limit; the same sizes) and ``penstock.spill_dir`` (an absolute path
+to a directory the server can write, where each query makes its private spill directory;
+'': the server's --spill-dir). TimeZone is accepted and shown, but times are computed and
+sent in UTC.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from penstock.errors import INVALID_PARAMETER_VALUE, QueryError
+from penstock.exec.spill.off_device import SpillLimits
 
 SERVER_VERSION = "15.0"
 SERVER_VERSION_NUM = "150000"
@@ -71,6 +77,8 @@ DEFAULTS: dict[str, str] = {
     "penstock.gpu_wait": "",
     "penstock.report_engine": "off",
     "penstock.memory_limit": "",
+    "penstock.host_memory_limit": "",
+    "penstock.spill_dir": "",
 }
 # The names PostgreSQL reports with ParameterStatus, as it spells them.
 REPORTED = {"application_name": "application_name", "client_encoding": "client_encoding",
@@ -97,6 +105,18 @@ def milliseconds(value: str, name: str) -> int:
     if not m:
         raise QueryError(f'invalid value for parameter "{name}": "{value}"', INVALID_PARAMETER_VALUE)
     return int(float(m.group(1)) * _UNITS_MS[m.group(2) or "ms"])
+
+
+def directory_problem(path: str) -> str | None:
+    """Why `path` cannot hold a session's spill files (None: it can): an absolute path to a
+    directory the server can write, where each query makes a private directory of its own."""
+    if not os.path.isabs(path):
+        return "not an absolute path"
+    if not os.path.isdir(path):
+        return "no such directory"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "the server cannot write there"
+    return None
 
 
 def memory_bytes(value: str, name: str) -> int | None:
@@ -180,8 +200,13 @@ class Settings:
         if k == "penstock.gpu_admission" and value.lower() not in ("wait", "cpu"):
             raise QueryError('penstock.gpu_admission is "wait" (for a GPU slot) or "cpu" (run on the CPU '
                              "when the GPU is busy)", INVALID_PARAMETER_VALUE)
-        if k == "penstock.memory_limit":
+        if k in ("penstock.memory_limit", "penstock.host_memory_limit"):
             memory_bytes(value, k)
+        if k == "penstock.spill_dir" and value.strip():
+            problem = directory_problem(value.strip())
+            if problem:
+                raise QueryError(f'invalid value for parameter "penstock.spill_dir": "{value}" ({problem})',
+                                 INVALID_PARAMETER_VALUE)
         if k == "penstock.gpu_wait" and value.strip():
             milliseconds(value if re.search(r"[a-z]", value) else value + "s", k)
         return value
@@ -193,6 +218,12 @@ class Settings:
     def memory_limit(self) -> int | None:
         """Bytes this session's queries may use on the executing device, None: no session cap."""
         return memory_bytes(self.get("penstock.memory_limit"), "penstock.memory_limit")
+
+    def spill(self) -> SpillLimits | None:
+        """This session's host budget and spill directory for its queries, None: the server's."""
+        host = memory_bytes(self.get("penstock.host_memory_limit"), "penstock.host_memory_limit")
+        directory = self.get("penstock.spill_dir").strip() or None
+        return SpillLimits(host, directory) if host is not None or directory is not None else None
 
     def gpu_wait(self) -> float | None:
         raw = self.get("penstock.gpu_wait").strip()

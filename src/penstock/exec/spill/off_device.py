@@ -20,6 +20,21 @@ import pyarrow.ipc as ipc
 from penstock.exec.spill.directory import SpillDirectory
 
 
+@dataclass(frozen=True)
+class SpillLimits:
+    """One query's own host budget and spill directory (a server session's SET
+    penstock.host_memory_limit and penstock.spill_dir), over the connection's: the tighter
+    budget binds; the directory replaces the connection's."""
+    host_memory_limit: int | None = None
+    spill_dir: str | None = None
+
+    def over(self, host_memory_limit: int | None, spill_dir: str | os.PathLike[str] | None,
+             ) -> tuple[int | None, str | os.PathLike[str] | None]:
+        """(host budget, spill directory) of a query on a connection with these."""
+        budgets = [b for b in (self.host_memory_limit, host_memory_limit) if b is not None]
+        return (min(budgets) if budgets else None), (self.spill_dir or spill_dir)
+
+
 @dataclass
 class OffDevice:
     """One buffer's parts held off the device, in the order they were added."""
