@@ -30,6 +30,7 @@ from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.io.arrow.metadata import map_for_metadata, record_batches
+from penstock.io.mapped_files import read_mapped
 from penstock.io.io_threads import CHUNK, IO_THREADS, staging_buffer, start_ranges, thread_pool, wait_ranges
 from penstock.plan.types import DataType, Kind
 
@@ -58,6 +59,14 @@ def _exact_size(t: DataType, arr: pa.Array, part: str, rows: int) -> int | None:
     if part == "values":
         return rows * arr.type.bit_width // 8
     return None
+
+
+def fill_ones(target: Any, pieces: list[_Piece]) -> Any:
+    """The all-valid bitmaps a column without NULLs gets (its "ones" pieces) set in `target`."""
+    for p in pieces:
+        if p.part == "ones":
+            target[p.target:p.target + p.size].fill(0xFF)
+    return target
 
 
 def _layout_ok(t: DataType, arr: pa.Array) -> bool:
@@ -198,16 +207,10 @@ class ArrowDeviceReader:
                 return device, layout, []
         if be.name == "gpu":
             with self.stream:
-                target = be.xp.empty(size, dtype=np.uint8)
-                for p in pieces:
-                    if p.part == "ones":
-                        target[p.target:p.target + p.size].fill(0xFF)
+                target = fill_ones(be.xp.empty(size, dtype=np.uint8), pieces)
             self.stream.synchronize()
         else:
-            target = staging_buffer(be, size)
-            for p in pieces:
-                if p.part == "ones":
-                    target[p.target:p.target + p.size] = 0xFF
+            target = fill_ones(staging_buffer(be, size), pieces)
         # in file order: the requests in flight at any moment lie close together on the drive
         jobs = sorted((p.offset + off, min(CHUNK, p.size - off), p.target + off)
                       for p in pieces if p.part != "ones" for off in range(0, p.size, CHUNK))
@@ -221,9 +224,7 @@ class ArrowDeviceReader:
         with kvikio.CuFile(str(self.path), "r") as f:
             futures = [f.pread(device[p.target:p.target + p.size], p.size, p.offset)
                        for p in pieces if p.part != "ones"]
-            for p in pieces:
-                if p.part == "ones":
-                    device[p.target:p.target + p.size] = 0xFF
+            fill_ones(device, pieces)
             for fu in futures:
                 fu.get()
         return device
@@ -232,13 +233,8 @@ class ArrowDeviceReader:
         """The pieces copied by DMA out of the file's registered page cache
         (io/mapped_files.py); None when the file cannot be read so (the reader goes on with
         pread, and `read_note` says why)."""
-        from penstock.io.mapped_files import read_mapped
-
         with self.stream:
-            device = self.backend.xp.empty(size, dtype=np.uint8)
-            for p in pieces:
-                if p.part == "ones":
-                    device[p.target:p.target + p.size].fill(0xFF)
+            device = fill_ones(self.backend.xp.empty(size, dtype=np.uint8), pieces)
             jobs = [(p.offset, p.size, p.target) for p in pieces if p.part != "ones"]
             done, self.read_note = read_mapped(self.backend, self.path, jobs, device)
         if done is None:

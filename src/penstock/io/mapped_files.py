@@ -83,10 +83,9 @@ class MappedFiles:
         pay the registration of the whole file for a few columns."""
         key = str(path)
         try:
-            stat = os.stat(key)
+            identity = identity_of(key)
         except OSError:
             return False
-        identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self.lock:
             known = self.files.get(key)
             if known is not None and known.identity == identity:
@@ -110,10 +109,9 @@ class MappedFiles:
         cache, empty, refused, or the room held by files in use."""
         key = str(path)
         try:
-            stat = os.stat(key)
+            identity = identity_of(key)
         except OSError as e:  # the caller's pread names the file
             return None, f"it cannot be read ({e.strerror})"
-        identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self.lock:
             known = self.files.get(key)
             if known is not None and known.identity == identity:
@@ -127,11 +125,12 @@ class MappedFiles:
                 if known.uses:
                     return None, "the file changed on disk while another scan reads it"
                 self._drop(key)
-            if stat.st_size == 0:
+            size = identity[1]
+            if size == 0:
                 return None, "the file is empty"
-            if stat.st_size > self.limit:
-                return None, f"the file ({stat.st_size} bytes) is larger than the mapped files' limit ({self.limit})"
-            return self._register_new(key, identity, stat.st_size)
+            if size > self.limit:
+                return None, f"the file ({size} bytes) is larger than the mapped files' limit ({self.limit})"
+            return self._register_new(key, identity, size)
 
     def _register_new(self, key: str, identity: tuple[int, int, int], size: int) -> tuple[MappedFile | None, str]:
         """Map the file, check it is in the page cache, make room, register it (locked). A
@@ -190,8 +189,7 @@ class MappedFiles:
         (locked): their pinned pages would otherwise stay until the limit pushed them out."""
         for key, mapped in list(self.files.items()):
             try:
-                stat = os.stat(key)
-                current = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+                current: tuple[int, int, int] | None = identity_of(key)
             except OSError:
                 current = None
             if current != mapped.identity and not mapped.uses:
@@ -205,6 +203,12 @@ class MappedFiles:
             mapped.mapping.close()
         except BufferError:  # an array made from the view still lives: its owner closes it
             pass
+
+
+def identity_of(path: str) -> tuple[int, int, int]:
+    """(inode, size, modification time in ns): a file rewritten or replaced is another file."""
+    stat = os.stat(path)
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def resident_share(address: int, size: int) -> float:

@@ -74,6 +74,16 @@ def device_rows(backend: object, matrix: np.ndarray, valid: np.ndarray) -> tuple
     return xp.asarray(matrix.reshape(-1)), bitmap
 
 
+def search_rows(matrix: np.ndarray, ids: np.ndarray, valid: np.ndarray, queries: np.ndarray, k: int,
+                method: str) -> tuple[GpuKnnBatchSearch, list[list[tuple[int, int]]]]:
+    """One search over the rows as device arrays, and its answers by query."""
+    backend = get_backend("gpu")
+    search = GpuKnnBatchSearch(backend, queries, k, method=method)
+    sigs, bitmap = device_rows(backend, matrix, valid)
+    search.add_arrays(backend.xp.asarray(ids), sigs, bitmap)
+    return search, answers(KnnResult(search.result(), ""), len(queries))
+
+
 @gpu
 def test_the_mma_check_passes_on_the_device() -> None:
     backend = get_backend("gpu")
@@ -143,7 +153,6 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
     """Most signatures NULL: the sample holds fewer than k, so the first rows are searched
     in slices until every query has k candidates (none of them lost, no 5 x 10^9 list)."""
     monkeypatch.setattr(knn_gpu_batch, "SLICE_CANDIDATES", 1 << 14)
-    backend = get_backend("gpu")
     rng = np.random.default_rng(12)
     rows, k = 120_000, 60
     matrix = rng.integers(0, 256, (rows, 64), dtype=np.uint8)
@@ -152,10 +161,7 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
     valid[::1500] = True  # 80 signatures; the 65,536-row sample sees about 44, fewer than k
     valid[:300] = False
     queries = rng.integers(0, 256, (16, 64), dtype=np.uint8)
-    search = GpuKnnBatchSearch(backend, queries, k, method=method)
-    sigs, bitmap = device_rows(backend, matrix, valid)
-    search.add_arrays(backend.xp.asarray(ids), sigs, bitmap)
-    got = answers(KnnResult(search.result(), ""), 16)
+    _, got = search_rows(matrix, ids, valid, queries, k, method)
     for q in range(16):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q
 
@@ -164,17 +170,13 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
 def test_a_large_k_goes_in_slices_that_grow_as_the_bounds_tighten(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(knn_gpu_batch, "SAMPLE_ROWS", 1024)
     monkeypatch.setattr(knn_gpu_batch, "SLICE_CANDIDATES", 1 << 15)
-    backend = get_backend("gpu")
     rng = np.random.default_rng(13)
     rows, k = 100_000, 500
     matrix = rng.integers(0, 256, (rows, 32), dtype=np.uint8)
     ids = rng.permutation(rows).astype(np.int64)
     valid = np.ones(rows, bool)
     queries = rng.integers(0, 256, (16, 32), dtype=np.uint8)
-    search = GpuKnnBatchSearch(backend, queries, k, method="mma")
-    sigs, bitmap = device_rows(backend, matrix, valid)
-    search.add_arrays(backend.xp.asarray(ids), sigs, bitmap)
+    search, got = search_rows(matrix, ids, valid, queries, k, "mma")
     assert search.basis == rows
-    got = answers(KnnResult(search.result(), ""), 16)
     for q in range(16):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q

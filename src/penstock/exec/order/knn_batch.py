@@ -74,10 +74,7 @@ class KnnBatchSearch:
         """One record batch of the table: its ids (integers, no NULL) and signatures."""
         if len(signatures) == 0:
             return
-        sigs, valid = fixed_bytes(self.backend, signatures, self.width)
-        if ids.null_count:
-            raise QueryError("knn_hamming: the id column has NULLs", "22004")
-        self.add_arrays(ids.cast(pa.int64()).to_numpy(zero_copy_only=False), sigs, valid)
+        self.add_arrays(*arrow_rows(self.backend, ids, signatures, self.width))
 
     def add_arrays(self, ids: np.ndarray, sigs: np.ndarray, valid: np.ndarray | None, place: bool = False) -> None:
         """Rows as arrays: ids, the signatures' bytes end to end, an Arrow validity bitmap
@@ -140,6 +137,15 @@ def query_matrix(queries: Any) -> np.ndarray:
     if len({len(v) for v in values}) != 1:
         raise QueryError("knn_hamming: query signatures of different lengths", "22026")
     return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), -1)
+
+
+def arrow_rows(backend: Backend, ids: pa.Array, signatures: pa.Array, width: int) -> tuple[np.ndarray, Any, Any]:
+    """A record batch's rows as a search takes them: the ids as int64 on the host (22004 for a
+    NULL), the signatures and their validity as the backend holds a bytea column."""
+    sigs, valid = fixed_bytes(backend, signatures, width)
+    if ids.null_count:
+        raise QueryError("knn_hamming: the id column has NULLs", "22004")
+    return ids.cast(pa.int64()).to_numpy(zero_copy_only=False), sigs, valid
 
 
 def fixed_bytes(backend: Backend, signatures: pa.Array, width: int) -> tuple[Any, Any]:

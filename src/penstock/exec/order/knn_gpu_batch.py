@@ -35,7 +35,7 @@ import pyarrow as pa
 from penstock.codegen import knn_gpu_kernels
 from penstock.device.base import Backend
 from penstock.errors import QueryError
-from penstock.exec.order.knn_batch import check_k, fixed_bytes
+from penstock.exec.order.knn_batch import arrow_rows, check_k
 
 SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds
 SAMPLE_CELLS = 1 << 25  # (query, row) distances of the sample held at once: 128 MiB
@@ -90,6 +90,7 @@ class GpuKnnBatchSearch:
         self.bounds = xp.asarray(bounds)
         self.kept = Candidates(xp.zeros(0, np.int32), xp.zeros(0, np.int64), xp.zeros(0, np.int32))
         self.kept_rank = xp.zeros(0, np.int32)
+        self.unbounded = True  # some query has no bound yet (kept by `_bounds_changed`)
 
     @property
     def width(self) -> int:
@@ -103,10 +104,7 @@ class GpuKnnBatchSearch:
         """One record batch of the table: its ids (integers, no NULL) and signatures."""
         if len(signatures) == 0:
             return
-        sigs, valid = fixed_bytes(self.backend, signatures, self.width)
-        if ids.null_count:
-            raise QueryError("knn_hamming: the id column has NULLs", "22004")
-        host_ids = ids.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        host_ids, sigs, valid = arrow_rows(self.backend, ids, signatures, self.width)
         self.add_arrays(self.backend.xp.asarray(host_ids), sigs, valid)
 
     def add_arrays(self, ids: Any, sigs: Any, valid: Any, place: bool = False) -> None:
@@ -119,7 +117,7 @@ class GpuKnnBatchSearch:
             raise QueryError(f"knn_hamming: signatures of {sigs.size // n} bytes against queries of "
                              f"{self.width}", "22026")
         ids = self.backend.xp.ascontiguousarray(ids, dtype=np.int64)
-        if self._unbounded():
+        if self.unbounded:
             self._bound_from_sample(n, sigs, valid)
         start = 0
         while start < n:  # slices whose candidates stay within SLICE_CANDIDATES
@@ -136,12 +134,13 @@ class GpuKnnBatchSearch:
         large k (bounds from a sample smaller than k x rows / SLICE_CANDIDATES) never asks
         for more room than that."""
         b = len(self.queries)
-        if self._unbounded():
+        if self.unbounded:
             return max(1 << 10, SLICE_CANDIDATES // b)
         return max(1 << 10, SLICE_CANDIDATES * self.basis // (b * self.k))
 
-    def _unbounded(self) -> bool:
-        return bool((self.bounds[:len(self.queries)] == NO_BOUND).any())
+    def _bounds_changed(self) -> None:
+        """After the bounds were lowered: whether a query still has none (one read of the device)."""
+        self.unbounded = bool((self.bounds[:len(self.queries)] == NO_BOUND).any())
 
     def _kernel(self, name: str) -> Any:
         if name not in self.kernels:
@@ -165,13 +164,14 @@ class GpuKnnBatchSearch:
                                  out])
             kth = xp.partition(out.reshape(count, samples), self.k - 1, axis=1)[:, self.k - 1]
             self.bounds[first:first + count] = xp.minimum(self.bounds[first:first + count], kth)
+        self._bounds_changed()
 
     def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any) -> Candidates:
         """The rows [first, n) within their queries' bounds, all of them (a second launch
         when the first had too little room)."""
         xp = self.backend.xp
         b = len(self.queries)
-        expected = b * (n - first) if self._unbounded() else b * self.k * (n - first) // max(self.basis, 1)
+        expected = b * (n - first) if self.unbounded else b * self.k * (n - first) // max(self.basis, 1)
         capacity = min(b * (n - first), max(1 << 16, 2 * expected))
         method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
         while True:
@@ -215,6 +215,7 @@ class GpuKnnBatchSearch:
         last = self.kept_rank == self.k
         at = self.kept.query[last]
         self.bounds[at] = xp.minimum(self.bounds[at], self.kept.distance[last])
+        self._bounds_changed()
 
     def result(self) -> pa.Table:
         """query (its position among the queries), id, distance, rank (1 = nearest), ordered
@@ -265,6 +266,7 @@ def mma_check(backend: Backend) -> str:
         for method in ("mma", "group"):
             search = GpuKnnBatchSearch(backend, queries, 64, method=method)
             search.bounds[:16] = 1 << 20  # every pair a candidate
+            search._bounds_changed()
             found = search._candidates(0, 64, xp.asarray(rows.reshape(-1)), None, xp.arange(64, dtype=np.int64))
             triples = np.stack([backend.to_host(found.query).astype(np.int64), backend.to_host(found.id),
                                 backend.to_host(found.distance).astype(np.int64)], axis=1)
