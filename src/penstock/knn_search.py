@@ -1,12 +1,12 @@
 """`Connection.knn_hamming`: the k nearest rows of each of many query signatures by Hamming
 distance, one answer table for the batch (docs/similarity.md).
 
-On the CPU backend the batch is one pass over the table (exec/order/knn_batch.py): the
-connection streams `SELECT id, sig FROM t [WHERE ...]` and every row meets every query in
-cache. On a GPU each query is still its own top-k statement (plan/top_k.py, one read of the
-signatures a query, fast from the column cache), unless PENSTOCK_KNN_GPU_BATCH=1 sends the
-batch through the GPU's one pass (exec/order/knn_gpu_batch.py; not yet measured on a GPU).
-The answer says which ran.
+The batch is one pass over the table on either device: the connection takes the cached
+columns as they are, or streams `SELECT id, sig FROM t [WHERE ...]`, and every row meets
+every query. On the CPU backend, in cache with a heap a query (exec/order/knn_batch.py); on
+a GPU, by bounds and candidates (exec/order/knn_gpu_batch.py: the tensor cores' 1-bit MMA for
+16 queries or more). With PENSTOCK_KNN_GPU_BATCH=0 a GPU runs one top-k statement a query
+(plan/top_k.py). The answer says which ran.
 """
 
 from __future__ import annotations

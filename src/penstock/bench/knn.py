@@ -143,6 +143,8 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
         first = db.sql(sql, [queries[0].tobytes()])
         result.first_run_ms = (time.perf_counter() - started) * 1e3
         engine = f"penstock ({first.engine})"
+        log("EXPLAIN ANALYZE of one statement (where its time goes):\n"
+            + db.explain(sql, analyze=True, params=[queries[0].tobytes()]))
         for batch in batches:
             best = float("inf")
             for _ in range(repeat):

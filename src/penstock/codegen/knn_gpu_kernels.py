@@ -14,11 +14,13 @@ Three kernels compute the distances, each for the case it suits:
   popcount). A warp takes 16 rows against 8 queries at a time over 256 bits a step, and
   distance = popc(row) + popc(query) - 2 popc(row AND query). For batches of 16 queries or
   more, with signatures a multiple of 32 bytes.
-- `knn_distances_group`: lanes of a warp share a row, 8 bytes each, and sum their popcounts
-  by shuffles: loads coalesced, bound by memory for one query or a few. For signatures a
+- `knn_distances_group`: lanes of a warp share a row, 16 bytes each (8 where the length is
+  not a multiple of 16), and sum their popcounts by shuffles; each lane loads four rows
+  before measuring them, and the row's shape is compiled in (a build per signature length).
+  Loads coalesced and in flight: 98% of a plain read's rate for one query. For signatures a
   multiple of 8 bytes.
 - `knn_distances_bytes`: a thread per row, byte by byte, for other lengths.
-`knn_sample_distances` writes every (query, sampled row) distance for the bounds. A NULL
+`knn_sample_histogram` counts a sample's rows at each distance from each query, for the bounds. A NULL
 signature's row is never a candidate. The candidate kernels take the rows [first, n) of a
 batch: a search whose queries have no bound yet goes a slice at a time. The kernels have no
 CPU body: on the CPU backend a batch runs in knn_kernels.py.
@@ -94,42 +96,95 @@ XPU_LOCAL_FN void mma_and_popc(int32_t* c, uint32_t a0, uint32_t a1, uint32_t a2
 }
 
 SAMPLE = helpers("row_valid", "distance_bytes", "distance") + r"""
-// out[q * samples + s]: the distance from row (s * n / samples) to query q; INT32_MAX for a NULL
-XPU_KERNEL void knn_sample_distances(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
-                                     const uint8_t* queries, int64_t n_queries, int64_t samples, int32_t* out) {
+// hist[q * bins + d]: how many sampled rows (row s * n / samples for s < samples) lie at
+// distance d from query q (bins = 8 x width + 1); NULL rows are not counted
+XPU_KERNEL void knn_sample_histogram(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+                                     const uint8_t* queries, int64_t n_queries, int64_t samples, int64_t bins,
+                                     int32_t* hist) {
 #ifdef XPU_GPU
   XPU_FOR(j, n_queries * samples) {
     const int64_t q = j / samples, s = j % samples, i = s * n / samples;
-    out[j] = knn::row_valid(valid, i) ? knn::distance(sigs + i * width, queries + q * width, width) : INT32_MAX;
+    if (knn::row_valid(valid, i))
+      atomicAdd(hist + q * bins + knn::distance(sigs + i * width, queries + q * width, width), 1);
   }
 #endif
 }
 """
 
 GROUP = helpers("row_valid", "emit") + r"""
-// `lanes` (a power of two, at most 32) lanes a row, 8 bytes a lane a step; width % 8 == 0
-XPU_KERNEL void knn_distances_group(int64_t first, int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
+#ifdef XPU_GPU
+namespace knn {
+
+// KNN_WIDTH (bytes a row), KNN_WORDS (words a row: 16 bytes each where KNN_WIDE, else 8),
+// KNN_LANES (lanes a row), KNN_HELD (words a lane holds of each row), KNN_ROWS (rows a lane
+// group loads before measuring any: loads in flight) are defined before this
+
+struct Word {
+  uint64_t lo, hi;  // hi is zero for 8-byte words
+};
+
+XPU_LOCAL_FN Word word(const uint8_t* row, int32_t w) {
+  if (w >= KNN_WORDS) return Word{0, 0};
+#if KNN_WIDE
+  const ulonglong2 v = __ldg(reinterpret_cast<const ulonglong2*>(row) + w);
+  return Word{v.x, v.y};
+#else
+  return Word{__ldg(reinterpret_cast<const unsigned long long*>(row) + w), 0};
+#endif
+}
+
+XPU_LOCAL_FN int32_t differ(const Word& a, const Word& b) {
+  return __popcll(a.lo ^ b.lo) + __popcll(a.hi ^ b.hi);
+}
+
+}  // namespace knn
+#endif
+
+// KNN_LANES lanes a row, adjacent lane groups on adjacent rows, so a warp's loads are
+// coalesced. A lane holds KNN_HELD words of each of KNN_ROWS rows, all loaded before any
+// is measured, so several loads are in flight a lane; words past the held ones (rows longer
+// than KNN_LANES x KNN_HELD words) are read as each query needs them. The row's shape is
+// compiled in: with the width a runtime value the kernel took 122 registers, few warps fit
+// an SM and a pass over 5 GB on an H200 took 2.7 ms; compiled in, 1.17 ms, 98% of a plain
+// read's rate (scripts/knn_kernel_probe.py).
+XPU_KERNEL void knn_distances_group(int64_t first, int64_t n, const uint8_t* sigs, const uint8_t* valid,
                                     const int64_t* ids, const uint8_t* queries, int64_t n_queries,
-                                    const int32_t* bounds, int64_t lanes, int64_t capacity,
-                                    unsigned long long* count, int32_t* out_query, int64_t* out_id,
-                                    int32_t* out_d) {
+                                    const int32_t* bounds, int64_t capacity, unsigned long long* count,
+                                    int32_t* out_query, int64_t* out_id, int32_t* out_d) {
 #ifdef XPU_GPU
   const knn::Candidates out{count, capacity, out_query, out_id, out_d};
-  const int64_t words = width / 8;
-  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t lane = thread % lanes, groups = (int64_t)gridDim.x * blockDim.x / lanes;
-  const int64_t rounds = (n - first + groups - 1) / groups;  // every lane of a warp runs every round: shuffles
-  for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t i = first + round * groups + thread / lanes;
-    const bool live = i < n && knn::row_valid(valid, i);
-    const uint64_t* row = reinterpret_cast<const uint64_t*>(sigs + (live ? i : 0) * width);
+  const int32_t lane = (int32_t)(threadIdx.x % KNN_LANES);
+  const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / KNN_LANES;
+  const int64_t groups = (int64_t)gridDim.x * blockDim.x / KNN_LANES;
+  // every lane runs every round (the shuffles); a round's rows: base + u * groups
+  for (int64_t base = first + group; base - group < n; base += groups * KNN_ROWS) {
+    knn::Word held[KNN_ROWS][KNN_HELD];
+#pragma unroll
+    for (int u = 0; u < KNN_ROWS; ++u) {  // the loads first, all of them
+      const int64_t i = base + u * groups;
+#pragma unroll
+      for (int h = 0; h < KNN_HELD; ++h)
+        held[u][h] = i < n ? knn::word(sigs + i * KNN_WIDTH, lane + h * KNN_LANES) : knn::Word{0, 0};
+    }
     for (int64_t q = 0; q < n_queries; ++q) {
-      const uint64_t* query = reinterpret_cast<const uint64_t*>(queries + q * width);
-      int32_t d = 0;
-      if (live)
-        for (int64_t w = lane; w < words; w += lanes) d += __popcll(row[w] ^ __ldg(query + w));
-      for (int64_t step = lanes / 2; step > 0; step /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, (int)step);
-      if (live && lane == 0 && d <= bounds[q]) knn::emit(out, (int32_t)q, ids[i], d);
+      const uint8_t* query = queries + q * KNN_WIDTH;
+      knn::Word mine[KNN_HELD];
+#pragma unroll
+      for (int h = 0; h < KNN_HELD; ++h) mine[h] = knn::word(query, lane + h * KNN_LANES);
+      const int32_t bound = bounds[q];
+#pragma unroll
+      for (int u = 0; u < KNN_ROWS; ++u) {
+        const int64_t i = base + u * groups;
+        int32_t d = 0;
+#pragma unroll
+        for (int h = 0; h < KNN_HELD; ++h) d += knn::differ(held[u][h], mine[h]);
+        if (KNN_WORDS > KNN_LANES * KNN_HELD && i < n)
+          for (int32_t w = lane + KNN_LANES * KNN_HELD; w < KNN_WORDS; w += KNN_LANES)
+            d += knn::differ(knn::word(sigs + i * KNN_WIDTH, w), knn::word(query, w));
+#pragma unroll
+        for (int32_t s = KNN_LANES / 2; s > 0; s /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, s);
+        if (lane == 0 && i < n && d <= bound && knn::row_valid(valid, i)) knn::emit(out, (int32_t)q, ids[i], d);
+      }
     }
   }
 #endif
@@ -278,14 +333,32 @@ CANDIDATES = ("i64", "ptr", "ptr", "ptr", "ptr")  # capacity, count, out_query, 
 
 
 @functools.cache
-def sample_distances() -> KernelSpec:
-    return KernelSpec("knn_sample_distances", SAMPLE, ("i64", "ptr", "i64", "ptr", "ptr", "i64", "i64", "ptr"),
+def sample_histogram() -> KernelSpec:
+    return KernelSpec("knn_sample_histogram", SAMPLE, ("i64", "ptr", "i64", "ptr", "ptr", "i64", "i64", "i64", "ptr"),
                       installation=True)
 
 
+GROUP_LANES = 16  # lanes a row at most: 16-byte words, 256-byte rows in one load a lane (the probe's best)
+GROUP_HELD = 4  # words a lane holds of a row at most (registers); longer rows read the rest per query
+GROUP_ROWS = 4  # rows a lane group loads before measuring any (8 or 16 took too many registers)
+
+
+def group_shape(width: int, wide: bool) -> tuple[int, int, int]:
+    """(words a row, lanes a row, words a lane holds) for rows of `width` bytes in words of 16
+    bytes (`wide`) or 8: the lanes a power of two, at most GROUP_LANES and the row's words."""
+    words = max(1, width // (16 if wide else 8))
+    lanes = min(GROUP_LANES, 1 << (words.bit_length() - 1))
+    return words, lanes, min(GROUP_HELD, -(-words // lanes))
+
+
 @functools.cache
-def distances_group() -> KernelSpec:
-    return KernelSpec("knn_distances_group", GROUP, ("i64", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "ptr", "i64")
+def distances_group(width: int, wide: bool) -> KernelSpec:
+    """The lanes-sharing-a-row kernel for rows of `width` bytes (a multiple of 16 where `wide`,
+    else of 8), the row's shape compiled in: one build per signature length."""
+    words, lanes, held = group_shape(width, wide)
+    shape = (f"#define KNN_WIDTH {width}\n#define KNN_WORDS {words}\n#define KNN_LANES {lanes}\n"
+             f"#define KNN_HELD {held}\n#define KNN_ROWS {GROUP_ROWS}\n#define KNN_WIDE {int(wide)}\n")
+    return KernelSpec("knn_distances_group", shape + GROUP, ("i64", "i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr")
                       + CANDIDATES, installation=True)
 
 

@@ -115,13 +115,18 @@ def test_bad_input_is_refused(tmp_path: Path, queries: list[Any], k: int, state:
 
 
 @pytest.mark.gpu
-def test_the_gpu_answers_a_batch_one_statement_a_query(tmp_path: Path) -> None:
+@pytest.mark.parametrize("one_pass", [True, False])
+def test_the_gpu_answers_a_batch_in_one_pass_or_a_statement_a_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    one_pass: bool) -> None:
+    from penstock.exec.order import knn_gpu_batch
+
+    monkeypatch.setattr(knn_gpu_batch, "ENABLED", one_pass)  # PENSTOCK_KNN_GPU_BATCH=0: a statement a query
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 5000, 256, seed=3, nulls=True)
     db = table_db(path, "gpu", cached=True)
     queries = np.random.default_rng(2).integers(0, 256, (3, 256), dtype=np.uint8)
     result = db.knn_hamming("t", "sig", queries, k=25)
-    assert "one top-k statement a query" in result.engine
+    assert ("one pass over 5,000 rows of cached columns" if one_pass else "one top-k statement a query") in result.engine
     got = answers(result, 3)
     for q in range(3):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], 25)

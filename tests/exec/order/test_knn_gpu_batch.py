@@ -19,20 +19,25 @@ import pytest
 from penstock.codegen import knn_gpu_kernels
 from penstock.device import get_backend
 from penstock.exec.order import knn_gpu_batch
-from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method, group_lanes
+from penstock.codegen.knn_gpu_kernels import group_shape
+from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method
 from penstock.knn_search import KnnResult
 from tests.exec.order.test_knn_batch import answers, brute_force, make_table, table_db
 
 
 def test_the_kernels_build_on_every_backend() -> None:
     backend = get_backend("cpu")
-    for spec in (knn_gpu_kernels.sample_distances(), knn_gpu_kernels.distances_group(),
-                 knn_gpu_kernels.distances_bytes(), knn_gpu_kernels.distances_mma()):
+    shapes = [knn_gpu_kernels.distances_group(width, wide) for width, wide in
+              [(256, True), (24, False), (1040, True), (1032, False)]]  # NVRTC builds them in `make test`
+    for spec in (knn_gpu_kernels.sample_histogram(), *shapes, knn_gpu_kernels.distances_bytes(),
+                 knn_gpu_kernels.distances_mma()):
         assert backend.compile(spec).spec.name == spec.name
 
 
 def test_lanes_sharing_a_row_are_a_power_of_two_within_its_words() -> None:
-    assert [group_lanes(w) for w in (8, 16, 24, 64, 256, 512)] == [1, 2, 2, 8, 32, 32]
+    assert [group_shape(w, False) for w in (8, 24, 64, 1032)] == [(1, 1, 1), (3, 2, 2), (8, 8, 1), (129, 16, 4)]
+    assert [group_shape(w, True) for w in (16, 48, 256, 512, 1040)] == [(1, 1, 1), (3, 2, 2), (16, 16, 1),
+                                                                        (32, 16, 2), (65, 16, 4)]
 
 
 def test_the_kernel_follows_the_signature_length_and_the_batch() -> None:
@@ -94,6 +99,7 @@ def test_the_mma_check_passes_on_the_device() -> None:
 @pytest.mark.parametrize("method,width,k,batch,pieces", [
     ("mma", 256, 10, 16, 1), ("mma", 32, 1, 24, 3), ("mma", 512, 1000, 17, 2), ("mma", 96, 5, 40, 4),
     ("group", 256, 10, 1, 1), ("group", 8, 3, 5, 3), ("group", 24, 100, 2, 2), ("group", 256, 10, 16, 2),
+    ("group", 48, 7, 4, 2), ("group", 1040, 5, 3, 2), ("group", 1032, 5, 2, 1),  # rows past the held words
     ("bytes", 7, 4, 3, 2), ("bytes", 33, 1, 2, 1), ("bytes", 256, 10, 2, 1)])
 def test_each_kernel_equals_brute_force_with_ties_by_id(tmp_path: Path, method: str, width: int, k: int, batch: int,
                                                         pieces: int) -> None:
@@ -153,6 +159,7 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
     """Most signatures NULL: the sample holds fewer than k, so the first rows are searched
     in slices until every query has k candidates (none of them lost, no 5 x 10^9 list)."""
     monkeypatch.setattr(knn_gpu_batch, "SLICE_CANDIDATES", 1 << 14)
+    monkeypatch.setattr(knn_gpu_batch, "SAMPLE_PAIRS", 0)  # a sample of SAMPLE_ROWS
     rng = np.random.default_rng(12)
     rows, k = 120_000, 60
     matrix = rng.integers(0, 256, (rows, 64), dtype=np.uint8)
@@ -169,6 +176,7 @@ def test_queries_the_sample_leaves_unbounded_go_a_slice_at_a_time(monkeypatch: p
 @gpu
 def test_a_large_k_goes_in_slices_that_grow_as_the_bounds_tighten(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(knn_gpu_batch, "SAMPLE_ROWS", 1024)
+    monkeypatch.setattr(knn_gpu_batch, "SAMPLE_PAIRS", 0)  # the least sample, whatever the queries
     monkeypatch.setattr(knn_gpu_batch, "SLICE_CANDIDATES", 1 << 15)
     rng = np.random.default_rng(13)
     rows, k = 100_000, 500
@@ -180,3 +188,20 @@ def test_a_large_k_goes_in_slices_that_grow_as_the_bounds_tighten(monkeypatch: p
     assert search.basis == rows
     for q in range(16):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], k), q
+
+
+@gpu
+@pytest.mark.parametrize("method", ["mma", "group"])
+def test_many_candidates_are_selected_on_the_device(monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """Past HOST_SELECTION_ROWS kept rows and candidates, the selection runs on the device by
+    the same steps; its answers are the host's."""
+    monkeypatch.setattr(knn_gpu_batch, "HOST_SELECTION_ROWS", 0)
+    rng = np.random.default_rng(21)
+    matrix = rng.integers(0, 256, (30_000, 64), dtype=np.uint8)
+    ids = rng.permutation(30_000).astype(np.int64)
+    valid = rng.random(30_000) > 0.1
+    queries = rng.integers(0, 256, (16, 64), dtype=np.uint8)
+    search, got = search_rows(matrix, ids, valid, queries, 40, method)
+    assert not isinstance(search.kept.id, np.ndarray)  # the device's arrays
+    for q in range(16):
+        assert got[q] == brute_force(matrix, ids, valid, queries[q], 40), q

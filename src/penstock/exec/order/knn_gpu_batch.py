@@ -3,10 +3,10 @@ against a table's signature column in one pass over the rows (issue 18's batches
 
 The CPU's batch (knn_batch.py) keeps a heap per query in each slice. A GPU thread cannot, so
 this search filters with a bound per query and selects afterwards:
-1. Bounds. A strided sample of the first batch's rows (up to 65,536) is measured against
-   every query (`knn_sample_distances`); a query's bound is the k-th least distance in the
-   sample. The k-th least distance of a subset is never below that of the whole table, so no
-   answer is lost.
+1. Bounds. A strided sample of the first batch's rows (2^16 to 2^20) is measured against
+   every query (`knn_sample_histogram` counts the rows at each distance); a query's bound is
+   the k-th least distance in the sample. The k-th least distance of a subset is never
+   below that of the whole table, so no answer is lost.
 2. The pass. Every row is measured against every query, and (query, id, distance) is
    appended for each distance within the query's bound (codegen/knn_gpu_kernels.py). For 16
    queries or more the tensor cores' 1-bit MMA computes the distances; otherwise lanes of a
@@ -15,7 +15,10 @@ this search filters with a bound per query and selects afterwards:
    Rows go in slices sized so a launch expects at most 2^24 candidates (a large k, or
    queries the sample left without a bound, would ask for more at once).
 3. The selection. Candidates are sorted by (query, distance, id), each query keeps its first
-   k, and the k-th distance becomes the bound for the next batch.
+   k, and the k-th distance becomes the bound for the next batch. While the kept rows and
+   candidates are few (HOST_SELECTION_ROWS) the host selects, by the same steps in numpy:
+   for one query a selection on the device was a score of launches, 1 ms beside a 1.2 ms
+   pass over 5 GB.
 Ties go to the smaller id and NULL signatures are never candidates, as on the CPU.
 
 Before a process uses the MMA, it checks it once against the popcount kernel on random rows
@@ -34,17 +37,21 @@ import pyarrow as pa
 
 from penstock.codegen import knn_gpu_kernels
 from penstock.device.base import Backend
+from penstock.device.kernel_spec import KernelSpec
 from penstock.errors import QueryError
 from penstock.exec.order.knn_batch import arrow_rows, check_k
 
-SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds
-SAMPLE_CELLS = 1 << 25  # (query, row) distances of the sample held at once: 128 MiB
+SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds, at least
+SAMPLE_PAIRS = 1 << 22  # (query, row) pairs the sample measures: more rows for fewer queries ...
+SAMPLE_ROWS_MOST = 1 << 20  # ... up to this (a bound from 2^20 rows leaves ~200 candidates for k = 10 of 2 x 10^7)
+SAMPLE_CELLS = 1 << 22  # histogram bins of the sample's distances held at once (16 MiB)
+HOST_SELECTION_ROWS = 1 << 12  # kept rows and candidates selected among on the host, at most
 SLICE_CANDIDATES = 1 << 24  # candidates one launch expects at most (256 MiB): rows are sliced to it
 MMA_MIN_QUERIES = 16  # fewer queries leave most of an 8-query tile idle: lanes share a row
 NO_BOUND = np.iinfo(np.int32).max
-# PENSTOCK_KNN_GPU_BATCH=1 sends Connection.knn_hamming on a GPU here (until measured on one,
-# a batch there is one top-k statement a query); PENSTOCK_KNN_GPU_METHOD=group|bytes forces a kernel
-ENABLED = os.environ.get("PENSTOCK_KNN_GPU_BATCH", "0") == "1"
+# Connection.knn_hamming on a GPU comes here; PENSTOCK_KNN_GPU_BATCH=0 makes it one top-k
+# statement a query instead. PENSTOCK_KNN_GPU_METHOD=group|bytes forces a kernel.
+ENABLED = os.environ.get("PENSTOCK_KNN_GPU_BATCH", "1") != "0"
 FORCED_METHOD = os.environ.get("PENSTOCK_KNN_GPU_METHOD", "")
 
 METHOD_NAMES = {"mma": "tensor cores' 1-bit MMA", "group": "popcounts, lanes sharing a row",
@@ -85,12 +92,13 @@ class GpuKnnBatchSearch:
         self.device_queries = xp.asarray(host)
         bits = np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32)
         self.query_bits = xp.asarray(bits)
-        bounds = np.full(padded, -1, np.int32)
-        bounds[:b] = NO_BOUND
-        self.bounds = xp.asarray(bounds)
-        self.kept = Candidates(xp.zeros(0, np.int32), xp.zeros(0, np.int64), xp.zeros(0, np.int32))
-        self.kept_rank = xp.zeros(0, np.int32)
-        self.unbounded = True  # some query has no bound yet (kept by `_bounds_changed`)
+        # the bounds live on the host (the selection and the slicing read them there) and are
+        # copied to the device after each change
+        self.host_bounds = np.full(padded, -1, np.int32)
+        self.host_bounds[:b] = NO_BOUND
+        self.bounds = xp.asarray(self.host_bounds)
+        self.kept = Candidates(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
+        self.kept_rank = np.zeros(0, np.int32)
 
     @property
     def width(self) -> int:
@@ -138,33 +146,44 @@ class GpuKnnBatchSearch:
             return max(1 << 10, SLICE_CANDIDATES // b)
         return max(1 << 10, SLICE_CANDIDATES * self.basis // (b * self.k))
 
-    def _bounds_changed(self) -> None:
-        """After the bounds were lowered: whether a query still has none (one read of the device)."""
-        self.unbounded = bool((self.bounds[:len(self.queries)] == NO_BOUND).any())
+    @property
+    def unbounded(self) -> bool:
+        """Whether some query has no bound yet."""
+        return bool((self.host_bounds[:len(self.queries)] == NO_BOUND).any())
+
+    def lower_bounds(self, queries: np.ndarray, values: np.ndarray) -> None:
+        """Each of `queries`' bounds lowered to its value where that is lower; the device's copy follows."""
+        self.host_bounds[queries] = np.minimum(self.host_bounds[queries], values)
+        self.bounds = self.backend.xp.asarray(self.host_bounds)
 
     def _kernel(self, name: str) -> Any:
-        if name not in self.kernels:
-            self.kernels[name] = self.backend.compile(KERNEL_SPECS[name]())
-        return self.kernels[name]
+        return self._spec_kernel(KERNEL_SPECS[name]())
+
+    def _spec_kernel(self, spec: KernelSpec) -> Any:
+        if spec.digest not in self.kernels:
+            self.kernels[spec.digest] = self.backend.compile(spec)
+        return self.kernels[spec.digest]
 
     def _bound_from_sample(self, n: int, sigs: Any, valid: Any) -> None:
-        """Each query's bound lowered to the k-th least distance among a strided sample."""
+        """Each query's bound lowered to the k-th least distance among a strided sample: the
+        device counts the sample's rows at each distance from each query (a histogram of
+        8 x width + 1 bins a query) and the host finds where the counts reach k."""
         xp = self.backend.xp
-        samples = min(n, SAMPLE_ROWS)
+        samples = min(n, max(SAMPLE_ROWS, min(SAMPLE_ROWS_MOST, SAMPLE_PAIRS // len(self.queries))))
         if samples < self.k:
             return  # no k rows to bound by: this batch's candidates will be every row
         self.basis = max(self.basis, samples)
-        b = len(self.queries)
-        chunk = max(1, SAMPLE_CELLS // samples)
+        b, bins = len(self.queries), 8 * self.width + 1
+        chunk = max(1, SAMPLE_CELLS // bins)
         for first in range(0, b, chunk):
             count = min(chunk, b - first)
-            out = xp.empty(count * samples, np.int32)
+            histogram = xp.zeros(count * bins, np.int32)
             self.backend.launch(self._kernel("sample"), count * samples,
                                 [n, sigs, self.width, valid, self.device_queries[first:first + count], count, samples,
-                                 out])
-            kth = xp.partition(out.reshape(count, samples), self.k - 1, axis=1)[:, self.k - 1]
-            self.bounds[first:first + count] = xp.minimum(self.bounds[first:first + count], kth)
-        self._bounds_changed()
+                                 bins, histogram])
+            reached = np.cumsum(self.backend.to_host(histogram).reshape(count, bins), axis=1) >= self.k
+            kth = np.where(reached[:, -1], reached.argmax(axis=1), NO_BOUND).astype(np.int32)  # too many NULLs: none
+            self.lower_bounds(np.arange(first, first + count), kth)
 
     def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any) -> Candidates:
         """The rows [first, n) within their queries' bounds, all of them (a second launch
@@ -184,10 +203,11 @@ class GpuKnnBatchSearch:
                                     [first, n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
                                      len(self.device_queries) // 8, self.bounds] + tail)
             elif method == "group":
-                lanes = group_lanes(self.width)
-                self.backend.launch(self._kernel("group"), (n - first) * lanes,
-                                    [first, n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds, lanes]
-                                    + tail)
+                wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
+                spec = knn_gpu_kernels.distances_group(self.width, wide)
+                _, lanes, _ = knn_gpu_kernels.group_shape(self.width, wide)
+                self.backend.launch(self._spec_kernel(spec), -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
+                                    [first, n, sigs, valid, ids, self.device_queries, b, self.bounds] + tail)
             else:
                 self.backend.launch(self._kernel("bytes"), n - first,
                                     [first, n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds] + tail)
@@ -198,13 +218,16 @@ class GpuKnnBatchSearch:
 
     def _keep(self, found: Candidates) -> None:
         """Each query's k best of the kept rows and the new candidates; bounds lowered to
-        the k-th distance of queries that have k."""
-        xp = self.backend.xp
-        query = xp.concatenate([self.kept.query, found.query])
-        ids = xp.concatenate([self.kept.id, found.id])
-        distance = xp.concatenate([self.kept.distance, found.distance])
-        if len(query) == 0:
+        the k-th distance of queries that have k. On the host while they are few (a few
+        thousand for a batch of tens of queries: a numpy sort beats a score of device
+        launches), else on the device, by the same steps."""
+        rows = len(self.kept.query) + len(found.query)
+        if rows == 0:
             return
+        xp = np if rows <= HOST_SELECTION_ROWS else self.backend.xp
+        moved = self._on_many(xp, [self.kept.query, found.query, self.kept.id, found.id, self.kept.distance,
+                                   found.distance])
+        query, ids, distance = xp.concatenate(moved[0:2]), xp.concatenate(moved[2:4]), xp.concatenate(moved[4:6])
         order = xp.lexsort(xp.stack([ids, distance.astype(np.int64), query.astype(np.int64)]))
         query, ids, distance = query[order], ids[order], distance[order]
         starts = xp.searchsorted(query, xp.arange(len(self.queries), dtype=query.dtype), side="left")
@@ -213,27 +236,33 @@ class GpuKnnBatchSearch:
         self.kept = Candidates(query[keep], ids[keep], distance[keep])
         self.kept_rank = (rank[keep] + 1).astype(np.int32)
         last = self.kept_rank == self.k
-        at = self.kept.query[last]
-        self.bounds[at] = xp.minimum(self.bounds[at], self.kept.distance[last])
-        self._bounds_changed()
+        self.lower_bounds(self._on(np, self.kept.query[last]), self._on(np, self.kept.distance[last]))
+
+    def _on(self, xp: Any, array: Any) -> Any:
+        """The array in xp's memory (numpy: the host's; the backend's: the device's)."""
+        return self._on_many(xp, [array])[0]
+
+    def _on_many(self, xp: Any, arrays: list[Any]) -> list[Any]:
+        """The arrays in xp's memory; to the host in one copy and one wait."""
+        if xp is not np:
+            return [xp.asarray(a) for a in arrays]
+        on_device = [i for i, a in enumerate(arrays) if not isinstance(a, np.ndarray)]
+        moved = list(arrays)
+        for i, host in zip(on_device, self.backend.to_host_many([arrays[i] for i in on_device])):
+            moved[i] = host
+        return moved
 
     def result(self) -> pa.Table:
         """query (its position among the queries), id, distance, rank (1 = nearest), ordered
         by query and rank."""
-        to_host = self.backend.to_host
-        return pa.table({"query": to_host(self.kept.query).astype(np.int32), "id": to_host(self.kept.id),
-                         "distance": to_host(self.kept.distance).astype(np.int32),
-                         "rank": to_host(self.kept_rank)})
+        query, ids, distance, rank = self._on_many(np, [self.kept.query, self.kept.id, self.kept.distance,
+                                                        self.kept_rank])
+        return pa.table({"query": query.astype(np.int32), "id": ids, "distance": distance.astype(np.int32),
+                         "rank": rank})
 
 
-KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_distances, "group": knn_gpu_kernels.distances_group,
-                "bytes": knn_gpu_kernels.distances_bytes, "mma": knn_gpu_kernels.distances_mma}
-
-
-def group_lanes(width: int) -> int:
-    """Lanes sharing a row: a power of two, at most 32, at most the row's 8-byte words."""
-    words = max(1, width // 8)
-    return min(32, 1 << (words.bit_length() - 1))
+KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bytes": knn_gpu_kernels.distances_bytes,
+                "mma": knn_gpu_kernels.distances_mma}
 
 
 def choose_method(backend: Backend, width: int, queries: int) -> tuple[str, str]:
@@ -265,8 +294,7 @@ def mma_check(backend: Backend) -> str:
         xp = backend.xp
         for method in ("mma", "group"):
             search = GpuKnnBatchSearch(backend, queries, 64, method=method)
-            search.bounds[:16] = 1 << 20  # every pair a candidate
-            search._bounds_changed()
+            search.lower_bounds(np.arange(16), np.full(16, 1 << 20, np.int32))  # every pair a candidate
             found = search._candidates(0, 64, xp.asarray(rows.reshape(-1)), None, xp.arange(64, dtype=np.int64))
             triples = np.stack([backend.to_host(found.query).astype(np.int64), backend.to_host(found.id),
                                 backend.to_host(found.distance).astype(np.int64)], axis=1)
