@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from penstock.codegen.knn_kernels import knn_hamming_batch
+from penstock.codegen.knn_kernels import knn_hamming_batch, scratch_stride
 from penstock.device.base import Backend
 from penstock.device.cpu import numa
 from penstock.errors import QueryError
@@ -56,7 +56,7 @@ class KnnBatchSearch:
         shape = (self.slices, len(self.queries), self.k)
         self.best_d = np.full(shape, NO_DISTANCE, np.int32)
         self.best_id = np.full(shape, NO_ID, np.int64)
-        self.scratch = np.zeros((self.slices, len(self.queries)), np.int32)
+        self.scratch = np.zeros((self.slices, scratch_stride(len(self.queries))), np.int32)
         self.kernel = self.backend.compile(knn_hamming_batch())
         machine = numa.nodes() if self.backend.name == "cpu" else []
         self.slice_cpus: np.ndarray | None = None
