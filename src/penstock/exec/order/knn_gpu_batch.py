@@ -155,6 +155,8 @@ class GpuKnnBatchSearch:
 
     def lower_bounds(self, queries: np.ndarray, values: np.ndarray) -> None:
         """Each of `queries`' bounds lowered to its value where that is lower; the device's copy follows."""
+        if len(queries) == 0:
+            return
         self.host_bounds[queries] = np.minimum(self.host_bounds[queries], values)
         self.bounds = self.backend.xp.asarray(self.host_bounds)
 
