@@ -62,7 +62,7 @@ METHOD_NAMES = {"mma": "tensor cores' 1-bit MMA", "group": "popcounts, lanes sha
 
 @dataclass
 class Candidates:
-    """(query, id, distance) triples on the device."""
+    """(query, id, distance) triples, on the device or (few, read back) on the host."""
     query: Any
     id: Any
     distance: Any
@@ -215,7 +215,14 @@ class GpuKnnBatchSearch:
             else:
                 self.backend.launch(self._kernel("bytes"), n - first,
                                     [first, n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds] + tail)
-            found = int(self.backend.to_host(count)[0])
+            # the count and the first candidates come back in one copy and one wait: for a
+            # bounded search, all of them (a second wait cost as much as the selection)
+            read = min(capacity, max(1 << 10, 2 * expected), 1 << 16)
+            counted, query, ids_found, distance = self.backend.to_host_many(
+                [count, out.query[:read], out.id[:read], out.distance[:read]])
+            found = int(counted[0])
+            if found <= read:
+                return Candidates(query[:found], ids_found[:found], distance[:found])
             if found <= capacity:
                 return Candidates(out.query[:found], out.id[:found], out.distance[:found])
             capacity = found
