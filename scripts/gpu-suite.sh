@@ -4,7 +4,9 @@
 #   scripts/gpu-suite.sh [pytest args...]      e.g. scripts/gpu-suite.sh -x tests/differential
 # SUITE_SECONDS (default 540) bounds pytest, so that the summary still prints when the device
 # call's limit comes first; -v logs every test's outcome as it ends, so failures are named
-# even in a run cut short.
+# even in a run cut short. The TPC-H tests (tests/differential/test_tpch.py,
+# tests/device/test_tiers.py) need tpchgen-cli, which does not fit beside .device-litesite and
+# .device-nvcomp: run them in a call carrying .device-litesite and .device-noduck/tpchgen-cli.xz.
 set -uo pipefail
 source "$(dirname "$0")/device-env.sh"
 {
