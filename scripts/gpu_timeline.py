@@ -21,7 +21,6 @@ from penstock.bench.suites import suite
 
 
 def main() -> None:
-    import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     ap = argparse.ArgumentParser()
@@ -54,12 +53,10 @@ def main() -> None:
                 walls[name] = time.perf_counter() - started
     events = prof.events()
     ranges = {e.name[len("query "):]: e.time_range for e in events if e.name.startswith("query ")}
-    device_ops = sorted((e for e in events if e.device_type == torch.autograd.DeviceType.CUDA
-                         and not e.name.startswith("query ")),
-                        key=lambda e: e.time_range.start)
+    timed = [e for e in device_ops(events) if not e.name.startswith("query ")]  # not the queries' own ranges
     for name in names:
         r = ranges[name]
-        ops = [e for e in device_ops if r.start <= e.time_range.start <= r.end]
+        ops = [e for e in timed if r.start <= e.time_range.start <= r.end]
         busy = sum(e.time_range.elapsed_us() for e in ops)
         print(f"== {name}: wall {walls[name] * 1e3:.2f} ms, GPU busy {busy / 1e3:.2f} ms, {len(ops)} device ops")
         print_ops_by_name(ops, 25)
@@ -67,6 +64,15 @@ def main() -> None:
             print_op_timeline(ops, r.start)
         print(f"   end of query {(r.end - max([r.start] + [e.time_range.end for e in ops])):.1f} us "
               "after the last device op", flush=True)
+
+
+def device_ops(events: list) -> list:
+    """The device's operations among a profile's events (kernels, copies, memsets), in the
+    order they started."""
+    import torch
+
+    return sorted((e for e in events if e.device_type == torch.autograd.DeviceType.CUDA),
+                  key=lambda e: e.time_range.start)
 
 
 def print_ops_by_name(ops: list, top: int) -> None:

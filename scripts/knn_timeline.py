@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from gpu_timeline import print_op_timeline, print_ops_by_name  # scripts/ is on the path
+from gpu_timeline import device_ops, print_op_timeline, print_ops_by_name  # scripts/ is on the path
 
 import penstock
 from penstock.bench.knn import SQL, generate
@@ -26,7 +26,6 @@ from penstock.knn_search import one_pass
 
 
 def main() -> None:
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     ap = argparse.ArgumentParser()
@@ -57,8 +56,7 @@ def main() -> None:
             run()
             db.backend.synchronize()
             wall = time.perf_counter() - started
-        ops = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                     key=lambda e: e.time_range.start)
+        ops = device_ops(prof.events())
         busy = sum(e.time_range.elapsed_us() for e in ops)
         print(f"== {label}: wall {wall * 1e3:.2f} ms, device busy {busy / 1e3:.2f} ms, {len(ops)} device ops")
         print_ops_by_name(ops, 20)

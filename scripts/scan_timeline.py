@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from gpu_timeline import print_op_timeline, print_ops_by_name  # scripts/ is on the path
+from gpu_timeline import device_ops, print_op_timeline, print_ops_by_name  # scripts/ is on the path
 
 from penstock.device import get_backend
 from penstock.io.parquet.device import batch_decoder, decoder, nvcomp
@@ -74,7 +74,6 @@ def busy_union(ops: list[Any]) -> float:
 
 
 def main() -> None:
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     ap = argparse.ArgumentParser()
@@ -117,8 +116,7 @@ def main() -> None:
     PHASES.clear()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         wall, read_path = scan_once()
-    ops = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                 key=lambda e: e.time_range.start)
+    ops = device_ops(prof.events())
     size = Path(args.file).stat().st_size
     print(f"== scan of {len(names)} columns, {size / 1e9:.2f} GB: wall {wall * 1e3:.1f} ms "
           f"({size / wall / 1e9:.1f} GB/s), device busy {busy_union(ops) / 1e3:.1f} ms "

@@ -10,9 +10,8 @@ when the kernel runs), else AVX2's byte shuffles (a nibble's bits by table looku
 64-bit popcounts' rate for batches on a 2-core AMD EPYC without AVX-512), else 64-bit
 popcounts. On a machine of several NUMA nodes each
 slice's thread runs on its node's CPUs, where the caller moved the slice's rows
-(device/cpu/numa.py). The host merges the slices' heaps. The
-GPU runs a batch as one top-k statement per query for now: the kernel has no GPU body and
-is never launched there.
+(device/cpu/numa.py). The host merges the slices' heaps. The kernel has no GPU body: a GPU
+searches a batch with exec/order/knn_gpu_batch.py.
 """
 
 from __future__ import annotations
@@ -126,7 +125,7 @@ static bool pin(const int32_t* cpus, cpu_set_t* before) {
 XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
                                   const int64_t* ids, const uint8_t* queries, int64_t n_queries, int64_t k,
                                   int64_t slices, int32_t* best_d, int64_t* best_id, int32_t* scratch,
-                                  const int32_t* slice_cpus, int64_t cpu_stride) {
+                                  const int32_t* slice_cpus, int64_t cpu_stride, int64_t scratch_stride) {
 #ifndef XPU_GPU
 #if defined(__x86_64__)
   const bool wide = width >= 64 && __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("avx512f");
@@ -140,9 +139,8 @@ XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width,
     int32_t* heap_d = best_d + s * n_queries * k;
     int64_t* heap_id = best_id + s * n_queries * k;
     // each slice's distances on cache lines of their own (scratch_stride): written for every
-    // row, a line two cores shared went back and forth between them (one query on 2 cores:
-    // 47 ms a pass, against 28 for the top-k statement)
-    int32_t* distance = scratch + s * ((n_queries + 15) / 16 * 16 + 16);
+    // row, a line two cores shared went back and forth between them
+    int32_t* distance = scratch + s * scratch_stride;
     cpu_set_t before;  // on several NUMA nodes: the slice's thread runs where its rows lie
     const bool pinned = slice_cpus != nullptr && knn::pin(slice_cpus + s * cpu_stride, &before);
     for (int64_t i = first; i < last; ++i) {
@@ -168,14 +166,15 @@ XPU_KERNEL void knn_hamming_batch(int64_t n, const uint8_t* sigs, int64_t width,
 def knn_hamming_batch() -> KernelSpec:
     """best_d/best_id: slices x n_queries x k heaps, filled with (INT32_MAX, INT64_MAX)
     before the first call (calls over a table's batches in order continue them); scratch:
-    slices x scratch_stride(n_queries) int32; slice_cpus (or NULL): slices x cpu_stride rows [count, cpu,
-    ...], the CPUs of the NUMA node each slice's thread runs on (device/cpu/numa.py)."""
+    slices x scratch_stride int32 (scratch_stride(n_queries)); slice_cpus (or NULL): slices x
+    cpu_stride rows [count, cpu, ...], the CPUs of the NUMA node each slice's thread runs on
+    (device/cpu/numa.py)."""
     return KernelSpec("knn_hamming_batch", SOURCE, ("i64", "ptr", "i64", "ptr", "ptr", "ptr", "i64", "i64", "i64",
-                                                    "ptr", "ptr", "ptr", "ptr", "i64"), installation=True)
+                                                    "ptr", "ptr", "ptr", "ptr", "i64", "i64"), installation=True)
 
 
 def scratch_stride(n_queries: int) -> int:
     """int32s between two slices' distances in the scratch: the queries rounded up to a
-    64-byte line, and a line more, so no two slices write one cache line (the kernel computes
-    the same)."""
+    64-byte line, and a line more, so no two slices write one cache line (one query on 2
+    cores took 47 ms a pass when they shared one, against 28 for the top-k statement)."""
     return -(-n_queries // 16) * 16 + 16

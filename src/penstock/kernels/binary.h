@@ -147,10 +147,7 @@ XPU_FN int64_t bit_count(const BitOp<StrView, StrView, OP>& v) {
   if (((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) & 15) != 0) return bit_count_by_word(v);
   const int32_t pairs = v.n / 16;
   int64_t bits = 0;
-#ifdef XPU_GPU
-#pragma unroll 4
-#endif
-  for (int32_t p = 0; p < pairs; ++p) {  // unrolled: a thread's loads of its row in flight together
+  for (int32_t p = 0; p < pairs; ++p) {
 #ifdef XPU_GPU
     const ulonglong2 x = reinterpret_cast<const ulonglong2*>(a)[p];
     const ulonglong2 y = reinterpret_cast<const ulonglong2*>(b)[p];
@@ -168,32 +165,6 @@ XPU_FN int64_t bit_count(const BitOp<StrView, StrView, OP>& v) {
 template <class A, class B>
 XPU_FN int32_t hamming_distance(const A& a, const B& b, int32_t* err) {
   return (int32_t)bit_count(bit_op<BIT_XOR>(a, b, err));
-}
-
-// A value that is WIDTH bytes long (a fixed_size_binary column's row) against another: when
-// both are WIDTH long and 16-aligned, the loop's length is known when the kernel is built
-// and its loads are unrolled; otherwise (another length: 22026) as above.
-template <int WIDTH>
-XPU_FN int32_t hamming_distance_fixed(const StrView& a, const StrView& b, int32_t* err) {
-  if (a.n != WIDTH || b.n != WIDTH || WIDTH % 16 != 0 ||
-      ((reinterpret_cast<uint64_t>(a.ptr) | reinterpret_cast<uint64_t>(b.ptr)) & 15) != 0)
-    return hamming_distance(a, b, err);
-  int32_t bits = 0;
-#ifdef XPU_GPU
-#pragma unroll 16
-#endif
-  for (int32_t p = 0; p < WIDTH / 16; ++p) {
-#ifdef XPU_GPU
-    const ulonglong2 x = reinterpret_cast<const ulonglong2*>(a.ptr)[p];
-    const ulonglong2 y = reinterpret_cast<const ulonglong2*>(b.ptr)[p];
-    bits += popcount64(x.x ^ y.x) + popcount64(x.y ^ y.y);
-#else
-    const uint64_t* x = reinterpret_cast<const uint64_t*>(a.ptr) + 2 * p;
-    const uint64_t* y = reinterpret_cast<const uint64_t*>(b.ptr) + 2 * p;
-    bits += popcount64(x[0] ^ y[0]) + popcount64(x[1] ^ y[1]);
-#endif
-  }
-  return bits;
 }
 
 }  // namespace xpu

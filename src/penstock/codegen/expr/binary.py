@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from penstock.codegen.cpp_types import STRVIEW
 from penstock.plan import types as T
 from penstock.plan.expr import Call
 
@@ -17,13 +16,7 @@ _OPERATIONS = {"bitwise_xor": "xpu::BIT_XOR", "bitwise_and": "xpu::BIT_AND", "bi
 
 
 def compile_hamming_distance(g: "ExprGen", e: Call) -> "Val":
-    """A fixed_size_binary column's rows against a plain value: the width compiled in, so a
-    GPU thread's loads of its row are unrolled and in flight together (2.04 -> about 1.5 ms
-    for 5 GB of 256-byte rows on an H200, by scripts/knn_kernel_probe.py's thread-a-row shape)."""
     a, b = (g.compile(arg) for arg in e.args)
-    width = a.type.width or b.type.width
-    if width and a.cpp == b.cpp == STRVIEW:
-        return g.strict(T.INT32, [a, b], f"xpu::hamming_distance_fixed<{width}>({a.v}, {b.v}, {g.err})")
     return g.strict(T.INT32, [a, b], f"xpu::hamming_distance({a.v}, {b.v}, {g.err})")
 
 

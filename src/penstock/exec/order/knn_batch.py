@@ -89,7 +89,8 @@ class KnnBatchSearch:
             self._place(sigs, n)
         self.backend.launch(self.kernel, self.slices, [n, sigs, self.width, valid, ids, self.queries,
                                                         len(self.queries), self.k, self.slices, self.best_d,
-                                                        self.best_id, self.scratch, self.slice_cpus, self.cpu_stride])
+                                                        self.best_id, self.scratch, self.slice_cpus, self.cpu_stride,
+                                                        self.scratch.shape[1]])
         self.rows_read += n
 
     def _place(self, sigs: np.ndarray, n: int) -> None:

@@ -29,7 +29,7 @@ engine says why.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,6 @@ import pyarrow as pa
 
 from penstock.codegen import knn_gpu_kernels
 from penstock.device.base import Backend
-from penstock.device.kernel_spec import KernelSpec
 from penstock.errors import QueryError
 from penstock.exec.order.knn_batch import arrow_rows, check_k
 
@@ -78,7 +77,6 @@ class GpuKnnBatchSearch:
     basis: int = 0  # rows the bounds are the k-th least distance among (sampled or searched)
     method: str = ""
     why: str = ""  # why not the MMA, when it was not used
-    kernels: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_k(self.k)
@@ -161,12 +159,7 @@ class GpuKnnBatchSearch:
         self.bounds = self.backend.xp.asarray(self.host_bounds)
 
     def _kernel(self, name: str) -> Any:
-        return self._spec_kernel(KERNEL_SPECS[name]())
-
-    def _spec_kernel(self, spec: KernelSpec) -> Any:
-        if spec.digest not in self.kernels:
-            self.kernels[spec.digest] = self.backend.compile(spec)
-        return self.kernels[spec.digest]
+        return self.backend.compile(KERNEL_SPECS[name]())  # the backend keeps built kernels by digest
 
     def _bound_from_sample(self, n: int, sigs: Any, valid: Any) -> None:
         """Each query's bound lowered to the k-th least distance among a strided sample: the
@@ -210,7 +203,7 @@ class GpuKnnBatchSearch:
                 wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
                 spec = knn_gpu_kernels.distances_group(self.width, wide)
                 _, lanes, _ = knn_gpu_kernels.group_shape(self.width, wide)
-                self.backend.launch(self._spec_kernel(spec), -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
+                self.backend.launch(self.backend.compile(spec), -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
                                     [first, n, sigs, valid, ids, self.device_queries, b, self.bounds] + tail)
             else:
                 self.backend.launch(self._kernel("bytes"), n - first,
@@ -247,14 +240,11 @@ class GpuKnnBatchSearch:
         self.kept = Candidates(query[keep], ids[keep], distance[keep])
         self.kept_rank = (rank[keep] + 1).astype(np.int32)
         last = self.kept_rank == self.k
-        self.lower_bounds(self._on(np, self.kept.query[last]), self._on(np, self.kept.distance[last]))
-
-    def _on(self, xp: Any, array: Any) -> Any:
-        """The array in xp's memory (numpy: the host's; the backend's: the device's)."""
-        return self._on_many(xp, [array])[0]
+        self.lower_bounds(*self._on_many(np, [self.kept.query[last], self.kept.distance[last]]))
 
     def _on_many(self, xp: Any, arrays: list[Any]) -> list[Any]:
-        """The arrays in xp's memory; to the host in one copy and one wait."""
+        """The arrays in xp's memory (numpy: the host's, in one copy and one wait; the
+        backend's: the device's)."""
         if xp is not np:
             return [xp.asarray(a) for a in arrays]
         on_device = [i for i, a in enumerate(arrays) if not isinstance(a, np.ndarray)]
