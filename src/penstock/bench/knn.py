@@ -11,16 +11,17 @@ Arrow IPC file in `--dir` and kept for the next run. penstock runs
 with its columns in the column cache (GPU memory, or host memory on the CPU backend), once
 per query signature: a batch of
 B queries is B such statements one after another (one plan: bytea parameters are bound at
-run time). Then the whole batch in one call, `Connection.knn_hamming` (on the CPU backend
-one pass over the signatures for the batch; on a GPU a statement a query unless
-PENSTOCK_KNN_GPU_BATCH=1), and on a GPU also the GPU's one pass (`knn_search.one_pass`,
-exec/order/knn_gpu_batch.py). FAISS's IndexBinaryFlat (faiss-cpu, every core) searches each
-batch in one call;
+run time). Then the whole batch in one call, `Connection.knn_hamming`: one pass over the
+signatures for the batch on either device (exec/order/knn_batch.py, knn_gpu_batch.py); with
+PENSTOCK_KNN_GPU_BATCH=0 a GPU runs a statement a query there, and the one pass is timed
+beside it. FAISS's IndexBinaryFlat (faiss-cpu, every core) searches each batch in one call;
 DuckDB computes bit_count(xor(sig::BIT, q::BIT)) over the same file, one query at a time.
 Every engine's distances for the first queries are checked against numpy. Reported per
 engine and batch size: time per query, effective GB/s (signature bytes scanned per second)
 and the share of the copy ceiling measured in the same run (device to device on a GPU, host
-memory to host memory on the CPU backend).
+memory to host memory on the CPU backend). `--regimes` adds the first run in a fresh process
+and the searches over Arrow and Parquet files in the page cache and on the drive, beside
+DuckDB over the Parquet file (bench/knn_regimes.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
+
+from penstock.bench.knn_regimes import RegimeTime, regime_lines, run_regimes
 
 CHUNK_ROWS = 1 << 20
 SQL = "SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT {k}"
@@ -59,6 +62,7 @@ class KnnResult:
     first_run_ms: float | None = None  # penstock's first query in the process (kernels compiled)
     times: list[EngineTimes] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    regimes: list[RegimeTime] = field(default_factory=list)
 
     @property
     def table_bytes(self) -> int:
@@ -78,7 +82,7 @@ class KnnResult:
             same = "-" if t.same is None else ("yes" if t.same else "NO")
             out.append(f"{t.engine + (' (' + t.how + ')' if t.how else ''):<44} {t.batch:>5} {t.per_query_ms:>10.3f} "
                        f"{gbps:>8.1f} {share}  {same}")
-        return out + self.notes
+        return out + self.notes + regime_lines(self.regimes, self.table_bytes)
 
 
 def generate(path: Path, rows: int, bits: int, seed: int = 7) -> Path:
@@ -119,7 +123,7 @@ def exact(matrix: np.ndarray, query: np.ndarray, k: int) -> list[int]:
 
 def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, directory: Path,
             engines: tuple[str, ...] = ("penstock", "faiss", "duckdb"), repeat: int = 3,
-            log: Callable[[str], None] = lambda _m: None) -> KnnResult:
+            regimes: bool = False, log: Callable[[str], None] = lambda _m: None) -> KnnResult:
     import penstock
     from penstock.bench.ceilings import device_copy_gbps
 
@@ -182,6 +186,9 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
         _faiss(result, matrix, queries, batches, k, truth, repeat, log)
     if "duckdb" in engines:
         _duckdb(result, path, queries, k, truth, log)
+    if regimes:
+        result.regimes = run_regimes(path, device, SQL.format(k=k), DUCKDB_SQL.format(k=k), queries, k, truth,
+                                     repeat, log)
     return result
 
 
@@ -244,6 +251,9 @@ def add_knn_bench(bsub: Any) -> None:
     kp.add_argument("--device", default="auto", help="penstock's device: auto, gpu, cpu")
     kp.add_argument("--engines", default="penstock,faiss,duckdb", help="which engines run, comma-separated")
     kp.add_argument("--repeat", type=int, default=3, help="runs of each batch; the best is reported")
+    kp.add_argument("--regimes", action="store_true",
+                    help="also the first run in a fresh process and the Arrow and Parquet files in the page cache "
+                         "and on the drive, beside DuckDB")
     kp.add_argument("--dir", default="data/bench-knn", help="where the generated signatures go")
     kp.add_argument("--out", default="bench-results", help="directory for the text and JSON reports")
     kp.set_defaults(run=cmd_bench_knn)
@@ -257,7 +267,7 @@ def cmd_bench_knn(args: Any) -> int:
 
     batches = [int(b) for b in args.batch.split(",") if b]
     result = run_knn(args.rows, args.bits, args.k, batches, args.device, Path(args.dir),
-                     tuple(e.strip() for e in args.engines.split(",")), args.repeat, log)
+                     tuple(e.strip() for e in args.engines.split(",")), args.repeat, args.regimes, log)
     print("\n".join(result.lines()))
     log(f"wrote {write_report(result, Path(args.out))}")
     return 0 if all(t.same is not False for t in result.times) else 1

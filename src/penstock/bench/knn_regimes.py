@@ -1,0 +1,169 @@
+"""`penstock bench knn --regimes`: the k-NN search in the regimes a user meets besides the
+column cache, beside DuckDB on the same files in the same run.
+
+- **first run**: a fresh process with an empty kernel cache runs one top-k statement (the
+  query signature a bytea literal): over the cached columns (loading them untimed), and over
+  the Parquet file in the page cache; then a second fresh process with the kernel cache the
+  first one filled (a known query shape in a new process).
+- **page cache**: the statement and `knn_hamming` over the Arrow IPC file and a Parquet copy
+  of it, neither in the column cache, the files read before (best of `repeat`).
+- **drive**: the same after the files' pages were dropped from the page cache (one run each:
+  a second run would find them cached).
+
+DuckDB runs the same query over the Parquet file in both file regimes. Every answer's
+distances are checked against numpy's.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from penstock.bench.ceilings import drop_page_cache, warm_page_cache
+
+PARQUET_ROW_GROUP = 1 << 20
+
+
+@dataclass
+class RegimeTime:
+    regime: str  # "first run", "page cache", "drive"
+    engine: str  # what ran, e.g. "penstock statement over Parquet"
+    batch: int
+    per_query_ms: float
+    same: bool | None = None
+    how: str = ""  # the engine string the answer carried, or the process's phases
+
+
+def parquet_copy(arrow_path: Path) -> Path:
+    """The Arrow IPC file as Parquet (pyarrow's defaults: Snappy, dictionary off for the
+    signatures, which random bits would only grow), kept beside it for the next run."""
+    path = arrow_path.with_suffix(".parquet")
+    if path.exists():
+        return path
+    table = pa.ipc.open_file(pa.memory_map(str(arrow_path))).read_all()
+    partial = path.with_suffix(".partial")
+    pq.write_table(table, partial, row_group_size=PARQUET_ROW_GROUP, use_dictionary=["id"])
+    partial.rename(path)
+    return path
+
+
+def literal_sql(sql: str, query: np.ndarray) -> str:
+    """The statement with its $1 written as a bytea literal (a first run takes no parameters)."""
+    return sql.replace("$1", "'\\x" + query.tobytes().hex() + "'::bytea")
+
+
+def run_regimes(arrow_path: Path, device: str, sql: str, duckdb_sql: str, queries: np.ndarray, k: int,
+                truth: list[list[int]], repeat: int, log: Callable[[str], None]) -> list[RegimeTime]:
+    parquet_path = parquet_copy(arrow_path)
+    log(f"regimes: Parquet copy {parquet_path} ({parquet_path.stat().st_size / 1e9:.2f} GB)")
+    times = _first_runs(arrow_path, parquet_path, device, sql, queries[0], truth[0], log)
+    times += _file_regimes({"Arrow": arrow_path, "Parquet": parquet_path}, device, sql, queries, k, truth,
+                           repeat, log)
+    times += _duckdb_files(parquet_path, duckdb_sql, queries[0], truth[0], repeat, log)
+    return times
+
+
+def _first_runs(arrow_path: Path, parquet_path: Path, device: str, sql: str, query: np.ndarray,
+                truth: list[int], log: Callable[[str], None]) -> list[RegimeTime]:
+    from penstock.bench.first_run import fresh_first_run
+
+    statement = literal_sql(sql, query)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="penstock-knn-first-") as empty:
+        runs = [("columns cached, empty kernel cache", arrow_path, {"t": ["id", "sig"]}, Path(empty) / "a"),
+                ("Parquet in the page cache, empty kernel cache", parquet_path, {}, Path(empty) / "b"),
+                ("Parquet in the page cache, kernel cache warm", parquet_path, {}, Path(empty) / "b")]
+        for label, path, cached, cache_dir in runs:
+            if not cached:
+                warm_page_cache([path])
+            run = fresh_first_run(device, {"t": path}, statement, cache_dir, cached=cached)
+            how = (f"{run.engine}; plan {run.plan_s * 1e3:.0f} ms, compile {run.compile_s * 1e3:.0f} ms "
+                   f"({run.kernels} kernels), execute {run.execute_s * 1e3:.0f} ms; process start {run.start_s:.1f} s")
+            out.append(RegimeTime("first run", f"penstock statement, {label}", 1, run.seconds * 1e3, None, how))
+            log(f"first run ({label}): {run.seconds * 1e3:.1f} ms ({how})")
+    return out
+
+
+def _file_regimes(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int,
+                  truth: list[list[int]], repeat: int, log: Callable[[str], None]) -> list[RegimeTime]:
+    import penstock
+
+    out = []
+    db = penstock.connect(device=device)
+    for kind, path in files.items():
+        name = f"t_{kind.lower()}"
+        db.register(name, path)
+        table_sql = sql.replace(" FROM t ", f" FROM {name} ")
+        db.sql(table_sql, [queries[0].tobytes()])  # planned and compiled: the regimes are the files'
+        searches: list[tuple[str, int, Callable[[], Any]]] = [
+            ("statement", 1, lambda: db.sql(table_sql, [queries[0].tobytes()])),
+            ("knn_hamming", 1, lambda: db.knn_hamming(name, "sig", queries[:1], k)),
+            ("knn_hamming", 16, lambda: db.knn_hamming(name, "sig", queries[:16], k))]
+        for regime in ("page cache", "drive"):
+            for label, batch, search in searches:
+                if batch > len(queries):
+                    continue
+                best, found = float("inf"), None
+                for _ in range(repeat if regime == "page cache" else 1):
+                    (warm_page_cache if regime == "page cache" else drop_page_cache)([path])
+                    started = time.perf_counter()
+                    found = search()
+                    best = min(best, time.perf_counter() - started)
+                same, engine = _check(found, k, truth, batch)
+                out.append(RegimeTime(regime, f"penstock {label} over {kind}", batch, best / batch * 1e3, same,
+                                      engine))
+                log(f"{regime}: penstock {label} over {kind}, batch {batch}: {best / batch * 1e3:.1f} ms a query "
+                    f"({engine})")
+    return out
+
+
+def _check(found: Any, k: int, truth: list[list[int]], batch: int) -> tuple[bool, str]:
+    """Distances equal numpy's for the checked queries; the engine the answer names."""
+    from penstock.knn_search import KnnResult
+
+    if isinstance(found, KnnResult):  # knn_hamming's answer
+        distances = found.table.column("distance").to_numpy().reshape(-1, k)
+        same = all(distances[i].tolist() == truth[i] for i in range(min(len(truth), batch)))
+        return same, found.engine
+    return found.to_arrow()["d"].to_pylist() == truth[0], found.engine
+
+
+def _duckdb_files(parquet_path: Path, duckdb_sql: str, query: np.ndarray, truth: list[int], repeat: int,
+                  log: Callable[[str], None]) -> list[RegimeTime]:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{parquet_path}')")
+    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    out = []
+    for regime in ("page cache", "drive"):
+        best, answer = float("inf"), []
+        for _ in range(repeat if regime == "page cache" else 1):
+            (warm_page_cache if regime == "page cache" else drop_page_cache)([parquet_path])
+            started = time.perf_counter()
+            answer = sorted(d for _, d in con.execute(duckdb_sql, [query.tobytes()]).fetchall())
+            best = min(best, time.perf_counter() - started)
+        out.append(RegimeTime(regime, "duckdb over Parquet", 1, best * 1e3, answer == truth, f"{threads} threads"))
+        log(f"{regime}: duckdb over Parquet: {best * 1e3:.1f} ms")
+    return out
+
+
+def regime_lines(times: list[RegimeTime], table_bytes: int) -> list[str]:
+    if not times:
+        return []
+    out = ["", "Regimes besides the column cache (the same run):",
+           f"{'regime':<11} {'engine':<66} {'batch':>5} {'ms/query':>10} {'GB/s':>7}  same"]
+    for t in times:
+        gbps = table_bytes / (t.per_query_ms / 1e3) / 1e9
+        same = "-" if t.same is None else ("yes" if t.same else "NO")
+        out.append(f"{t.regime:<11} {t.engine:<66} {t.batch:>5} {t.per_query_ms:>10.1f} {gbps:>7.1f}  {same}")
+        if t.how:
+            out.append(f"{'':<11}   {t.how}")
+    return out
