@@ -75,9 +75,12 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
         job.add_arrays(ids.values[:rows], signatures.values, signatures.validity, place=True)
         how = "cached columns"
     else:
-        for batch in db.stream(f"SELECT {quote(id)}, {quote(column)} FROM {quote(table)}{filter_sql}"):
-            job.add(batch.column(0), batch.column(1))
+        sql = f"SELECT {quote(id)}, {quote(column)} FROM {quote(table)}{filter_sql}"
         how = "a scan"
+        if not _scan_on_device(db, sql, job):  # the rows as Arrow on the host, batch by batch
+            for batch in db.stream(sql):
+                job.add(batch.column(0), batch.column(1))
+            how = "a scan through the host"
     queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
     if isinstance(job, KnnBatchSearch):
         detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
@@ -85,6 +88,38 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
         detail = f"; {job.described}"
     return KnnResult(job.result(), f"penstock-{db.backend.name} (one pass over {job.rows_read:,} rows of {how} "
                                    f"for {queries_said}{detail})")
+
+
+def _scan_on_device(db: "Connection", sql: str, job: Any) -> bool:
+    """Feed the search each batch of `sql`'s result as the executor writes it, in the
+    device's memory: the table's file goes to the device once, never through host Arrow
+    (which cost 8.6 s for 5 GB of signatures on an H200, against 0.15 s for the statement).
+    False, having run nothing, when the plan does not stream its result or the columns are
+    not what the search takes as they are (the caller then streams Arrow, which says why)."""
+    from penstock.exec.metrics import QueryMetrics
+    from penstock.exec.result_stream import streams
+
+    prepared = db.prepare(sql)
+    compiled = prepared.compiled
+    if compiled is None or not streams(compiled.plan):
+        return False
+    plan = compiled.plan
+    id_at, sig_at = plan.result_columns[0], plan.result_columns[1]
+    types = plan.buffer_types[plan.result_buffer]
+    if not (types[id_at].is_integer and types[sig_at].kind is Kind.BINARY and types[sig_at].width == job.width):
+        return False
+    xp = db.backend.xp
+
+    def take(batch: Any) -> None:
+        n = batch.length
+        ids, signatures = batch.columns[id_at], batch.columns[sig_at]
+        if ids.validity is not None and n and not bool(xp.unpackbits(ids.validity[:(n + 7) // 8],
+                                                                     bitorder="little")[:n].all()):
+            raise QueryError("knn_hamming: the id column has NULLs", "22004")
+        job.add_arrays(ids.values[:n], signatures.values[:n * job.width], signatures.validity)
+
+    db.executor.run(compiled, QueryMetrics(), emit=take)
+    return True
 
 
 def _cached(db: "Connection", table: str, names: list[str]) -> tuple[list[Any], int] | None:

@@ -32,3 +32,27 @@ def test_knn_bench_answers_equal_numpy(tmp_path: Path) -> None:
     text = "\n".join(result.lines())
     assert "4,000 signatures of 256 bits" in text and "ms/query" in text
     assert write_report(result, tmp_path / "out").exists()
+
+
+def test_knn_bench_regimes_answer_as_numpy(tmp_path: Path) -> None:
+    """--regimes: the first runs in fresh processes, the Arrow and Parquet files in the page
+    cache and on the drive, and DuckDB over the Parquet file, each checked against numpy."""
+    result = run_knn(3000, 128, 5, [1], "cpu", tmp_path, engines=("penstock", "duckdb"), repeat=1,
+                     regimes=True)
+    regimes = [(t.regime, t.engine, t.batch) for t in result.regimes]
+    assert [r for r in regimes if r[0] == "first run"] == [
+        ("first run", "penstock statement, columns cached, empty kernel cache", 1),
+        ("first run", "penstock statement, Parquet in the page cache, empty kernel cache", 1),
+        ("first run", "penstock statement, Parquet in the page cache, kernel cache warm", 1)]
+    for regime in ("page cache", "drive"):
+        for kind in ("Arrow", "Parquet"):
+            assert (regime, f"penstock statement over {kind}", 1) in regimes
+            assert (regime, f"penstock knn_hamming over {kind}", 1) in regimes
+        assert (regime, "duckdb over Parquet", 1) in regimes
+    assert all(t.same for t in result.regimes if t.regime != "first run"), result.lines()
+    scans = [t.how for t in result.regimes if "knn_hamming" in t.engine]
+    assert scans and all("of a scan" in how and "through the host" not in how for how in scans), scans
+    first = [t for t in result.regimes if t.regime == "first run"]
+    assert "(1 kernels)" in first[1].how and "(0 kernels)" in first[2].how  # the warm cache compiles nothing
+    assert (tmp_path / "knn-3000-128.parquet").exists()
+    assert "Regimes besides the column cache" in "\n".join(result.lines())

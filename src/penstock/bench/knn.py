@@ -188,7 +188,7 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
         _duckdb(result, path, queries, k, truth, log)
     if regimes:
         result.regimes = run_regimes(path, device, SQL.format(k=k), DUCKDB_SQL.format(k=k), queries, k, truth,
-                                     repeat, log)
+                                     repeat, log, duckdb="duckdb" in engines)
     return result
 
 

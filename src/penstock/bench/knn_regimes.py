@@ -60,13 +60,15 @@ def literal_sql(sql: str, query: np.ndarray) -> str:
 
 
 def run_regimes(arrow_path: Path, device: str, sql: str, duckdb_sql: str, queries: np.ndarray, k: int,
-                truth: list[list[int]], repeat: int, log: Callable[[str], None]) -> list[RegimeTime]:
+                truth: list[list[int]], repeat: int, log: Callable[[str], None],
+                duckdb: bool = True) -> list[RegimeTime]:
     parquet_path = parquet_copy(arrow_path)
     log(f"regimes: Parquet copy {parquet_path} ({parquet_path.stat().st_size / 1e9:.2f} GB)")
     times = _first_runs(arrow_path, parquet_path, device, sql, queries[0], truth[0], log)
     times += _file_regimes({"Arrow": arrow_path, "Parquet": parquet_path}, device, sql, queries, k, truth,
                            repeat, log)
-    times += _duckdb_files(parquet_path, duckdb_sql, queries[0], truth[0], repeat, log)
+    if duckdb:
+        times += _duckdb_files(parquet_path, duckdb_sql, queries[0], truth[0], repeat, log)
     return times
 
 

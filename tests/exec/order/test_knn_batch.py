@@ -102,6 +102,36 @@ def test_fewer_rows_than_k(tmp_path: Path) -> None:
     assert got[0] == brute_force(matrix, ids, valid, matrix[0], 50)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_scan_feeds_the_search_the_devices_batches(tmp_path: Path, device: str) -> None:
+    """An uncached table's rows go to the search as the executor writes them (no host Arrow);
+    an id column with NULLs is refused there too, and a column the search cannot take as it
+    is (variable-length bytes) goes through the host, which checks its lengths."""
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 4000, 32, seed=21, nulls=True)
+    db = table_db(path, device)
+    queries = matrix[[5, 3999]] ^ 3
+    result = db.knn_hamming("t", "sig", queries, k=9)
+    assert "rows of a scan for 2 queries" in result.engine and "through the host" not in result.engine, result.engine
+    got = answers(result, 2)
+    for q in range(2):
+        assert got[q] == brute_force(matrix, ids, valid, queries[q], 9)
+    with_null = pa.table({"id": pa.array([1, None, 3], pa.int64()),
+                          "sig": pa.array([bytes(4), bytes(4), bytes(4)], pa.binary(4))})
+    feather.write_feather(with_null, tmp_path / "n.arrow", compression="uncompressed")
+    db.register("n", tmp_path / "n.arrow")
+    with pytest.raises(QueryError) as raised:
+        db.knn_hamming("n", "sig", [bytes(4)], k=2)
+    assert raised.value.sqlstate == "22004" and "id column has NULLs" in str(raised.value)
+    varying = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "sig": pa.array([b"\x01\x02", b"\x03\x04", b"\x07\x00"])})
+    feather.write_feather(varying, tmp_path / "v.arrow", compression="uncompressed")
+    lenient = penstock.connect(device=device)  # DataFusion scans the variable-length column
+    lenient.register("v", tmp_path / "v.arrow")
+    result = lenient.knn_hamming("v", "sig", [b"\x00\x00"], k=2)
+    assert "through the host" in result.engine, result.engine
+    assert result.table.column("id").to_pylist() == [1, 2] and result.table.column("distance").to_pylist() == [2, 3]
+
+
 @pytest.mark.parametrize("queries,k,state", [([b"\x00" * 5], 3, "22026"), ([b"\x00" * 16, b"\x00" * 8], 3, "22026"),
                                              ([b"\x00" * 16], 0, "22023"), ([], 3, "22023"), ([None], 3, "22004")])
 def test_bad_input_is_refused(tmp_path: Path, queries: list[Any], k: int, state: str) -> None:
