@@ -5,14 +5,18 @@ up, then records one run of each under the PyTorch profiler (CUPTI sees every ke
 copy): the top-k statement of one query, and the one pass (knn_search.one_pass) for each
 batch size. Prints each one's wall time, the time the device was busy, and the device
 operations summed by name; with --ops, every operation in time order with the idle gap
-before it (gaps are host work the device waited for).
+before it (gaps are host work the device waited for). With --python, also each search's
+host side: its wall time over 30 runs without the profiler, and cProfile's functions by
+their own time (what the host does while the device waits).
 
-usage: python scripts/knn_timeline.py [--rows N] [--bits B] [--k K] [--batch 1,4,16] [--ops]
+usage: python scripts/knn_timeline.py [--rows N] [--bits B] [--k K] [--batch 1,4,16] [--ops] [--python]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +39,7 @@ def main() -> None:
     ap.add_argument("--batch", default="1,4,16")
     ap.add_argument("--dir", default="/tmp/bench-knn")
     ap.add_argument("--ops", action="store_true", help="the device operations one by one")
+    ap.add_argument("--python", action="store_true", help="the host's functions by their own time (cProfile)")
     args = ap.parse_args()
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -62,6 +67,26 @@ def main() -> None:
         print_ops_by_name(ops, 20)
         if args.ops and ops:
             print_op_timeline(ops, ops[0].time_range.start)
+        if args.python:
+            host_profile(label, run, db)
+
+
+def host_profile(label: str, run: Callable[[], Any], db: Any, runs: int = 30) -> None:
+    """The run's wall time without a profiler (median of `runs`), then cProfile's view."""
+    walls = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run()
+        db.backend.synchronize()
+        walls.append(time.perf_counter() - started)
+    print(f"-- {label}: median wall {np.median(walls) * 1e3:.3f} ms, least {min(walls) * 1e3:.3f} ms ({runs} runs)")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(runs):
+        run()
+    db.backend.synchronize()
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":
