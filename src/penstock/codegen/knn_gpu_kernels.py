@@ -20,7 +20,8 @@ Three kernels compute the distances, each for the case it suits:
   Loads coalesced and in flight: 98% of a plain read's rate for one query. For signatures a
   multiple of 8 bytes.
 - `knn_distances_bytes`: a thread per row, byte by byte, for other lengths.
-`knn_sample_histogram` counts a sample's rows at each distance from each query, for the bounds. A NULL
+`knn_sample_histogram` counts a sample's rows at each distance from each query, and
+`knn_sample_bounds` finds where each query's counts reach k: its bound. A NULL
 signature's row is never a candidate. The candidate kernels take the rows [first, n) of a
 batch: a search whose queries have no bound yet goes a slice at a time. The kernels have no
 CPU body: on the CPU backend a batch runs in knn_kernels.py.
@@ -106,6 +107,48 @@ XPU_KERNEL void knn_sample_histogram(int64_t n, const uint8_t* sigs, int64_t wid
     const int64_t q = j / samples, s = j % samples, i = s * n / samples;
     if (knn::row_valid(valid, i))
       atomicAdd(hist + q * bins + knn::distance(sigs + i * width, queries + q * width, width), 1);
+  }
+#endif
+}
+"""
+
+SAMPLE_BOUNDS = helpers() + r"""
+// bounds[q] lowered to the least distance at which the histogram's rows reach k, so the
+// bounds never leave the device between the sample and the pass. A block a query: each
+// thread sums a run of the bins, the runs' prefix sums find the run that reaches k, and its
+// thread walks that run. A query whose sample has fewer than k rows (NULLs) keeps its bound.
+XPU_KERNEL void knn_sample_bounds(const int32_t* hist, int64_t n_queries, int64_t bins, int64_t k,
+                                  int32_t* bounds) {
+#ifdef XPU_GPU
+  __shared__ int64_t before[256];
+  const int64_t run = (bins + blockDim.x - 1) / blockDim.x;
+  for (int64_t q = blockIdx.x; q < n_queries; q += gridDim.x) {
+    const int32_t* h = hist + q * bins;
+    const int64_t lo = threadIdx.x * run, hi = lo + run < bins ? lo + run : bins;
+    int64_t sum = 0;
+    for (int64_t d = lo; d < hi; ++d) sum += h[d];
+    before[threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {  // the runs' exclusive prefix sums
+      int64_t total = 0;
+      for (int t = 0; t < (int)blockDim.x; ++t) {
+        const int64_t s = before[t];
+        before[t] = total;
+        total += s;
+      }
+    }
+    __syncthreads();
+    int64_t reached = before[threadIdx.x];
+    if (reached < k && reached + sum >= k) {
+      for (int64_t d = lo; d < hi; ++d) {
+        reached += h[d];
+        if (reached >= k) {
+          if (d < bounds[q]) bounds[q] = (int32_t)d;
+          break;
+        }
+      }
+    }
+    __syncthreads();  // `before` is the next query's
   }
 #endif
 }
@@ -336,6 +379,11 @@ CANDIDATES = ("i64", "ptr", "ptr", "ptr", "ptr")  # capacity, count, out_query, 
 def sample_histogram() -> KernelSpec:
     return KernelSpec("knn_sample_histogram", SAMPLE, ("i64", "ptr", "i64", "ptr", "ptr", "i64", "i64", "i64", "ptr"),
                       installation=True)
+
+
+@functools.cache
+def sample_bounds() -> KernelSpec:
+    return KernelSpec("knn_sample_bounds", SAMPLE_BOUNDS, ("ptr", "i64", "i64", "i64", "ptr"), installation=True)
 
 
 GROUP_LANES = 16  # lanes a row at most: 16-byte words, 256-byte rows in one load a lane (the probe's best)

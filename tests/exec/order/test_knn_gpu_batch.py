@@ -29,7 +29,7 @@ def test_the_kernels_build_on_every_backend() -> None:
     backend = get_backend("cpu")
     shapes = [knn_gpu_kernels.distances_group(width, wide) for width, wide in
               [(256, True), (24, False), (1040, True), (1032, False)]]  # NVRTC builds them in `make test`
-    for spec in (knn_gpu_kernels.sample_histogram(), *shapes, knn_gpu_kernels.distances_bytes(),
+    for spec in (knn_gpu_kernels.sample_histogram(), knn_gpu_kernels.sample_bounds(), *shapes, knn_gpu_kernels.distances_bytes(),
                  knn_gpu_kernels.distances_mma()):
         assert backend.compile(spec).spec.name == spec.name
 
@@ -59,6 +59,7 @@ def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound() -> None:
         every += list(zip(found.query.tolist(), found.id.tolist(), found.distance.tolist()))
         search._keep(found)
     result = search.result()
+    bounds = search.device_bounds()  # the device's copy follows the host's lowered bounds
     for q in range(3):
         mine = sorted((d, i) for qq, i, d in every if qq == q)[:4]
         got = [(d, i) for qq, i, d in zip(result.column("query").to_pylist(), result.column("id").to_pylist(),
@@ -66,8 +67,8 @@ def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound() -> None:
         assert got == mine
         ranks = [r for qq, r in zip(result.column("query").to_pylist(), result.column("rank").to_pylist()) if qq == q]
         assert ranks == list(range(1, len(mine) + 1))
-        assert search.bounds[q] == (mine[3][0] if len(mine) == 4 else NO_BOUND)
-    assert list(search.bounds[3:]) == [-1] * 5  # the 8-query tile's padding never matches
+        assert bounds[q] == search.host_bounds[q] == (mine[3][0] if len(mine) == 4 else NO_BOUND)
+    assert list(bounds[3:]) == [-1] * 5  # the 8-query tile's padding never matches
 
 
 gpu = pytest.mark.gpu

@@ -5,8 +5,10 @@ The CPU's batch (knn_batch.py) keeps a heap per query in each slice. A GPU threa
 this search filters with a bound per query and selects afterwards:
 1. Bounds. A strided sample of the first batch's rows (2^16 to 2^18) is measured against
    every query (`knn_sample_histogram` counts the rows at each distance); a query's bound is
-   the k-th least distance in the sample. The k-th least distance of a subset is never
-   below that of the whole table, so no answer is lost.
+   the k-th least distance in the sample (`knn_sample_bounds`, on the device: the pass
+   follows without the host waiting, and the bounds come back with its candidates). The
+   k-th least distance of a subset is never below that of the whole table, so no answer is
+   lost.
 2. The pass. Every row is measured against every query, and (query, id, distance) is
    appended for each distance within the query's bound (codegen/knn_gpu_kernels.py). For 16
    queries or more the tensor cores' 1-bit MMA computes the distances; otherwise lanes of a
@@ -45,6 +47,7 @@ SAMPLE_PAIRS = 1 << 22  # (query, row) pairs the sample measures: more rows for 
 # ... up to this: a bound from 2^18 rows leaves ~760 candidates for k = 10 of 2 x 10^7 rows; 2^20
 # left 190 but its sample took 0.31 ms of a 2.1 ms search (H200)
 SAMPLE_ROWS_MOST = 1 << 18
+BOUNDS_BLOCK = 256  # threads a block on a GPU (device/gpu/backend.py): knn_sample_bounds takes a block a query
 SAMPLE_CELLS = 1 << 22  # histogram bins of the sample's distances held at once (16 MiB)
 HOST_SELECTION_ROWS = 1 << 12  # kept rows and candidates selected among on the host, at most
 SLICE_CANDIDATES = 1 << 24  # candidates one launch expects at most (256 MiB): rows are sliced to it
@@ -82,21 +85,22 @@ class GpuKnnBatchSearch:
         check_k(self.k)
         if self.queries.ndim != 2 or len(self.queries) == 0:
             raise QueryError("knn_hamming needs at least one query signature", "22023")
-        xp = self.backend.xp
         b, width = self.queries.shape
         if not self.method:  # given: the MMA's check runs a kernel by name
             self.method, self.why = choose_method(self.backend, width, b)
         padded = -(-b // 8) * 8  # the MMA's 8-query tiles; padding never matches (bound -1)
         host = np.zeros((padded, width), np.uint8)
         host[:b] = self.queries
-        self.device_queries = xp.asarray(host)
-        bits = np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32)
-        self.query_bits = xp.asarray(bits)
+        # queued copies: a synchronous one waited ~80 us each on an H200, five a search
+        self.device_queries = self.backend.to_device_queued(host)
+        self.query_bits = self.backend.to_device_queued(np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32))
         # the bounds live on the host (the selection and the slicing read them there) and are
-        # copied to the device after each change
+        # copied to the device before the next launch after a change (`device_bounds`); the
+        # sample's are found on the device and read back with the first candidates
         self.host_bounds = np.full(padded, -1, np.int32)
         self.host_bounds[:b] = NO_BOUND
-        self.bounds = xp.asarray(self.host_bounds)
+        self.bounds = self.backend.to_device_queued(self.host_bounds)
+        self.bounds_stale = False
         self.kept = Candidates(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
         self.kept_rank = np.zeros(0, np.int32)
 
@@ -125,9 +129,16 @@ class GpuKnnBatchSearch:
             raise QueryError(f"knn_hamming: signatures of {sigs.size // n} bytes against queries of "
                              f"{self.width}", "22026")
         ids = self.backend.xp.ascontiguousarray(ids, dtype=np.int64)
-        if self.unbounded:
-            self._bound_from_sample(n, sigs, valid)
         start = 0
+        if self.unbounded and self._bound_from_sample(n, sigs, valid):
+            # the sample's bounds are on the device only: the first slice goes as if every
+            # query had one, and its read-back brings them to the host (one wait, not two)
+            stop = min(n, self._slice_rows(trusting=True))
+            found = self._candidates(0, stop, sigs, valid, ids, trusting=True)
+            if found is not None:  # every query had a bound: the slice is done
+                self._keep(found)
+                self.basis = max(self.basis, self.rows_read + stop)
+                start = stop
         while start < n:  # slices whose candidates stay within SLICE_CANDIDATES
             stop = min(n, start + self._slice_rows())
             self._keep(self._candidates(start, stop, sigs, valid, ids))
@@ -135,14 +146,14 @@ class GpuKnnBatchSearch:
             start = stop
         self.rows_read += n
 
-    def _slice_rows(self) -> int:
+    def _slice_rows(self, trusting: bool = False) -> int:
         """Rows the next launch takes. A query without a bound (fewer than k signatures seen)
         makes every row a candidate; with bounds from `basis` rows, a row is a candidate for
         about k / basis of the queries. Slices grow as the bounds tighten, so a search with a
         large k (bounds from a sample smaller than k x rows / SLICE_CANDIDATES) never asks
-        for more room than that."""
+        for more room than that. `trusting`: every query is taken to have its sample's bound."""
         b = len(self.queries)
-        if self.unbounded:
+        if self.unbounded and not trusting:
             return max(1 << 10, SLICE_CANDIDATES // b)
         return max(1 << 10, SLICE_CANDIDATES * self.basis // (b * self.k))
 
@@ -156,38 +167,52 @@ class GpuKnnBatchSearch:
         if len(queries) == 0:
             return
         self.host_bounds[queries] = np.minimum(self.host_bounds[queries], values)
-        self.bounds = self.backend.xp.asarray(self.host_bounds)
+        self.bounds_stale = True
+
+    def device_bounds(self) -> Any:
+        """The bounds on the device, copied there first when the host lowered some since."""
+        if self.bounds_stale:
+            self.bounds = self.backend.to_device_queued(self.host_bounds)
+            self.bounds_stale = False
+        return self.bounds
 
     def _kernel(self, name: str) -> Any:
         return self.backend.compile(KERNEL_SPECS[name]())  # the backend keeps built kernels by digest
 
-    def _bound_from_sample(self, n: int, sigs: Any, valid: Any) -> None:
-        """Each query's bound lowered to the k-th least distance among a strided sample: the
-        device counts the sample's rows at each distance from each query (a histogram of
-        8 x width + 1 bins a query) and the host finds where the counts reach k."""
+    def _bound_from_sample(self, n: int, sigs: Any, valid: Any) -> bool:
+        """Each query's bound lowered, on the device, to the k-th least distance among a
+        strided sample: the device counts the sample's rows at each distance from each query
+        (a histogram of 8 x width + 1 bins a query) and finds where the counts reach k (a
+        query whose sample has fewer than k signatures keeps NO_BOUND). False when the batch
+        has fewer than k rows to sample (its candidates will be every row)."""
         xp = self.backend.xp
         samples = min(n, max(SAMPLE_ROWS, min(SAMPLE_ROWS_MOST, SAMPLE_PAIRS // len(self.queries))))
         if samples < self.k:
-            return  # no k rows to bound by: this batch's candidates will be every row
+            return False
         self.basis = max(self.basis, samples)
         b, bins = len(self.queries), 8 * self.width + 1
         chunk = max(1, SAMPLE_CELLS // bins)
+        bounds = self.device_bounds()
         for first in range(0, b, chunk):
             count = min(chunk, b - first)
             histogram = xp.zeros(count * bins, np.int32)
             self.backend.launch(self._kernel("sample"), count * samples,
                                 [n, sigs, self.width, valid, self.device_queries[first:first + count], count, samples,
                                  bins, histogram])
-            reached = np.cumsum(self.backend.to_host(histogram).reshape(count, bins), axis=1) >= self.k
-            kth = np.where(reached[:, -1], reached.argmax(axis=1), NO_BOUND).astype(np.int32)  # too many NULLs: none
-            self.lower_bounds(np.arange(first, first + count), kth)
+            self.backend.launch(self._kernel("bounds"), count * BOUNDS_BLOCK,  # a block a query
+                                [histogram, count, bins, self.k, bounds[first:first + count]])
+        return True
 
-    def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any) -> Candidates:
+    def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any,
+                    trusting: bool = False) -> Candidates | None:
         """The rows [first, n) within their queries' bounds, all of them (a second launch
-        when the first had too little room)."""
+        when the first had too little room). `trusting`: the bounds are the sample's, on the
+        device only; they come back with the candidates, and None says some query had none
+        (its every row was a candidate: the caller starts again with the host's bounds)."""
         xp = self.backend.xp
         b = len(self.queries)
-        expected = b * (n - first) if self.unbounded else b * self.k * (n - first) // max(self.basis, 1)
+        expected = b * (n - first) if self.unbounded and not trusting else \
+            b * self.k * (n - first) // max(self.basis, 1)
         capacity = min(b * (n - first), max(1 << 16, 2 * expected))
         method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
         while True:
@@ -198,21 +223,27 @@ class GpuKnnBatchSearch:
                 tiles = -(-(n - first) // 16)
                 self.backend.launch(self._kernel("mma"), tiles * 32,
                                     [first, n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
-                                     len(self.device_queries) // 8, self.bounds] + tail)
+                                     len(self.device_queries) // 8, self.device_bounds()] + tail)
             elif method == "group":
                 wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
                 spec = knn_gpu_kernels.distances_group(self.width, wide)
                 _, lanes, _ = knn_gpu_kernels.group_shape(self.width, wide)
                 self.backend.launch(self.backend.compile(spec), -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
-                                    [first, n, sigs, valid, ids, self.device_queries, b, self.bounds] + tail)
+                                    [first, n, sigs, valid, ids, self.device_queries, b, self.device_bounds()] + tail)
             else:
                 self.backend.launch(self._kernel("bytes"), n - first,
-                                    [first, n, sigs, self.width, valid, ids, self.device_queries, b, self.bounds] + tail)
+                                    [first, n, sigs, self.width, valid, ids, self.device_queries, b,
+                                     self.device_bounds()] + tail)
             # the count and the first candidates come back in one copy and one wait: for a
             # bounded search, all of them (a second wait cost as much as the selection)
             read = min(capacity, max(1 << 10, 2 * expected), 1 << 16)
-            counted, query, ids_found, distance = self.backend.to_host_many(
-                [count, out.query[:read], out.id[:read], out.distance[:read]])
+            counted, query, ids_found, distance, *bounds = self.backend.to_host_many(
+                [count, out.query[:read], out.id[:read], out.distance[:read]] + ([self.bounds[:b]] if trusting else []))
+            if trusting:  # the sample's bounds, as the device found them
+                self.host_bounds[:b] = bounds[0]
+                trusting = False
+                if self.unbounded:
+                    return None
             found = int(counted[0])
             if found <= read:
                 return Candidates(query[:found], ids_found[:found], distance[:found])
@@ -262,7 +293,8 @@ class GpuKnnBatchSearch:
                          "rank": rank})
 
 
-KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bytes": knn_gpu_kernels.distances_bytes,
+KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bounds": knn_gpu_kernels.sample_bounds,
+                "bytes": knn_gpu_kernels.distances_bytes,
                 "mma": knn_gpu_kernels.distances_mma}
 
 
