@@ -47,6 +47,7 @@ SAMPLE_PAIRS = 1 << 22  # (query, row) pairs the sample measures: more rows for 
 # ... up to this: a bound from 2^18 rows leaves ~760 candidates for k = 10 of 2 x 10^7 rows; 2^20
 # left 190 but its sample took 0.31 ms of a 2.1 ms search (H200)
 SAMPLE_ROWS_MOST = 1 << 18
+SAMPLE_LANES = 8  # lanes a (query, sampled row) pair in knn_sample_histogram (KNN_SAMPLE_LANES)
 BOUNDS_BLOCK = 256  # threads a block on a GPU (device/gpu/backend.py): knn_sample_bounds takes a block a query
 SAMPLE_CELLS = 1 << 22  # histogram bins of the sample's distances held at once (16 MiB)
 HOST_SELECTION_ROWS = 1 << 12  # kept rows and candidates selected among on the host, at most
@@ -196,7 +197,7 @@ class GpuKnnBatchSearch:
         for first in range(0, b, chunk):
             count = min(chunk, b - first)
             histogram = xp.zeros(count * bins, np.int32)
-            self.backend.launch(self._kernel("sample"), count * samples,
+            self.backend.launch(self._kernel("sample"), count * samples * SAMPLE_LANES,
                                 [n, sigs, self.width, valid, self.device_queries[first:first + count], count, samples,
                                  bins, histogram])
             self.backend.launch(self._kernel("bounds"), count * BOUNDS_BLOCK,  # a block a query
