@@ -115,7 +115,8 @@ def pipeline_lines(p: Pipeline, pm: Any, device: str, compiled: Any) -> list[str
                        f"{pm.spilled_disk_bytes:,} bytes to spill files")
         if pm.top_k_rows is not None:
             reached, kept = pm.top_k_rows
-            out.append(f"    top-k: one pass recorded the sort key of {reached:,} rows, a second wrote the "
+            by = f" ({pm.top_k_words_by})" if pm.top_k_words_by else ""
+            out.append(f"    top-k: one pass recorded the sort key of {reached:,} rows{by}, a second wrote the "
                        f"{kept:,} within the bound of the first {p.sink.top_k.k:,} (no full sort)")
         if pm.cache_hits:
             encoded = f"; {pm.cache_dictionaries} text dictionary-encoded" if pm.cache_dictionaries else ""

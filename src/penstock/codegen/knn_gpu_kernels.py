@@ -164,7 +164,7 @@ XPU_KERNEL void knn_sample_bounds(const int32_t* hist, int64_t n_queries, int64_
 }
 """
 
-GROUP = helpers("row_valid", "emit") + r"""
+GROUP_LOOP = r"""
 #ifdef XPU_GPU
 namespace knn {
 
@@ -190,56 +190,83 @@ XPU_LOCAL_FN int32_t differ(const Word& a, const Word& b) {
   return __popcll(a.lo ^ b.lo) + __popcll(a.hi ^ b.hi);
 }
 
+// Every row of [first, n) measured against every query, `take(q, i, d)` called on the row's
+// first lane. KNN_LANES lanes a row, adjacent lane groups on adjacent rows, so a warp's
+// loads are coalesced. A lane holds KNN_HELD words of each of KNN_ROWS rows, all loaded
+// before any is measured, so several loads are in flight a lane; words past the held ones
+// (rows longer than KNN_LANES x KNN_HELD words) are read as each query needs them. The
+// row's shape is compiled in: with the width a runtime value the kernel took 122 registers,
+// few warps fit an SM and a pass over 5 GB on an H200 took 2.7 ms; compiled in, 1.17 ms,
+// 98% of a plain read's rate (scripts/knn_kernel_probe.py).
+template <typename Take>
+XPU_LOCAL_FN void each_distance(int64_t first, int64_t n, const uint8_t* sigs, const uint8_t* queries,
+                                int64_t n_queries, Take take) {
+  const int32_t lane = (int32_t)(threadIdx.x % KNN_LANES);
+  const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / KNN_LANES;
+  const int64_t groups = (int64_t)gridDim.x * blockDim.x / KNN_LANES;
+  // every lane runs every round (the shuffles); a round's rows: base + u * groups
+  for (int64_t base = first + group; base - group < n; base += groups * KNN_ROWS) {
+    Word held[KNN_ROWS][KNN_HELD];
+#pragma unroll
+    for (int u = 0; u < KNN_ROWS; ++u) {  // the loads first, all of them
+      const int64_t i = base + u * groups;
+#pragma unroll
+      for (int h = 0; h < KNN_HELD; ++h)
+        held[u][h] = i < n ? word(sigs + i * KNN_WIDTH, lane + h * KNN_LANES) : Word{0, 0};
+    }
+    for (int64_t q = 0; q < n_queries; ++q) {
+      const uint8_t* query = queries + q * KNN_WIDTH;
+      Word mine[KNN_HELD];
+#pragma unroll
+      for (int h = 0; h < KNN_HELD; ++h) mine[h] = word(query, lane + h * KNN_LANES);
+#pragma unroll
+      for (int u = 0; u < KNN_ROWS; ++u) {
+        const int64_t i = base + u * groups;
+        int32_t d = 0;
+#pragma unroll
+        for (int h = 0; h < KNN_HELD; ++h) d += differ(held[u][h], mine[h]);
+        if (KNN_WORDS > KNN_LANES * KNN_HELD && i < n)
+          for (int32_t w = lane + KNN_LANES * KNN_HELD; w < KNN_WORDS; w += KNN_LANES)
+            d += differ(word(sigs + i * KNN_WIDTH, w), word(query, w));
+#pragma unroll
+        for (int32_t s = KNN_LANES / 2; s > 0; s /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, s);
+        if (lane == 0 && i < n) take(q, i, d);
+      }
+    }
+  }
+}
+
 }  // namespace knn
 #endif
+"""
 
-// KNN_LANES lanes a row, adjacent lane groups on adjacent rows, so a warp's loads are
-// coalesced. A lane holds KNN_HELD words of each of KNN_ROWS rows, all loaded before any
-// is measured, so several loads are in flight a lane; words past the held ones (rows longer
-// than KNN_LANES x KNN_HELD words) are read as each query needs them. The row's shape is
-// compiled in: with the width a runtime value the kernel took 122 registers, few warps fit
-// an SM and a pass over 5 GB on an H200 took 2.7 ms; compiled in, 1.17 ms, 98% of a plain
-// read's rate (scripts/knn_kernel_probe.py).
+GROUP = helpers("row_valid", "emit") + GROUP_LOOP + r"""
+// the rows within their queries' bounds, appended to the candidates
 XPU_KERNEL void knn_distances_group(int64_t first, int64_t n, const uint8_t* sigs, const uint8_t* valid,
                                     const int64_t* ids, const uint8_t* queries, int64_t n_queries,
                                     const int32_t* bounds, int64_t capacity, unsigned long long* count,
                                     int32_t* out_query, int64_t* out_id, int32_t* out_d) {
 #ifdef XPU_GPU
   const knn::Candidates out{count, capacity, out_query, out_id, out_d};
-  const int32_t lane = (int32_t)(threadIdx.x % KNN_LANES);
-  const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / KNN_LANES;
-  const int64_t groups = (int64_t)gridDim.x * blockDim.x / KNN_LANES;
-  // every lane runs every round (the shuffles); a round's rows: base + u * groups
-  for (int64_t base = first + group; base - group < n; base += groups * KNN_ROWS) {
-    knn::Word held[KNN_ROWS][KNN_HELD];
-#pragma unroll
-    for (int u = 0; u < KNN_ROWS; ++u) {  // the loads first, all of them
-      const int64_t i = base + u * groups;
-#pragma unroll
-      for (int h = 0; h < KNN_HELD; ++h)
-        held[u][h] = i < n ? knn::word(sigs + i * KNN_WIDTH, lane + h * KNN_LANES) : knn::Word{0, 0};
-    }
-    for (int64_t q = 0; q < n_queries; ++q) {
-      const uint8_t* query = queries + q * KNN_WIDTH;
-      knn::Word mine[KNN_HELD];
-#pragma unroll
-      for (int h = 0; h < KNN_HELD; ++h) mine[h] = knn::word(query, lane + h * KNN_LANES);
-      const int32_t bound = bounds[q];
-#pragma unroll
-      for (int u = 0; u < KNN_ROWS; ++u) {
-        const int64_t i = base + u * groups;
-        int32_t d = 0;
-#pragma unroll
-        for (int h = 0; h < KNN_HELD; ++h) d += knn::differ(held[u][h], mine[h]);
-        if (KNN_WORDS > KNN_LANES * KNN_HELD && i < n)
-          for (int32_t w = lane + KNN_LANES * KNN_HELD; w < KNN_WORDS; w += KNN_LANES)
-            d += knn::differ(knn::word(sigs + i * KNN_WIDTH, w), knn::word(query, w));
-#pragma unroll
-        for (int32_t s = KNN_LANES / 2; s > 0; s /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, s);
-        if (lane == 0 && i < n && d <= bound && knn::row_valid(valid, i)) knn::emit(out, (int32_t)q, ids[i], d);
-      }
-    }
-  }
+  knn::each_distance(first, n, sigs, queries, n_queries, [&](int64_t q, int64_t i, int32_t d) {
+    if (d <= bounds[q] && knn::row_valid(valid, i)) knn::emit(out, (int32_t)q, ids[i], d);
+  });
+#endif
+}
+"""
+
+# A top-k statement's first pass (exec/order/top_k_hamming.py): ORDER BY hamming_distance(sig,
+# q) LIMIT k over a scan records every row's sort-key word (codegen/top_k_gen.py's mode 0)
+# at the rate of a read, where the generic scan kernel took a thread a row (2.2 ms over 5 GB).
+WORDS = '#include "top_k.h"\n' + helpers("row_valid") + GROUP_LOOP + r"""
+// words[i]: row i's distance from the query as an ORDER BY word (NULL signatures as NULLs)
+XPU_KERNEL void knn_distance_words(int64_t n, const uint8_t* sigs, const uint8_t* valid, const uint8_t* query,
+                                   int32_t descending, int32_t nulls_first, uint64_t* words) {
+#ifdef XPU_GPU
+  knn::each_distance(0, n, sigs, query, 1, [&](int64_t, int64_t i, int32_t d) {
+    words[i] = xpu::top_k_word(xpu::order_word_int(d), !knn::row_valid(valid, i), descending != 0,
+                               nulls_first != 0);
+  });
 #endif
 }
 """
@@ -409,15 +436,27 @@ def group_shape(width: int, wide: bool) -> tuple[int, int, int]:
     return words, lanes, min(GROUP_HELD, -(-words // lanes))
 
 
+def group_shape_defines(width: int, wide: bool) -> str:
+    """The row's shape, compiled into the lanes-sharing-a-row kernels."""
+    words, lanes, held = group_shape(width, wide)
+    return (f"#define KNN_WIDTH {width}\n#define KNN_WORDS {words}\n#define KNN_LANES {lanes}\n"
+            f"#define KNN_HELD {held}\n#define KNN_ROWS {GROUP_ROWS}\n#define KNN_WIDE {int(wide)}\n")
+
+
 @functools.cache
 def distances_group(width: int, wide: bool) -> KernelSpec:
     """The lanes-sharing-a-row kernel for rows of `width` bytes (a multiple of 16 where `wide`,
     else of 8), the row's shape compiled in: one build per signature length."""
-    words, lanes, held = group_shape(width, wide)
-    shape = (f"#define KNN_WIDTH {width}\n#define KNN_WORDS {words}\n#define KNN_LANES {lanes}\n"
-             f"#define KNN_HELD {held}\n#define KNN_ROWS {GROUP_ROWS}\n#define KNN_WIDE {int(wide)}\n")
-    return KernelSpec("knn_distances_group", shape + GROUP, ("i64", "i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr")
+    return KernelSpec("knn_distances_group", group_shape_defines(width, wide) + GROUP, ("i64", "i64", "ptr", "ptr", "ptr", "ptr", "i64", "ptr")
                       + CANDIDATES, installation=True)
+
+
+@functools.cache
+def distance_words(width: int, wide: bool) -> KernelSpec:
+    """The same lanes sharing a row, recording one query's distance of every row as a top-k
+    word (exec/order/top_k_hamming.py)."""
+    return KernelSpec("knn_distance_words", group_shape_defines(width, wide) + WORDS,
+                      ("i64", "ptr", "ptr", "ptr", "i32", "i32", "ptr"), installation=True)
 
 
 @functools.cache

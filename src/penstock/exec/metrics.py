@@ -53,6 +53,7 @@ class PipelineMetrics:
     kept_device_bytes: int = 0  # scattered partitions' rows kept on the device (exec/spill/scatter.py)
     # a bounded top-k (exec/order/top_k_bound.py): (rows that reached the sink, rows written)
     top_k_rows: tuple[int, int] | None = None
+    top_k_words_by: str = ""  # the words' pass by a kernel of its own (exec/order/top_k_hamming.py), said
     # a replayed graph's events around the pipeline: (backend, start, end), read when asked
     timed_by: tuple[Any, Any, Any] | None = None
 

@@ -1,6 +1,7 @@
 """A bounded top-k's host side (plan/top_k.py): per batch, the scan kernel records each
-row's sort-key word (mode 0), the bound is found among the words, and the kernel runs again
-writing only the rows within it (mode 1).
+row's sort-key word (mode 0; a Hamming distance's by its own kernel, top_k_hamming.py), the
+bound is found among the words, and the kernel runs again writing only the rows within it
+(mode 1).
 
 The bound is the k-th smallest word, found by radix selection: one pass for the count, least
 and greatest word, then passes counting words by 8 bits at a time from the highest bit in
@@ -23,7 +24,9 @@ from penstock.codegen.fixed_kernels import word_histogram, word_range
 from penstock.device.base import Backend
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
+from penstock.exec.order.top_k_hamming import record_words
 from penstock.io.device_batch import Batch
+from penstock.plan.physical import TopKBound
 
 if TYPE_CHECKING:
     from penstock.exec.pipeline.materialize_state import MaterializeState
@@ -70,8 +73,9 @@ def kth_word(backend: Backend, words: Any, k: int) -> tuple[int | None, int]:
 class TopKRun:
     """One run of a bounded pipeline: the running bound, and what the bound kept."""
 
-    def __init__(self, k: int) -> None:
-        self.k = k
+    def __init__(self, top_k: TopKBound) -> None:
+        self.top_k = top_k
+        self.k = top_k.k
         self.bound = ALL_ROWS
         self.rows_in = 0
         self.rows_kept = 0
@@ -85,9 +89,10 @@ class TopKRun:
         words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
         state.write_nothing(runner.fresh_status(state.status_words))
         state.top_k_mode, state.top_k_words = 0, words
-        code, _ = runner.launch(batch, state, None)
-        if code:
-            runner.fail(code)
+        if not record_words(runner, self.top_k, batch, words):  # a Hamming key's own kernel, or the scan's
+            code, _ = runner.launch(batch, state, None)
+            if code:
+                runner.fail(code)
         self.counted = list(runner.metrics.counters)
         bound, rows = kth_word(backend, words, self.k)
         self.rows_in += rows

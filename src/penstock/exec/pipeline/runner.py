@@ -275,7 +275,7 @@ class PipelineRunner(AggregateRunning):
             return
         self.written = 0
         self.bind_context.batch_start = 0
-        self.top_k = TopKRun(sink.top_k.k) if sink.top_k is not None else None
+        self.top_k = TopKRun(sink.top_k) if sink.top_k is not None else None
         for batch in self.batches():
             self.materialize_batch(sink, state, batch, fill)
             if sink.limit is not None and self.written >= sink.limit:

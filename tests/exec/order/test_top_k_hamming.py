@@ -1,0 +1,102 @@
+"""A top-k statement ordered by a Hamming distance (exec/order/top_k_hamming.py): on a GPU
+the words' pass runs by the k-NN kernel where lanes share a row. Which keys it takes; under
+`pytest -m gpu`, its answers equal numpy's brute force and the scan kernel's (ties by id,
+ascending and descending, NULLs first and last, NULL signatures, parameters and literals,
+several signature lengths, cached and scanned tables), its counts equal the scan kernel's,
+and EXPLAIN ANALYZE says it ran; with a filter the scan kernel runs, as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from penstock.exec.order import top_k_hamming
+from penstock.exec.order.top_k_hamming import HammingKey, hamming_key
+from penstock.plan.expr import Call, ColumnRef, Literal, Param
+from penstock.plan.types import INT32
+from tests.exec.order.test_knn_batch import make_table, table_db
+
+
+def test_the_keys_it_takes() -> None:
+    column, param, literal = ColumnRef(INT32, 1), Param(INT32, 7), Literal(INT32, b"\x01")
+    assert hamming_key(Call(INT32, "hamming_distance", (column, param))) == HammingKey(1, param)
+    assert hamming_key(Call(INT32, "hamming_distance", (literal, column))) == HammingKey(1, literal)
+    assert hamming_key(Call(INT32, "bit_count", (column,))) is None
+    assert hamming_key(Call(INT32, "hamming_distance", (column, ColumnRef(INT32, 2)))) is None
+
+
+def test_the_cpu_answers_by_its_scan_kernel(tmp_path: Path) -> None:
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 3000, 32, seed=4, nulls=True)
+    db = table_db(path, "cpu")
+    query = matrix[10] ^ 1
+    sql = "SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT 5"
+    assert db.sql(sql, [query.tobytes()]).to_arrow()["id"].to_pylist() == expected(matrix, ids, valid, query, 5)
+    assert "Hamming distances by lanes sharing a row" not in db.explain(sql, analyze=True, params=[query.tobytes()])
+
+
+def expected(matrix: np.ndarray, ids: np.ndarray, valid: np.ndarray, query: np.ndarray, k: int,
+             descending: bool = False, nulls_first: bool = False) -> list[Any]:
+    """ORDER BY d [DESC] [NULLS FIRST|LAST], id LIMIT k by numpy (NULL signatures' d is NULL)."""
+    distance = np.unpackbits(matrix ^ query, axis=1).sum(axis=1).astype(np.int64)
+    key = -distance if descending else distance
+    rows = np.flatnonzero(valid)
+    order = list(rows[np.lexsort((ids[rows], key[rows]))])
+    nulls = sorted(np.flatnonzero(~valid), key=lambda r: ids[r])
+    order = nulls + order if nulls_first else order + nulls
+    return [int(ids[r]) for r in order[:k]]
+
+
+gpu = pytest.mark.gpu
+
+
+@gpu
+@pytest.mark.parametrize("width,cached", [(8, True), (24, False), (32, True), (256, False), (1040, True)])
+@pytest.mark.parametrize("order", ["d, id", "d DESC, id", "d NULLS FIRST, id", "d DESC NULLS LAST, id"])
+def test_equals_numpy_and_the_scan_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
+                                          cached: bool, order: str) -> None:
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 9000, width, seed=width, nulls=True)  # three record batches
+    matrix[200:260] = matrix[100]  # ties at every distance to them
+    db = table_db(path, "gpu", cached=cached)
+    query = matrix[100] ^ 3
+    descending, nulls_first = "DESC" in order, ("NULLS FIRST" in order) or ("DESC" in order and "LAST" not in order)
+    for k in (1, 10, 300):
+        sql = f"SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY {order} LIMIT {k}"
+        literal = sql.replace("$1", "'\\x" + query.tobytes().hex() + "'::bytea")
+        want = expected(matrix, ids, valid, query, k, descending, nulls_first)
+        text = db.explain(sql, analyze=True, params=[query.tobytes()])
+        assert "Hamming distances by lanes sharing a row" in text, text
+        assert db.sql(sql, [query.tobytes()]).to_arrow()["id"].to_pylist() == want, (k, order)
+        assert db.sql(literal).to_arrow()["id"].to_pylist() == want, (k, order)
+        monkeypatch.setattr(top_k_hamming, "ENABLED", False)
+        scanned = db.explain(sql, analyze=True, params=[query.tobytes()])
+        assert db.sql(sql, [query.tobytes()]).to_arrow()["id"].to_pylist() == want
+        monkeypatch.setattr(top_k_hamming, "ENABLED", True)
+        assert "Hamming distances" not in scanned
+        assert counts(text) == counts(scanned)
+
+
+def counts(explained: str) -> list[str]:
+    """EXPLAIN ANALYZE's row counts, in order."""
+    return [part.split("]")[0] for part in explained.split("[rows ")[1:]]
+
+
+@gpu
+def test_a_filter_or_another_length_goes_to_the_scan_kernel(tmp_path: Path) -> None:
+    from penstock import QueryError
+
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 4000, 32, seed=6, nulls=True)
+    db = table_db(path, "gpu", cached=True)
+    query = matrix[7]
+    sql = "SELECT id FROM t WHERE grp <> 2 ORDER BY hamming_distance(sig, $1), id LIMIT 6"
+    keep = valid & (np.arange(4000) % 4 != 2)
+    assert db.sql(sql, [query.tobytes()]).to_arrow()["id"].to_pylist() == expected(matrix, ids, keep, query, 6)
+    assert "Hamming distances by lanes" not in db.explain(sql, analyze=True, params=[query.tobytes()])
+    with pytest.raises(QueryError) as raised:
+        db.sql("SELECT id FROM t ORDER BY hamming_distance(sig, $1), id LIMIT 6", [bytes(31)])
+    assert raised.value.sqlstate == "22026"
