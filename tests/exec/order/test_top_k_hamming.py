@@ -100,3 +100,63 @@ def test_a_filter_or_another_length_goes_to_the_scan_kernel(tmp_path: Path) -> N
     with pytest.raises(QueryError) as raised:
         db.sql("SELECT id FROM t ORDER BY hamming_distance(sig, $1), id LIMIT 6", [bytes(31)])
     assert raised.value.sqlstate == "22026"
+
+
+def numpy_words(matrix: np.ndarray, valid: np.ndarray, query: np.ndarray, descending: bool,
+                nulls_first: bool) -> np.ndarray:
+    """top_k.h's words of hamming_distance(row, query), by numpy."""
+    distance = np.unpackbits(matrix ^ query, axis=1).sum(axis=1).astype(np.uint64)
+    words = distance ^ np.uint64(1 << 63)
+    if descending:
+        words = ~words
+    words[~valid] = np.uint64(0) if nulls_first else np.uint64(2**64 - 2)
+    return words
+
+
+@gpu
+@pytest.mark.parametrize("width", [8, 24, 32, 256, 1040])
+def test_the_words_kernel_equals_numpy(width: int) -> None:
+    from penstock.codegen import knn_gpu_kernels
+    from penstock.device import get_backend
+
+    backend = get_backend("gpu")
+    rng = np.random.default_rng(width)
+    rows = 9000
+    matrix = rng.integers(0, 256, (rows, width), dtype=np.uint8)
+    valid = rng.random(rows) > 0.1
+    query = rng.integers(0, 256, width, dtype=np.uint8)
+    for descending, nulls_first in ((False, False), (True, True)):
+        wide = width % 16 == 0
+        _, lanes, _ = knn_gpu_kernels.group_shape(width, wide)
+        words = backend.xp.zeros(rows, np.uint64)
+        backend.launch(backend.compile(knn_gpu_kernels.distance_words(width, wide)),
+                       -(-rows // knn_gpu_kernels.GROUP_ROWS) * lanes,
+                       [rows, backend.xp.asarray(matrix.reshape(-1)),
+                        backend.xp.asarray(np.packbits(valid, bitorder="little")), backend.xp.asarray(query),
+                        int(descending), int(nulls_first), words])
+        got = backend.to_host(words)
+        want = numpy_words(matrix, valid, query, descending, nulls_first)
+        wrong = np.flatnonzero(got != want)
+        assert len(wrong) == 0, (len(wrong), wrong[:10], got[wrong[:5]], want[wrong[:5]])
+
+
+@gpu
+def test_the_statements_words_equal_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The words the statement's pass recorded, read after it: every row's, as numpy has them."""
+    path = tmp_path / "t.arrow"
+    matrix, ids, valid = make_table(path, 9000, 32, seed=32, nulls=True)
+    db = table_db(path, "gpu", cached=True)
+    query = matrix[100] ^ 3
+    recorded: list[Any] = []
+    record = top_k_hamming.HammingWords.record
+
+    def keep(self: Any, runner: Any, batch: Any, words: Any) -> bool:
+        done = record(self, runner, batch, words)
+        recorded.append(runner.be.to_host(words).copy())
+        return done
+
+    monkeypatch.setattr(top_k_hamming.HammingWords, "record", keep)
+    db.sql("SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT 10", [query.tobytes()])
+    want = numpy_words(matrix, valid, query, False, False)
+    wrong = np.flatnonzero(recorded[0] != want)
+    assert len(recorded) == 1 and len(wrong) == 0, (len(wrong), wrong[:10], recorded[0][wrong[:5]], want[wrong[:5]])

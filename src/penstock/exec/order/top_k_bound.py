@@ -24,7 +24,7 @@ from penstock.codegen.fixed_kernels import word_histogram, word_range
 from penstock.device.base import Backend
 from penstock.exec.kernels import compile_kernel
 from penstock.exec.metrics import PipelineMetrics
-from penstock.exec.order.top_k_hamming import record_words
+from penstock.exec.order.top_k_hamming import HammingWords
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import TopKBound
 
@@ -74,8 +74,8 @@ class TopKRun:
     """One run of a bounded pipeline: the running bound, and what the bound kept."""
 
     def __init__(self, top_k: TopKBound) -> None:
-        self.top_k = top_k
         self.k = top_k.k
+        self.hamming = HammingWords(top_k)
         self.bound = ALL_ROWS
         self.rows_in = 0
         self.rows_kept = 0
@@ -89,7 +89,7 @@ class TopKRun:
         words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
         state.write_nothing(runner.fresh_status(state.status_words))
         state.top_k_mode, state.top_k_words = 0, words
-        if not record_words(runner, self.top_k, batch, words):  # a Hamming key's own kernel, or the scan's
+        if not self.hamming.record(runner, batch, words):  # a Hamming key's own kernel, or the scan's
             code, _ = runner.launch(batch, state, None)
             if code:
                 runner.fail(code)

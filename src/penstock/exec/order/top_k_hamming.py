@@ -51,32 +51,44 @@ def hamming_key(key: Expr) -> HammingKey | None:
     return None
 
 
-def record_words(runner: "PipelineRunner", top_k: TopKBound, batch: Batch, words: Any) -> bool:
-    """Write each row's word into `words` by the lanes-sharing-a-row kernel; False, having
-    launched nothing, when the batch or the pipeline does not allow it (the caller runs the
-    scan's kernel instead)."""
-    key = hamming_key(top_k.key) if ENABLED else None
-    if key is None or runner.be.name != "gpu" or runner.p.ops or key.column >= len(batch.columns):
-        return False
-    column = batch.columns[key.column]
-    width = column.type.width or 0
-    query = _query_bytes(runner, key.query)
-    if column.type.kind is not Kind.BINARY or query is None or len(query) != width or width % 8 or \
-            column.values is None or column.values.data.ptr % 8:
-        return False
-    wide = width % 16 == 0 and column.values.data.ptr % 16 == 0
-    backend = runner.be
-    device_query = backend.to_device_queued(np.frombuffer(query, dtype=np.uint8).copy())
-    _, lanes, _ = knn_gpu_kernels.group_shape(width, wide)
-    rows = batch.length
-    backend.launch(backend.compile(knn_gpu_kernels.distance_words(width, wide)),
-                   -(-rows // knn_gpu_kernels.GROUP_ROWS) * lanes,
-                   [rows, column.values, column.validity, device_query, int(top_k.descending), int(top_k.nulls_first),
-                    words])
-    if runner.count_rows:  # no filter: every operator saw every row, as the scan's kernel counts them
-        runner.metrics.add_counters([rows] * runner.n_counters)
-    runner.metrics.top_k_words_by = "Hamming distances by lanes sharing a row"
-    return True
+class HammingWords:
+    """One run's words' passes (a batch each): the query signature goes to the device once
+    and stays referenced while the run's kernels read it (an array let go at once went back
+    to the pool, and a synchronous copy the bound's search made wrote over it mid-kernel)."""
+
+    def __init__(self, top_k: TopKBound) -> None:
+        self.top_k = top_k
+        self.key = hamming_key(top_k.key) if ENABLED else None
+        self.query: bytes | None = None
+        self.device_query: Any = None
+
+    def record(self, runner: "PipelineRunner", batch: Batch, words: Any) -> bool:
+        """Write each row's word into `words` by the lanes-sharing-a-row kernel; False,
+        having launched nothing, when the batch or the pipeline does not allow it (the
+        caller runs the scan's kernel instead)."""
+        key = self.key
+        if key is None or runner.be.name != "gpu" or runner.p.ops or key.column >= len(batch.columns):
+            return False
+        column = batch.columns[key.column]
+        width = column.type.width or 0
+        query = _query_bytes(runner, key.query)
+        if column.type.kind is not Kind.BINARY or query is None or len(query) != width or width % 8 or \
+                column.values is None or column.values.data.ptr % 8:
+            return False
+        backend = runner.be
+        if query != self.query:
+            self.query, self.device_query = query, backend.to_device_queued(np.frombuffer(query, np.uint8).copy())
+        wide = width % 16 == 0 and column.values.data.ptr % 16 == 0
+        _, lanes, _ = knn_gpu_kernels.group_shape(width, wide)
+        rows = batch.length
+        backend.launch(backend.compile(knn_gpu_kernels.distance_words(width, wide)),
+                       -(-rows // knn_gpu_kernels.GROUP_ROWS) * lanes,
+                       [rows, column.values, column.validity, self.device_query, int(self.top_k.descending),
+                        int(self.top_k.nulls_first), words])
+        if runner.count_rows:  # no filter: every operator saw every row, as the scan's kernel counts them
+            runner.metrics.add_counters([rows] * runner.n_counters)
+        runner.metrics.top_k_words_by = "Hamming distances by lanes sharing a row"
+        return True
 
 
 def _query_bytes(runner: "PipelineRunner", query: Expr) -> bytes | None:
