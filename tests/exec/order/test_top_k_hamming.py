@@ -59,8 +59,8 @@ gpu = pytest.mark.gpu
 def test_equals_numpy_and_the_scan_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
                                           cached: bool, order: str) -> None:
     path = tmp_path / "t.arrow"
-    matrix, ids, valid = make_table(path, 9000, width, seed=width, nulls=True)  # three record batches
-    matrix[200:260] = matrix[100]  # ties at every distance to them
+    # three record batches; half of each signature's bits are zero, so distances tie often
+    matrix, ids, valid = make_table(path, 9000, width, seed=width, nulls=True)
     db = table_db(path, "gpu", cached=cached)
     query = matrix[100] ^ 3
     descending, nulls_first = "DESC" in order, ("NULLS FIRST" in order) or ("DESC" in order and "LAST" not in order)
