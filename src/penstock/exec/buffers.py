@@ -52,6 +52,10 @@ class BufferStore:
         self.host.pop(buffer, None)
         self.off_device.drop(buffer)
 
+    def emits(self, buffer: int) -> bool:
+        """Whether the buffer's batches go to a consumer as they are written, not kept."""
+        return buffer in self.emitters
+
     def add(self, buffer: int, batch: Batch) -> None:
         emit = self.emitters.get(buffer)
         if emit is not None:

@@ -21,6 +21,7 @@ from penstock.exec.steady.deferred import Deferred, NotSteady
 from penstock.exec.errors import kernel_error
 from penstock.exec.join.in_table_builds import PendingFill, cached_columns, settle, statuses
 from penstock.exec.pipeline.materialize_state import DirectFill, MaterializeState
+from penstock.exec.pipeline.pass_through import pass_through
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.join.grace_join import GraceJoin, grace_batches
 from penstock.exec.join.partitioned_join import PartitionedJoin
@@ -292,6 +293,8 @@ class PipelineRunner(AggregateRunning):
         if fill is not None:
             state.direct = None if fill.failed else fill
         written_before = self.written
+        if fill is None and self.ctx.store.emits(sink.buffer) and pass_through(self, sink, batch):
+            return
         if self.top_k is not None and not self.top_k.bound_batch(self, state, batch):
             self.bind_context.batch_start += batch.length
             return
