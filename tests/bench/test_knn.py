@@ -44,14 +44,19 @@ def test_knn_bench_regimes_answer_as_numpy(tmp_path: Path) -> None:
         ("first run", "penstock statement, columns cached, empty kernel cache", 1),
         ("first run", "penstock statement, Parquet in the page cache, empty kernel cache", 1),
         ("first run", "penstock statement, Parquet in the page cache, kernel cache warm", 1)]
+    for kind in ("Arrow", "Parquet"):
+        assert ("page cache", f"penstock statement over {kind}", 1) in regimes
+        assert ("page cache", f"penstock knn_hamming over {kind}", 1) in regimes
+        assert ("drive", f"penstock statement over {kind} (a fresh process)", 1) in regimes
+        assert ("drive", f"penstock knn_hamming over {kind} (a fresh process)", 1) in regimes
     for regime in ("page cache", "drive"):
-        for kind in ("Arrow", "Parquet"):
-            assert (regime, f"penstock statement over {kind}", 1) in regimes
-            assert (regime, f"penstock knn_hamming over {kind}", 1) in regimes
         assert (regime, "duckdb over Parquet", 1) in regimes
-    assert all(t.same for t in result.regimes if t.regime != "first run"), result.lines()
-    scans = [t.how for t in result.regimes if "knn_hamming" in t.engine]
+    assert all(t.same for t in result.regimes if t.same is not None), result.lines()
+    assert all(t.same is None for t in result.regimes if "fresh process" in t.engine or t.regime == "first run")
+    scans = [t.how for t in result.regimes if "knn_hamming" in t.engine and t.regime == "page cache"]
     assert scans and all("of a scan" in how and "through the host" not in how for how in scans), scans
+    fresh = [t.how for t in result.regimes if "fresh process" in t.engine]
+    assert all(", 5 rows;" in how for how in fresh), fresh  # k rows: the statement's, and the table function's
     first = [t for t in result.regimes if t.regime == "first run"]
     assert "(1 kernels)" in first[1].how and "(0 kernels)" in first[2].how  # the warm cache compiles nothing
     assert (tmp_path / "knn-3000-128.parquet").exists()

@@ -7,11 +7,15 @@ column cache, beside DuckDB on the same files in the same run.
   first one filled (a known query shape in a new process).
 - **page cache**: the statement and `knn_hamming` over the Arrow IPC file and a Parquet copy
   of it, neither in the column cache, the files read before (best of `repeat`).
-- **drive**: the same after the files' pages were dropped from the page cache (one run each:
-  a second run would find them cached).
+- **drive**: the same, each in a fresh process (the kernel cache the first runs filled)
+  after the file's pages were dropped from the page cache; `knn_hamming` as its table
+  function in SQL, its queries from a small Arrow file. A fresh process, because a
+  connection that scanned a file keeps its pages mapped and registered with CUDA
+  (io/mapped_files.py), and the kernel keeps pinned pages: in the same process, "drive"
+  would be the page cache again.
 
 DuckDB runs the same query over the Parquet file in both file regimes. Every answer's
-distances are checked against numpy's.
+distances are checked against numpy, but the fresh processes' (they report rows and times).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
 from penstock.bench.ceilings import drop_page_cache, warm_page_cache
@@ -64,37 +69,68 @@ def run_regimes(arrow_path: Path, device: str, sql: str, duckdb_sql: str, querie
                 duckdb: bool = True) -> list[RegimeTime]:
     parquet_path = parquet_copy(arrow_path)
     log(f"regimes: Parquet copy {parquet_path} ({parquet_path.stat().st_size / 1e9:.2f} GB)")
-    times = _first_runs(arrow_path, parquet_path, device, sql, queries[0], truth[0], log)
-    times += _file_regimes({"Arrow": arrow_path, "Parquet": parquet_path}, device, sql, queries, k, truth,
-                           repeat, log)
+    files = {"Arrow": arrow_path, "Parquet": parquet_path}
+    with tempfile.TemporaryDirectory(prefix="penstock-knn-regimes-") as scratch:
+        caches = Path(scratch)
+        times = _first_runs(arrow_path, parquet_path, device, sql, queries[0], caches, log)
+        times += _page_cache(files, device, sql, queries, k, truth, repeat, log)
+        times += _drive(files, device, sql, queries, k, caches, log)
     if duckdb:
         times += _duckdb_files(parquet_path, duckdb_sql, queries[0], truth[0], repeat, log)
     return times
 
 
-def _first_runs(arrow_path: Path, parquet_path: Path, device: str, sql: str, query: np.ndarray,
-                truth: list[int], log: Callable[[str], None]) -> list[RegimeTime]:
-    from penstock.bench.first_run import fresh_first_run
-
+def _first_runs(arrow_path: Path, parquet_path: Path, device: str, sql: str, query: np.ndarray, caches: Path,
+                log: Callable[[str], None]) -> list[RegimeTime]:
+    """Fresh processes: empty kernel caches (`caches`/a, `caches`/b), then `caches`/b warm."""
     statement = literal_sql(sql, query)
+    runs = [("columns cached, empty kernel cache", arrow_path, {"t": ["id", "sig"]}, caches / "a"),
+            ("Parquet in the page cache, empty kernel cache", parquet_path, {}, caches / "b"),
+            ("Parquet in the page cache, kernel cache warm", parquet_path, {}, caches / "b")]
     out = []
-    with tempfile.TemporaryDirectory(prefix="penstock-knn-first-") as empty:
-        runs = [("columns cached, empty kernel cache", arrow_path, {"t": ["id", "sig"]}, Path(empty) / "a"),
-                ("Parquet in the page cache, empty kernel cache", parquet_path, {}, Path(empty) / "b"),
-                ("Parquet in the page cache, kernel cache warm", parquet_path, {}, Path(empty) / "b")]
-        for label, path, cached, cache_dir in runs:
-            if not cached:
-                warm_page_cache([path])
-            run = fresh_first_run(device, {"t": path}, statement, cache_dir, cached=cached)
-            how = (f"{run.engine}; plan {run.plan_s * 1e3:.0f} ms, compile {run.compile_s * 1e3:.0f} ms "
-                   f"({run.kernels} kernels), execute {run.execute_s * 1e3:.0f} ms; process start {run.start_s:.1f} s")
-            out.append(RegimeTime("first run", f"penstock statement, {label}", 1, run.seconds * 1e3, None, how))
-            log(f"first run ({label}): {run.seconds * 1e3:.1f} ms ({how})")
+    for label, path, cached, cache_dir in runs:
+        if not cached:
+            warm_page_cache([path])
+        out.append(_fresh("first run", f"penstock statement, {label}", 1, device, {"t": path}, statement,
+                          cache_dir, log, cached))
     return out
 
 
-def _file_regimes(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int,
-                  truth: list[list[int]], repeat: int, log: Callable[[str], None]) -> list[RegimeTime]:
+def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int, caches: Path,
+           log: Callable[[str], None]) -> list[RegimeTime]:
+    """Each search in a fresh process (the warm kernel cache), its file's pages dropped."""
+    out = []
+    for kind, path in files.items():
+        searches = [("statement", 1, {}, literal_sql(sql, queries[0]))]
+        for batch in (1, 16):
+            if batch <= len(queries):
+                query_file = caches / f"queries-{batch}.arrow"
+                feather.write_feather(pa.table({"id": pa.array(np.arange(batch)), "sig": pa.array(
+                    [q.tobytes() for q in queries[:batch]], pa.binary(queries.shape[1]))}), query_file,
+                    compression="uncompressed")
+                searches.append(("knn_hamming", batch, {"q": query_file},
+                                 f"SELECT query_id, id, distance FROM knn_hamming('t', 'sig', 'q', 'sig', {k})"))
+        for label, batch, more, statement in searches:
+            drop_page_cache([path])
+            out.append(_fresh("drive", f"penstock {label} over {kind} (a fresh process)", batch, device,
+                              {"t": path, **more}, statement, caches / "b", log))
+    return out
+
+
+def _fresh(regime: str, engine: str, batch: int, device: str, tables: dict[str, Path], statement: str,
+           cache_dir: Path, log: Callable[[str], None], cached: dict[str, list[str]] | None = None) -> RegimeTime:
+    from penstock.bench.first_run import fresh_first_run
+
+    run = fresh_first_run(device, tables, statement, cache_dir, cached=cached or {})
+    how = (f"{run.engine}; plan {run.plan_s * 1e3:.0f} ms, compile {run.compile_s * 1e3:.0f} ms "
+           f"({run.kernels} kernels), execute {run.execute_s * 1e3:.0f} ms, {run.rows} rows; "
+           f"process start {run.start_s:.1f} s")
+    log(f"{regime}: {engine}, batch {batch}: {run.seconds * 1e3:.1f} ms ({how})")
+    return RegimeTime(regime, engine, batch, run.seconds * 1e3 / batch, None, how)
+
+
+def _page_cache(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int,
+                truth: list[list[int]], repeat: int, log: Callable[[str], None]) -> list[RegimeTime]:
     import penstock
 
     out = []
@@ -108,21 +144,20 @@ def _file_regimes(files: dict[str, Path], device: str, sql: str, queries: np.nda
             ("statement", 1, lambda: db.sql(table_sql, [queries[0].tobytes()])),
             ("knn_hamming", 1, lambda: db.knn_hamming(name, "sig", queries[:1], k)),
             ("knn_hamming", 16, lambda: db.knn_hamming(name, "sig", queries[:16], k))]
-        for regime in ("page cache", "drive"):
-            for label, batch, search in searches:
-                if batch > len(queries):
-                    continue
-                best, found = float("inf"), None
-                for _ in range(repeat if regime == "page cache" else 1):
-                    (warm_page_cache if regime == "page cache" else drop_page_cache)([path])
-                    started = time.perf_counter()
-                    found = search()
-                    best = min(best, time.perf_counter() - started)
-                same, engine = _check(found, k, truth, batch)
-                out.append(RegimeTime(regime, f"penstock {label} over {kind}", batch, best / batch * 1e3, same,
-                                      engine))
-                log(f"{regime}: penstock {label} over {kind}, batch {batch}: {best / batch * 1e3:.1f} ms a query "
-                    f"({engine})")
+        for label, batch, search in searches:
+            if batch > len(queries):
+                continue
+            best, found = float("inf"), None
+            for _ in range(repeat):
+                warm_page_cache([path])
+                started = time.perf_counter()
+                found = search()
+                best = min(best, time.perf_counter() - started)
+            same, engine = _check(found, k, truth, batch)
+            out.append(RegimeTime("page cache", f"penstock {label} over {kind}", batch, best / batch * 1e3, same,
+                                  engine))
+            log(f"page cache: penstock {label} over {kind}, batch {batch}: {best / batch * 1e3:.1f} ms a query "
+                f"({engine})")
     return out
 
 
