@@ -7,7 +7,6 @@ reader (device_reader.py), the Parquet run reader and the benchmark's ceilings u
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,6 +16,7 @@ import numpy as np
 
 from penstock.device.base import Backend
 from penstock.errors import FileError
+from penstock.io.host_blocks import host_blocks
 
 ALIGN = 4096
 # bytes per read (small enough to spread a batch over every I/O thread) and I/O threads;
@@ -165,5 +165,5 @@ def staging_buffer(backend: Backend, size: int) -> np.ndarray:
         raw = np.frombuffer(mem, dtype=np.uint8, count=size + ALIGN)
         shift = (-raw.ctypes.data) % ALIGN
         return raw[shift:shift + size]
-    return np.frombuffer(mmap.mmap(-1, (size + ALIGN - 1) // ALIGN * ALIGN), dtype=np.uint8, count=size)
+    return host_blocks(backend).take(size)  # mapped pages kept from earlier reads (io/host_blocks.py)
 
