@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Run on the GPU machine (through the device tool, carrying .device-litesite and .device-faiss):
 # the k-NN tests under `pytest -m gpu` (with the top-k statement's Hamming pass and the
-# streamed scan's pass-through, which the search's scan takes), then `penstock bench knn` with FAISS and DuckDB beside
-# penstock (a top-k statement a query, and knn_hamming: the one pass) and the regimes besides the
-# column cache (first run, Arrow and Parquet files in the page cache and on the drive), then
-# knn_timeline.py. Logs to $OUT.
+# streamed scan's pass-through, which the search's scan takes), then `penstock bench knn`
+# with FAISS and DuckDB beside penstock (a top-k statement a query, and knn_hamming: the one
+# pass) and the regimes besides the column cache (first run, Arrow and Parquet files in the
+# page cache and on the drive), then knn_timeline.py. Logs to $OUT.
 #   scripts/gpu-knn.sh [ROWS] [BITS]      (default: 20000000 2048, the issue's size)
 set -uo pipefail
 source "$(dirname "$0")/device-env.sh"
