@@ -43,6 +43,7 @@ class HammingKey:
 
 
 def hamming_key(key: Expr) -> HammingKey | None:
+    """The key as hamming_distance(column, parameter or literal), either way round; None if not."""
     if not (isinstance(key, Call) and key.fn == "hamming_distance" and len(key.args) == 2):
         return None
     for column, query in (key.args, key.args[::-1]):
@@ -53,8 +54,8 @@ def hamming_key(key: Expr) -> HammingKey | None:
 
 class HammingWords:
     """One run's words' passes (a batch each): the query signature goes to the device once
-    and stays referenced while the run's kernels read it (an array let go at once went back
-    to the pool, and a synchronous copy the bound's search made wrote over it mid-kernel)."""
+    and stays referenced while the run's kernels read it (an array let go at once could go
+    back to the memory pool while the kernel reading it is still queued)."""
 
     def __init__(self, top_k: TopKBound) -> None:
         self.top_k = top_k

@@ -5,11 +5,11 @@ A pipeline with no operator whose sink writes plain columns of the scan, in the 
 scan already holds them (fixed-width numbers, dates, timestamps, fixed-length bytes: no
 text, booleans or decimals, whose output layouts differ from their inputs'), writes copies
 of its input and nothing else, besides each row's ordinal in the table (a plain scan's
-result keeps file order by it), which an arange makes. When the sink's buffer is handed out as written
-(exec/result_stream.py: `Connection.stream`, the server's rows, the k-NN search's scan), the
-consumer takes the batch while the scan still holds it, so the scan's arrays can go as they
-are. 5 GB of 256-byte signatures copied by a thread a row cost the k-NN search over an
-uncached file more than the search itself.
+result keeps file order by it), which an arange makes. When the sink's buffer is handed out
+as written (exec/result_stream.py: `Connection.stream`, the server's rows, the k-NN search's
+scan), the consumer takes the batch while the scan still holds it, so the scan's arrays can
+go as they are. The k-NN search over an uncached file took 390 ms on an H200 where the
+statement took 117 ms, its scan's kernel copying 5 GB of signatures a thread a row first.
 """
 
 from __future__ import annotations
