@@ -96,6 +96,7 @@ def _scan_on_device(db: "Connection", sql: str, job: Any) -> bool:
     (which cost 8.6 s for 5 GB of signatures on an H200, against 0.15 s for the statement).
     False, having run nothing, when the plan does not stream its result or the columns are
     not what the search takes as they are (the caller then streams Arrow, which says why)."""
+    from penstock.exec.buffers import unpack_bits
     from penstock.exec.metrics import QueryMetrics
     from penstock.exec.result_stream import streams
 
@@ -108,13 +109,11 @@ def _scan_on_device(db: "Connection", sql: str, job: Any) -> bool:
     types = plan.buffer_types[plan.result_buffer]
     if not (types[id_at].is_integer and types[sig_at].kind is Kind.BINARY and types[sig_at].width == job.width):
         return False
-    xp = db.backend.xp
 
     def take(batch: Any) -> None:
         n = batch.length
         ids, signatures = batch.columns[id_at], batch.columns[sig_at]
-        if ids.validity is not None and n and not bool(xp.unpackbits(ids.validity[:(n + 7) // 8],
-                                                                     bitorder="little")[:n].all()):
+        if ids.validity is not None and not bool(unpack_bits(db.backend, ids.validity, n).all()):
             raise QueryError("knn_hamming: the id column has NULLs", "22004")
         job.add_arrays(ids.values[:n], signatures.values[:n * job.width], signatures.validity)
 

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from penstock.bench.knn_regimes import RegimeTime, regime_lines, run_regimes
+from penstock.bench.knn_regimes import RegimeTime, distances_match, regime_lines, run_regimes
 
 CHUNK_ROWS = 1 << 20
 SQL = "SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT {k}"
@@ -171,9 +171,7 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
                     started = time.perf_counter()
                     found = search(batch)
                     best = min(best, time.perf_counter() - started)
-                distances = found.table.column("distance").to_numpy().reshape(-1, k) if found.table.num_rows else None
-                same = distances is not None and all(distances[i].tolist() == truth[i]
-                                                     for i in range(min(checked, batch)))
+                same = distances_match(found.table, k, truth, batch)
                 how = "one statement a query"
                 if "one pass" in found.engine:  # and the kernel or the NUMA nodes, where said
                     how = "one pass a batch" + ("; " + found.engine.rsplit("; ", 1)[1].rstrip(")")

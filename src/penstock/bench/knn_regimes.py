@@ -166,10 +166,19 @@ def _check(found: Any, k: int, truth: list[list[int]], batch: int) -> tuple[bool
     from penstock.knn_search import KnnResult
 
     if isinstance(found, KnnResult):  # knn_hamming's answer
-        distances = found.table.column("distance").to_numpy().reshape(-1, k)
-        same = all(distances[i].tolist() == truth[i] for i in range(min(len(truth), batch)))
-        return same, found.engine
+        return distances_match(found.table, k, truth, batch), found.engine
     return found.to_arrow()["d"].to_pylist() == truth[0], found.engine
+
+
+def distances_match(answer: pa.Table, k: int, truth: list[list[int]], batch: int) -> bool:
+    """Whether a knn_hamming answer (k rows a query, by query) has numpy's distances for the
+    queries checked (the first of the batch)."""
+    distances = answer.column("distance").to_numpy()
+    checked = min(len(truth), batch)
+    if len(distances) < checked * k or len(distances) % k:
+        return False
+    by_query = distances.reshape(-1, k)
+    return all(by_query[i].tolist() == truth[i] for i in range(checked))
 
 
 def _duckdb_files(parquet_path: Path, duckdb_sql: str, query: np.ndarray, truth: list[int], repeat: int,

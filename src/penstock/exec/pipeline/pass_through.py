@@ -55,8 +55,11 @@ def passed_through(pipeline: Pipeline, sink: MaterializeSink, batch: Batch, xp: 
 
 
 def pass_through(runner: "PipelineRunner", sink: MaterializeSink, batch: Batch) -> bool:
-    """Hand the source batch's own columns to the sink buffer's consumer when the sink would
-    only copy them; False, having done nothing, if not."""
+    """Hand the source batch's own columns to the sink buffer's consumer when the buffer is
+    handed out as written and the sink would only copy them; False, having done nothing, if
+    not."""
+    if not runner.ctx.store.emits(sink.buffer):
+        return False
     out = passed_through(runner.p, sink, batch, runner.be.xp, runner.bind_context.batch_start)
     if out is None:
         return False

@@ -293,7 +293,7 @@ class PipelineRunner(AggregateRunning):
         if fill is not None:
             state.direct = None if fill.failed else fill
         written_before = self.written
-        if fill is None and self.ctx.store.emits(sink.buffer) and pass_through(self, sink, batch):
+        if pass_through(self, sink, batch):  # a streamed plain scan: the scan's own columns
             return
         if self.top_k is not None and not self.top_k.bound_batch(self, state, batch):
             self.bind_context.batch_start += batch.length
