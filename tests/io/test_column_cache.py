@@ -238,3 +238,22 @@ def test_reregistered_arrow_tables_never_see_each_others_columns(device: str, ca
         assert db.sql(SUM_X.format("m")).to_arrow().to_pylist() == [{"s": i + 3}], f"table {i}"
         db.cache("m")
     assert cache.bytes_used == 3 * 8  # only the live table's column
+
+
+def test_a_dead_tables_columns_go_without_a_lookup(device: str, tmp_path: Path, cache: ColumnCache) -> None:
+    """The cache is the process's: once a connection and its tables are gone, their columns
+    leave device memory at the next collection, not at the next lookup (which a connection
+    that never reads the cache never makes, though its memory cap counts them)."""
+    import gc
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": pa.array(range(COLUMN_ROWS), pa.int64())}), path)
+    db = connect(device, cache_limit=64 << 20)
+    db.register("t", path)
+    db.cache("t")
+    assert cache.bytes_used == COLUMN_BYTES
+    other = connect(device)  # caches nothing: it never looks the cache up
+    del db
+    gc.collect()
+    assert cache.bytes_used == 0
+    assert other.sql("SELECT 1 AS one").to_arrow().to_pylist() == [{"one": 1}]

@@ -85,38 +85,62 @@ XPU_LOCAL_FN void mma_and_popc(int32_t* c, uint32_t a0, uint32_t a1, uint32_t a2
 }
 
 SAMPLE = helpers("row_valid", "distance_bytes") + r"""
-// hist[q * bins + d]: how many sampled rows (row s * n / samples for s < samples) lie at
-// distance d from query q (bins = 8 x width + 1); NULL rows are not counted.
-// Where rows are whole 8-byte words, KNN_SAMPLE_LANES lanes share a (query, row) pair, each
-// popcounting every KNN_SAMPLE_LANES-th word, so a warp's loads cover whole row segments:
-// a thread a pair (its loads 256 bytes apart) read 2^18 rows of 256 bytes at ~750 GB/s.
-// Every lane runs every round (the shuffles); otherwise a thread a pair.
+// hist[q * bins + d]: how many sampled rows lie at distance d from query q (bins = 8 x width
+// + 1); NULL rows are not counted. The sample is samples / chunk runs of `chunk` consecutive
+// rows spread evenly over the batch (run c starts at row c * n / runs): a strided sample of
+// single rows read 2^18 rows of 256 bytes at ~640 GB/s, each row its own DRAM page.
+// A block takes a unit, one run against a group of `group` queries, and counts in shared
+// memory while the group's bins fit (KNN_SAMPLE_SHARED), then adds its nonzero bins to hist:
+// the rows near the distances' mode all land in a few bins, and adding each to hist
+// serialised on them. Where rows are whole 8-byte words, KNN_SAMPLE_LANES lanes share a
+// (query, row) pair, each popcounting every KNN_SAMPLE_LANES-th word (every lane runs every
+// round: the shuffles); otherwise a thread a pair.
 #define KNN_SAMPLE_LANES 8
+#define KNN_SAMPLE_SHARED 8192
 XPU_KERNEL void knn_sample_histogram(int64_t n, const uint8_t* sigs, int64_t width, const uint8_t* valid,
-                                     const uint8_t* queries, int64_t n_queries, int64_t samples, int64_t bins,
-                                     int32_t* hist) {
+                                     const uint8_t* queries, int64_t n_queries, int64_t samples, int64_t chunk,
+                                     int64_t bins, int64_t group, int32_t* hist) {
 #ifdef XPU_GPU
+  __shared__ int32_t counts[KNN_SAMPLE_SHARED];
   const bool words = (width & 7) == 0 && ((unsigned long long)sigs & 7) == 0 &&
                      ((unsigned long long)queries & 7) == 0;
-  const int64_t lanes = words ? KNN_SAMPLE_LANES : 1;
-  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t groups = (int64_t)gridDim.x * blockDim.x / lanes, lane = thread % lanes;
-  const int64_t total = n_queries * samples;
-  for (int64_t first = 0; first < total; first += groups) {
-    const int64_t j = first + thread / lanes;
-    const bool live = j < total;
-    const int64_t q = live ? j / samples : 0, i = live ? (j % samples) * n / samples : 0;
-    int32_t d = 0;
-    if (words) {
-      const uint64_t* x = reinterpret_cast<const uint64_t*>(sigs + i * width);
-      const uint64_t* y = reinterpret_cast<const uint64_t*>(queries + q * width);
-      if (live)
-        for (int64_t w = lane; w < width / 8; w += KNN_SAMPLE_LANES) d += __popcll(x[w] ^ y[w]);
-      for (int s = KNN_SAMPLE_LANES / 2; s > 0; s /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, s);
-    } else if (live) {
-      d = knn::distance_bytes(sigs + i * width, queries + q * width, width);
+  const int64_t lanes = words ? KNN_SAMPLE_LANES : 1, lane = threadIdx.x % lanes;
+  const int64_t slot = threadIdx.x / lanes, slots = blockDim.x / lanes;
+  const bool local = group * bins <= KNN_SAMPLE_SHARED;
+  const int64_t runs = samples / chunk, groups = (n_queries + group - 1) / group;
+  for (int64_t unit = blockIdx.x; unit < runs * groups; unit += gridDim.x) {
+    const int64_t run = unit / groups, q0 = (unit % groups) * group;
+    const int64_t in_group = n_queries - q0 < group ? n_queries - q0 : group;
+    int32_t* into = local ? counts : hist + q0 * bins;
+    if (local) {
+      for (int64_t j = threadIdx.x; j < in_group * bins; j += blockDim.x) counts[j] = 0;
+      __syncthreads();
     }
-    if (live && lane == 0 && knn::row_valid(valid, i)) atomicAdd(hist + q * bins + d, 1);
+    const int64_t start = run * n / runs;
+    for (int64_t base = 0; base < chunk; base += slots) {  // uniform across the block
+      const bool live = base + slot < chunk;
+      const int64_t i = start + (live ? base + slot : 0);
+      const bool counted = live && knn::row_valid(valid, i);
+      for (int64_t g = 0; g < in_group; ++g) {
+        const uint8_t* query = queries + (q0 + g) * width;
+        int32_t d = 0;
+        if (words) {
+          const uint64_t* x = reinterpret_cast<const uint64_t*>(sigs + i * width);
+          const uint64_t* y = reinterpret_cast<const uint64_t*>(query);
+          for (int64_t w = lane; w < width / 8; w += KNN_SAMPLE_LANES) d += __popcll(x[w] ^ y[w]);
+          for (int s = KNN_SAMPLE_LANES / 2; s > 0; s /= 2) d += __shfl_xor_sync(0xFFFFFFFFu, d, s);
+        } else {
+          d = knn::distance_bytes(sigs + i * width, query, width);
+        }
+        if (counted && lane == 0) atomicAdd(into + g * bins + d, 1);
+      }
+    }
+    if (local) {
+      __syncthreads();
+      for (int64_t j = threadIdx.x; j < in_group * bins; j += blockDim.x)
+        if (counts[j] != 0) atomicAdd(hist + q0 * bins + j, counts[j]);
+      __syncthreads();  // counts are the next unit's
+    }
   }
 #endif
 }
@@ -414,7 +438,8 @@ CANDIDATES = ("i64", "ptr", "ptr", "ptr", "ptr")  # capacity, count, out_query, 
 
 @functools.cache
 def sample_histogram() -> KernelSpec:
-    return KernelSpec("knn_sample_histogram", SAMPLE, ("i64", "ptr", "i64", "ptr", "ptr", "i64", "i64", "i64", "ptr"),
+    return KernelSpec("knn_sample_histogram", SAMPLE,
+                      ("i64", "ptr", "i64", "ptr", "ptr", "i64", "i64", "i64", "i64", "i64", "ptr"),
                       installation=True)
 
 

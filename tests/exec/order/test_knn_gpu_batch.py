@@ -20,7 +20,8 @@ from penstock.codegen import knn_gpu_kernels
 from penstock.device import get_backend
 from penstock.exec.order import knn_gpu_batch
 from penstock.codegen.knn_gpu_kernels import group_shape
-from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method
+from penstock.exec.order.knn_gpu_batch import (Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method, upload_together,
+                                               within_kth)
 from penstock.knn_search import KnnResult
 from tests.exec.order.test_knn_batch import answers, brute_force, make_table, table_db
 
@@ -69,6 +70,29 @@ def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound() -> None:
         assert ranks == list(range(1, len(mine) + 1))
         assert bounds[q] == search.host_bounds[q] == (mine[3][0] if len(mine) == 4 else NO_BOUND)
     assert list(bounds[3:]) == [-1] * 5  # the 8-query tile's padding never matches
+
+
+def test_rows_beyond_their_querys_kth_distance_are_dropped_before_the_sort() -> None:
+    rng = np.random.default_rng(4)
+    for queries, k, n in [(1, 10, 763), (3, 4, 50), (5, 1, 7), (2, 20, 15)]:
+        query = rng.integers(0, queries, n).astype(np.int32)
+        distance = rng.integers(0, 30, n).astype(np.int32)  # ties often
+        within = within_kth(query, distance, queries, k, 31)
+        assert within is not None
+        for q in range(queries):
+            mine = np.sort(distance[query == q])
+            kth = mine[k - 1] if len(mine) >= k else 31  # fewer than k: every row stays
+            assert np.array_equal(within[query == q], distance[query == q] <= kth), (queries, k, q)
+    assert within_kth(np.zeros(4, np.int32), np.zeros(4, np.int32), 256, 10, 2049) is None  # a large histogram
+
+
+def test_arrays_uploaded_together_are_aligned_views_of_one_block() -> None:
+    arrays = [np.arange(24, dtype=np.uint8).reshape(3, 8), np.array([5, -1, 7], np.int32), np.full(3, 9, np.int32)]
+    got = upload_together(get_backend("cpu"), arrays)
+    for a, b in zip(arrays, got):
+        assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(b, a)
+        assert b.ctypes.data % 16 == got[0].ctypes.data % 16
+    assert got[1].base is got[2].base  # one block
 
 
 gpu = pytest.mark.gpu
@@ -206,3 +230,30 @@ def test_many_candidates_are_selected_on_the_device(monkeypatch: pytest.MonkeyPa
     assert not isinstance(search.kept.id, np.ndarray)  # the device's arrays
     for q in range(16):
         assert got[q] == brute_force(matrix, ids, valid, queries[q], 40), q
+
+
+@gpu
+@pytest.mark.parametrize("width,queries", [(256, 1), (256, 5), (64, 40), (1040, 2), (7, 3)])
+def test_the_sample_counts_runs_of_rows_at_each_distance(width: int, queries: int) -> None:
+    """knn_sample_histogram over runs of consecutive rows equals numpy's counts: in shared
+    memory (a group of queries a block), in the histogram itself (1040 bytes: 8,321 bins a
+    query), and a thread a pair (7 bytes); NULL rows not counted."""
+    backend = get_backend("gpu")
+    rng = np.random.default_rng(width)
+    n, samples, run = 10_000, 2048, 256
+    matrix = rng.integers(0, 256, (n, width), dtype=np.uint8)
+    valid = rng.random(n) > 0.1
+    query_matrix = rng.integers(0, 256, (queries, width), dtype=np.uint8)
+    bins = 8 * width + 1
+    group = max(1, min(queries, knn_gpu_batch.SAMPLE_SHARED_BINS // bins))
+    sigs, bitmap = device_rows(backend, matrix, valid)
+    histogram = backend.xp.zeros(queries * bins, np.int32)
+    runs = samples // run
+    backend.launch(backend.compile(knn_gpu_kernels.sample_histogram()), runs * -(-queries // group) * 256,
+                   [n, sigs, width, bitmap, backend.xp.asarray(query_matrix.reshape(-1)), queries, samples, run, bins,
+                    group, histogram])
+    rows = np.concatenate([np.arange(c * n // runs, c * n // runs + run) for c in range(runs)])
+    rows = rows[valid[rows]]
+    expected = np.stack([np.bincount(np.unpackbits(matrix[rows] ^ q, axis=1).sum(axis=1), minlength=bins)
+                         for q in query_matrix])
+    assert np.array_equal(backend.to_host(histogram).reshape(queries, bins), expected)

@@ -150,10 +150,11 @@ def test_the_statements_words_equal_numpy(tmp_path: Path, monkeypatch: pytest.Mo
     recorded: list[Any] = []
     record = top_k_hamming.HammingWords.record
 
-    def keep(self: Any, runner: Any, batch: Any, words: Any) -> bool:
-        done = record(self, runner, batch, words)
+    def keep(self: Any, runner: Any, batch: Any) -> Any:
+        words = record(self, runner, batch)
+        assert words is not None  # the pass ran (it writes every row: nothing filled first)
         recorded.append(runner.be.to_host(words).copy())
-        return done
+        return words
 
     monkeypatch.setattr(top_k_hamming.HammingWords, "record", keep)
     db.sql("SELECT id, hamming_distance(sig, $1) AS d FROM t ORDER BY d, id LIMIT 10", [query.tobytes()])

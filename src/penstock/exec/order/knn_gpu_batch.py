@@ -3,8 +3,9 @@ against a table's signature column in one pass over the rows (issue 18's batches
 
 The CPU's batch (knn_batch.py) keeps a heap per query in each slice. A GPU thread cannot, so
 this search filters with a bound per query and selects afterwards:
-1. Bounds. A strided sample of the first batch's rows (2^16 to 2^18) is measured against
-   every query (`knn_sample_histogram` counts the rows at each distance); a query's bound is
+1. Bounds. A sample of the first batch's rows (2^16 to 2^18, in runs of SAMPLE_RUN
+   consecutive rows spread over the batch) is measured against every query
+   (`knn_sample_histogram` counts the rows at each distance); a query's bound is
    the k-th least distance in the sample (`knn_sample_bounds`, on the device: the pass
    follows without the host waiting, and the bounds come back with its candidates). The
    k-th least distance of a subset is never below that of the whole table, so no answer is
@@ -47,8 +48,9 @@ SAMPLE_PAIRS = 1 << 22  # (query, row) pairs the sample measures: more rows for 
 # ... up to this: a bound from 2^18 rows leaves ~760 candidates for k = 10 of 2 x 10^7 rows; 2^20
 # left 190 but its sample took 0.31 ms of a 2.1 ms search (H200)
 SAMPLE_ROWS_MOST = 1 << 18
-SAMPLE_LANES = 8  # lanes a (query, sampled row) pair in knn_sample_histogram (KNN_SAMPLE_LANES)
-BOUNDS_BLOCK = 256  # threads a block on a GPU (device/gpu/backend.py): knn_sample_bounds takes a block a query
+SAMPLE_RUN = 512  # consecutive rows a run of the sample (knn_sample_histogram: a block's unit)
+SAMPLE_SHARED_BINS = 8192  # bins a block counts in shared memory (KNN_SAMPLE_SHARED)
+BOUNDS_BLOCK = 256  # threads a block on a GPU (device/gpu/backend.py): the bounds' kernel takes a block a query
 SAMPLE_CELLS = 1 << 22  # histogram bins of the sample's distances held at once (16 MiB)
 HOST_SELECTION_ROWS = 1 << 12  # kept rows and candidates selected among on the host, at most
 SLICE_CANDIDATES = 1 << 24  # candidates one launch expects at most (256 MiB): rows are sliced to it
@@ -92,15 +94,14 @@ class GpuKnnBatchSearch:
         padded = -(-b // 8) * 8  # the MMA's 8-query tiles; padding never matches (bound -1)
         host = np.zeros((padded, width), np.uint8)
         host[:b] = self.queries
-        # queued copies: a synchronous one waited ~80 us each on an H200, five a search
-        self.device_queries = self.backend.to_device_queued(host)
-        self.query_bits = self.backend.to_device_queued(np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32))
         # the bounds live on the host (the selection and the slicing read them there) and are
         # copied to the device before the next launch after a change (`device_bounds`); the
         # sample's are found on the device and read back with the first candidates
         self.host_bounds = np.full(padded, -1, np.int32)
         self.host_bounds[:b] = NO_BOUND
-        self.bounds = self.backend.to_device_queued(self.host_bounds)
+        query_bits = np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32)
+        self.device_queries, self.query_bits, self.bounds = upload_together(self.backend, [host, query_bits,
+                                                                                          self.host_bounds])
         self.bounds_stale = False
         self.kept = Candidates(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
         self.kept_rank = np.zeros(0, np.int32)
@@ -188,18 +189,22 @@ class GpuKnnBatchSearch:
         has fewer than k rows to sample (its candidates will be every row)."""
         xp = self.backend.xp
         samples = min(n, max(SAMPLE_ROWS, min(SAMPLE_ROWS_MOST, SAMPLE_PAIRS // len(self.queries))))
+        run = min(SAMPLE_RUN, samples)  # consecutive rows a run of the sample
+        samples -= samples % run
         if samples < self.k:
             return False
         self.basis = max(self.basis, samples)
         b, bins = len(self.queries), 8 * self.width + 1
+        group = max(1, min(b, SAMPLE_SHARED_BINS // bins))  # queries a block counts in shared memory
         chunk = max(1, SAMPLE_CELLS // bins)
         bounds = self.device_bounds()
         for first in range(0, b, chunk):
             count = min(chunk, b - first)
             histogram = xp.zeros(count * bins, np.int32)
-            self.backend.launch(self._kernel("sample"), count * samples * SAMPLE_LANES,
+            units = samples // run * -(-count // group)
+            self.backend.launch(self._kernel("sample"), units * BOUNDS_BLOCK,  # a block a unit, at most
                                 [n, sigs, self.width, valid, self.device_queries[first:first + count], count, samples,
-                                 bins, histogram])
+                                 run, bins, group, histogram])
             self.backend.launch(self._kernel("bounds"), count * BOUNDS_BLOCK,  # a block a query
                                 [histogram, count, bins, self.k, bounds[first:first + count]])
         return True
@@ -261,10 +266,19 @@ class GpuKnnBatchSearch:
         if rows == 0:
             return
         xp = np if rows <= HOST_SELECTION_ROWS else self.backend.xp
-        moved = self._on_many(xp, [self.kept.query, found.query, self.kept.id, found.id, self.kept.distance,
-                                   found.distance])
-        query, ids, distance = xp.concatenate(moved[0:2]), xp.concatenate(moved[2:4]), xp.concatenate(moved[4:6])
-        order = xp.lexsort(xp.stack([ids, distance.astype(np.int64), query.astype(np.int64)]))
+        parts = [(self.kept.query, found.query), (self.kept.id, found.id), (self.kept.distance, found.distance)]
+        if len(self.kept.query) == 0:  # the first candidates: nothing to join them to
+            parts = [(new,) for _, new in parts]
+        moved = self._on_many(xp, [a for pair in parts for a in pair])
+        query, ids, distance = (moved[0], moved[1], moved[2]) if len(moved) == 3 else \
+            (xp.concatenate(moved[0:2]), xp.concatenate(moved[2:4]), xp.concatenate(moved[4:6]))
+        if xp is np:  # only rows within their query's k-th least distance can stay: the sort takes fewer
+            within = within_kth(query, distance, len(self.queries), self.k, 8 * self.width + 1)
+            if within is not None:
+                query, ids, distance = query[within], ids[within], distance[within]
+            order = np.lexsort((ids, distance, query))
+        else:
+            order = xp.lexsort(xp.stack([ids, distance.astype(np.int64), query.astype(np.int64)]))
         query, ids, distance = query[order], ids[order], distance[order]
         starts = xp.searchsorted(query, xp.arange(len(self.queries), dtype=query.dtype), side="left")
         rank = xp.arange(len(query), dtype=np.int64) - starts[query]
@@ -290,8 +304,39 @@ class GpuKnnBatchSearch:
         by query and rank."""
         query, ids, distance, rank = self._on_many(np, [self.kept.query, self.kept.id, self.kept.distance,
                                                         self.kept_rank])
-        return pa.table({"query": query.astype(np.int32), "id": ids, "distance": distance.astype(np.int32),
-                         "rank": rank})
+        return pa.table({"query": query.astype(np.int32, copy=False), "id": ids,
+                         "distance": distance.astype(np.int32, copy=False), "rank": rank})
+
+
+def upload_together(backend: Backend, arrays: list[np.ndarray]) -> list[Any]:
+    """The arrays on the device from one queued copy (a copy costs the host ~10-20 us, the
+    same for 8 KiB as for 8 bytes), as views of one block; each starts 16-byte aligned (the
+    wide loads)."""
+    starts, total = [], 0
+    for a in arrays:
+        starts.append(total)
+        total += -(-a.nbytes // 16) * 16
+    block = np.zeros(total, np.uint8)
+    for a, start in zip(arrays, starts):
+        block[start:start + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    device = backend.to_device_queued(block)
+    return [device[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(arrays, starts)]
+
+
+def within_kth(query: np.ndarray, distance: np.ndarray, queries: int, k: int, bins: int) -> np.ndarray | None:
+    """Which rows lie within their query's k-th least distance among these rows (a query
+    with fewer than k keeps all of its rows): for one query by a partial sort, else from a
+    histogram of (query, distance). None when every row stays (one query, at most k rows) or
+    the histogram would be large beside the rows (many queries)."""
+    if queries == 1:  # one query: its k-th least distance by a partial sort
+        return distance <= np.partition(distance, k - 1)[k - 1] if len(distance) > k else None
+    cells = queries * bins
+    if cells > max(1 << 16, 16 * len(query)):
+        return None
+    counts = np.bincount(query.astype(np.int64) * bins + distance, minlength=cells).reshape(queries, bins)
+    reached = np.cumsum(counts, axis=1) >= k
+    kth = np.where(reached[:, -1], reached.argmax(axis=1), bins)
+    return distance <= kth[query]
 
 
 KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bounds": knn_gpu_kernels.sample_bounds,

@@ -43,7 +43,7 @@ def kth_word(backend: Backend, words: Any, k: int) -> tuple[int | None, int]:
     that leaves few more than k within it, and how many words there are; bound None when
     there are none, ALL_ROWS when there are at most k."""
     n = int(words.shape[0])
-    stats = backend.to_device(np.array([0, NO_WORD, 0], np.uint64))
+    stats = backend.to_device_queued(np.array([0, NO_WORD, 0], np.uint64))  # one wait: the read below
     backend.launch(compile_kernel(backend, word_range()), n, [n, words, stats])
     count, least, greatest = (int(x) for x in backend.to_host(stats))
     if count == 0:
@@ -87,13 +87,15 @@ class TopKRun:
         """Record the batch's words and set the bound its rewrite is held to; False when no
         row of the batch passed the pipeline's filter (nothing to write)."""
         backend = runner.be
-        words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
         state.write_nothing(runner.fresh_status(state.status_words))
-        state.top_k_mode, state.top_k_words = 0, words
-        if not self.hamming.record(runner, batch, words):  # a Hamming key's own kernel, or the scan's
+        words = self.hamming.record(runner, batch)  # a Hamming key's own kernel writes every row's word
+        if words is None:  # the scan's kernel writes the words of the rows its filters pass
+            words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
+            state.top_k_mode, state.top_k_words = 0, words
             code, _ = runner.launch(batch, state, None)
             if code:
                 runner.fail(code)
+        state.top_k_mode, state.top_k_words = 0, words
         self.counted = list(runner.metrics.counters)
         started = time.perf_counter()
         bound, rows = kth_word(backend, words, self.k)  # its waits include the words' own kernel's

@@ -63,20 +63,21 @@ class HammingWords:
         self.query: bytes | None = None
         self.device_query: Any = None
 
-    def record(self, runner: "PipelineRunner", batch: Batch, words: Any) -> bool:
-        """Write each row's word into `words` by the lanes-sharing-a-row kernel; False,
-        having launched nothing, when the batch or the pipeline does not allow it (the
-        caller runs the scan's kernel instead)."""
+    def record(self, runner: "PipelineRunner", batch: Batch) -> Any:
+        """Every row's word, written by the lanes-sharing-a-row kernel (into an array it need
+        not fill first: the kernel writes every row); None, having launched nothing, when the
+        batch or the pipeline does not allow it (the caller runs the scan's kernel instead)."""
         key = self.key
         if key is None or runner.be.name != "gpu" or runner.p.ops or key.column >= len(batch.columns):
-            return False
+            return None
         column = batch.columns[key.column]
         width = column.type.width or 0
         query = _query_bytes(runner, key.query)
         if column.type.kind is not Kind.BINARY or query is None or len(query) != width or width % 8 or \
                 column.values is None or column.values.data.ptr % 8:
-            return False
+            return None
         backend = runner.be
+        words = backend.xp.empty(batch.length, dtype=np.uint64)
         if query != self.query:
             self.query, self.device_query = query, backend.to_device_queued(np.frombuffer(query, np.uint8).copy())
         wide = width % 16 == 0 and column.values.data.ptr % 16 == 0
@@ -89,7 +90,7 @@ class HammingWords:
         if runner.count_rows:  # no filter: every operator saw every row, as the scan's kernel counts them
             runner.metrics.add_counters([rows] * runner.n_counters)
         runner.metrics.top_k_words_by = "Hamming distances by lanes sharing a row"
-        return True
+        return words
 
 
 def _query_bytes(runner: "PipelineRunner", query: Expr) -> bytes | None:
