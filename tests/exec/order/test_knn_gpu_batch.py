@@ -20,8 +20,7 @@ from penstock.codegen import knn_gpu_kernels
 from penstock.device import get_backend
 from penstock.exec.order import knn_gpu_batch
 from penstock.codegen.knn_gpu_kernels import group_shape
-from penstock.exec.order.knn_gpu_batch import (Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method, upload_together,
-                                               within_kth)
+from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method
 from penstock.knn_search import KnnResult
 from tests.exec.order.test_knn_batch import answers, brute_force, make_table, table_db
 
@@ -70,29 +69,6 @@ def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound() -> None:
         assert ranks == list(range(1, len(mine) + 1))
         assert bounds[q] == search.host_bounds[q] == (mine[3][0] if len(mine) == 4 else NO_BOUND)
     assert list(bounds[3:]) == [-1] * 5  # the 8-query tile's padding never matches
-
-
-def test_rows_beyond_their_querys_kth_distance_are_dropped_before_the_sort() -> None:
-    rng = np.random.default_rng(4)
-    for queries, k, n in [(1, 10, 763), (3, 4, 50), (5, 1, 7), (2, 20, 15)]:
-        query = rng.integers(0, queries, n).astype(np.int32)
-        distance = rng.integers(0, 30, n).astype(np.int32)  # ties often
-        within = within_kth(query, distance, queries, k, 31)
-        assert within is not None
-        for q in range(queries):
-            mine = np.sort(distance[query == q])
-            kth = mine[k - 1] if len(mine) >= k else 31  # fewer than k: every row stays
-            assert np.array_equal(within[query == q], distance[query == q] <= kth), (queries, k, q)
-    assert within_kth(np.zeros(4, np.int32), np.zeros(4, np.int32), 256, 10, 2049) is None  # a large histogram
-
-
-def test_arrays_uploaded_together_are_aligned_views_of_one_block() -> None:
-    arrays = [np.arange(24, dtype=np.uint8).reshape(3, 8), np.array([5, -1, 7], np.int32), np.full(3, 9, np.int32)]
-    got = upload_together(get_backend("cpu"), arrays)
-    for a, b in zip(arrays, got):
-        assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(b, a)
-        assert b.ctypes.data % 16 == got[0].ctypes.data % 16
-    assert got[1].base is got[2].base  # one block
 
 
 gpu = pytest.mark.gpu

@@ -42,6 +42,7 @@ from penstock.codegen import knn_gpu_kernels
 from penstock.device.base import Backend
 from penstock.errors import QueryError
 from penstock.exec.order.knn_batch import arrow_rows, check_k
+from penstock.exec.order.knn_gpu_steps import upload_together, within_kth
 
 SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds, at least
 SAMPLE_PAIRS = 1 << 22  # (query, row) pairs the sample measures: more rows for fewer queries ...
@@ -132,11 +133,17 @@ class GpuKnnBatchSearch:
                              f"{self.width}", "22026")
         ids = self.backend.xp.ascontiguousarray(ids, dtype=np.int64)
         start = 0
-        if self.unbounded and self._bound_from_sample(n, sigs, valid):
+        samples = self._sample_rows(n) if self.unbounded else 0
+        if samples:
             # the sample's bounds are on the device only: the first slice goes as if every
-            # query had one, and its read-back brings them to the host (one wait, not two)
+            # query had one, and its read-back brings them to the host (one wait, not two).
+            # Its room is made first, so the pass is launched right after the sample: made
+            # between them, the device waited ~80 us for it (an H200's profile)
+            self.basis = max(self.basis, samples)
             stop = min(n, self._slice_rows(trusting=True))
-            found = self._candidates(0, stop, sigs, valid, ids, trusting=True)
+            room = self._room(0, stop, trusting=True)
+            self._bound_from_sample(n, samples, sigs, valid)
+            found = self._candidates(0, stop, sigs, valid, ids, trusting=True, room=room)
             if found is not None:  # every query had a bound: the slice is done
                 self._keep(found)
                 self.basis = max(self.basis, self.rows_read + stop)
@@ -181,19 +188,21 @@ class GpuKnnBatchSearch:
     def _kernel(self, name: str) -> Any:
         return self.backend.compile(KERNEL_SPECS[name]())  # the backend keeps built kernels by digest
 
-    def _bound_from_sample(self, n: int, sigs: Any, valid: Any) -> bool:
-        """Each query's bound lowered, on the device, to the k-th least distance among a
-        strided sample: the device counts the sample's rows at each distance from each query
-        (a histogram of 8 x width + 1 bins a query) and finds where the counts reach k (a
-        query whose sample has fewer than k signatures keeps NO_BOUND). False when the batch
-        has fewer than k rows to sample (its candidates will be every row)."""
-        xp = self.backend.xp
+    def _sample_rows(self, n: int) -> int:
+        """Rows the sample of a batch of n takes: more for fewer queries (SAMPLE_PAIRS), whole
+        runs; 0 when there are fewer than k to sample (the batch's every row is a candidate)."""
         samples = min(n, max(SAMPLE_ROWS, min(SAMPLE_ROWS_MOST, SAMPLE_PAIRS // len(self.queries))))
+        samples -= samples % min(SAMPLE_RUN, samples)
+        return samples if samples >= self.k else 0
+
+    def _bound_from_sample(self, n: int, samples: int, sigs: Any, valid: Any) -> None:
+        """Each query's bound lowered, on the device, to the k-th least distance among
+        `samples` rows (_sample_rows) in runs spread over the batch: the device counts the
+        sample's rows at each distance from each query (a histogram of 8 x width + 1 bins a
+        query) and finds where the counts reach k (a query whose sample has fewer than k
+        signatures keeps NO_BOUND)."""
+        xp = self.backend.xp
         run = min(SAMPLE_RUN, samples)  # consecutive rows a run of the sample
-        samples -= samples % run
-        if samples < self.k:
-            return False
-        self.basis = max(self.basis, samples)
         b, bins = len(self.queries), 8 * self.width + 1
         group = max(1, min(b, SAMPLE_SHARED_BINS // bins))  # queries a block counts in shared memory
         chunk = max(1, SAMPLE_CELLS // bins)
@@ -207,23 +216,36 @@ class GpuKnnBatchSearch:
                                  run, bins, group, histogram])
             self.backend.launch(self._kernel("bounds"), count * BOUNDS_BLOCK,  # a block a query
                                 [histogram, count, bins, self.k, bounds[first:first + count]])
-        return True
 
-    def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any,
-                    trusting: bool = False) -> Candidates | None:
+    def _expected(self, first: int, n: int, trusting: bool) -> int:
+        """Candidates the rows [first, n) are expected to give."""
+        b = len(self.queries)
+        if self.unbounded and not trusting:
+            return b * (n - first)
+        return b * self.k * (n - first) // max(self.basis, 1)
+
+    def _room(self, first: int, n: int, trusting: bool = False, capacity: int = 0) -> tuple[Any, Candidates]:
+        """A launch's candidate count (zeroed) and room for `capacity` candidates (by default,
+        twice those expected)."""
+        xp = self.backend.xp
+        if not capacity:
+            capacity = min(len(self.queries) * (n - first), max(1 << 16, 2 * self._expected(first, n, trusting)))
+        return xp.zeros(1, np.uint64), Candidates(xp.empty(capacity, np.int32), xp.empty(capacity, np.int64),
+                                                  xp.empty(capacity, np.int32))
+
+    def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any, trusting: bool = False,
+                    room: tuple[Any, Candidates] | None = None) -> Candidates | None:
         """The rows [first, n) within their queries' bounds, all of them (a second launch
         when the first had too little room). `trusting`: the bounds are the sample's, on the
         device only; they come back with the candidates, and None says some query had none
-        (its every row was a candidate: the caller starts again with the host's bounds)."""
-        xp = self.backend.xp
+        (its every row was a candidate: the caller starts again with the host's bounds).
+        `room`: the first launch's, made by _room."""
         b = len(self.queries)
-        expected = b * (n - first) if self.unbounded and not trusting else \
-            b * self.k * (n - first) // max(self.basis, 1)
-        capacity = min(b * (n - first), max(1 << 16, 2 * expected))
+        expected = self._expected(first, n, trusting)
         method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
+        count, out = room if room is not None else self._room(first, n, trusting)
         while True:
-            count = xp.zeros(1, np.uint64)
-            out = Candidates(xp.empty(capacity, np.int32), xp.empty(capacity, np.int64), xp.empty(capacity, np.int32))
+            capacity = len(out.query)
             tail = [capacity, count, out.query, out.id, out.distance]
             if method == "mma":
                 tiles = -(-(n - first) // 16)
@@ -255,7 +277,7 @@ class GpuKnnBatchSearch:
                 return Candidates(query[:found], ids_found[:found], distance[:found])
             if found <= capacity:
                 return Candidates(out.query[:found], out.id[:found], out.distance[:found])
-            capacity = found
+            count, out = self._room(first, n, capacity=found)
 
     def _keep(self, found: Candidates) -> None:
         """Each query's k best of the kept rows and the new candidates; bounds lowered to
@@ -306,37 +328,6 @@ class GpuKnnBatchSearch:
                                                         self.kept_rank])
         return pa.table({"query": query.astype(np.int32, copy=False), "id": ids,
                          "distance": distance.astype(np.int32, copy=False), "rank": rank})
-
-
-def upload_together(backend: Backend, arrays: list[np.ndarray]) -> list[Any]:
-    """The arrays on the device from one queued copy (a copy costs the host ~10-20 us, the
-    same for 8 KiB as for 8 bytes), as views of one block; each starts 16-byte aligned (the
-    wide loads)."""
-    starts, total = [], 0
-    for a in arrays:
-        starts.append(total)
-        total += -(-a.nbytes // 16) * 16
-    block = np.zeros(total, np.uint8)
-    for a, start in zip(arrays, starts):
-        block[start:start + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-    device = backend.to_device_queued(block)
-    return [device[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(arrays, starts)]
-
-
-def within_kth(query: np.ndarray, distance: np.ndarray, queries: int, k: int, bins: int) -> np.ndarray | None:
-    """Which rows lie within their query's k-th least distance among these rows (a query
-    with fewer than k keeps all of its rows): for one query by a partial sort, else from a
-    histogram of (query, distance). None when every row stays (one query, at most k rows) or
-    the histogram would be large beside the rows (many queries)."""
-    if queries == 1:  # one query: its k-th least distance by a partial sort
-        return distance <= np.partition(distance, k - 1)[k - 1] if len(distance) > k else None
-    cells = queries * bins
-    if cells > max(1 << 16, 16 * len(query)):
-        return None
-    counts = np.bincount(query.astype(np.int64) * bins + distance, minlength=cells).reshape(queries, bins)
-    reached = np.cumsum(counts, axis=1) >= k
-    kth = np.where(reached[:, -1], reached.argmax(axis=1), bins)
-    return distance <= kth[query]
 
 
 KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bounds": knn_gpu_kernels.sample_bounds,
