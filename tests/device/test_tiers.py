@@ -220,3 +220,23 @@ def test_workers_started_ahead_serve_submits_without_new_threads() -> None:
     assert upgrades.wait(timeout=10)
     assert upgrades.threads == threads and sorted(built) == sorted(names)
     upgrades.close()
+
+
+def test_at_exit_a_build_that_cannot_be_cancelled_is_waited_for() -> None:
+    """Without a cancel (NVRTC's builds), close() lets the build in progress finish and its
+    worker end, instead of leaving it to run while the process is torn down."""
+    from penstock.device.tiers import Upgrades
+
+    started, finished = threading.Event(), threading.Event()
+
+    def build(spec: KernelSpec, path: Path) -> None:
+        started.set()
+        time.sleep(0.3)
+        finished.set()
+
+    upgrades = Upgrades(build, 1)
+    name = f"exit_{uuid.uuid4().hex}"
+    upgrades.submit(KernelSpec(name, f"// {name}", ()), Path(f"/nonexistent/{name}.so"))
+    assert started.wait(timeout=10)
+    upgrades.close()
+    assert finished.is_set() and not any(t.is_alive() for t in upgrades.threads)

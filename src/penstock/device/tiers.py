@@ -43,10 +43,14 @@ import atexit
 import os
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from penstock.device.kernel_spec import KernelSpec
+
+
+EXIT_WAIT = 10.0  # seconds at exit for GPU builds in progress to finish (close)
 
 
 def tiered_for(backend: Any) -> bool:
@@ -139,8 +143,12 @@ class Upgrades:
 
     def close(self) -> None:
         """At exit: no new builds. A build in progress is cancelled where the backend can
-        (its thread then cleans up its temporary files), else dropped with the process; its
-        file is written atomically either way, so nothing half-made stays."""
+        (its thread then cleans up its temporary files); NVRTC cannot be cancelled, so a GPU
+        build in progress is waited for, up to EXIT_WAIT seconds. Left running, a worker
+        went on in NVRTC and the driver's linker while the interpreter and CUDA were torn
+        down: pytest processes that had compiled their kernels cold ended in a segmentation
+        fault after every test passed (H200). Its file is written atomically either way,
+        so nothing half-made stays."""
         with self.lock:
             self.closing = True
             threads = list(self.threads)
@@ -148,5 +156,6 @@ class Upgrades:
             self.jobs.put(None)
         if self.cancel is not None:
             self.cancel()
-            for thread in threads:
-                thread.join(timeout=2.0)
+        deadline = time.monotonic() + (2.0 if self.cancel is not None else EXIT_WAIT)
+        for thread in threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
