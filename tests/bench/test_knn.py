@@ -61,3 +61,17 @@ def test_knn_bench_regimes_answer_as_numpy(tmp_path: Path) -> None:
     assert "(1 kernels)" in first[1].how and "(0 kernels)" in first[2].how  # the warm cache compiles nothing
     assert (tmp_path / "knn-3000-128.parquet").exists()
     assert "Regimes besides the column cache" in "\n".join(result.lines())
+
+
+def test_a_drive_time_says_when_the_drop_left_the_file_cached(tmp_path: Path) -> None:
+    from penstock.bench.ceilings import resident_file_share, warm_page_cache
+    from penstock.bench.knn_regimes import RegimeTime, _say_cached
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(1 << 20))
+    warm_page_cache([path])
+    assert resident_file_share(path) > 0.9  # just read: its pages are cached
+    still = _say_cached(RegimeTime("drive", "penstock statement over Arrow", 1, 5.0, how="penstock-gpu"), path, 0.6)
+    assert still.how == "penstock-gpu; 60% of the file was still in the page cache after the drop"
+    gone = _say_cached(RegimeTime("drive", "penstock statement over Arrow", 1, 5.0, how="penstock-gpu"), path, 0.0)
+    assert gone.how == "penstock-gpu"

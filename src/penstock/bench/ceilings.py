@@ -11,6 +11,7 @@ On the CPU backend "device" is host memory and the host ceiling is the threaded 
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -70,6 +71,22 @@ def drop_page_cache(paths: list[Path]) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def resident_file_share(path: Path) -> float:
+    """The share of the file's pages in the page cache now (mincore over a read-only mapping,
+    which faults nothing in); 0.0 where that cannot be asked."""
+    from penstock.io.mapped_files import resident_share
+
+    size = path.stat().st_size
+    if size == 0:
+        return 0.0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapping:
+        view = np.frombuffer(mapping, dtype=np.uint8)  # its address; let go before the mapping closes
+        try:
+            return resident_share(view.ctypes.data, size)
+        finally:
+            del view
 
 
 def host_to_device_gbps(backend: Any, path: Path, threads: int = 8) -> float:
