@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from penstock.exec.order import top_k_hamming
+from penstock.exec.order import top_k_bound, top_k_hamming
 from penstock.exec.order.top_k_hamming import HammingKey, hamming_key
 from penstock.plan.expr import Call, ColumnRef, Literal, Param
 from penstock.plan.types import INT32
@@ -38,6 +38,36 @@ def test_the_cpu_answers_by_its_scan_kernel(tmp_path: Path) -> None:
     assert "Hamming distances by lanes sharing a row" not in db.explain(sql, analyze=True, params=[query.tobytes()])
 
 
+@pytest.mark.parametrize("width", [1, 8, 256])
+@pytest.mark.parametrize("descending", [False, True])
+def test_the_distances_words_lie_in_their_known_range(width: int, descending: bool) -> None:
+    every = np.arange(8 * width + 1, dtype=np.uint64) ^ np.uint64(1 << 63)  # top_k.h's words of each distance
+    words = ~every if descending else every
+    assert top_k_hamming.hamming_words_range(width, descending) == (int(words.min()), int(words.max()))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("k", [1, 10, 300, 5000])
+def test_a_known_range_finds_a_bound_that_keeps_the_k_best(descending: bool, k: int) -> None:
+    from penstock.device import get_backend
+
+    backend = get_backend("cpu")
+    rng = np.random.default_rng(k)
+    for width, n in [(256, 4000), (8, 3000), (1, 100)]:
+        distance = np.clip(rng.normal(4 * width, width ** 0.5 + 1, n), 0, 8 * width).astype(np.uint64)
+        words = distance ^ np.uint64(1 << 63)
+        words = ~words if descending else words
+        least, greatest = top_k_hamming.hamming_words_range(width, descending)
+        bound, rows = top_k_bound.kth_word(backend, words, k, (n, least, greatest))
+        assert rows == n == top_k_bound.kth_word(backend, words, k)[1]
+        if k >= n:
+            assert bound == top_k_bound.ALL_ROWS
+            continue
+        kth = int(np.sort(words)[k - 1])
+        within = int((words <= np.uint64(bound)).sum())
+        assert bound >= kth and (bound == kth or within <= 2 * k + top_k_bound.STOP_ROWS), (width, bound, kth)
+
+
 def expected(matrix: np.ndarray, ids: np.ndarray, valid: np.ndarray, query: np.ndarray, k: int,
              descending: bool = False, nulls_first: bool = False) -> list[Any]:
     """ORDER BY d [DESC] [NULLS FIRST|LAST], id LIMIT k by numpy (NULL signatures' d is NULL)."""
@@ -54,13 +84,20 @@ gpu = pytest.mark.gpu
 
 
 @gpu
-@pytest.mark.parametrize("width,cached", [(8, True), (24, False), (32, True), (256, False), (1040, True)])
+@pytest.mark.parametrize("width,cached,nulls", [(8, True, True), (24, False, True), (32, True, False),
+                                                (256, False, False), (1040, True, True)])
 @pytest.mark.parametrize("order", ["d, id", "d DESC, id", "d NULLS FIRST, id", "d DESC NULLS LAST, id"])
 def test_equals_numpy_and_the_scan_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
-                                          cached: bool, order: str) -> None:
+                                          cached: bool, nulls: bool, order: str) -> None:
+    """Without NULL signatures the bound's search takes the distances' known range
+    (HammingWords.known_range) instead of measuring the words."""
     path = tmp_path / "t.arrow"
     # three record batches; half of each signature's bits are zero, so distances tie often
-    matrix, ids, valid = make_table(path, 9000, width, seed=width, nulls=True)
+    matrix, ids, valid = make_table(path, 9000, width, seed=width, nulls=nulls)
+    ranges: list[Any] = []
+    kth_word = top_k_bound.kth_word
+    monkeypatch.setattr(top_k_bound, "kth_word", lambda backend, words, k, known=None: (
+        ranges.append(known), kth_word(backend, words, k, known))[1])
     db = table_db(path, "gpu", cached=cached)
     query = matrix[100] ^ 3
     descending, nulls_first = "DESC" in order, ("NULLS FIRST" in order) or ("DESC" in order and "LAST" not in order)
@@ -78,6 +115,7 @@ def test_equals_numpy_and_the_scan_kernel(tmp_path: Path, monkeypatch: pytest.Mo
         monkeypatch.setattr(top_k_hamming, "ENABLED", True)
         assert "Hamming distances" not in scanned
         assert counts(text) == counts(scanned)
+    assert ranges and any(r is not None for r in ranges) == (not nulls)
 
 
 def counts(explained: str) -> list[str]:

@@ -38,14 +38,23 @@ ALL_ROWS = NO_WORD - 1  # a bound every kept row is within
 STOP_ROWS = 1024  # a digit whose words are at most k plus this many ends the selection
 
 
-def kth_word(backend: Backend, words: Any, k: int) -> tuple[int | None, int]:
+def kth_word(backend: Backend, words: Any, k: int,
+             known: tuple[int, int, int] | None = None) -> tuple[int | None, int]:
     """(bound, rows): a word at least the k-th smallest of `words` (NO_WORD ones left out)
     that leaves few more than k within it, and how many words there are; bound None when
-    there are none, ALL_ROWS when there are at most k."""
+    there are none, ALL_ROWS when there are at most k. `known`: (count, least, greatest)
+    when the caller knows how many words there are and a range holding them all (a Hamming
+    distance's, without NULLs): the pass that measures them, and its wait, are skipped. A
+    range wider than the words' own still holds every word, and every word shares its ends'
+    bits above the highest bit in which they differ, so the selection stays exact; its digits
+    may fall elsewhere, so the bound may keep a few more rows than the measured range's."""
     n = int(words.shape[0])
-    stats = backend.to_device_queued(np.array([0, NO_WORD, 0], np.uint64))  # one wait: the read below
-    backend.launch(compile_kernel(backend, word_range()), n, [n, words, stats])
-    count, least, greatest = (int(x) for x in backend.to_host(stats))
+    if known is not None:
+        count, least, greatest = known
+    else:
+        stats = backend.to_device_queued(np.array([0, NO_WORD, 0], np.uint64))  # one wait: the read below
+        backend.launch(compile_kernel(backend, word_range()), n, [n, words, stats])
+        count, least, greatest = (int(x) for x in backend.to_host(stats))
     if count == 0:
         return None, 0
     if count <= k:
@@ -89,6 +98,7 @@ class TopKRun:
         backend = runner.be
         state.write_nothing(runner.fresh_status(state.status_words))
         words = self.hamming.record(runner, batch)  # a Hamming key's own kernel writes every row's word
+        known = self.hamming.known_range(batch) if words is not None else None
         if words is None:  # the scan's kernel writes the words of the rows its filters pass
             words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
             state.top_k_mode, state.top_k_words = 0, words
@@ -98,7 +108,7 @@ class TopKRun:
         state.top_k_mode, state.top_k_words = 0, words
         self.counted = list(runner.metrics.counters)
         started = time.perf_counter()
-        bound, rows = kth_word(backend, words, self.k)  # its waits include the words' own kernel's
+        bound, rows = kth_word(backend, words, self.k, known)  # its waits include the words' own kernel's
         runner.metrics.kernel_seconds += time.perf_counter() - started
         self.rows_in += rows
         self.batch_rows = rows

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from penstock.exec.pipeline.runner import PipelineRunner
 
 ENABLED = os.environ.get("PENSTOCK_TOP_K_HAMMING", "1") != "0"
+SIGN_BIT = 1 << 63  # kernels/top_k.h: order_word_int(d) = d ^ SIGN_BIT
+WORD_MASK = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,24 @@ class HammingWords:
             runner.metrics.add_counters([rows] * runner.n_counters)
         runner.metrics.top_k_words_by = "Hamming distances by lanes sharing a row"
         return words
+
+    def known_range(self, batch: Batch) -> tuple[int, int, int] | None:
+        """(count, least, greatest) of the words `record` just wrote, when no signature is
+        NULL: every row has a word, and each lies within the distances' range, so the bound's
+        search need not measure them (exec/order/top_k_bound.kth_word); None otherwise."""
+        assert self.key is not None
+        column = batch.columns[self.key.column]
+        if column.validity is not None:  # a NULL's word lies outside the distances' range
+            return None
+        least, greatest = hamming_words_range(column.type.width or 0, self.top_k.descending)
+        return batch.length, least, greatest
+
+
+def hamming_words_range(width: int, descending: bool) -> tuple[int, int]:
+    """The least and greatest words (kernels/top_k.h's top_k_word of order_word_int(d)) a
+    Hamming distance between `width`-byte values can take: d from 0 to 8 x width."""
+    least, greatest = SIGN_BIT, SIGN_BIT + 8 * width
+    return (WORD_MASK ^ greatest, WORD_MASK ^ least) if descending else (least, greatest)
 
 
 def _query_bytes(runner: "PipelineRunner", query: Expr) -> bytes | None:
