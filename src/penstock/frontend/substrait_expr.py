@@ -213,11 +213,15 @@ def _decoded(args: list[Expr]) -> Expr:
 
 
 def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
-    """Whether DataFusion typed this call over arguments whose types penstock widened (a
-    sum(bigint) is numeric here, bigint there): its declared integer result would not hold
-    the value, so penstock's own rule types it."""
+    """Whether penstock's own rule types this call, not DataFusion's declared type: over
+    arguments whose types penstock widened (a sum(bigint) is numeric here, bigint there), a
+    declared integer result would not hold the value; and floor, ceil and round of a
+    decimal keep one more integer digit (plan/functions.rounded_decimal_type)."""
     widened = fn in F.ARITHMETIC or fn in ("neg", "abs", "floor", "ceil", "round", "coalesce", "nullif")
-    return widened and declared.is_integer and any(a.type.kind is Kind.DECIMAL for a in args)
+    if widened and declared.is_integer and any(a.type.kind is Kind.DECIMAL for a in args):
+        return True
+    # a decimal rounded to fewer fraction digits can carry into a new integer digit
+    return fn in ("floor", "ceil", "round") and declared.kind is Kind.DECIMAL and args[0].type.kind is Kind.DECIMAL
 
 
 def _case_type(whens: list[tuple[Expr, Expr]], otherwise: Expr | None) -> DataType:

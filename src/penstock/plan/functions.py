@@ -79,10 +79,12 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     if fn in ("bitwise_xor", "bitwise_and", "bitwise_or"):
         same = args[0].width == args[1].width
         return T.binary(args[0].width if same else 0)
+    if fn in ("floor", "ceil", "round") and args[0].kind is Kind.DECIMAL:
+        return rounded_decimal_type(args[0])
     if fn in ("neg", "abs", "floor", "ceil"):
         return args[0]
     if fn in ("round", "sqrt"):
-        return args[0] if args[0].kind is Kind.DECIMAL and fn == "round" else T.FLOAT64
+        return T.FLOAT64
     if fn in ("coalesce", "nullif"):
         wider = T.integer_or_decimal_supertype(args) if fn == "coalesce" else None
         return wider or next((a for a in args if a.kind is not Kind.NULL), T.NULL)
@@ -93,6 +95,16 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     if fn in ARITHMETIC:
         return arithmetic_type(fn, args[0], args[1])
     raise Unsupported(f"function {fn}")
+
+
+def rounded_decimal_type(arg: DataType) -> DataType:
+    """floor, ceil or round of decimal(p, s): decimal(p + 1, s) while s > 0, for the carry
+    (floor(-999.96) is -1000.00, which decimal(5, 2) cannot hold; PostgreSQL's numeric
+    answers it, and DataFusion's decimal(5, 2) raised an overflow or, unchecked, an average
+    over it did)."""
+    if arg.scale == 0 or arg.precision >= T.MAX_DECIMAL_PRECISION:
+        return arg
+    return T.decimal(arg.precision + 1, arg.scale)
 
 
 def arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
