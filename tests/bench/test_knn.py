@@ -71,7 +71,7 @@ def test_a_drive_time_says_when_the_drop_left_the_file_cached(tmp_path: Path) ->
     path.write_bytes(bytes(1 << 20))
     warm_page_cache([path])
     assert resident_file_share(path) > 0.9  # just read: its pages are cached
-    still = _say_cached(RegimeTime("drive", "penstock statement over Arrow", 1, 5.0, how="penstock-gpu"), path, 0.6)
+    still = _say_cached(RegimeTime("drive", "penstock statement over Arrow", 1, 5.0, how="penstock-gpu"), 0.6)
     assert still.how == "penstock-gpu; 60% of the file was still in the page cache after the drop"
-    gone = _say_cached(RegimeTime("drive", "penstock statement over Arrow", 1, 5.0, how="penstock-gpu"), path, 0.0)
+    gone = _say_cached(RegimeTime("drive", "penstock statement over Arrow", 1, 5.0, how="penstock-gpu"), 0.0)
     assert gone.how == "penstock-gpu"

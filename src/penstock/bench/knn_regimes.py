@@ -114,18 +114,18 @@ def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k
                                  f"SELECT query_id, id, distance FROM knn_hamming('t', 'sig', 'q', 'sig', {k})"))
         for label, batch, more, statement in searches:
             drop_page_cache([path])
+            left = resident_file_share(path)  # before the search, which reads the file into the cache
             timed = _fresh("drive", f"penstock {label} over {kind} (a fresh process)", batch, device,
                            {"t": path, **more}, statement, caches / "b", log)
-            out.append(_say_cached(timed, path))
+            out.append(_say_cached(timed, left))
     return out
 
 
-def _say_cached(timed: RegimeTime, path: Path, dropped: float | None = None) -> RegimeTime:
-    """The drive regime's time, saying so when the drop left much of the file in the page
-    cache (pages something still pins): then it is not the drive's time."""
-    share = resident_file_share(path) if dropped is None else dropped
-    if share > STILL_CACHED:
-        timed.how += f"; {share:.0%} of the file was still in the page cache after the drop"
+def _say_cached(timed: RegimeTime, left: float) -> RegimeTime:
+    """The drive regime's time, saying so when the drop left more than STILL_CACHED of the
+    file in the page cache (pages something still pins): then it is not the drive's time."""
+    if left > STILL_CACHED:
+        timed.how += f"; {left:.0%} of the file was still in the page cache after the drop"
     return timed
 
 

@@ -64,7 +64,8 @@ def is_known(fn: str) -> bool:
 
 
 def result_type(fn: str, args: list[DataType]) -> DataType:
-    """DataFusion's result type of `fn` over `args` (used where the plan omits it)."""
+    """DataFusion's result type of `fn` over `args` (used where the plan omits it), or
+    penstock's where the two differ (rounded decimals: rounded_decimal_type)."""
     if fn in COMPARISONS or fn in BOOLEAN or fn in ("starts_with", "ends_with"):
         return T.BOOL
     if fn in ("upper", "lower", "substr", "concat", "str_concat", "btrim", "ltrim", "rtrim", "left",

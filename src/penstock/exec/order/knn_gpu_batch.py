@@ -288,12 +288,10 @@ class GpuKnnBatchSearch:
         if rows == 0:
             return
         xp = np if rows <= HOST_SELECTION_ROWS else self.backend.xp
-        parts = [(self.kept.query, found.query), (self.kept.id, found.id), (self.kept.distance, found.distance)]
-        if len(self.kept.query) == 0:  # the first candidates: nothing to join them to
-            parts = [(new,) for _, new in parts]
-        moved = self._on_many(xp, [a for pair in parts for a in pair])
-        query, ids, distance = (moved[0], moved[1], moved[2]) if len(moved) == 3 else \
-            (xp.concatenate(moved[0:2]), xp.concatenate(moved[2:4]), xp.concatenate(moved[4:6]))
+        sources = [found] if len(self.kept.query) == 0 else [self.kept, found]  # the first: nothing kept yet
+        moved = self._on_many(xp, [c.query for c in sources] + [c.id for c in sources] + [c.distance for c in sources])
+        per = len(sources)
+        query, ids, distance = (xp.concatenate(moved[i * per:(i + 1) * per]) for i in range(3))
         if xp is np:  # only rows within their query's k-th least distance can stay: the sort takes fewer
             within = within_kth(query, distance, len(self.queries), self.k, 8 * self.width + 1)
             if within is not None:

@@ -98,14 +98,15 @@ class TopKRun:
         backend = runner.be
         state.write_nothing(runner.fresh_status(state.status_words))
         words = self.hamming.record(runner, batch)  # a Hamming key's own kernel writes every row's word
-        known = self.hamming.known_range(batch) if words is not None else None
-        if words is None:  # the scan's kernel writes the words of the rows its filters pass
+        scanned = words is None
+        if scanned:  # the scan's kernel writes the words of the rows its filters pass
             words = backend.xp.full(batch.length, NO_WORD, dtype=np.uint64)
-            state.top_k_mode, state.top_k_words = 0, words
+        state.top_k_mode, state.top_k_words = 0, words
+        if scanned:
             code, _ = runner.launch(batch, state, None)
             if code:
                 runner.fail(code)
-        state.top_k_mode, state.top_k_words = 0, words
+        known = None if scanned else self.hamming.known_range(batch)
         self.counted = list(runner.metrics.counters)
         started = time.perf_counter()
         bound, rows = kth_word(backend, words, self.k, known)  # its waits include the words' own kernel's
