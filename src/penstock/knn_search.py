@@ -22,6 +22,8 @@ from penstock.errors import QueryError
 from penstock.frontend.table_functions import KnnCall
 from penstock.exec.order import knn_gpu_batch as gpu_batch
 from penstock.exec.order.knn_batch import KnnBatchSearch, check_k, query_matrix
+from penstock.exec.order.knn_gpu_replay import search_cached
+from penstock.exec.steady.runs import graphs_enabled
 from penstock.io.column_cache import table_key
 from penstock.plan.types import Kind
 
@@ -64,12 +66,20 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
     """The batch in one pass over the table, on the connection's device (`penstock bench knn`
     calls it on a GPU beside the default)."""
     filter_sql = f" WHERE {where}" if where else ""
+    cached = None if where else _cached(db, table, [id, column])
+    queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
+    if cached is not None and db.backend.supports_graphs and graphs_enabled():
+        (ids, signatures), rows = cached
+        replayed = search_cached(db.executor, (table, column, id), [ids, signatures], rows, matrix, k)
+        if replayed is not None:  # one CUDA graph (exec/order/knn_gpu_replay.py)
+            answer, detail = replayed
+            return KnnResult(answer, f"penstock-{db.backend.name} (one pass over {rows:,} rows of cached columns "
+                                     f"for {queries_said}; {detail})")
     job: KnnBatchSearch | gpu_batch.GpuKnnBatchSearch
     if db.backend.name == "cpu":
         job = KnnBatchSearch(db.backend, matrix, k)
     else:
         job = gpu_batch.GpuKnnBatchSearch(db.backend, matrix, k)
-    cached = None if where else _cached(db, table, [id, column])
     if cached is not None:  # the cache's arrays as they are: no scan, no copy
         (ids, signatures), rows = cached
         job.add_arrays(ids.values[:rows], signatures.values, signatures.validity, place=True)
@@ -81,7 +91,6 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
             for batch in db.stream(sql):
                 job.add(batch.column(0), batch.column(1))
             how = "a scan through the host"
-    queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
     if isinstance(job, KnnBatchSearch):
         detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
     else:

@@ -174,7 +174,7 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
                 same = distances_match(found.table, k, truth, batch)
                 how = "one statement a query"
                 if "one pass" in found.engine:  # and the kernel or the NUMA nodes, where said
-                    how = "one pass a batch" + ("; " + found.engine.rsplit("; ", 1)[1].rstrip(")")
+                    how = "one pass a batch" + ("; " + found.engine.split("; ", 1)[1].rstrip(")")
                                                 if "; " in found.engine else "")
                 result.times.append(EngineTimes(f"penstock {label} ({found.engine.split(' (')[0]})", batch,
                                                 best / batch * 1e3, same, how))

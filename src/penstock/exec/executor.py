@@ -27,6 +27,7 @@ from penstock.exec.pipeline.runner import PipelineContext, PipelineRunner
 from penstock.exec.result_stream import shape_result, streams
 from penstock.exec.pipeline.split import run_split, split_point
 from penstock.exec.memory.out_of_memory import dump_if_asked, out_of_memory_message, release, step_name
+from penstock.exec.order.knn_gpu_replay import KnnRecordings
 from penstock.exec.order.sort_step import run_sort
 from penstock.exec.memory.smaller_budgets import run_shrinking, shrink_note
 from penstock.exec.spill.off_device import OffDeviceStore, SpillLimits
@@ -57,6 +58,7 @@ class Executor:
         # plans whose CUDA graphs are kept: id -> (plan, graph, device bytes), oldest first
         self._replays: OrderedDict[int, tuple[weakref.ref[Any], weakref.ref[Any], int]] = OrderedDict()
         self._replays_lock = threading.Lock()
+        self.knn_recordings = KnnRecordings()  # k-NN searches' graphs (exec/order/knn_gpu_replay.py)
 
     def run(self, compiled: CompiledPlan, metrics: QueryMetrics,
             check: Callable[[], None] | None = None, memory_limit: int | None = None,

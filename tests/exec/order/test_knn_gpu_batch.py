@@ -18,9 +18,10 @@ import pytest
 
 from penstock.codegen import knn_gpu_kernels
 from penstock.device import get_backend
-from penstock.exec.order import knn_gpu_batch
+from penstock.exec.order import knn_gpu_batch, knn_gpu_method
 from penstock.codegen.knn_gpu_kernels import group_shape
-from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND, choose_method
+from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND
+from penstock.exec.order.knn_gpu_method import choose_method
 from penstock.knn_search import KnnResult
 from tests.exec.order.test_knn_batch import answers, brute_force, make_table, table_db
 
@@ -93,7 +94,7 @@ def search_rows(matrix: np.ndarray, ids: np.ndarray, valid: np.ndarray, queries:
 @gpu
 def test_the_mma_check_passes_on_the_device() -> None:
     backend = get_backend("gpu")
-    assert knn_gpu_batch.mma_check(backend) == ""
+    assert knn_gpu_method.mma_check(backend) == ""
 
 
 @gpu
@@ -129,7 +130,7 @@ def test_connection_knn_hamming_runs_the_one_pass_on_the_gpu(tmp_path: Path, mon
     queries = np.random.default_rng(4).integers(0, 256, (20, 256), dtype=np.uint8)
     result = db.knn_hamming("t", "sig", queries, k=10, where=where)
     assert "one pass over" in result.engine and "penstock-gpu" in result.engine, result.engine
-    assert ("tensor cores' 1-bit MMA" in result.engine) == (knn_gpu_batch.mma_check(db.backend) == "")
+    assert ("tensor cores' 1-bit MMA" in result.engine) == (knn_gpu_method.mma_check(db.backend) == "")
     keep = (np.arange(len(ids)) % 4 != 1) if where else None
     got = answers(result, 20)
     for q in range(20):

@@ -40,6 +40,11 @@ class GraphCapture:
     def upload(self, host: np.ndarray) -> Any:
         """Host data copied to the device by the graph: the copy node reads its source each
         time the graph runs, so the source is a pinned copy that lives as long as the graph."""
+        return self.upload_staged(host)[0]
+
+    def upload_staged(self, host: np.ndarray) -> tuple[Any, np.ndarray]:
+        """`upload`, and the pinned source: what is written there before a launch of the
+        graph is what that launch copies (a replay's new inputs)."""
         cp = self.backend.cp
         pinned = cp.cuda.alloc_pinned_memory(max(host.nbytes, 1))
         staged = np.frombuffer(pinned, host.dtype, host.size).reshape(host.shape)
@@ -47,7 +52,7 @@ class GraphCapture:
         self.pinned.append(pinned)
         device = cp.empty(host.shape, host.dtype)
         device.set(staged, stream=self.stream)
-        return device
+        return device, staged
 
     @property
     def kept_bytes(self) -> int:

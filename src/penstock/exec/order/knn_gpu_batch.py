@@ -24,9 +24,7 @@ this search filters with a bound per query and selects afterwards:
    pass over 5 GB.
 Ties go to the smaller id and NULL signatures are never candidates, as on the CPU.
 
-Before a process uses the MMA, it checks it once against the popcount kernel on random rows
-(`mma_check`). If they differ, or the kernel fails to build, the popcounts serve, and the
-engine says why.
+Which kernel runs is knn_gpu_method.py's choice (the MMA is checked once a process).
 """
 
 from __future__ import annotations
@@ -42,6 +40,7 @@ from penstock.codegen import knn_gpu_kernels
 from penstock.device.base import Backend
 from penstock.errors import QueryError
 from penstock.exec.order.knn_batch import arrow_rows, check_k
+from penstock.exec.order.knn_gpu_method import METHOD_NAMES, choose_method
 from penstock.exec.order.knn_gpu_steps import upload_together, within_kth
 
 SAMPLE_ROWS = 1 << 16  # rows measured against every query for the first bounds, at least
@@ -55,15 +54,10 @@ BOUNDS_BLOCK = 256  # threads a block on a GPU (device/gpu/backend.py): the boun
 SAMPLE_CELLS = 1 << 22  # histogram bins of the sample's distances held at once (16 MiB)
 HOST_SELECTION_ROWS = 1 << 12  # kept rows and candidates selected among on the host, at most
 SLICE_CANDIDATES = 1 << 24  # candidates one launch expects at most (256 MiB): rows are sliced to it
-MMA_MIN_QUERIES = 16  # fewer queries leave most of an 8-query tile idle: lanes share a row
 NO_BOUND = np.iinfo(np.int32).max
 # Connection.knn_hamming on a GPU comes here; PENSTOCK_KNN_GPU_BATCH=0 makes it one top-k
-# statement a query instead. PENSTOCK_KNN_GPU_METHOD=group|bytes forces a kernel.
+# statement a query instead.
 ENABLED = os.environ.get("PENSTOCK_KNN_GPU_BATCH", "1") != "0"
-FORCED_METHOD = os.environ.get("PENSTOCK_KNN_GPU_METHOD", "")
-
-METHOD_NAMES = {"mma": "tensor cores' 1-bit MMA", "group": "popcounts, lanes sharing a row",
-                "bytes": "popcounts, a thread a row"}
 
 
 @dataclass
@@ -92,20 +86,29 @@ class GpuKnnBatchSearch:
         b, width = self.queries.shape
         if not self.method:  # given: the MMA's check runs a kernel by name
             self.method, self.why = choose_method(self.backend, width, b)
-        padded = -(-b // 8) * 8  # the MMA's 8-query tiles; padding never matches (bound -1)
+        self.device_queries, self.query_bits, self.bounds = upload_together(self.backend, self.restart(self.queries))
+
+    def restart(self, queries: np.ndarray) -> list[np.ndarray]:
+        """Begin a search of `queries` (after the first: as many and as wide as before): no
+        row read, nothing kept. Returns what the device is to hold for it: the queries padded
+        to the MMA's 8-query tiles (padding never matches: bound -1), their popcounts, and
+        the bounds."""
+        self.queries = queries
+        b, width = queries.shape
+        padded = -(-b // 8) * 8
         host = np.zeros((padded, width), np.uint8)
-        host[:b] = self.queries
+        host[:b] = queries
         # the bounds live on the host (the selection and the slicing read them there) and are
         # copied to the device before the next launch after a change (`device_bounds`); the
         # sample's are found on the device and read back with the first candidates
         self.host_bounds = np.full(padded, -1, np.int32)
         self.host_bounds[:b] = NO_BOUND
         query_bits = np.unpackbits(host, axis=1).sum(axis=1).astype(np.int32)
-        self.device_queries, self.query_bits, self.bounds = upload_together(self.backend, [host, query_bits,
-                                                                                          self.host_bounds])
         self.bounds_stale = False
         self.kept = Candidates(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32))
         self.kept_rank = np.zeros(0, np.int32)
+        self.rows_read = self.basis = 0
+        return [host, query_bits, self.host_bounds]
 
     @property
     def width(self) -> int:
@@ -135,15 +138,8 @@ class GpuKnnBatchSearch:
         start = 0
         samples = self._sample_rows(n) if self.unbounded else 0
         if samples:
-            # the sample's bounds are on the device only: the first slice goes as if every
-            # query had one, and its read-back brings them to the host (one wait, not two).
-            # Its room is made first, so the pass is launched right after the sample: made
-            # between them, the device waited ~80 us for it (an H200's profile)
-            self.basis = max(self.basis, samples)
-            stop = min(n, self._slice_rows(trusting=True))
-            room = self._room(0, stop, trusting=True)
-            self._bound_from_sample(n, samples, sigs, valid)
-            found = self._candidates(0, stop, sigs, valid, ids, trusting=True, room=room)
+            stop, count, out = self.sampled_pass(n, samples, sigs, valid, ids)
+            found = self._candidates(0, stop, sigs, valid, ids, trusting=True, room=(count, out), launched=True)
             if found is not None:  # every query had a bound: the slice is done
                 self._keep(found)
                 self.basis = max(self.basis, self.rows_read + stop)
@@ -154,6 +150,20 @@ class GpuKnnBatchSearch:
             self.basis = max(self.basis, self.rows_read + stop)  # bounds: the k-th least of every row so far
             start = stop
         self.rows_read += n
+
+    def sampled_pass(self, n: int, samples: int, sigs: Any, valid: Any, ids: Any) -> tuple[int, Any, Candidates]:
+        """The bounds from a sample of a batch of n rows, and the pass over its first slice,
+        launched (nothing waits): the slice's end, its candidates' count and their room.
+        The sample's bounds are on the device only: the slice goes as if every query had
+        one, and its read-back brings them to the host (one wait, not two). Its room is made
+        first, so the pass is launched right after the sample: made between them, the device
+        waited ~80 us for it (an H200's profile)."""
+        self.basis = max(self.basis, samples)
+        stop = min(n, self._slice_rows(trusting=True))
+        count, out = self._room(0, stop, trusting=True)
+        self._bound_from_sample(n, samples, sigs, valid)
+        self._launch_pass(0, stop, sigs, valid, ids, count, out)
+        return stop, count, out
 
     def _slice_rows(self, trusting: bool = False) -> int:
         """Rows the next launch takes. A query without a bound (fewer than k signatures seen)
@@ -187,6 +197,18 @@ class GpuKnnBatchSearch:
 
     def _kernel(self, name: str) -> Any:
         return self.backend.compile(KERNEL_SPECS[name]())  # the backend keeps built kernels by digest
+
+    def compile_kernels(self, sigs: Any) -> None:
+        """The sample's, the bounds' and the pass's kernels for these rows, built and loaded
+        (before a graph records them: no module can be loaded while a capture records)."""
+        self._kernel("sample")
+        self._kernel("bounds")
+        method = self.method if sigs.data.ptr % 8 == 0 else "bytes"
+        if method == "group":
+            self.backend.compile(knn_gpu_kernels.distances_group(self.width, self.width % 16 == 0
+                                                                 and sigs.data.ptr % 16 == 0))
+        else:
+            self._kernel(method)
 
     def _sample_rows(self, n: int) -> int:
         """Rows the sample of a batch of n takes: more for fewer queries (SAMPLE_PAIRS), whole
@@ -234,50 +256,70 @@ class GpuKnnBatchSearch:
                                                   xp.empty(capacity, np.int32))
 
     def _candidates(self, first: int, n: int, sigs: Any, valid: Any, ids: Any, trusting: bool = False,
-                    room: tuple[Any, Candidates] | None = None) -> Candidates | None:
+                    room: tuple[Any, Candidates] | None = None, launched: bool = False) -> Candidates | None:
         """The rows [first, n) within their queries' bounds, all of them (a second launch
         when the first had too little room). `trusting`: the bounds are the sample's, on the
         device only; they come back with the candidates, and None says some query had none
         (its every row was a candidate: the caller starts again with the host's bounds).
-        `room`: the first launch's, made by _room."""
-        b = len(self.queries)
+        `room`: the first launch's, made by _room; `launched`: that launch is queued already."""
         expected = self._expected(first, n, trusting)
-        method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
         count, out = room if room is not None else self._room(first, n, trusting)
         while True:
-            capacity = len(out.query)
-            tail = [capacity, count, out.query, out.id, out.distance]
-            if method == "mma":
-                tiles = -(-(n - first) // 16)
-                self.backend.launch(self._kernel("mma"), tiles * 32,
-                                    [first, n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
-                                     len(self.device_queries) // 8, self.device_bounds()] + tail)
-            elif method == "group":
-                wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
-                spec = knn_gpu_kernels.distances_group(self.width, wide)
-                _, lanes, _ = knn_gpu_kernels.group_shape(self.width, wide)
-                self.backend.launch(self.backend.compile(spec), -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
-                                    [first, n, sigs, valid, ids, self.device_queries, b, self.device_bounds()] + tail)
-            else:
-                self.backend.launch(self._kernel("bytes"), n - first,
-                                    [first, n, sigs, self.width, valid, ids, self.device_queries, b,
-                                     self.device_bounds()] + tail)
-            # the count and the first candidates come back in one copy and one wait: for a
-            # bounded search, all of them (a second wait cost as much as the selection)
-            read = min(capacity, max(1 << 10, 2 * expected), 1 << 16)
-            counted, query, ids_found, distance, *bounds = self.backend.to_host_many(
-                [count, out.query[:read], out.id[:read], out.distance[:read]] + ([self.bounds[:b]] if trusting else []))
-            if trusting:  # the sample's bounds, as the device found them
-                self.host_bounds[:b] = bounds[0]
-                trusting = False
-                if self.unbounded:
-                    return None
-            found = int(counted[0])
-            if found <= read:
-                return Candidates(query[:found], ids_found[:found], distance[:found])
-            if found <= capacity:
-                return Candidates(out.query[:found], out.id[:found], out.distance[:found])
-            count, out = self._room(first, n, capacity=found)
+            if not launched:
+                self._launch_pass(first, n, sigs, valid, ids, count, out)
+            launched = False
+            got = self._read(self.backend.to_host_many(self._pass_outputs(count, out, expected, trusting)), out,
+                             trusting)
+            trusting = False
+            if not isinstance(got, int):
+                return got
+            count, out = self._room(first, n, capacity=got)
+
+    def _launch_pass(self, first: int, n: int, sigs: Any, valid: Any, ids: Any, count: Any,
+                     out: Candidates) -> None:
+        """The pass over rows [first, n): its candidates appended to `out`, counted in `count`."""
+        b = len(self.queries)
+        method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
+        tail = [len(out.query), count, out.query, out.id, out.distance]
+        if method == "mma":
+            tiles = -(-(n - first) // 16)
+            self.backend.launch(self._kernel("mma"), tiles * 32,
+                                [first, n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
+                                 len(self.device_queries) // 8, self.device_bounds()] + tail)
+        elif method == "group":
+            wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
+            _, lanes, _ = knn_gpu_kernels.group_shape(self.width, wide)
+            self.backend.launch(self.backend.compile(knn_gpu_kernels.distances_group(self.width, wide)),
+                                -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
+                                [first, n, sigs, valid, ids, self.device_queries, b, self.device_bounds()] + tail)
+        else:
+            self.backend.launch(self._kernel("bytes"), n - first,
+                                [first, n, sigs, self.width, valid, ids, self.device_queries, b,
+                                 self.device_bounds()] + tail)
+
+    def _pass_outputs(self, count: Any, out: Candidates, expected: int, trusting: bool) -> list[Any]:
+        """What a pass's read-back brings: the count and the first candidates in one copy
+        and one wait (for a bounded search, all of them: a second wait cost as much as the
+        selection), and the sample's bounds when `trusting` them."""
+        read = min(len(out.query), max(1 << 10, 2 * expected), 1 << 16)
+        return ([count, out.query[:read], out.id[:read], out.distance[:read]]
+                + ([self.bounds[:len(self.queries)]] if trusting else []))
+
+    def _read(self, values: list[np.ndarray], out: Candidates, trusting: bool) -> Candidates | int | None:
+        """A pass's read-back (_pass_outputs) taken in: its candidates (on the device past
+        those read back); None when `trusting` and the sample left some query without a
+        bound; or the candidates' count when it passed the room (the pass must run again)."""
+        counted, query, ids_found, distance, *bounds = values
+        if trusting:  # the sample's bounds, as the device found them
+            self.host_bounds[:len(self.queries)] = bounds[0]
+            if self.unbounded:
+                return None
+        found = int(counted[0])
+        if found <= len(query):
+            return Candidates(query[:found], ids_found[:found], distance[:found])
+        if found <= len(out.query):
+            return Candidates(out.query[:found], out.id[:found], out.distance[:found])
+        return found
 
     def _keep(self, found: Candidates) -> None:
         """Each query's k best of the kept rows and the new candidates; bounds lowered to
@@ -331,51 +373,3 @@ class GpuKnnBatchSearch:
 KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bounds": knn_gpu_kernels.sample_bounds,
                 "bytes": knn_gpu_kernels.distances_bytes,
                 "mma": knn_gpu_kernels.distances_mma}
-
-
-def choose_method(backend: Backend, width: int, queries: int) -> tuple[str, str]:
-    """(kernel, why not the MMA: '' when it runs or was never a candidate)."""
-    if FORCED_METHOD in ("group", "bytes") and (FORCED_METHOD == "bytes" or width % 8 == 0):
-        return FORCED_METHOD, f"PENSTOCK_KNN_GPU_METHOD={FORCED_METHOD}"
-    if width % 32 == 0 and queries >= MMA_MIN_QUERIES:
-        problem = mma_check(backend)
-        if not problem:
-            return "mma", ""
-        return "group", f"the MMA was not used: {problem}"
-    return ("group" if width % 8 == 0 else "bytes"), ""
-
-
-def mma_check(backend: Backend) -> str:
-    """'' when the MMA kernel's distances equal the popcount kernel's on random rows (64 rows
-    of 512 bits against 16 queries, every pair a candidate); else what went wrong. Once
-    a process (kept on the backend)."""
-    known = getattr(backend, "knn_mma_problem", None)
-    if known is not None:
-        return known
-    try:
-        rng = np.random.default_rng(5)
-        rows = rng.integers(0, 256, (64, 64), dtype=np.uint8)
-        rows[7] = 0
-        rows[9] = 255
-        queries = rng.integers(0, 256, (16, 64), dtype=np.uint8)
-        answers = {}
-        xp = backend.xp
-        for method in ("mma", "group"):
-            search = GpuKnnBatchSearch(backend, queries, 64, method=method)
-            search.lower_bounds(np.arange(16), np.full(16, 1 << 20, np.int32))  # every pair a candidate
-            found = search._candidates(0, 64, xp.asarray(rows.reshape(-1)), None, xp.arange(64, dtype=np.int64))
-            triples = np.stack([backend.to_host(found.query).astype(np.int64), backend.to_host(found.id),
-                                backend.to_host(found.distance).astype(np.int64)], axis=1)
-            answers[method] = triples[np.lexsort(triples.T[::-1])]
-        expected = np.array([[q, r, int(np.unpackbits(rows[r] ^ queries[q]).sum())]
-                             for q in range(16) for r in range(64)], np.int64)
-        if not np.array_equal(answers["group"], expected):
-            problem = "the popcount kernel's check failed too"
-        elif not np.array_equal(answers["mma"], expected):
-            problem = "its distances differed from the popcounts' on the check's rows"
-        else:
-            problem = ""
-    except Exception as e:  # a driver or architecture without it: the popcounts serve
-        problem = f"{type(e).__name__}: {str(e)[:200]}"
-    backend.knn_mma_problem = problem  # type: ignore[attr-defined]
-    return problem

@@ -5,17 +5,25 @@ steps around it decide whether it reaches the device's read rate."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from penstock.device.base import Backend
 
 
-def upload_together(backend: Backend, arrays: list[np.ndarray]) -> list[Any]:
+def upload_together(backend: Backend, arrays: list[np.ndarray],
+                    put: Callable[[np.ndarray], Any] | None = None) -> list[Any]:
     """The arrays on the device from one queued copy (a copy costs the host ~10-20 us, the
     same for 8 KiB as for 8 bytes), as views of one block; each starts 16-byte aligned (the
-    wide loads)."""
+    wide loads). `put`: what copies the block (by default backend.to_device_queued)."""
+    block, starts = packed_together(arrays)
+    device = (put or backend.to_device_queued)(block)
+    return [device[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(arrays, starts)]
+
+
+def packed_together(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """The arrays' bytes in one block, each at a 16-byte aligned start, and the starts."""
     starts, total = [], 0
     for a in arrays:
         starts.append(total)
@@ -23,8 +31,7 @@ def upload_together(backend: Backend, arrays: list[np.ndarray]) -> list[Any]:
     block = np.zeros(total, np.uint8)
     for a, start in zip(arrays, starts):
         block[start:start + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-    device = backend.to_device_queued(block)
-    return [device[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(arrays, starts)]
+    return block, starts
 
 
 def within_kth(query: np.ndarray, distance: np.ndarray, queries: int, k: int, bins: int) -> np.ndarray | None:
