@@ -68,13 +68,14 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
     filter_sql = f" WHERE {where}" if where else ""
     cached = None if where else _cached(db, table, [id, column])
     queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
+    graph_note = ""
     if cached is not None and db.backend.supports_graphs and graphs_enabled():
         (ids, signatures), rows = cached
-        replayed = search_cached(db.executor, (table, column, id), [ids, signatures], rows, matrix, k)
-        if replayed is not None:  # one CUDA graph (exec/order/knn_gpu_replay.py)
-            answer, detail = replayed
+        answer, detail = search_cached(db.executor, (table, column, id), [ids, signatures], rows, matrix, k)
+        if answer is not None:  # one CUDA graph (exec/order/knn_gpu_replay.py)
             return KnnResult(answer, f"penstock-{db.backend.name} (one pass over {rows:,} rows of cached columns "
                                      f"for {queries_said}; {detail})")
+        graph_note = f"; {detail}" if detail else ""
     job: KnnBatchSearch | gpu_batch.GpuKnnBatchSearch
     if db.backend.name == "cpu":
         job = KnnBatchSearch(db.backend, matrix, k)
@@ -94,7 +95,7 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
     if isinstance(job, KnnBatchSearch):
         detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
     else:
-        detail = f"; {job.described}"
+        detail = f"; {job.described}{graph_note}"
     return KnnResult(job.result(), f"penstock-{db.backend.name} (one pass over {job.rows_read:,} rows of {how} "
                                    f"for {queries_said}{detail})")
 

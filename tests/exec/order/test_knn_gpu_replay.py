@@ -68,6 +68,7 @@ def test_recorded_then_replayed_equals_brute_force(tmp_path: Path, width: int, b
     path = tmp_path / "t.arrow"
     matrix, ids, valid = make_table(path, 30_000, width, seed=width + batch, nulls=True)
     matrix[200:260] = matrix[199]  # ties at every distance to them
+    rewrite(path, matrix, ids, valid)
     db = table_db(path, "gpu", cached=True)
     rng = np.random.default_rng(k)
     engines = []
@@ -97,21 +98,33 @@ def test_a_table_cached_anew_is_recorded_anew(tmp_path: Path) -> None:
     check(result, matrix, ids, valid, queries, 4)
 
 
+def usual_way_thrice(db: object, matrix: np.ndarray, ids: np.ndarray, valid: np.ndarray, queries: np.ndarray,
+                     k: int) -> None:
+    """Three searches whose replay cannot answer: the first two run the graph, then the usual
+    way; the third is no longer replayed (knn_gpu_replay.MISSES), and says so."""
+    engines = []
+    for _ in range(3):
+        result = db.knn_hamming("t", "sig", queries, k=k)  # type: ignore[attr-defined]
+        check(result, matrix, ids, valid, queries, k)
+        engines.append(result.engine)
+    assert all("CUDA graph" not in e for e in engines[:2]), engines
+    assert "not a CUDA graph: the sample does not bound it" in engines[2], engines[2]
+
+
 @gpu
 def test_a_sample_without_k_signatures_runs_the_usual_way(tmp_path: Path) -> None:
-    """Most signatures NULL: the recorded sample holds fewer than k, so the replay's outcome
-    sends the search the usual way, which finds the same k."""
+    """Few signatures: the sample (2^18 rows of 600,000 for two queries) holds fewer than k,
+    so the search goes the usual way, which finds the same k."""
     path = tmp_path / "t.arrow"
-    matrix, ids, valid = make_table(path, 70_000, 64, seed=6, nulls=True)
-    valid[:] = False
-    valid[::900] = True  # 78 signatures; a sample of 65,536 rows sees 73, fewer than k
+    rows = 600_000
+    rng = np.random.default_rng(6)
+    matrix = rng.integers(0, 256, (rows, 8), dtype=np.uint8)
+    ids = rng.permutation(rows).astype(np.int64)
+    valid = np.zeros(rows, bool)
+    valid[::5000] = True  # 120 signatures; the sample sees about 52, fewer than k
     rewrite(path, matrix, ids, valid)
     db = table_db(path, "gpu", cached=True)
-    queries = np.random.default_rng(3).integers(0, 256, (2, 64), dtype=np.uint8)
-    for _ in range(3):  # the third is not replayed at all (knn_gpu_replay.MISSES)
-        result = db.knn_hamming("t", "sig", queries, k=76)
-        assert "CUDA graph" not in result.engine, result.engine
-        check(result, matrix, ids, valid, queries, 76)
+    usual_way_thrice(db, matrix, ids, valid, rng.integers(0, 256, (2, 8), dtype=np.uint8), 76)
 
 
 @gpu
@@ -123,11 +136,7 @@ def test_candidates_past_the_recorded_room_run_the_usual_way(tmp_path: Path) -> 
     matrix[:] = matrix[0]
     rewrite(path, matrix, ids, valid)
     db = table_db(path, "gpu", cached=True)
-    queries = np.random.default_rng(4).integers(0, 256, (1, 32), dtype=np.uint8)
-    for _ in range(3):
-        result = db.knn_hamming("t", "sig", queries, k=10)
-        assert "CUDA graph" not in result.engine, result.engine
-        check(result, matrix, ids, valid, queries, 10)
+    usual_way_thrice(db, matrix, ids, valid, np.random.default_rng(4).integers(0, 256, (1, 32), dtype=np.uint8), 10)
 
 
 @gpu

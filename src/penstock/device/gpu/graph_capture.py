@@ -51,7 +51,10 @@ class GraphCapture:
         staged[...] = host
         self.pinned.append(pinned)
         device = cp.empty(host.shape, host.dtype)
-        device.set(staged, stream=self.stream)
+        if host.nbytes:  # a raw copy: CuPy's ndarray.set refuses any upload while a capture records
+            runtime = cp.cuda.runtime
+            runtime.memcpyAsync(device.data.ptr, staged.ctypes.data, host.nbytes, runtime.memcpyHostToDevice,
+                                self.stream.ptr)
         return device, staged
 
     @property

@@ -71,7 +71,7 @@ class KnnReplay:
 class KnnRecording:
     """A search's place among the executor's graphs (Executor.keep_replay sets `replay`)."""
     replay: KnnReplay | None = None
-    refused: bool = False  # not to be recorded (again): see `record` and `search_cached`
+    refused: str = ""  # why it is not recorded (again): see `record` and `search_cached`
     misses: int = 0  # replays in a row whose outcome sent the search the usual way
 
 
@@ -94,32 +94,35 @@ class KnnRecordings:
 
 
 def search_cached(executor: Any, key: tuple[Any, ...], columns: list[Any], rows: int, queries: np.ndarray,
-                  k: int) -> tuple[Any, str] | None:
-    """The answer table (GpuKnnBatchSearch.result) and how it ran, for a search over cached
-    columns (ids, signatures) by its graph, recorded now if need be; None when it must run
-    the usual way (another thread replays it, or it cannot be recorded)."""
+                  k: int) -> tuple[Any, str]:
+    """(answer, how): the answer table (GpuKnnBatchSearch.result) of a search over cached
+    columns (ids, signatures) by its graph, recorded now if need be, and how it ran; or
+    (None, why not) when it must run the usual way: another thread replays or records it,
+    or it is not recorded (`KnnRecording.refused`, '' when that says nothing the engine
+    need tell: the sample or the room did not suffice)."""
     recording = executor.knn_recordings.get(key + (queries.shape, k))
     replay, how = recording.replay, "one CUDA graph, replayed"
     if replay is not None and not replay.holds(columns):
         recording.replay = replay = None
     if replay is None:
         if recording.refused:
-            return None
+            return None, recording.refused
         replay = record(recording, executor.backend, columns, rows, queries, k)
         if replay is None:
-            return None
+            return None, recording.refused
         executor.keep_replay(recording, replay)
-        recording.refused = recording.replay is None  # past the graphs' budget: not kept, not recorded again
+        if recording.replay is None:  # past the graphs' budget: not kept, not recorded again
+            recording.refused = "not a CUDA graph: past the budget of the connection's graphs"
         how = "one CUDA graph, recorded"
     if not replay.lock.acquire(blocking=False):
-        return None
+        return None, ""
     try:
         search = replay.run(executor.backend, queries)
         if search is None:  # twice in a row: the table's rows defeat the sample, so replays stop
             recording.misses += 1
             if recording.misses >= MISSES:
-                recording.replay, recording.refused = None, True
-            return None
+                recording.replay, recording.refused = None, "not a CUDA graph: the sample does not bound it"
+            return None, ""
         recording.misses = 0
         return search.result(), f"{search.described}; {how}"
     finally:
@@ -130,14 +133,16 @@ def record(recording: KnnRecording, backend: Any, columns: list[Any], rows: int,
            k: int) -> KnnReplay | None:
     """The search's first slice recorded as a graph (not yet launched); None when the
     backend records no graphs now (another thread is recording), or never for this search
-    (`recording.refused`): it is not one slice (a batch of many queries with a large k) or
-    the driver refused the capture."""
+    (`recording.refused` says why): it is not one slice (a batch of many queries with a
+    large k), or the capture failed."""
     ids_column, signatures = columns
-    ids, sigs, valid = ids_column.values[:rows], signatures.values, signatures.validity
+    sigs, valid = signatures.values.reshape(-1), signatures.validity
+    ids = backend.xp.ascontiguousarray(ids_column.values[:rows], dtype=np.int64)  # narrower ids: a copy the graph keeps
     search = GpuKnnBatchSearch(backend, queries, k)  # the method chosen (and checked) before recording
     samples = search._sample_rows(rows)
-    if samples == 0 or len(sigs) != rows * search.width:
-        recording.refused = True
+    if samples == 0 or sigs.size != rows * search.width:
+        recording.refused = "not a CUDA graph: fewer rows than k" if samples == 0 else \
+            f"not a CUDA graph: {sigs.size} signature bytes for {rows} rows"
         return None
     search.compile_kernels(sigs)  # a module cannot be loaded while a capture records
     capture = backend.begin_capture()
@@ -157,12 +162,12 @@ def record(recording: KnnRecording, backend: Any, columns: list[Any], rows: int,
         readback = backend.readback(search._pass_outputs(count, room, search._expected(0, stop, True), True))
         if stop < rows:
             backend.abort_capture(capture)
-            recording.refused = True
+            recording.refused = "not a CUDA graph: the search takes more than one slice"
             return None
         graph = backend.end_capture(capture)
-    except Exception:  # a capture the driver refuses: the search runs the usual way, and says so
+    except Exception as e:  # a capture the driver refuses: the search runs the usual way, and says why
         backend.abort_capture(capture)
-        recording.refused = True
+        recording.refused = f"not a CUDA graph: recording it failed ({type(e).__name__}: {str(e)[:160]})"
         return None
     return KnnReplay(graph, search, staged[0], room, readback, [weakref.ref(c) for c in columns],
-                     capture.kept + capture.pinned, capture.kept_bytes, rows)
+                     capture.kept + capture.pinned + [ids], capture.kept_bytes, rows)
