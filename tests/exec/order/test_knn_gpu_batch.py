@@ -48,20 +48,22 @@ def test_the_kernel_follows_the_signature_length_and_the_batch() -> None:
     assert choose_method(backend, 256, 3) == ("group", "")  # too few queries for an 8-query tile's MMA
 
 
-def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound() -> None:
-    rng = np.random.default_rng(3)
-    search = GpuKnnBatchSearch(get_backend("cpu"), rng.integers(0, 256, (3, 8), dtype=np.uint8), k=4,
+@pytest.mark.parametrize("queries,seed", [(3, 3), (1, 3), (1, 8), (1, 11)])
+def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound(queries: int, seed: int) -> None:
+    """Three queries take the ranks by query; one query its own shorter path."""
+    rng = np.random.default_rng(seed)
+    search = GpuKnnBatchSearch(get_backend("cpu"), rng.integers(0, 256, (queries, 8), dtype=np.uint8), k=4,
                                method="group")
     every = []
     for _ in range(3):  # batch after batch, as a scan's candidates come
         n = int(rng.integers(0, 9))
-        found = Candidates(rng.integers(0, 3, n).astype(np.int32), rng.permutation(100)[:n].astype(np.int64),
+        found = Candidates(rng.integers(0, queries, n).astype(np.int32), rng.permutation(100)[:n].astype(np.int64),
                            rng.integers(0, 4, n).astype(np.int32))  # distances tie often
         every += list(zip(found.query.tolist(), found.id.tolist(), found.distance.tolist()))
         search._keep(found)
     result = search.result()
     bounds = search.device_bounds()  # the device's copy follows the host's lowered bounds
-    for q in range(3):
+    for q in range(queries):
         mine = sorted((d, i) for qq, i, d in every if qq == q)[:4]
         got = [(d, i) for qq, i, d in zip(result.column("query").to_pylist(), result.column("id").to_pylist(),
                                           result.column("distance").to_pylist()) if qq == q]
@@ -69,7 +71,7 @@ def test_the_selection_keeps_each_querys_k_best_and_lowers_its_bound() -> None:
         ranks = [r for qq, r in zip(result.column("query").to_pylist(), result.column("rank").to_pylist()) if qq == q]
         assert ranks == list(range(1, len(mine) + 1))
         assert bounds[q] == search.host_bounds[q] == (mine[3][0] if len(mine) == 4 else NO_BOUND)
-    assert list(bounds[3:]) == [-1] * 5  # the 8-query tile's padding never matches
+    assert list(bounds[queries:]) == [-1] * (8 - queries)  # the 8-query tile's padding never matches
 
 
 gpu = pytest.mark.gpu
