@@ -56,7 +56,8 @@ class KnnReplay:
         """The search of `queries` by one launch of the graph and the host's selection; None
         when its pass needs what the recording does not hold (the caller searches the usual
         way). The caller holds `lock` until it has read the search's result."""
-        packed_together(self.search.restart(queries), out=self.staged)  # what the graph's first copy uploads
+        block, _ = packed_together(self.search.restart(queries))
+        self.staged[...] = block
         backend.launch_graph(self.graph)
         found = self.search._read(self.readback.wait(), self.room, trusting=True)
         if not isinstance(found, Candidates):

@@ -22,14 +22,13 @@ def upload_together(backend: Backend, arrays: list[np.ndarray],
     return [device[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(arrays, starts)]
 
 
-def packed_together(arrays: list[np.ndarray], out: np.ndarray | None = None) -> tuple[np.ndarray, list[int]]:
-    """The arrays' bytes in one block, each at a 16-byte aligned start, and the starts.
-    `out`: the block to write (one that an earlier call made for arrays of the same sizes)."""
+def packed_together(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """The arrays' bytes in one block, each at a 16-byte aligned start, and the starts."""
     starts, total = [], 0
     for a in arrays:
         starts.append(total)
         total += -(-a.nbytes // 16) * 16
-    block = np.zeros(total, np.uint8) if out is None else out
+    block = np.zeros(total, np.uint8)
     for a, start in zip(arrays, starts):
         block[start:start + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
     return block, starts
