@@ -137,7 +137,11 @@ def record(recording: KnnRecording, backend: Any, columns: list[Any], rows: int,
     large k), or the capture failed."""
     ids_column, signatures = columns
     sigs, valid = signatures.values.reshape(-1), signatures.validity
-    ids = backend.xp.ascontiguousarray(ids_column.values[:rows], dtype=np.int64)  # narrower ids: a copy the graph keeps
+    ids = ids_column.values[:rows]
+    # narrower ids: a copy, which the graph keeps. Never the cache's own array: kept, it would
+    # hold the column's memory after the cache let it go (the columns are weakly referenced)
+    copied = [backend.xp.ascontiguousarray(ids, dtype=np.int64)] if ids.dtype != np.int64 else []
+    ids = copied[0] if copied else ids
     search = GpuKnnBatchSearch(backend, queries, k)  # the method chosen (and checked) before recording
     samples = search._sample_rows(rows)
     if samples == 0 or sigs.size != rows * search.width:
@@ -170,4 +174,4 @@ def record(recording: KnnRecording, backend: Any, columns: list[Any], rows: int,
         recording.refused = f"not a CUDA graph: recording it failed ({type(e).__name__}: {str(e)[:160]})"
         return None
     return KnnReplay(graph, search, staged[0], room, readback, [weakref.ref(c) for c in columns],
-                     capture.kept + capture.pinned + [ids], capture.kept_bytes, rows)
+                     capture.kept + capture.pinned + copied, capture.kept_bytes + sum(c.nbytes for c in copied), rows)
