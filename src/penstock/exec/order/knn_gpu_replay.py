@@ -2,8 +2,8 @@
 by later ones (`Connection.knn_hamming` on a GPU, docs/similarity.md).
 
 One query's pass over 20 million 2048-bit signatures keeps an H200 busy 1.2 ms; the host's
-Python around its launches, memsets and read-back added 0.5-0.9 ms, and the issue asks for
-80% of the copy ceiling (about 1.5 ms). A replay is one launch: the graph uploads the
+Python around its launches, memsets and read-back added 0.5-0.9 ms, where 80% of the
+device's copy ceiling is about 1.5 ms. A replay is one launch: the graph uploads the
 queries from a pinned block the host has just written, clears the counts, takes the sample,
 finds the bounds, runs the pass and packs the count, the first candidates and the bounds into
 pinned memory, as GpuKnnBatchSearch's first slice does step by step. The host then selects
