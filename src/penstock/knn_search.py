@@ -67,14 +67,12 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
     calls it on a GPU beside the default)."""
     filter_sql = f" WHERE {where}" if where else ""
     cached = None if where else _cached(db, table, [id, column])
-    queries_said = f"{len(matrix)} quer{'y' if len(matrix) == 1 else 'ies'}"
     graph_note = ""
     if cached is not None and db.backend.supports_graphs and graphs_enabled():
         (ids, signatures), rows = cached
         answer, detail = search_cached(db.executor, (table, column, id), [ids, signatures], rows, matrix, k)
         if answer is not None:  # one CUDA graph (exec/order/knn_gpu_replay.py)
-            return KnnResult(answer, f"penstock-{db.backend.name} (one pass over {rows:,} rows of cached columns "
-                                     f"for {queries_said}; {detail})")
+            return KnnResult(answer, _engine(db, rows, "cached columns", len(matrix), f"; {detail}"))
         graph_note = f"; {detail}" if detail else ""
     job: KnnBatchSearch | gpu_batch.GpuKnnBatchSearch
     if db.backend.name == "cpu":
@@ -96,8 +94,14 @@ def one_pass(db: "Connection", table: str, column: str, matrix: np.ndarray, k: i
         detail = f"; slices on {job.numa_nodes} NUMA nodes" if job.numa_nodes > 1 else ""
     else:
         detail = f"; {job.described}{graph_note}"
-    return KnnResult(job.result(), f"penstock-{db.backend.name} (one pass over {job.rows_read:,} rows of {how} "
-                                   f"for {queries_said}{detail})")
+    return KnnResult(job.result(), _engine(db, job.rows_read, how, len(matrix), detail))
+
+
+def _engine(db: "Connection", rows: int, how: str, queries: int, detail: str) -> str:
+    """What ran a one-pass search, e.g. 'penstock-gpu (one pass over 20,000 rows of cached
+    columns for 1 query; popcounts, lanes sharing a row; one CUDA graph, replayed)'."""
+    return (f"penstock-{db.backend.name} (one pass over {rows:,} rows of {how} "
+            f"for {queries} quer{'y' if queries == 1 else 'ies'}{detail})")
 
 
 def _scan_on_device(db: "Connection", sql: str, job: Any) -> bool:

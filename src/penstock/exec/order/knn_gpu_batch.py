@@ -203,12 +203,16 @@ class GpuKnnBatchSearch:
         (before a graph records them: no module can be loaded while a capture records)."""
         self._kernel("sample")
         self._kernel("bounds")
+        self._pass_kernel(sigs)
+
+    def _pass_kernel(self, sigs: Any) -> tuple[str, Any, bool]:
+        """(method, kernel, wide) of the pass over these rows: the wide loads want aligned
+        rows, so misaligned ones take a thread a row; `wide`: the group kernel's 16-byte loads."""
         method = self.method if sigs.data.ptr % 8 == 0 else "bytes"
+        wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
         if method == "group":
-            self.backend.compile(knn_gpu_kernels.distances_group(self.width, self.width % 16 == 0
-                                                                 and sigs.data.ptr % 16 == 0))
-        else:
-            self._kernel(method)
+            return method, self.backend.compile(knn_gpu_kernels.distances_group(self.width, wide)), wide
+        return method, self._kernel(method), wide
 
     def _sample_rows(self, n: int) -> int:
         """Rows the sample of a batch of n takes: more for fewer queries (SAMPLE_PAIRS), whole
@@ -279,21 +283,19 @@ class GpuKnnBatchSearch:
                      out: Candidates) -> None:
         """The pass over rows [first, n): its candidates appended to `out`, counted in `count`."""
         b = len(self.queries)
-        method = self.method if sigs.data.ptr % 8 == 0 else "bytes"  # the wide loads want aligned rows
+        method, kernel, wide = self._pass_kernel(sigs)
         tail = [len(out.query), count, out.query, out.id, out.distance]
         if method == "mma":
             tiles = -(-(n - first) // 16)
-            self.backend.launch(self._kernel("mma"), tiles * 32,
+            self.backend.launch(kernel, tiles * 32,
                                 [first, n, sigs, self.width // 4, valid, ids, self.device_queries, self.query_bits,
                                  len(self.device_queries) // 8, self.device_bounds()] + tail)
         elif method == "group":
-            wide = self.width % 16 == 0 and sigs.data.ptr % 16 == 0
             _, lanes, _ = knn_gpu_kernels.group_shape(self.width, wide)
-            self.backend.launch(self.backend.compile(knn_gpu_kernels.distances_group(self.width, wide)),
-                                -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
+            self.backend.launch(kernel, -(-(n - first) // knn_gpu_kernels.GROUP_ROWS) * lanes,
                                 [first, n, sigs, valid, ids, self.device_queries, b, self.device_bounds()] + tail)
         else:
-            self.backend.launch(self._kernel("bytes"), n - first,
+            self.backend.launch(kernel, n - first,
                                 [first, n, sigs, self.width, valid, ids, self.device_queries, b,
                                  self.device_bounds()] + tail)
 
