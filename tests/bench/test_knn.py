@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.bench.knn import exact, generate, run_knn, signatures, write_report
+from penstock.io.read_path import direct_problem
 
 
 def test_generated_signatures_and_numpy_distances(tmp_path: Path) -> None:
@@ -61,6 +62,12 @@ def test_knn_bench_regimes_answer_as_numpy(tmp_path: Path) -> None:
     assert "(1 kernels)" in first[1].how and "(0 kernels)" in first[2].how  # the warm cache compiles nothing
     assert (tmp_path / "knn-3000-128.parquet").exists()
     assert "Regimes besides the column cache" in "\n".join(result.lines())
+    drive = [t for t in result.regimes if t.regime == "drive"]
+    if direct_problem(tmp_path / "knn-3000-128.parquet") is None:  # each drive time held to the drive's rate
+        assert all(t.drive_gbps and t.drive_gbps > 0 for t in drive), drive
+        assert "of the drive's O_DIRECT" in "\n".join(result.lines())
+    else:
+        assert all(t.drive_gbps is None for t in drive), drive
 
 
 def test_a_drive_time_says_when_the_drop_left_the_file_cached(tmp_path: Path) -> None:

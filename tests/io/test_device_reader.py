@@ -135,12 +135,12 @@ def test_text_columns_are_never_coalesced(tmp_path: Path, device: str) -> None:
 
 
 def test_direct_reads_exactly_where_o_direct_works(tmp_path: Path, device: str) -> None:
-    from penstock.io.read_path import _direct_problem
+    from penstock.io.read_path import direct_problem
 
     path = tmp_path / "t.arrow"
     table = write_batches(path, BATCH_ROWS, nulls_in={1, 6})
-    if _direct_problem(path) is not None:
-        pytest.skip(f"O_DIRECT unusable here: {_direct_problem(path)} (the fallback has its own test)")
+    if direct_problem(path) is not None:
+        pytest.skip(f"O_DIRECT unusable here: {direct_problem(path)} (the fallback has its own test)")
     got, _ = read_back(path, device, "direct", ALL)
     assert got.equals(expected(table, ALL))
 
@@ -170,7 +170,7 @@ def duckdb_answer(table: pa.Table) -> pa.Table:
 
 @pytest.mark.parametrize("io", ["auto", "pread", "direct", "kvikio"])
 def test_every_read_path_answers_and_says_what_ran(tmp_path: Path, device: str, io: str) -> None:
-    from penstock.io.read_path import _direct_problem, kvikio_available
+    from penstock.io.read_path import direct_problem, kvikio_available
 
     path = tmp_path / "t.arrow"
     table = write_batches(path, BATCH_ROWS * 3, nulls_in={0, 5, 17})
@@ -184,7 +184,7 @@ def test_every_read_path_answers_and_says_what_ran(tmp_path: Path, device: str, 
     if io == "pread" or (io == "auto" and device == "cpu"):
         assert "read path: pread" in line
     elif io == "direct":
-        problem = _direct_problem(path)
+        problem = direct_problem(path)
         assert ("read path: pread (direct asked for, but" in line) if problem else ("read path: direct" in line)
     elif io == "kvikio":
         usable = device == "gpu" and kvikio_available()

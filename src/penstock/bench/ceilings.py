@@ -63,7 +63,11 @@ def drop_page_cache(paths: list[Path]) -> None:
     """Ask the kernel to forget the files' cached pages (the disk tier's starting point).
     Their dirty pages are written first: the kernel keeps a page not yet written, so a file
     just generated stayed partly cached, and the first timed read waited on its write-back
-    (a join's first run on an H100 read 368 MB in 7 s right after generating 1.1 GB)."""
+    (a join's first run on an H100 read 368 MB in 7 s right after generating 1.1 GB). Every
+    other file's dirty pages are written first too (os.sync): their write-back would share the
+    drive with the timed reads (the k-NN drive regime read an Arrow file at 0.9 GB/s in a run
+    that followed the GPU test suite, 1.6-1.9 GB/s in runs on a quiet machine)."""
+    os.sync()
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         try:

@@ -31,8 +31,9 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
-from penstock.bench.ceilings import drop_page_cache, resident_file_share, warm_page_cache
+from penstock.bench.ceilings import direct_read_gbps, drop_page_cache, resident_file_share, warm_page_cache
 from penstock.io.mapped_files import release_mapped
+from penstock.io.read_path import direct_problem
 
 PARQUET_ROW_GROUP = 1 << 20
 STILL_CACHED = 0.05  # of a file's pages in the page cache after a drop: said beside its time
@@ -46,6 +47,7 @@ class RegimeTime:
     per_query_ms: float
     same: bool | None = None
     how: str = ""  # the engine string the answer carried, or the process's phases
+    drive_gbps: float | None = None  # drive searches: the drive's O_DIRECT rate in the same run
 
 
 def parquet_copy(arrow_path: Path) -> Path:
@@ -79,6 +81,10 @@ def run_regimes(arrow_path: Path, device: str, sql: str, duckdb_sql: str, querie
         times += _drive(files, device, sql, queries, k, caches, log)
     if duckdb:
         times += _duckdb_files(parquet_path, duckdb_sql, queries[0], truth[0], repeat, log)
+    drive = max((t.drive_gbps for t in times if t.drive_gbps), default=None)
+    for t in times:  # DuckDB's drive time against the same ceiling
+        if t.regime == "drive":
+            t.drive_gbps = drive
     return times
 
 
@@ -100,7 +106,10 @@ def _first_runs(arrow_path: Path, parquet_path: Path, device: str, sql: str, que
 
 def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int, caches: Path,
            log: Callable[[str], None]) -> list[RegimeTime]:
-    """Each search in a fresh process (the warm kernel cache), its file's pages dropped."""
+    """Each search in a fresh process (the warm kernel cache), its file's pages dropped; the
+    drive's own O_DIRECT read rate (16 reads of 4 MiB in flight) measured before and after
+    them, the better of the two being the ceiling each search is held to."""
+    ceilings: list[float | None] = [_drive_rate(files, device)]
     out = []
     for kind, path in files.items():
         searches = [("statement", 1, {}, literal_sql(sql, queries[0]))]
@@ -118,7 +127,30 @@ def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k
             timed = _fresh("drive", f"penstock {label} over {kind} (a fresh process)", batch, device,
                            {"t": path, **more}, statement, caches / "b", log)
             out.append(_say_cached(timed, left))
+    ceilings.append(_drive_rate(files, device))
+    if None in ceilings:
+        log(f"drive: no O_DIRECT rate to hold the searches to: {direct_problem(max(files.values(), key=_size))}")
+        return out
+    log(f"drive: the drive's O_DIRECT rate {ceilings[0]:.2f} GB/s before the searches, {ceilings[1]:.2f} after")
+    for timed in out:
+        timed.drive_gbps = max(c for c in ceilings if c is not None)
     return out
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def _drive_rate(files: dict[str, Path], device: str) -> float | None:
+    """The drive's O_DIRECT read rate over the largest of the files (its pages dropped
+    first); None where the file system refuses O_DIRECT (tmpfs)."""
+    from penstock.device import get_backend
+
+    path = max(files.values(), key=_size)
+    if direct_problem(path) is not None:
+        return None
+    drop_page_cache([path])
+    return direct_read_gbps(path, get_backend(device), threads=16)
 
 
 def _say_cached(timed: RegimeTime, left: float) -> RegimeTime:
@@ -226,6 +258,11 @@ def regime_lines(times: list[RegimeTime], table_bytes: int) -> list[str]:
         gbps = table_bytes / (t.per_query_ms / 1e3) / 1e9
         same = "-" if t.same is None else ("yes" if t.same else "NO")
         out.append(f"{t.regime:<11} {t.engine:<66} {t.batch:>5} {t.per_query_ms:>10.1f} {gbps:>7.1f}  {same}")
-        if t.how:
-            out.append(f"{'':<11}   {t.how}")
+        how = [t.how] if t.how else []
+        if t.drive_gbps:  # the file read once a batch: its rate against the drive's
+            read = table_bytes / (t.per_query_ms * t.batch / 1e3) / 1e9
+            how.append(f"the table's bytes at {read:.2f} GB/s, {read / t.drive_gbps:.0%} of the drive's "
+                       f"O_DIRECT {t.drive_gbps:.2f} GB/s")
+        if how:
+            out.append(f"{'':<11}   {'; '.join(how)}")
     return out

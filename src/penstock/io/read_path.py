@@ -51,7 +51,7 @@ def choose(backend: Any, requested: str, sample: Path) -> tuple[str, str]:
     if requested not in READ_PATHS:
         raise ValueError(f"io={requested!r}: use one of {', '.join(READ_PATHS)}")
     if requested == "direct":
-        problem = _direct_problem(sample)
+        problem = direct_problem(sample)
         return ("pread", f"direct asked for, but {problem}") if problem else ("direct", "asked for")
     if requested == "mapped":
         if backend.name != "gpu":
@@ -86,7 +86,7 @@ def choose(backend: Any, requested: str, sample: Path) -> tuple[str, str]:
     return choice
 
 
-def _direct_problem(path: Path) -> str | None:
+def direct_problem(path: Path) -> str | None:
     """Why O_DIRECT reads of `path` cannot work (None: they do). tmpfs, for one, refuses them."""
     flag = getattr(os, "O_DIRECT", 0)
     if not flag:
