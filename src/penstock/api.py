@@ -33,7 +33,7 @@ from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
 from penstock.io.parquet.device.scan import PARQUET_DECODE
-from penstock.io.read_path import READ_PATHS
+from penstock.io.read.read_path import READ_PATHS
 from penstock.io.memory import MemoryTable
 from penstock.output import plain_types
 from penstock.plan.physical import PhysicalPlan
@@ -396,7 +396,7 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
     io: how files reach the device: 'auto' (measured; on a GPU a Parquet file is read
         'mapped' once a later query scans it), 'pread', 'direct' (O_DIRECT), 'kvikio' (GPUDirect Storage /
         KvikIO, Arrow files), 'mapped' (Parquet and Arrow files on a GPU: DMA out of the
-        file's page cache, registered with CUDA; io/mapped_files.py).
+        file's page cache, registered with CUDA; io/read/mapped_files.py).
     parquet_decode: where Parquet pages are decompressed and decoded: 'auto' (by the device's
         kernels on a GPU, with nvCOMP; by pyarrow on the CPU backend), 'device', 'host'.
     warm_up: the process's first connection plans a few queries on a thread of its own,

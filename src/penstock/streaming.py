@@ -23,7 +23,7 @@ from penstock.frontend.param_slots import runtime_values
 from penstock.exec.metrics import QueryMetrics
 from penstock.exec.spill.off_device import SpillLimits
 from penstock.exec.result_stream import QUEUE_BATCHES, output, slices, streams
-from penstock.io.prefetch import ReadAhead
+from penstock.io.read.prefetch import ReadAhead
 
 if TYPE_CHECKING:
     from penstock.api import Connection

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from penstock.bench.knn import exact, generate, run_knn, signatures, write_report
-from penstock.io.read_path import direct_problem
+from penstock.io.read.read_path import direct_problem
 
 
 def test_generated_signatures_and_numpy_distances(tmp_path: Path) -> None:

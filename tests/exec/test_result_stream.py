@@ -1,5 +1,5 @@
 """exec/result_stream.py: which plans stream (the handoff between the query's thread and
-its reader is io/prefetch.ReadAhead's push mode: tests/io/test_prefetch.py)."""
+its reader is io/read/prefetch.ReadAhead's push mode: tests/io/read/test_prefetch.py)."""
 
 from __future__ import annotations
 

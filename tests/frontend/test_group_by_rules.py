@@ -31,7 +31,7 @@ def test_a_column_and_its_cast_as_grouping_keys_give_duckdb_s_answer(device: str
 
 def test_a_decorrelated_subquery_groups_without_its_constant_key(device: str) -> None:
     """DataFusion's decorrelation groups by a constant `true` beside the correlated key; the
-    translator drops it (substrait_rel.without_constant_keys), and the answer is DuckDB's."""
+    translator drops it (frontend/substrait/rel.without_constant_keys), and the answer is DuckDB's."""
     t = pa.table({"f": pa.array([1.25, 2.75, 1.25, None, 7.0]), "k": pa.array([1, 2, 1, 3, None], pa.int32())})
     sql = "SELECT a.k, a.f FROM t a WHERE a.f >= (SELECT avg(b.f) FROM t b WHERE b.k = a.k) ORDER BY a.k, a.f"
     db = penstock.connect(device=device)

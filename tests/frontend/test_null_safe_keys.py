@@ -1,5 +1,5 @@
 """INTERSECT and EXCEPT, which DataFusion plans as semi and anti joins on `IS NOT DISTINCT
-FROM`, run as hash joins on keys that are never NULL (frontend/substrait_rel.null_safe_keys):
+FROM`, run as hash joins on keys that are never NULL (frontend/substrait/rel.null_safe_keys):
 coalesce(x, zero) and x IS NULL. NULLs match NULLs, zero does not match NULL, and float
 columns stay a residual. Answers compared with DuckDB."""
 

@@ -1,5 +1,5 @@
 """Where DataFusion's types or rounding differ from PostgreSQL's, penstock computes
-PostgreSQL's answer (frontend/substrait_expr.py, codegen/expr/arith.py):
+PostgreSQL's answer (frontend/substrait/expr.py, codegen/expr/arith.py):
 
 - timestamps computed from dates, text or coarser timestamps are microseconds, as in
   PostgreSQL, not DataFusion's nanoseconds, which end in 1677 and 2262 (a cast of

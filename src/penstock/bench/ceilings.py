@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from penstock.device.base import physical_memory
-from penstock.io.io_threads import staging_buffer
+from penstock.io.read.io_threads import staging_buffer
 
 CHUNK = 16 << 20
 ALIGN = 4096
@@ -80,7 +80,7 @@ def drop_page_cache(paths: list[Path]) -> None:
 def resident_file_share(path: Path) -> float:
     """The share of the file's pages in the page cache now (mincore over a read-only mapping,
     which faults nothing in); 0.0 where that cannot be asked."""
-    from penstock.io.mapped_files import resident_share
+    from penstock.io.read.mapped_files import resident_share
 
     size = path.stat().st_size
     if size == 0:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from penstock.errors import PenstockError
-from penstock.io.read_path import READ_PATHS
+from penstock.io.read.read_path import READ_PATHS
 
 
 def add_bench_commands(sub: Any, positive: Callable[[str], float]) -> None:
@@ -104,8 +104,8 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
         rate = parquet_scan_rate(backend, parts)
         print(f"Parquet scan{files}, all {len(rate.columns)} columns:  {rate.gbps:8.1f} GB/s of file bytes "
               f"({100 * rate.gbps / ceiling:.0f}% of the page cache ceiling; {rate.read_path})")
-        if backend.name == "gpu":  # the page cache registered with CUDA, copied by DMA (io/mapped_files.py)
-            from penstock.io.mapped_files import release_mapped
+        if backend.name == "gpu":  # the page cache registered with CUDA, copied by DMA (io/read/mapped_files.py)
+            from penstock.io.read.mapped_files import release_mapped
 
             mapped = parquet_scan_rate(backend, parts, io="mapped")
             release_mapped(backend)  # pinned pages would stay in the page cache past the drop below

@@ -11,7 +11,7 @@ column cache, beside DuckDB on the same files in the same run.
   after the file's pages were dropped from the page cache; `knn_hamming` as its table
   function in SQL, its queries from a small Arrow file. A fresh process, because a
   connection that scanned a file keeps its pages mapped and registered with CUDA
-  (io/mapped_files.py), and the kernel keeps pinned pages: in the same process, "drive"
+  (io/read/mapped_files.py), and the kernel keeps pinned pages: in the same process, "drive"
   would be the page cache again.
 
 DuckDB runs the same query over the Parquet file in both file regimes. Every answer's
@@ -32,8 +32,8 @@ import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
 from penstock.bench.ceilings import direct_read_gbps, drop_page_cache, resident_file_share, warm_page_cache
-from penstock.io.mapped_files import release_mapped
-from penstock.io.read_path import direct_problem
+from penstock.io.read.mapped_files import release_mapped
+from penstock.io.read.read_path import direct_problem
 
 PARQUET_ROW_GROUP = 1 << 20
 STILL_CACHED = 0.05  # of a file's pages in the page cache after a drop: said beside its time
@@ -202,7 +202,7 @@ def _page_cache(files: dict[str, Path], device: str, sql: str, queries: np.ndarr
                                   engine))
             log(f"page cache: penstock {label} over {kind}, batch {batch}: {best / batch * 1e3:.1f} ms a query "
                 f"({engine})")
-    # the backend keeps files it scanned twice mapped and registered (io/mapped_files.py), their
+    # the backend keeps files it scanned twice mapped and registered (io/read/mapped_files.py), their
     # pages pinned: the drive regime's drop then left the Parquet file cached (9.5 GB/s "from
     # the drive" on an H200 whose drive read the Arrow file at 0.9)
     release_mapped(db.backend)

@@ -162,7 +162,7 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
     """The tier's report, and each query's last answer (for the comparison with DuckDB)."""
     import penstock
     from penstock.bench import ceilings
-    from penstock.io.mapped_files import release_mapped
+    from penstock.io.read.mapped_files import release_mapped
 
     names = list(texts)
     # the disk tier reads cold data with O_DIRECT; the others let penstock measure its path

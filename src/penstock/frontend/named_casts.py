@@ -6,7 +6,7 @@ duplicate unqualified field name", apache/datafusion#18975), where PostgreSQL an
 answer. `arrow_cast(a, 'Int64')` is the same cast under a name of its own. The session plans
 a statement so written only after DataFusion refused it for a duplicate name
 (frontend/session.py); the translator turns `arrow_cast` back into a cast
-(frontend/substrait_expr.py).
+(frontend/substrait/expr.py).
 
 Rewritten: `CAST(expr AS type)` and `operand::type`, where the operand of `::` is a name (`t.k`),
 a literal, or a parenthesised expression or call. A type DataFusion's `arrow_cast` cannot name

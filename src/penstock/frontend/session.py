@@ -28,7 +28,7 @@ from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_dup
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
-from penstock.frontend.substrait_rel import RelTranslator
+from penstock.frontend.substrait.rel import RelTranslator
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
 

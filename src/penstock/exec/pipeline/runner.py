@@ -29,7 +29,7 @@ from penstock.exec.order.small_sorts import SmallSort
 from penstock.exec.order.top_k_bound import TopKRun
 from penstock.exec.pipeline.scatter_pass import row_bytes
 from penstock.exec.pipeline.table_reads import read_table
-from penstock.io.prefetch import ReadAhead, prefetch
+from penstock.io.read.prefetch import ReadAhead, prefetch
 from penstock.io.device_batch import Batch
 from penstock.plan.types import to_arrow
 from penstock.plan.physical import (AggregateSink, BufferSource, MaterializeSink, Pipeline, ProbeOp,
@@ -73,7 +73,7 @@ class PipelineContext:
     deferred: list[Deferred] | None = None
     # (table, column names, columns) of every read the column cache served
     cached_reads: list[tuple[str, list[str], list[Any]]] = field(default_factory=list)
-    # this run, to the files' registry: io="auto" maps a file a later run scans (io/mapped_files.py)
+    # this run, to the files' registry: io="auto" maps a file a later run scans (io/read/mapped_files.py)
     run_token: object = field(default_factory=object)
 
 

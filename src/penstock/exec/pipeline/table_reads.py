@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 from penstock.exec.metrics import PipelineMetrics
 from penstock.exec.pipeline.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
-from penstock.io.device_reader import ArrowDeviceReader
-from penstock.io.mapped_files import mapped_files
+from penstock.io.arrow.device_reader import ArrowDeviceReader
+from penstock.io.read.mapped_files import mapped_files
 from penstock.io.parquet.device.scan import ScanReport, decode_on_device, page_index_share, scan_on_device
-from penstock.io.prefetch import DEPTH
-from penstock.io.read_path import choose as choose_read_path
+from penstock.io.read.prefetch import DEPTH
+from penstock.io.read.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
 
 # io="auto" reads an Arrow file mapped once a later query scans it, as a Parquet file, with

@@ -5,7 +5,7 @@ into one buffer (device memory on a GPU whose pages nvCOMP decompresses, else ho
 with a chunk table saying where each chunk lies and what its column is. With a page index a
 chunk is its dictionary page and the data pages covering the rows kept (page_index.py). The
 bytes travel by the I/O threads' pread (page cache), O_DIRECT, or DMA out of the file's
-registered page cache (io="mapped", io/mapped_files.py).
+registered page cache (io="mapped", io/read/mapped_files.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 
 from penstock.device.base import Backend
 from penstock.errors import FileError
-from penstock.io.io_threads import CHUNK, IO_THREADS, on_thread_stream, read_ranges
-from penstock.io.mapped_files import read_mapped, spans_end_to_end
+from penstock.io.read.io_threads import CHUNK, IO_THREADS, on_thread_stream, read_ranges
+from penstock.io.read.mapped_files import read_mapped, spans_end_to_end
 from penstock.io.parquet.device.decoder import RowGroupDecoder
 from penstock.io.parquet.device.page_index import PageSkipper, covering_pages, page_pieces, positions, rows_in
 from penstock.io.parquet.device.pages import data_encodings
@@ -70,7 +70,7 @@ def read_run(row_groups: RowGroupDecoder, skipper: PageSkipper | None, names: li
     decompresses: the copy then overlaps the decoding of the run before, instead of
     holding it up); `direct`: read with O_DIRECT by the I/O threads, which copy their
     aligned pieces up themselves; `mapped`: copied by DMA out of the file's registered
-    page cache (io/mapped_files.py), pread where that cannot be. With a page index
+    page cache (io/read/mapped_files.py), pread where that cannot be. With a page index
     (`skipper`), a chunk is its dictionary page and the data pages that cover the rows
     kept (page_index.py)."""
     rg, backend = row_groups, row_groups.backend

@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterator
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
 from penstock.io.parquet.reader import ParquetTable, leaf_indices, open_parquet, refuted_groups
-from penstock.io.io_threads import on_thread_stream
-from penstock.io.mapped_files import mapped_files
-from penstock.io.read_path import choose as choose_read_path
+from penstock.io.read.io_threads import on_thread_stream
+from penstock.io.read.mapped_files import mapped_files
+from penstock.io.read.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
 from penstock.io.parquet.device.decoder import RowGroupDecoder
@@ -83,7 +83,7 @@ class FileScan:
     to_device: bool
     direct: bool
     prepare_ahead: bool = False  # the reading thread walks and decompresses the run too
-    mapped: bool = False  # io="mapped": DMA out of the registered page cache (io/mapped_files.py)
+    mapped: bool = False  # io="mapped": DMA out of the registered page cache (io/read/mapped_files.py)
 
     def read(self, run: list[int]) -> StoredRun:
         """A run's stored bytes (in a reading thread); with `prepare_ahead`, its pages

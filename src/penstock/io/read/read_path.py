@@ -4,7 +4,7 @@
   direct -- the same with O_DIRECT (bypasses the page cache: for data on the drive)
   kvikio -- KvikIO/cuFile into device memory (GPUDirect Storage where the driver supports it)
   mapped -- Parquet and Arrow IPC files on a GPU: the file's page cache registered with CUDA
-            and copied by DMA, no core copying (io/mapped_files.py); other files, and files
+            and copied by DMA, no core copying (io/read/mapped_files.py); other files, and files
             not in the page cache, read with pread. io="auto" reads a Parquet file this way
             once a later query in the process scans it (MappedFiles.scan_mapped; Arrow files
             with PENSTOCK_ARROW_AUTO_MAPPED=1)
@@ -108,7 +108,7 @@ def direct_problem(path: Path) -> str | None:
 def _time_pread(backend: Any, path: Path, size: int) -> float:
     """The reader's own pread path (its I/O threads, pinned buffers, overlapped copies): the
     best of three runs."""
-    from penstock.io.io_threads import CHUNK, read_ranges
+    from penstock.io.read.io_threads import CHUNK, read_ranges
 
     device = backend.xp.empty(size, dtype=np.uint8)
     fd = os.open(path, os.O_RDONLY)

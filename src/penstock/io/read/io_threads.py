@@ -1,7 +1,7 @@
 """The backend's long-lived I/O threads and their staging memory: file ranges read into
 device memory (or host memory) by every thread at once, each thread with its own pinned
 buffers and stream, so reads and copies overlap (`read_ranges`, `start_ranges`). The Arrow
-reader (device_reader.py), the Parquet run reader and the benchmark's ceilings use them.
+reader (io/arrow/device_reader.py), the Parquet run reader and the benchmark's ceilings use them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from penstock.device.base import Backend
 from penstock.errors import FileError
-from penstock.io.host_blocks import host_blocks
+from penstock.io.read.host_blocks import host_blocks
 
 ALIGN = 4096
 # bytes per read (small enough to spread a batch over every I/O thread) and I/O threads;
@@ -165,5 +165,5 @@ def staging_buffer(backend: Backend, size: int) -> np.ndarray:
         raw = np.frombuffer(mem, dtype=np.uint8, count=size + ALIGN)
         shift = (-raw.ctypes.data) % ALIGN
         return raw[shift:shift + size]
-    return host_blocks(backend).take(size)  # mapped pages kept from earlier reads (io/host_blocks.py)
+    return host_blocks(backend).take(size)  # mapped pages kept from earlier reads (io/read/host_blocks.py)
 

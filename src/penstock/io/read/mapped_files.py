@@ -9,7 +9,7 @@ they lie and the device copies from them by DMA, no core involved. Measured on t
 (`scripts/zero_copy_probe.py`, TPC-H SF 10 lineitem, 2.2 GB): registering took 109–170 ms,
 then a copy of the whole file ran at 55 GB/s against 22–29 GB/s for the threaded pread
 ceiling. Parquet runs (io/parquet/device/run_reader.py) and Arrow record batches
-(io/device_reader.py) are read this way.
+(io/arrow/device_reader.py) are read this way.
 
 Registration costs about what one read costs, so a file stays registered (and its pages
 pinned in the page cache) across scans: a backend keeps its files, least recently used

@@ -1,4 +1,4 @@
-"""The CPU backend's read memory (io/host_blocks.py): a block comes back for the next read of
+"""The CPU backend's read memory (io/read/host_blocks.py): a block comes back for the next read of
 its size class once every array viewing it is gone, never while one still is; the free
 blocks stay within their limit; small reads take fresh memory; blocks are page-aligned."""
 
@@ -9,8 +9,8 @@ import gc
 import numpy as np
 
 from penstock.device import get_backend
-from penstock.io.host_blocks import SMALLEST, HostBlocks, host_blocks
-from penstock.io.io_threads import staging_buffer
+from penstock.io.read.host_blocks import SMALLEST, HostBlocks, host_blocks
+from penstock.io.read.io_threads import staging_buffer
 
 
 def test_a_block_comes_back_once_its_arrays_are_gone() -> None:

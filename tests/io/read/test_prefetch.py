@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from penstock.io.prefetch import ReadAhead, Stopped, prefetch
+from penstock.io.read.prefetch import ReadAhead, Stopped, prefetch
 
 WAIT = 5.0  # seconds; far more than any of this needs, so a hang fails instead of blocking
 

@@ -1,4 +1,4 @@
-"""The backend's I/O threads (io/io_threads.py): ranges read exactly, and a caller that
+"""The backend's I/O threads (io/read/io_threads.py): ranges read exactly, and a caller that
 shares its reads among fewer threads leaves the pool whole for the next."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from penstock.device import get_backend
-from penstock.io import io_threads
+from penstock.io.read import io_threads
 
 
 def test_a_caller_sharing_reads_among_fewer_threads_leaves_the_pool_whole(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Callable
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.substrait_types import Interval, from_substrait_type, literal_value
+from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
 from penstock.plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Like, Literal, Param

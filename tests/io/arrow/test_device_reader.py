@@ -1,4 +1,4 @@
-"""The Arrow IPC reader that moves column buffers straight to the device (io/device_reader.py).
+"""The Arrow IPC reader that moves column buffers straight to the device (io/arrow/device_reader.py).
 
 Every read path (pread, direct, kvikio) and the coalescing of record batches into device
 batches are checked the strictest way there is: what arrives on the device, turned back
@@ -21,9 +21,9 @@ import pytest
 import penstock
 from penstock.device import get_backend
 from penstock.errors import FileError
-from penstock.io import device_reader
+from penstock.io.arrow import device_reader
 from penstock.io.device_batch import batch_to_arrow
-from penstock.io.device_reader import ArrowDeviceReader
+from penstock.io.arrow.device_reader import ArrowDeviceReader
 from penstock.plan.types import from_arrow
 
 # record batch sizes that cross byte boundaries of bitmaps, with an empty batch among them
@@ -135,7 +135,7 @@ def test_text_columns_are_never_coalesced(tmp_path: Path, device: str) -> None:
 
 
 def test_direct_reads_exactly_where_o_direct_works(tmp_path: Path, device: str) -> None:
-    from penstock.io.read_path import direct_problem
+    from penstock.io.read.read_path import direct_problem
 
     path = tmp_path / "t.arrow"
     table = write_batches(path, BATCH_ROWS, nulls_in={1, 6})
@@ -170,7 +170,7 @@ def duckdb_answer(table: pa.Table) -> pa.Table:
 
 @pytest.mark.parametrize("io", ["auto", "pread", "direct", "kvikio"])
 def test_every_read_path_answers_and_says_what_ran(tmp_path: Path, device: str, io: str) -> None:
-    from penstock.io.read_path import direct_problem, kvikio_available
+    from penstock.io.read.read_path import direct_problem, kvikio_available
 
     path = tmp_path / "t.arrow"
     table = write_batches(path, BATCH_ROWS * 3, nulls_in={0, 5, 17})

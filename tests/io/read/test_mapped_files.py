@@ -1,4 +1,4 @@
-"""io="mapped" (io/mapped_files.py): files registered with the device and copied out of the
+"""io="mapped" (io/read/mapped_files.py): files registered with the device and copied out of the
 page cache by DMA.
 
 On the CPU backend: the registry's bookkeeping (registered once, reused, least recently used
@@ -24,9 +24,9 @@ import pytest
 
 import penstock
 from penstock.device import get_backend
-from penstock.io import mapped_files
-from penstock.io.mapped_files import MappedFiles, resident_share
-from penstock.io.read_path import choose
+from penstock.io.read import mapped_files
+from penstock.io.read.mapped_files import MappedFiles, resident_share
+from penstock.io.read.read_path import choose
 
 
 class Calls:

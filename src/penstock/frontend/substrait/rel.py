@@ -13,8 +13,8 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.substrait_expr import ExprTranslator, finest_timestamp
-from penstock.frontend.substrait_types import from_substrait_type, literal_value
+from penstock.frontend.substrait.expr import ExprTranslator, finest_timestamp
+from penstock.frontend.substrait.types import from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
 from penstock.plan.distinct_aggregates import split_distinct

@@ -9,7 +9,7 @@ buffer; only the buffers of referenced columns are read. Read paths:
   kvikio -- KvikIO/cuFile reads into device memory (GPUDirect Storage when the driver has it,
             its own threaded compatibility mode otherwise);
   mapped -- the GPU copies the buffers by DMA out of the file's page cache, registered with
-            CUDA (io/mapped_files.py); pread when the file cannot be (read_note says why).
+            CUDA (io/read/mapped_files.py); pread when the file cannot be (read_note says why).
 Several record batches are coalesced into one device batch when their layouts allow, so a
 large table costs a few kernel launches, not one per record batch.
 """
@@ -30,8 +30,8 @@ from penstock.device.base import Backend
 from penstock.errors import FileError
 from penstock.io.device_batch import Batch, Column, numpy_dtype
 from penstock.io.arrow.metadata import map_for_metadata, record_batches
-from penstock.io.mapped_files import read_mapped
-from penstock.io.io_threads import CHUNK, IO_THREADS, staging_buffer, start_ranges, thread_pool, wait_ranges
+from penstock.io.read.mapped_files import read_mapped
+from penstock.io.read.io_threads import CHUNK, IO_THREADS, staging_buffer, start_ranges, thread_pool, wait_ranges
 from penstock.plan.types import DataType, Kind
 
 META_THREADS = 16  # threads reading record batches' metadata ahead (io/arrow/metadata.py)
@@ -231,7 +231,7 @@ class ArrowDeviceReader:
 
     def _read_mapped(self, pieces: list[_Piece], size: int) -> Any:
         """The pieces copied by DMA out of the file's registered page cache
-        (io/mapped_files.py); None when the file cannot be read so (the reader goes on with
+        (io/read/mapped_files.py); None when the file cannot be read so (the reader goes on with
         pread, and `read_note` says why)."""
         with self.stream:
             device = fill_ones(self.backend.xp.empty(size, dtype=np.uint8), pieces)

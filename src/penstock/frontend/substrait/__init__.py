@@ -1,0 +1,1 @@
+"""DataFusion's Substrait plan translated to penstock's IR: relations, expressions, types."""
