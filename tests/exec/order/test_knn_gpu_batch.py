@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from penstock.codegen import knn_gpu_kernels
+from penstock.codegen import knn_gpu_kernels, knn_gpu_mma
 from penstock.device import get_backend
 from penstock.exec.order import knn_gpu_batch, knn_gpu_method
 from penstock.codegen.knn_gpu_kernels import group_shape
@@ -31,7 +31,7 @@ def test_the_kernels_build_on_every_backend() -> None:
     shapes = [knn_gpu_kernels.distances_group(width, wide) for width, wide in
               [(256, True), (24, False), (1040, True), (1032, False)]]  # NVRTC builds them in `make test`
     for spec in (knn_gpu_kernels.sample_histogram(), knn_gpu_kernels.sample_bounds(), *shapes, knn_gpu_kernels.distances_bytes(),
-                 knn_gpu_kernels.distances_mma()):
+                 knn_gpu_mma.distances_mma()):
         assert backend.compile(spec).spec.name == spec.name
 
 

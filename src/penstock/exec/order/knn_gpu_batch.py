@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from penstock.codegen import knn_gpu_kernels
+from penstock.codegen import knn_gpu_kernels, knn_gpu_mma
 from penstock.device.base import Backend
 from penstock.errors import QueryError
 from penstock.exec.order.knn_batch import arrow_rows, check_k
@@ -374,4 +374,4 @@ class GpuKnnBatchSearch:
 
 KERNEL_SPECS = {"sample": knn_gpu_kernels.sample_histogram, "bounds": knn_gpu_kernels.sample_bounds,
                 "bytes": knn_gpu_kernels.distances_bytes,
-                "mma": knn_gpu_kernels.distances_mma}
+                "mma": knn_gpu_mma.distances_mma}
