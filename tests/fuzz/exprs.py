@@ -369,7 +369,11 @@ class ExprGen(MoreExprs):
         if op in ("round", "floor", "ceil"):
             n = r.randint(0, a.s) if op == "round" else 0
             t = f"round({{0}}, {n})" if op == "round" else op + "({0})"
-            return a.replace(pg=t, duck=t, args=(a,), tag=op, bound=a.bound + 1)
+            # the result keeps its argument's scale (DataFusion, and PostgreSQL's digits);
+            # DuckDB's has fewer fraction digits, and where it then meets another decimal
+            # (UNION, CASE) DuckDB's common type could round the other side (seed 6773)
+            duck = f"CAST({t} AS DECIMAL(38,{a.s}))"
+            return a.replace(pg=t, duck=duck, args=(a,), tag=op, bound=a.bound + 1)
         if op == "cast":
             s = r.randint(0, min(a.s + 2, 10))
             # fewer fraction digits round, and the carry can take one more integer digit:

@@ -63,6 +63,18 @@ CASES = [
     ("SELECT count(*) AS n FROM fl WHERE x IN (0.0, 2.5) OR x BETWEEN 0.0 AND 1e-15", None),
     # decimal text keeps the value's own scale in a one-branch CASE
     ("SELECT CAST((CASE WHEN d > 2 THEN d END) AS TEXT) AS c0 FROM dec ORDER BY 1", None),
+    # floor(numeric) meeting a numeric with a fraction in a set operation keeps that fraction
+    # (PostgreSQL). DuckDB's floor(DECIMAL(38,2)) is DECIMAL(38,0) and its common type of
+    # (38,0) and (38,2) rounds the other side: the fuzzer's DuckDB text casts floor, ceil and
+    # round back to their argument's scale (seed 6773: 1.10 met 1 and DuckDB found a match)
+    ("SELECT floor(CAST(d AS DECIMAL(38,2))) AS c0 FROM dec UNION SELECT CAST(d AS DECIMAL(38,2)) FROM dec "
+     "ORDER BY 1",
+     "SELECT CAST(floor(CAST(d AS DECIMAL(38,2))) AS DECIMAL(38,2)) AS c0 FROM dec UNION "
+     "SELECT CAST(d AS DECIMAL(38,2)) FROM dec ORDER BY 1"),
+    ("SELECT floor(CAST(d AS DECIMAL(38,2))) AS c0 FROM dec INTERSECT SELECT CAST(d AS DECIMAL(38,2)) FROM dec "
+     "ORDER BY 1",
+     "SELECT CAST(floor(CAST(d AS DECIMAL(38,2))) AS DECIMAL(38,2)) AS c0 FROM dec INTERSECT "
+     "SELECT CAST(d AS DECIMAL(38,2)) FROM dec ORDER BY 1"),
 ]
 
 
