@@ -107,7 +107,7 @@ def _first_runs(arrow_path: Path, parquet_path: Path, device: str, sql: str, que
 def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int, caches: Path,
            log: Callable[[str], None]) -> list[RegimeTime]:
     """Each search in a fresh process (the warm kernel cache), its file's pages dropped; the
-    drive's own O_DIRECT read rate (16 reads of 4 MiB in flight) measured before and after
+    drive's own O_DIRECT read rate (16 reads of 16 MiB in flight) measured before and after
     them, the better of the two being the ceiling each search is held to."""
     ceilings: list[float | None] = [_drive_rate(files, device)]
     out = []
