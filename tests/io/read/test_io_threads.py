@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from penstock.device import get_backend
 from penstock.io.read import io_threads
@@ -36,5 +37,30 @@ def test_a_caller_sharing_reads_among_fewer_threads_leaves_the_pool_whole(tmp_pa
         futures = [io_threads.thread_pool(backend, "io", 1).submit(share) for _ in range(io_threads.IO_THREADS)]
         io_threads.wait_ranges(futures)
         assert len(seen) == io_threads.IO_THREADS
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("ahead", [0, 1, 2, 100])
+def test_reads_advised_ahead_read_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: int) -> None:
+    """PENSTOCK_IO_WILLNEED: each thread advises the kernel of its read `ahead` reads on
+    (further than a share has, too); the ranges read are exactly the file's, and every range
+    beyond the first ones is advised once before it is read."""
+    backend = get_backend("cpu")
+    path = tmp_path / "bytes"
+    data = np.random.default_rng(2).integers(0, 256, 40 * 4096, dtype=np.uint8)
+    path.write_bytes(data.tobytes())
+    advised: list[tuple[int, int]] = []
+    monkeypatch.setattr(io_threads, "WILLNEED_AHEAD", ahead)
+    monkeypatch.setattr(io_threads, "_advise_willneed", lambda fd, offset, size: advised.append((offset, size)))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        jobs = [(k * 4096, 4096, k * 4096) for k in range(40)]
+        target = np.zeros(data.size, np.uint8)
+        io_threads.read_ranges(backend, fd, jobs, target, direct=False, threads=4)
+        assert np.array_equal(target, data)
+        # four shares of ten reads each: all but a share's first `ahead` reads are advised
+        expected = sorted((offset, size) for k in range(4) for offset, size, _ in jobs[k::4][ahead:]) if ahead else []
+        assert sorted(advised) == expected
     finally:
         os.close(fd)
