@@ -17,6 +17,7 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -87,3 +88,9 @@ def ready_installation(backend: Backend) -> tuple[int, float, float]:
 
     kernels, seconds = prebuild(backend, decode_kernels())
     return kernels, seconds, warm_up("gpu") if backend.name != "cpu" else 0.0
+
+
+def ready_installation_logged(backend: Backend, log: Callable[[str], None]) -> None:
+    """ready_installation before a benchmark's timed runs, saying what it took."""
+    count, seconds, library = ready_installation(backend)
+    log(f"installation kernels: {count} ready ({seconds:.1f} s); library kernels warmed ({library:.1f} s)")

@@ -141,10 +141,9 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
     # what an installed penstock holds (`penstock prebuild`): a first run compiles only its
     # query's kernels (the regimes' first run over Parquet took 11.9 s on a fresh H200, where
     # 0.74 s on one the test suite had left the installation's kernels on)
-    from penstock.warm_up import ready_installation
+    from penstock.warm_up import ready_installation_logged
 
-    count, seconds, library = ready_installation(db.backend)
-    log(f"installation kernels: {count} ready ({seconds:.1f} s); library kernels warmed ({library:.1f} s)")
+    ready_installation_logged(db.backend, log)
     result = KnnResult(rows, bits, k, db.backend.describe(), device_copy_gbps(db.backend))
     if "penstock" in engines:
         db.register("t", path)

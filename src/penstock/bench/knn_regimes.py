@@ -78,13 +78,13 @@ def run_regimes(arrow_path: Path, device: str, sql: str, duckdb_sql: str, querie
         caches = Path(scratch)
         times = _first_runs(arrow_path, parquet_path, device, sql, queries[0], caches, log)
         times += _page_cache(files, device, sql, queries, k, truth, repeat, log)
-        times += _drive(files, device, sql, queries, k, caches, log)
+        drive, drive_gbps = _drive(files, device, sql, queries, k, caches, log)
+        times += drive
     if duckdb:
         times += _duckdb_files(parquet_path, duckdb_sql, queries[0], truth[0], repeat, log)
-    drive = max((t.drive_gbps for t in times if t.drive_gbps), default=None)
-    for t in times:  # DuckDB's drive time against the same ceiling
+    for t in times:  # penstock's drive times and DuckDB's against the same ceiling
         if t.regime == "drive":
-            t.drive_gbps = drive
+            t.drive_gbps = drive_gbps
     return times
 
 
@@ -105,11 +105,14 @@ def _first_runs(arrow_path: Path, parquet_path: Path, device: str, sql: str, que
 
 
 def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k: int, caches: Path,
-           log: Callable[[str], None]) -> list[RegimeTime]:
-    """Each search in a fresh process (the warm kernel cache), its file's pages dropped; the
-    drive's own O_DIRECT read rate (16 reads of 16 MiB in flight) measured before and after
-    them, the better of the two being the ceiling each search is held to."""
-    ceilings: list[float | None] = [_drive_rate(files, device)]
+           log: Callable[[str], None]) -> tuple[list[RegimeTime], float | None]:
+    """Each search in a fresh process (the warm kernel cache), its file's pages dropped; and
+    the ceiling they are held to: the drive's own O_DIRECT read rate over the largest file
+    (16 reads of 16 MiB in flight), measured before and after them, the better of the two
+    (None where the file system refuses O_DIRECT: tmpfs)."""
+    largest = max(files.values(), key=lambda path: path.stat().st_size)
+    problem = direct_problem(largest)
+    rates = [] if problem else [_drive_rate(largest, device)]
     out = []
     for kind, path in files.items():
         searches = [("statement", 1, {}, literal_sql(sql, queries[0]))]
@@ -127,28 +130,18 @@ def _drive(files: dict[str, Path], device: str, sql: str, queries: np.ndarray, k
             timed = _fresh("drive", f"penstock {label} over {kind} (a fresh process)", batch, device,
                            {"t": path, **more}, statement, caches / "b", log)
             out.append(_say_cached(timed, left))
-    ceilings.append(_drive_rate(files, device))
-    if None in ceilings:
-        log(f"drive: no O_DIRECT rate to hold the searches to: {direct_problem(max(files.values(), key=_size))}")
-        return out
-    log(f"drive: the drive's O_DIRECT rate {ceilings[0]:.2f} GB/s before the searches, {ceilings[1]:.2f} after")
-    for timed in out:
-        timed.drive_gbps = max(c for c in ceilings if c is not None)
-    return out
+    if problem:
+        log(f"drive: no O_DIRECT rate to hold the searches to: {problem}")
+        return out, None
+    rates.append(_drive_rate(largest, device))
+    log(f"drive: the drive's O_DIRECT rate {rates[0]:.2f} GB/s before the searches, {rates[1]:.2f} after")
+    return out, max(rates)
 
 
-def _size(path: Path) -> int:
-    return path.stat().st_size
-
-
-def _drive_rate(files: dict[str, Path], device: str) -> float | None:
-    """The drive's O_DIRECT read rate over the largest of the files (its pages dropped
-    first); None where the file system refuses O_DIRECT (tmpfs)."""
+def _drive_rate(path: Path, device: str) -> float:
+    """The drive's O_DIRECT read rate over `path`, its pages dropped first."""
     from penstock.device import get_backend
 
-    path = max(files.values(), key=_size)
-    if direct_problem(path) is not None:
-        return None
     drop_page_cache([path])
     return direct_read_gbps(path, get_backend(device), threads=16)
 

@@ -177,10 +177,9 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
     # library warm-up, cold first runs paid CuPy's compiles too: Q3 4.1 s cold, 0.77 s warm).
     # Then, once per process, not per query shape: CUDA libraries load and CuPy compiles its
     # own helper kernels. A small query of another shape pays that, not a benchmark query.
-    from penstock.warm_up import ready_installation
+    from penstock.warm_up import ready_installation_logged
 
-    count, seconds, library = ready_installation(db.backend)
-    log(f"installation kernels: {count} ready ({seconds:.1f} s); library kernels warmed ({library:.1f} s)")
+    ready_installation_logged(db.backend, log)
     started = time.perf_counter()
     db.sql(suite.warm_up)
     log(f"process warm-up ({suite.warm_up!r}): {(time.perf_counter() - started) * 1000:.0f} ms, not timed")

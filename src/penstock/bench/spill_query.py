@@ -174,10 +174,9 @@ def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, direct
     # what the installation holds (`penstock prebuild`: kernels no query shapes, the library
     # kernels the device paths use), made here if missing, as installing penstock does;
     # before the timed connection, whose budget the warm-up's connections would replace
-    from penstock.warm_up import ready_installation
+    from penstock.warm_up import ready_installation_logged
 
-    count, seconds, library = ready_installation(penstock.connect(device=device).backend)
-    log(f"installation kernels: {count} ready ({seconds:.1f} s); library kernels warmed ({library:.1f} s)")
+    ready_installation_logged(penstock.connect(device=device).backend, log)
     db = penstock.connect(device=device, memory_limit=memory_limit, spill_dir=directory / "spill")
     for name, path in files.items():
         db.register(name, str(path))
