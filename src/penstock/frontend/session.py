@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pyarrow as pa
-from datafusion import SessionConfig, SessionContext
+from datafusion import SessionConfig, SessionContext, SQLOptions
 from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
@@ -191,7 +191,7 @@ class Frontend:
 
     def _planned_type(self, expression: str) -> pa.DataType | None:
         try:
-            return self.ctx.sql(f"SELECT {expression} AS x").schema().field("x").type
+            return _sql(self.ctx, f"SELECT {expression} AS x", None).schema().field("x").type
         except Exception:  # noqa: BLE001 - a type DataFusion does not take: the cast stays as written
             return None
 
@@ -240,9 +240,17 @@ def rewritten_sql(sql: str) -> str:
     return binary_functions.binary_arguments(bytea_literals(numeric_literals(sql)))
 
 
+# Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,
+# INSERT) and statements (SET of its options) would run as the process's user, at planning
+# time, for whoever wrote the text -- EXPLAIN of them included. An allow-list: whatever is
+# not a query is refused by DataFusion's own plan check before anything runs.
+QUERIES_ONLY = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
+
+
 def _sql(ctx: SessionContext, text: str, values: Any) -> Any:
-    """DataFusion's DataFrame for `text`, with its parameter values if it has any."""
-    return ctx.sql(text, param_values=values) if values else ctx.sql(text)
+    """DataFusion's DataFrame for `text` (a query: QUERIES_ONLY), with its parameter values
+    if it has any."""
+    return ctx.sql(text, QUERIES_ONLY, param_values=values) if values else ctx.sql(text, QUERIES_ONLY)
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:

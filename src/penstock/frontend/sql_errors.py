@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from penstock.errors import (DATATYPE_MISMATCH, DATETIME_FIELD_OVERFLOW, DIVISION_BY_ZERO, INTERNAL_ERROR,
+from penstock.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, DATETIME_FIELD_OVERFLOW, DIVISION_BY_ZERO, INTERNAL_ERROR,
                              INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE,
                              STRING_DATA_LENGTH_MISMATCH, SYNTAX_ERROR,
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
@@ -73,6 +73,11 @@ def translate_error(sql: str, error: Exception) -> QueryError:
                 position = len(sql.rstrip()) + 1
             return QueryError("syntax error at end of input", SYNTAX_ERROR, position)
         return QueryError(f'syntax error at or near "{found.group(1)}"', SYNTAX_ERROR, position)
+    refused = re.search(r"(DDL|DML|Statement) not supported: (\w+)", text)
+    if refused:  # frontend/session.py QUERIES_ONLY: a statement that is not a query
+        return QueryError(f"only queries run here (SELECT, WITH, VALUES, TABLE): {refused.group(2)} is not allowed "
+                          "(tables are registered by penstock itself, never by DataFusion statements)",
+                          FEATURE_NOT_SUPPORTED)
     signature = re.search(r"Function '(\w+)' failed to match any signature.*?received (\w+)", text, re.S)
     if signature:  # sum(text): PostgreSQL's words, at the function's name
         fn, arrow = signature.group(1), signature.group(2)

@@ -101,7 +101,7 @@ def run_statement(state: SessionState, sql: str) -> Outcome:
     if state.transaction == "E" and head not in ("COMMIT", "END", "ROLLBACK", "ABORT"):
         raise QueryError("current transaction is aborted, commands ignored until end of transaction block",
                          IN_FAILED_TRANSACTION)
-    if head in QUERY_WORDS or strip_comments(sql).lstrip().startswith("("):
+    if is_query(sql):
         return run_query(state, sql)
     handler = _HANDLERS.get(head)
     if handler is None and head and head not in STATEMENT_WORDS:  # a typo: SELEC d_year FROM date
@@ -116,7 +116,26 @@ def run_statement(state: SessionState, sql: str) -> Outcome:
     return handler(state, sql, w)
 
 
+def is_query(sql: str) -> bool:
+    """SELECT, WITH, VALUES, TABLE or a parenthesised query: the statements that reach an
+    engine. Everything else is answered by the server itself or refused."""
+    w = words(sql, 1)
+    return (bool(w) and w[0] in QUERY_WORDS) or strip_comments(sql).lstrip().startswith("(")
+
+
+def require_query(sql: str, where: str) -> str:
+    """`sql` when it is a query; else the syntax error PostgreSQL gives for a statement
+    that is not one (EXPLAIN DROP ..., COPY (CREATE ...) TO STDOUT, DECLARE c CURSOR FOR SET ...)."""
+    if is_query(sql):
+        return sql
+    w = words(sql, 1)
+    head = w[0] if w else ""
+    raise QueryError(f'syntax error at or near "{head}": {where} takes a query (SELECT, WITH, VALUES or TABLE)'
+                     if head else f"{where} needs a query", SYNTAX_ERROR)
+
+
 def run_query(state: SessionState, sql: str) -> Outcome:
+    require_query(sql, "this statement")
     sql = pg_catalog.for_session(state, sql)
     s = state.settings
     executed = state.db.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
@@ -212,7 +231,7 @@ def _cursor(state: SessionState, sql: str, w: list[str]) -> Outcome:
             raise QueryError("DECLARE CURSOR can only be used in transaction blocks", NO_ACTIVE_TRANSACTION)
         if cmd.name in state.cursors:
             raise QueryError(f'cursor "{cmd.name}" already exists', DUPLICATE_CURSOR)
-        outcome = run_query(state, cmd.query)
+        outcome = run_query(state, require_query(cmd.query, "DECLARE CURSOR"))
         state.cursors[cmd.name] = Cursor(outcome.materialize(), hold)
         return Outcome("DECLARE CURSOR", notices=outcome.notices, engine=outcome.engine)
     if cmd.kind == "close":
@@ -236,7 +255,7 @@ def _cursor(state: SessionState, sql: str, w: list[str]) -> Outcome:
 
 def _copy(state: SessionState, sql: str, w: list[str]) -> Outcome:
     cmd = parse_copy(sql)
-    outcome = run_query(state, cmd.query)
+    outcome = run_query(state, require_query(cmd.query, "COPY (...) TO STDOUT"))
     table = outcome.materialize()
     return Outcome(f"COPY {table.num_rows}", table, outcome.notices, copy=cmd, engine=outcome.engine)
 
@@ -245,7 +264,7 @@ def _explain(state: SessionState, sql: str, w: list[str]) -> Outcome:
     request = explain_request(strip_comments(sql))
     assert request is not None
     query, analyze = request
-    text = state.db.explain(query, analyze)
+    text = state.db.explain(require_query(query, "EXPLAIN"), analyze)
     return Outcome("EXPLAIN", pa.table({"QUERY PLAN": text.rstrip("\n").split("\n")}))
 
 
@@ -253,6 +272,7 @@ def _create(state: SessionState, sql: str, w: list[str]) -> Outcome:
     cmd = parse_create(sql)
     if isinstance(cmd, CreateExternal):
         return Outcome("CREATE TABLE", notices=state.db.create_external(cmd))
+    require_query(cmd.query, "CREATE TABLE AS")
     rows = state.db.create_as(cmd, lambda q: state.db.execute(q, state.check).result)
     if rows < 0:
         return Outcome("CREATE TABLE AS", notices=[f'relation "{cmd.name}" already exists, skipping'])
