@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -29,6 +29,7 @@ from penstock.frontend.clock import reads_clock
 from penstock.frontend.fallback_check import bytea_cast_hazard
 from penstock.frontend.param_slots import runtime_values, shape
 from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
+from penstock.frontend.table_access import check_reads, reading_as  # noqa: F401 - the server's way in
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
@@ -112,6 +113,7 @@ class Connection:
         self.tables: dict[str, TableReader] = {}
         self._plans: dict[tuple[Any, ...], _Prepared] = {}
         self.table_answers: dict[str, str] = {}  # a table function's registered answer -> what made it
+        self.table_sources: dict[str, tuple[str, ...]] = {}  # ... -> the tables its search read
         self._lock = threading.RLock()
         if io not in READ_PATHS:
             raise PenstockError(f"io={io!r}: use one of {', '.join(READ_PATHS)}")
@@ -229,43 +231,55 @@ class Connection:
         return (sql, shape(params), self.frontend.version)
 
     def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> _Prepared:
+        """The statement planned and compiled (from the plan cache when it was before). Only
+        the cache is under the connection's lock: a slow statement to plan delays no other.
+        Every plan's tables are checked against the thread's reader first (table_access.py)."""
+        if table_functions.mentions(sql):  # a call's tables, before anything searches them
+            check_reads(table_functions.read_tables(sql))
         key = self._plan_key(sql, params)
         clock = reads_clock(sql)  # now() is one value per statement: such plans are not kept
         with self._lock:
             found = None if clock else self._plans.get(key)
-            if found is not None:
-                return found
-            self.backend.warm_up_stop.set()  # a real query: the process warm-up gives way
-            if table_functions.mentions(sql):  # knn_hamming(...) in FROM: answered, then planned by name
-                from penstock.knn_search import answer_call
+        if found is not None:
+            check_reads(self.sources(found.planned.tables))
+            return found
+        self.backend.warm_up_stop.set()  # a real query: the process warm-up gives way
+        if table_functions.mentions(sql):  # knn_hamming(...) in FROM: answered, then planned by name
+            from penstock.knn_search import answer_call
 
-                sql = table_functions.rewrite(sql, lambda call: answer_call(self, call))
-            planned = self.frontend.plan(sql, params)
-            prepared = _Prepared(planned, reason=planned.unsupported)
-            if planned.ir is not None:
-                try:
-                    planner = PhysicalPlanner(lambda t: self.tables[t].num_rows() if t in self.tables else None)
-                    prepared.physical = planner.plan(planned.ir, planned.names)
-                    prepared.compiled = compile_plan(self.backend, prepared.physical)
-                    if planned.markers:  # a CUDA graph would keep the first call's bytes
-                        prepared.compiled.unsteady = "its bytea parameters are bound when it runs"
-                except Unsupported as e:
-                    prepared.reason, prepared.physical, prepared.compiled = str(e), None, None
-                except PenstockError as e:  # a kernel that does not compile is a penstock bug
-                    if self.strict:
-                        raise
-                    prepared.reason = f"internal error while compiling kernels: {e}"
-                    prepared.physical = prepared.compiled = None
-                if prepared.compiled is None and planned.hazard is None and planned.substrait is not None:
-                    # translated but not compiled, it falls back: DataFusion must not read
-                    # text cast to bytea otherwise (the kernels read it as PostgreSQL does)
-                    planned.hazard = bytea_cast_hazard(planned.substrait)
-            if clock:
-                return prepared
+            sql = table_functions.rewrite(sql, lambda call: answer_call(self, call))
+        planned = self.frontend.plan(sql, params)
+        check_reads(self.sources(planned.tables))
+        prepared = _Prepared(planned, reason=planned.unsupported)
+        if planned.ir is not None:
+            try:
+                planner = PhysicalPlanner(lambda t: self.tables[t].num_rows() if t in self.tables else None)
+                prepared.physical = planner.plan(planned.ir, planned.names)
+                prepared.compiled = compile_plan(self.backend, prepared.physical)
+                if planned.markers:  # a CUDA graph would keep the first call's bytes
+                    prepared.compiled.unsteady = "its bytea parameters are bound when it runs"
+            except Unsupported as e:
+                prepared.reason, prepared.physical, prepared.compiled = str(e), None, None
+            except PenstockError as e:  # a kernel that does not compile is a penstock bug
+                if self.strict:
+                    raise
+                prepared.reason = f"internal error while compiling kernels: {e}"
+                prepared.physical = prepared.compiled = None
+            if prepared.compiled is None and planned.hazard is None and planned.substrait is not None:
+                # translated but not compiled, it falls back: DataFusion must not read
+                # text cast to bytea otherwise (the kernels read it as PostgreSQL does)
+                planned.hazard = bytea_cast_hazard(planned.substrait)
+        if clock:
+            return prepared
+        with self._lock:
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = prepared
-            return prepared
+        return prepared
+
+    def sources(self, tables: Iterable[str]) -> list[str]:
+        """The tables read, with a table function's answer standing for the tables it searched."""
+        return [source for name in tables for source in self.table_sources.get(name, (name,))]
 
     def sql(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
             check: Callable[[], None] | None = None, memory_limit: int | None = None,

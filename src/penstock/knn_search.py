@@ -177,6 +177,7 @@ def answer_call(db: "Connection", call: KnnCall) -> str:
                      "id": answer.column("id"), "distance": answer.column("distance"), "rank": answer.column("rank")})
     name = call.relation
     db.table_answers[name] = engine
+    db.table_sources[name] = (call.table, call.queries)
     held = db.tables.get(name)
     if held is None or not getattr(held, "table", rows).equals(rows):
         db.register_arrow(name, rows)

@@ -50,9 +50,12 @@ def test_tables_survive_a_restart(data: Path) -> None:
         assert run(s, "select sum(id) from s") == [(10,)]
         assert run(s, "select count(*) from parts") == [(4,)]
         assert run(s, "select id from rich order by id") == [(1,), (4,)]
-        assert (data / "tables" / "rich").is_dir()
+        entry = next(t for t in json.loads((data / "catalog.json").read_text())["tables"] if t["name"] == "rich")
+        files = Path(entry["location"])
+        assert files.parent == (data / "tables").resolve() and files.name != "rich"  # named by id, not by table
+        assert files.is_dir() and entry["owner"] == "tester"
         run(s, "DROP TABLE rich, parts")
-        assert not (data / "tables" / "rich").exists()  # penstock's own files go with it
+        assert not files.exists()  # penstock's own files go with it
         assert (data / "parts" / "a.parquet").exists()  # external files stay
     finally:
         stop_server(s)

@@ -16,10 +16,14 @@ from penstock.codegen.pipeline.generator import generate_pipeline
 from penstock.device.base import Backend
 from penstock.device.kernel_spec import CompiledKernel
 from penstock.device.tiers import tiered_for
+from penstock.errors import Unsupported
 from penstock.exec.join.join_state import direct_map_kernels
 from penstock.exec.join.repeated_builds import RepeatedBuild, repeated_builds
 from penstock.exec.order.small_sorts import SmallSort, small_sorts
 from penstock.plan.physical import AggregateSink, BuildHashTable, PhysicalPlan, RunPipeline, host_buffers
+
+# ctypes passes at most 1,024 arguments, and a CUDA launch 4 KiB of them on older drivers
+MAX_KERNEL_PARAMS = 480
 
 
 @dataclass
@@ -90,6 +94,10 @@ def compile_plan(backend: Backend, plan: PhysicalPlan, tiered: bool | None = Non
     started = time.perf_counter()
     out = CompiledPlan(plan, host_buffers=host_buffers(plan), repeated=repeated_builds(plan.steps, plan.result_buffer))
     jobs = plan_kernels(plan, out)
+    for _, _, kernel in jobs:
+        if len(kernel.params) > MAX_KERNEL_PARAMS:  # a 5,000-term OR of constants, say
+            raise Unsupported(f"a kernel would take {len(kernel.params)} parameters, more than a launch passes "
+                              f"({MAX_KERNEL_PARAMS})")
     for _, _, kernel in jobs:
         kernel.spec.digest  # noqa: B018 - hashed now, so the phase is timed apart
     out.generate_seconds = time.perf_counter() - started

@@ -29,6 +29,9 @@ from penstock.frontend.output_names import name_select_list
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait.rel import RelTranslator
+from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_DEPTH, balance_chains,
+                                               check_depth)
+from penstock.frontend.table_access import scanned_tables
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
 
@@ -46,12 +49,14 @@ class PlannedQuery:
     values: Any = None  # its parameter values, as planned (bytea ones by markers: param_slots.py)
     substrait: Any = None  # the plan's Substrait form, when DataFusion could produce it
     markers: dict[bytes, int] = field(default_factory=dict)  # bytea parameters bound at run time
+    tables: frozenset[str] = frozenset()  # the registered tables it reads (frontend/table_access.py)
 
 
 class Frontend:
     def __init__(self, target_partitions: int | None = None):
         config = (SessionConfig()
                   .set("datafusion.sql_parser.dialect", "PostgreSQL")
+                  .set("datafusion.sql_parser.recursion_limit", str(MAX_DEPTH))
                   .set("datafusion.execution.time_zone", "+00:00"))
         if target_partitions:
             config = config.with_target_partitions(target_partitions)
@@ -130,6 +135,7 @@ class Frontend:
     def plan(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
              at: datetime.datetime | None = None) -> PlannedQuery:
         """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
+        depth = check_depth(sql)  # 54001 before DataFusion recurses through a deep tree
         slotted = slot_params(params)
         values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -165,11 +171,18 @@ class Frontend:
             assert failure is not None
             raise translate_error(text, failure) from None
         refuse_multiset_set_operations(sql, df.logical_plan())
+        tables = scanned_tables(df.logical_plan().display_indent(), self.fields)
         names = list(schema.names)
         if named is not None and attempt in user_named:
             names = named.names(names)
         substrait: plan_pb2.Plan | None = None
         try:
+            if depth > SUBSTRAIT_DEPTH:
+                raise Unsupported(f"its expressions nest {depth} deep, past the {SUBSTRAIT_DEPTH} penstock translates "
+                                  "(DataFusion's Substrait producer takes time cubic in the depth)")
+            if len(sql) > SUBSTRAIT_BYTES:
+                raise Unsupported(f"the statement is {len(sql):,} characters long, past the {SUBSTRAIT_BYTES:,} "
+                                  "penstock compiles (kernels pass at most a few hundred constants)")
             substrait = self.substrait(logical)
             ir = self.translate(logical, substrait, slotted.markers)
             reason = None
@@ -180,7 +193,7 @@ class Frontend:
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
         hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
-                            attempt, values, substrait, slotted.markers)
+                            attempt, values, substrait, slotted.markers, tables)
 
     def cast_type_names(self, sql_type: str) -> str | None:
         """arrow_cast's name for a SQL type (frontend/named_casts.py), as DataFusion plans it."""
@@ -235,9 +248,9 @@ def quoted(name: str) -> str:
 
 
 def rewritten_sql(sql: str) -> str:
-    """The text DataFusion plans: constants typed as PostgreSQL types them, the bytea
-    functions' arguments cast to bytea."""
-    return binary_functions.binary_arguments(bytea_literals(numeric_literals(sql)))
+    """The text DataFusion plans: long AND/OR chains balanced, constants typed as
+    PostgreSQL types them, the bytea functions' arguments cast to bytea."""
+    return binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(sql))))
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

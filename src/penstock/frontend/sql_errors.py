@@ -62,6 +62,9 @@ def find_name(sql: str, name: str) -> int | None:
 def translate_error(sql: str, error: Exception) -> QueryError:
     text = str(error)
     message = _clean(text)
+    if "RecursionLimitExceeded" in text:  # the parser's guard (frontend/statement_shape.py's limits)
+        return QueryError("stack depth limit exceeded: the statement nests deeper than penstock's parser takes",
+                          "54001")
     if "ParserError" in text or "SQL error" in text or "sql parser error" in text.lower():
         m = _LINE_COL.search(text)
         position = position_of_line_col(sql, int(m.group(1)), int(m.group(2))) if m else None

@@ -75,6 +75,13 @@ def rewrite(sql: str, answer: Callable[[KnnCall], str]) -> str:
     return "".join(out)
 
 
+def read_tables(sql: str) -> list[str]:
+    """The tables the statement's calls search and take their queries from."""
+    calls: list[KnnCall] = []
+    rewrite(sql, lambda call: calls.append(call) or call.relation)
+    return [name for call in calls for name in (call.table, call.queries)]
+
+
 def parse_call(args: list[list[Token]]) -> KnnCall:
     values = [[t for t in a if t.kind not in ("ws", "comment")] for a in args]
     usage = "knn_hamming('table', 'column', 'queries table', 'queries column', k [, 'id', 'queries id' [, 'filter']])"

@@ -3,10 +3,12 @@
 It is one JSON file, ``DIR/catalog.json``. Every change writes a new file next to it,
 fsyncs it, renames it over the old one and fsyncs the directory, so a crash leaves the
 catalog as it was before the change or as it is after, never half written. Tables made by
-CREATE TABLE AS are Parquet files under ``DIR/tables``.
+CREATE TABLE AS are Parquet files under ``DIR/tables/<id>``: a table's name is an SQL
+identifier and never part of a path.
 
-Locations must lie under one of the data roots (the data directory itself and the roots
-given with ``--data-root``); relative locations are taken relative to the data directory.
+Each table has an owner and the users granted SELECT on it (server/access/privileges.py
+decides who may do what). Locations are checked by server/access/locations.py: under a
+data root, never the server's own files.
 """
 
 from __future__ import annotations
@@ -16,16 +18,20 @@ import os
 import re
 import tempfile
 import threading
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
 from penstock.errors import QueryError
+from penstock.io.csv.reader import flag
 
 CATALOG_FILE = "catalog.json"
-FORMAT_VERSION = 1
-INSUFFICIENT_PRIVILEGE = "42501"
+FORMAT_VERSION = 2  # 2: owners and grants (a version-1 catalog reads as owned by the administrators, granted to PUBLIC)
+READABLE_VERSIONS = (1, 2)
+TABLES_DIR = "tables"
+PUBLIC = "public"
 
 
 @dataclass
@@ -37,63 +43,66 @@ class TableEntry:
     created_by: str = "external"  # external | ctas (penstock owns the files)
     comment: str | None = None
     options: dict[str, str] = field(default_factory=dict)  # CSV: delimiter, header, skip_bad_rows
+    owner: str | None = None  # None: the administrators' (tables from before owners existed)
+    readers: list[str] = field(default_factory=list)  # users granted SELECT; "public": everyone
 
 
 @dataclass
 class Catalog:
     directory: Path
-    roots: list[Path] = field(default_factory=list)
     tables: dict[str, TableEntry] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @staticmethod
-    def open(directory: str | os.PathLike[str], roots: list[str] | None = None) -> Catalog:
+    def open(directory: str | os.PathLike[str]) -> Catalog:
         d = Path(directory).resolve()
         d.mkdir(parents=True, exist_ok=True)
-        all_roots = [d] + [Path(r).resolve() for r in roots or []]
-        catalog = Catalog(d, all_roots)
+        catalog = Catalog(d)
         path = d / CATALOG_FILE
         if path.exists():
             try:
                 data = json.loads(path.read_text())
             except ValueError as e:
                 raise QueryError(f"catalog {path} is not valid JSON: {e}", "XX001") from None
-            if data.get("version") != FORMAT_VERSION:
-                raise QueryError(f"catalog {path} has format version {data.get('version')}, "
-                                 f"this penstock reads {FORMAT_VERSION}", "XX001")
+            version = data.get("version")
+            if version not in READABLE_VERSIONS:
+                raise QueryError(f"catalog {path} has format version {version}, "
+                                 f"this penstock reads {', '.join(map(str, READABLE_VERSIONS))}", "XX001")
             for t in data.get("tables", []):
                 columns = [tuple(c) for c in t["columns"]] if t.get("columns") is not None else None
+                readers = t.get("readers", [PUBLIC] if version == 1 else [])
                 entry = TableEntry(t["name"], t["format"], t["location"], columns,  # type: ignore[arg-type]
-                                   t.get("created_by", "external"), t.get("comment"), t.get("options") or {})
+                                   t.get("created_by", "external"), t.get("comment"), t.get("options") or {},
+                                   t.get("owner"), list(readers))
                 catalog.tables[entry.name] = entry
         return catalog
 
-    # -- locations --------------------------------------------------------------------------
-    def resolve(self, location: str) -> str:
-        """An absolute location under a data root, or a 42501 error naming the roots."""
-        raw = Path(os.path.expanduser(location))
-        absolute = raw if raw.is_absolute() else self.directory / raw
-        # resolve the part before any glob character, so symlinks cannot leave the roots
-        text = str(absolute)
-        cut = min([text.index(c) for c in "*?[" if c in text] or [len(text)])
-        head, tail = text[:cut], text[cut:]
-        if tail:
-            folder, _, partial = head.rpartition("/")
-            base = Path(folder or "/").resolve()
-            resolved = f"{base}/{partial}{tail}"
-            if ".." in Path(tail).parts:
-                raise QueryError(f'location "{location}" may not contain ".." after a wildcard',
-                                 INSUFFICIENT_PRIVILEGE)
-        else:
-            base = Path(head).resolve()
-            resolved = str(base)
-        if not any(base == r or r in base.parents for r in self.roots):
-            roots = ", ".join(str(r) for r in self.roots)
-            raise QueryError(f'location "{location}" is outside the data roots ({roots})', INSUFFICIENT_PRIVILEGE)
-        return resolved
+    # -- the server's own files -------------------------------------------------------------
+    @property
+    def catalog_file(self) -> Path:
+        return self.directory / CATALOG_FILE
 
-    def table_directory(self, name: str) -> Path:
-        return self.directory / "tables" / name
+    @property
+    def tables_directory(self) -> Path:
+        """Where CREATE TABLE AS writes: penstock's files, read only through the catalog."""
+        return self.directory / TABLES_DIR
+
+    def new_table_directory(self) -> Path:
+        """A fresh directory name for a CREATE TABLE AS result (named by id, not by table)."""
+        return self.tables_directory / uuid.uuid4().hex
+
+    def owns_files(self, entry: TableEntry) -> bool:
+        """Whether DROP removes the table's files: penstock wrote them, under tables/."""
+        location = Path(entry.location).resolve()
+        return entry.created_by == "ctas" and self.tables_directory.resolve() in location.parents
+
+    def leftovers(self) -> list[Path]:
+        """Directories under tables/ that no table uses: staging left by a crash or a kill
+        during CREATE TABLE AS, or a result whose catalog entry was never written."""
+        if not self.tables_directory.is_dir():
+            return []
+        used = {Path(e.location).resolve() for e in self.tables.values()}
+        return [p for p in sorted(self.tables_directory.iterdir()) if p.resolve() not in used]
 
     # -- changes ----------------------------------------------------------------------------
     def add(self, entry: TableEntry) -> None:
@@ -152,3 +161,46 @@ def arrow_type(sql_type: str) -> pa.DataType:
     if t not in simple:
         raise QueryError(f'type "{sql_type}" is not supported in a column declaration', "42704")
     return simple[t]
+
+
+def check_declared(entry: TableEntry, schema: pa.Schema) -> None:
+    """Declared columns of a Parquet/Arrow table must be the file's columns."""
+    assert entry.columns is not None
+    found = {f.name.lower(): f for f in schema}
+    for name, sql_type in entry.columns:
+        f = found.get(name.lower())
+        if f is None:
+            raise QueryError(f'column "{name}" is declared but not in {entry.location} '
+                             f"(it has: {', '.join(schema.names)})", "42703")
+        want = arrow_type(sql_type)
+        have = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+        same = have == want or (pa.types.is_string(want) and (pa.types.is_large_string(have) or
+                                                              pa.types.is_string_view(have)))
+        if not same and not (pa.types.is_timestamp(want) and pa.types.is_timestamp(have)):
+            raise QueryError(f'column "{name}" is declared {sql_type} but {entry.location} has {have}', "42804")
+
+
+CSV_OPTIONS = ("delimiter", "header", "skip_bad_rows")
+
+
+def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
+    """CREATE EXTERNAL TABLE ... OPTIONS (delimiter ';', header 'false', skip_bad_rows 'true'),
+    checked: CSV tables only, known keys, a one-character delimiter, boolean flags."""
+    for key, value in options.items():
+        if key not in CSV_OPTIONS:
+            raise QueryError(f'option "{key}" not recognized (CSV tables take {", ".join(CSV_OPTIONS)})', "42601")
+        if fmt != "csv":
+            raise QueryError(f'option "{key}" applies to CSV tables only', "42601")
+        if key == "delimiter" and len(value) != 1:
+            raise QueryError(f"delimiter must be one character, not {value!r}", "22023")
+        if key != "delimiter":
+            try:
+                flag(value)
+            except ValueError:
+                raise QueryError(f'{key} requires a Boolean value, not "{value}"', "22023") from None
+    return dict(options)
+
+
+def register_options(options: dict[str, str]) -> dict[str, object]:
+    """The catalog's CSV options as Connection.register's keywords (checked by csv_options)."""
+    return {key: value if key == "delimiter" else flag(value) for key, value in options.items()}

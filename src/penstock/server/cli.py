@@ -9,6 +9,8 @@ import signal
 import sys
 from typing import Any
 
+SHUTDOWN_GRACE = 10.0  # seconds sessions have to end at SIGTERM (their queries are cancelled)
+
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s = sub.add_parser("serve", help="serve the tables of a data directory over the PostgreSQL protocol",
@@ -25,8 +27,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     s.add_argument("--trust-remote", action="store_true", help="allow --auth trust from other hosts")
     s.add_argument("--tls-cert", metavar="F")
     s.add_argument("--tls-key", metavar="F")
+    s.add_argument("--admin", action="append", default=[], metavar="USER",
+                   help="an administrator: reads and drops every table, sets server-wide settings (repeatable; "
+                        "with --auth trust and none named, every user is one)")
+    s.add_argument("--file-reader", action="append", default=[], metavar="USER",
+                   help="may create external tables over files in the data roots (repeatable; administrators may)")
     s.add_argument("--max-connections", type=int, default=64)
+    s.add_argument("--max-startup-connections", type=int, default=32,
+                   help="connections still logging in; more are refused at once")
+    s.add_argument("--authentication-timeout", type=float, default=60.0, metavar="S",
+                   help="seconds a connection has to log in, in all")
     s.add_argument("--max-message-mb", type=int, default=64, help="largest client message accepted (MiB)")
+    s.add_argument("--max-statement-kb", type=int, default=1024,
+                   help="longest statement accepted (KiB): longer ones are refused with 54000")
     s.add_argument("--device", default="auto", help="auto | gpu | cpu")
     s.add_argument("--memory-limit", "--gpu-memory-limit", dest="memory_limit", type=float, metavar="GiB",
                    help="cap on the executing device's memory (the GPU's; host memory on the CPU backend)")
@@ -59,7 +72,10 @@ def server_config(args: argparse.Namespace) -> Any:
     return ServerConfig(
         data_dir=args.data, roots=args.data_root, host=args.host, port=args.port, auth=args.auth,
         users_file=args.users, tls_cert=args.tls_cert, tls_key=args.tls_key,
-        max_connections=args.max_connections, max_message_bytes=args.max_message_mb << 20, device=args.device,
+        max_connections=args.max_connections, max_startup_connections=args.max_startup_connections,
+        authentication_timeout=args.authentication_timeout, max_statement_bytes=args.max_statement_kb << 10,
+        admins=args.admin, file_readers=args.file_reader,
+        max_message_bytes=args.max_message_mb << 20, device=args.device,
         gpu_memory_limit=gib(args.memory_limit), host_memory_limit=gib(args.host_memory_limit),
         spill_dir=args.spill_dir, gpu_slots=args.gpu_slots, trust_remote=args.trust_remote, cache=args.cache,
         cache_limit=gib(args.cache_limit))
@@ -80,6 +96,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     db = server.db
     for name, problem in db.problems.items():
         print(f"warning: table {name}: {problem}", file=sys.stderr)
+    for path in db.leftovers_removed:
+        print(f"removed {path}: left by a server or query that did not finish", file=sys.stderr)
+    if config.users_file and db.locations.inside_roots(config.users_file):
+        print(f"note: the users file {config.users_file} lies inside a data root; no table may read it, "
+              "but keep it outside them (docs/server.md)", file=sys.stderr)
     print(f"penstock serve: {len(db.table_names())} tables from {db.catalog.directory}, engine "
           f"{db.conn.backend.engine} ({db.conn.backend.describe()}), listening on {config.host}:{port} "
           f"(auth {config.auth}{', TLS' if server.tls else ''})", file=sys.stderr, flush=True)
@@ -88,6 +109,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.serve_forever()
     except KeyboardInterrupt:
         server.shutdown()
+    left = server.end_sessions(SHUTDOWN_GRACE)
+    print(f"penstock serve: shut down{f' ({left} sessions did not end in time)' if left else ''}",
+          file=sys.stderr, flush=True)
     return 0
 
 

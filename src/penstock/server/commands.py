@@ -19,6 +19,7 @@ import pyarrow as pa
 from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
 from penstock.explain import explain_request
 from penstock.server.emulation import pg_catalog
+from penstock.server.access.privileges import Role, parse_grant
 from penstock.server.database import Database, describe_engine
 from penstock.server.settings import Settings
 from penstock.server.statements import (CopyCommand, CreateExternal, parse_copy, parse_create, parse_cursor,
@@ -77,6 +78,8 @@ class SessionState:
     settings: Settings
     user: str
     database: str
+    role: Role = field(default_factory=lambda: Role(""))  # what the user may do (access/privileges.py)
+    known_users: set[str] | None = None  # the server's users (None: any name, with trust auth)
     transaction: str = "I"  # I idle, T in a transaction block, E failed transaction block
     cursors: dict[str, Cursor] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -264,23 +267,29 @@ def _explain(state: SessionState, sql: str, w: list[str]) -> Outcome:
     request = explain_request(strip_comments(sql))
     assert request is not None
     query, analyze = request
-    text = state.db.explain(require_query(query, "EXPLAIN"), analyze)
+    text = state.db.explain(require_query(query, "EXPLAIN"), analyze, state.check)
     return Outcome("EXPLAIN", pa.table({"QUERY PLAN": text.rstrip("\n").split("\n")}))
 
 
 def _create(state: SessionState, sql: str, w: list[str]) -> Outcome:
     cmd = parse_create(sql)
     if isinstance(cmd, CreateExternal):
-        return Outcome("CREATE TABLE", notices=state.db.create_external(cmd))
+        return Outcome("CREATE TABLE", notices=state.db.create_external(cmd, state.role))
     require_query(cmd.query, "CREATE TABLE AS")
-    rows = state.db.create_as(cmd, lambda q: state.db.execute(q, state.check).result)
+    rows = state.db.create_as(cmd, lambda q: state.db.execute(q, state.check).result, state.role)
     if rows < 0:
         return Outcome("CREATE TABLE AS", notices=[f'relation "{cmd.name}" already exists, skipping'])
     return Outcome(f"SELECT {rows}")
 
 
 def _drop(state: SessionState, sql: str, w: list[str]) -> Outcome:
-    return Outcome("DROP TABLE", notices=state.db.drop(parse_drop(sql)))
+    return Outcome("DROP TABLE", notices=state.db.drop(parse_drop(sql), state.role))
+
+
+def _grant(state: SessionState, sql: str, w: list[str]) -> Outcome:
+    command = parse_grant(sql)
+    state.db.grant(command, state.role, state.known_users)
+    return Outcome("REVOKE" if command.revoke else "GRANT")
 
 
 def _deallocate(state: SessionState, sql: str, w: list[str]) -> Outcome:
@@ -297,5 +306,6 @@ _HANDLERS: dict[str, Callable[[SessionState, str, list[str]], Outcome]] = {
     "SET": _set, "RESET": _reset, "SHOW": _show, "DISCARD": _discard,
     "DECLARE": _cursor, "FETCH": _cursor, "MOVE": _cursor, "CLOSE": _cursor,
     "COPY": _copy, "EXPLAIN": _explain, "CREATE": _create, "DROP": _drop, "DEALLOCATE": _deallocate,
+    "GRANT": _grant, "REVOKE": _grant,
     "ANALYZE": _noop("ANALYZE"), "LISTEN": _noop("LISTEN"), "UNLISTEN": _noop("UNLISTEN"),
 }

@@ -8,20 +8,21 @@ tables), as the session's `penstock.gpu_admission` setting says.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
-import uuid
+from pathlib import Path
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 import penstock
 from penstock.frontend.session import quoted
-from penstock.io.csv.reader import flag
+from penstock.io.tables import list_files
 from penstock.api import Connection, Result, plain_types
 from penstock.exec.result_stream import streams
 from penstock.exec.spill.off_device import SpillLimits
@@ -29,7 +30,11 @@ from penstock.streaming import ResultStream, finished
 from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
 from penstock.server.emulation import pg_catalog
 from penstock.server.admission import Admission, Grant
-from penstock.server.catalog import Catalog, TableEntry, arrow_type
+from penstock.server.access.limits import cancellable
+from penstock.server.access.locations import Locations
+from penstock.server.access.privileges import (GrantCommand, Role, check_grantees, require_file_reader,
+                                               require_owner, require_read, with_grant)
+from penstock.server.catalog import Catalog, TableEntry, arrow_type, check_declared, csv_options, register_options
 from penstock.server.rewrites.rewrite import rewrite
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
 
@@ -48,7 +53,10 @@ class ServerConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     max_connections: int = 64
+    max_startup_connections: int = 32  # connections not yet logged in (more are refused at once)
+    authentication_timeout: float = 60.0  # seconds to log in, in all (PostgreSQL's default)
     max_message_bytes: int = 64 << 20
+    max_statement_bytes: int = 1 << 20  # longer statements: 54000 before anything parses them
     device: str = "auto"
     gpu_memory_limit: int | None = None  # the executing device's working memory (connect's memory_limit)
     host_memory_limit: int | None = None  # host memory for staging and spilling
@@ -57,6 +65,8 @@ class ServerConfig:
     cache: list[str] = field(default_factory=list)  # tables whose columns stay in GPU memory
     cache_limit: int | None = None  # bytes for them (default: half the GPU memory budget)
     trust_remote: bool = False  # trust auth from other hosts than loopback
+    admins: list[str] = field(default_factory=list)  # administrators (with trust auth and none named: everyone)
+    file_readers: list[str] = field(default_factory=list)  # may create external tables over server files
 
 
 @dataclass
@@ -69,7 +79,8 @@ class Executed:
 class Database:
     def __init__(self, config: ServerConfig):
         self.config = config
-        self.catalog = Catalog.open(config.data_dir, config.roots)
+        self.catalog = Catalog.open(config.data_dir)
+        self.locations = server_locations(config, self.catalog)
         self.conn = penstock.connect(device=config.device, memory_limit=config.gpu_memory_limit,
                                      host_memory_limit=config.host_memory_limit, spill_dir=config.spill_dir,
                                      cache=config.cache or None, cache_limit=config.cache_limit)
@@ -81,6 +92,7 @@ class Database:
         self.admission = Admission(max(config.gpu_slots, 1), budget)
         self.ddl_lock = threading.Lock()
         self.problems: dict[str, str] = {}  # catalog tables whose files cannot be opened now
+        self.leftovers_removed = remove_leftovers(self.catalog, config.spill_dir)
         for entry in list(self.catalog.tables.values()):
             try:
                 self._register(entry)
@@ -110,6 +122,11 @@ class Database:
         return [self.conn] + ([self.cpu] if self.cpu is not None else [])
 
     def _register(self, entry: TableEntry) -> None:
+        """Register the table on every connection, its files checked first (a user's
+        location, at CREATE and at every start: locations.py)."""
+        if entry.created_by != "ctas" or not self.catalog.owns_files(entry):
+            self.locations.resolve(entry.location)
+            self.locations.check_files(entry.location, list_files(entry.location))
         schema = pa.schema([(n, arrow_type(t)) for n, t in entry.columns]) if entry.columns else None
         for conn in self.connections():
             # the catalog's names are exact (already folded when the table was created)
@@ -117,6 +134,15 @@ class Database:
                           **register_options(entry.options))
         if entry.columns and entry.format != "csv":
             check_declared(entry, self.conn.tables[entry.name].schema)
+
+    def reader(self, role: Role) -> Callable[[str], None]:
+        """The check of every table a plan of this user's reads (frontend/table_access.py):
+        the catalog's tables by their privileges; the server's own (pg_catalog's) are open."""
+        def check(name: str) -> None:
+            entry = self.catalog.tables.get(name)
+            if entry is not None:
+                require_read(role, entry)
+        return check
 
     def _unregister(self, name: str) -> None:
         for conn in self.connections():
@@ -126,14 +152,15 @@ class Database:
     def table_names(self) -> list[str]:
         return sorted(self.conn.tables)
 
-    def create_external(self, cmd: CreateExternal) -> list[str]:
+    def create_external(self, cmd: CreateExternal, role: Role) -> list[str]:
+        require_file_reader(role)
         with self.ddl_lock:
             if cmd.name in self.catalog.tables:
                 if cmd.if_not_exists:
                     return [f'relation "{cmd.name}" already exists, skipping']
                 raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
-            entry = TableEntry(cmd.name, cmd.format, self.catalog.resolve(cmd.location), cmd.columns,
-                               options=csv_options(cmd.format, cmd.options))
+            entry = TableEntry(cmd.name, cmd.format, self.locations.resolve(cmd.location), cmd.columns,
+                               options=csv_options(cmd.format, cmd.options), owner=role.user)
             try:
                 self._register(entry)
                 self.catalog.add(entry)
@@ -144,26 +171,25 @@ class Database:
             pg_catalog.install(self)
             return []
 
-    def create_as(self, cmd: CreateAs, run: Callable[[str], Result]) -> int:
-        """Run the query and keep its result as Parquet under the data directory."""
+    def create_as(self, cmd: CreateAs, run: Callable[[str], Result], role: Role) -> int:
+        """Run the query and keep its result as Parquet under the data directory's tables/,
+        in a directory named by id (a table name is never a path), owned by `role`."""
         with self.ddl_lock:
             if cmd.name in self.catalog.tables:
                 if cmd.if_not_exists:
                     return -1
                 raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
         table = run(cmd.query).table
-        final = self.catalog.table_directory(cmd.name)
-        staging = final.parent / f".{cmd.name}-{uuid.uuid4().hex[:8]}"
+        final = self.catalog.new_table_directory()
+        staging = final.parent / f".staging-{final.name}"
         staging.mkdir(parents=True)
         try:
             pq.write_table(table, staging / "part-0.parquet")
             with self.ddl_lock:
                 if cmd.name in self.catalog.tables:
                     raise QueryError(f'relation "{cmd.name}" already exists', DUPLICATE_TABLE)
-                if final.exists():  # left by a crash before its catalog entry was written
-                    shutil.rmtree(final)
                 os.replace(staging, final)
-                entry = TableEntry(cmd.name, "parquet", str(final), None, "ctas")
+                entry = TableEntry(cmd.name, "parquet", str(final), None, "ctas", owner=role.user)
                 try:
                     self._register(entry)
                     self.catalog.add(entry)
@@ -176,7 +202,7 @@ class Database:
             shutil.rmtree(staging, ignore_errors=True)
         return table.num_rows
 
-    def drop(self, cmd: DropTables) -> list[str]:
+    def drop(self, cmd: DropTables, role: Role) -> list[str]:
         notices = []
         with self.ddl_lock:
             for name in cmd.names:
@@ -185,15 +211,29 @@ class Database:
                         notices.append(f'table "{name}" does not exist, skipping')
                         continue
                     raise QueryError(f'table "{name}" does not exist', UNDEFINED_TABLE)
+                require_owner(role, self.catalog.tables[name])
             for name in cmd.names:
                 if name in self.catalog.tables:
                     entry = self.catalog.remove(name)
                     self._unregister(name)
                     self.problems.pop(name, None)
-                    if entry.created_by == "ctas":  # penstock wrote these files: they go too
+                    if self.catalog.owns_files(entry):  # penstock wrote these files: they go too
                         shutil.rmtree(entry.location, ignore_errors=True)
             pg_catalog.install(self)
         return notices
+
+    def grant(self, cmd: GrantCommand, role: Role, known_users: set[str] | None) -> None:
+        """GRANT / REVOKE SELECT: the owner's (or an administrator's) to give and take."""
+        check_grantees(cmd.grantees, known_users)
+        with self.ddl_lock:
+            for name in cmd.tables:
+                entry = self.catalog.tables.get(name)
+                if entry is None:
+                    raise QueryError(f'relation "{name}" does not exist', UNDEFINED_TABLE)
+                require_owner(role, entry)
+            for name in cmd.tables:
+                entry = self.catalog.tables[name]
+                self.catalog.add(dataclasses.replace(entry, readers=with_grant(entry, cmd)))
 
     # -- queries ----------------------------------------------------------------------------
     def execute(self, sql: str, check: Callable[[], None], policy: str = "wait",
@@ -206,8 +246,7 @@ class Database:
         `spill`: its host budget and spill directory (SET penstock.host_memory_limit,
         penstock.spill_dir). `params`: bytea parameters bound when the query runs
         (protocol/params.bind_values)."""
-        sql = self.memo(("planner", sql), lambda: planner_sql(sql))
-        prepared = self.conn.prepare(sql, params)
+        sql, prepared = self.plan(sql, params, check)
         if prepared.compiled is None or self.cpu is None:
             return Executed(self.conn.sql(sql, params, check=check, memory_limit=session_limit, spill=spill), [])
         grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
@@ -241,8 +280,7 @@ class Database:
         """A query whose result goes to the client as it is made (penstock/streaming.py),
         under the same GPU admission as `execute`; the slot is held until the stream ends.
         (A plan that cannot stream runs through `execute`, with its retry alone.)"""
-        sql = self.memo(("planner", sql), lambda: planner_sql(sql))
-        prepared = self.conn.prepare(sql, params)
+        sql, prepared = self.plan(sql, params, check)
         if prepared.compiled is None or self.cpu is None:
             return Executed(self.conn.stream(sql, params, check=check, memory_limit=session_limit, spill=spill), [])
         if not streams(prepared.compiled.plan):
@@ -264,6 +302,15 @@ class Database:
         stream.finalizers.append(lambda: self.admission.release(grant))
         return Executed(stream, notices, grant)
 
+    def plan(self, sql: str, params: dict[str, bytes] | None, check: Callable[[], None]) -> tuple[str, Any]:
+        """The statement as the planner reads it, and its plan: made on a worker thread, so
+        a cancel or the statement's timeout answers the client while a slow plan is made
+        (access/limits.py); the plan cache keeps it for the run that follows."""
+        def work() -> tuple[str, Any]:
+            text = self.memo(("planner", sql), lambda: planner_sql(sql))
+            return text, self.conn.prepare(text, params)
+        return cancellable(work, check)
+
     def busy_note(self, grant: Grant) -> str:
         """The NOTICE for a query that ran on the CPU backend because the GPU slots were busy."""
         waited = f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else ""
@@ -274,31 +321,37 @@ class Database:
         planned = self.conn.prepare(self.memo(("planner", sql), lambda: planner_sql(sql))).planned
         return plain_types(pa.Table.from_arrays([pa.array([], f.type) for f in planned.schema], names=planned.names)).schema
 
-    def explain(self, sql: str, analyze: bool) -> str:
-        return self.conn.explain(planner_sql(sql), analyze=analyze)
+    def explain(self, sql: str, analyze: bool, check: Callable[[], None] = lambda: None) -> str:
+        text, _ = self.plan(sql, None, check)
+        return self.conn.explain(text, analyze=analyze)
+
+
+def server_locations(config: ServerConfig, catalog: Catalog) -> Locations:
+    """The data roots, and the server's own files no location may name."""
+    from penstock.device.kernel_cache import cache_root
+    from penstock.exec.spill.directory import spill_root
+
+    reserved = [catalog.catalog_file, catalog.tables_directory, config.users_file, config.tls_cert,
+                config.tls_key, spill_root(config.spill_dir), cache_root()]
+    return Locations.make(catalog.directory, config.roots, reserved,
+                          [catalog.directory / ".catalog-", catalog.directory / ".users-"])
+
+
+def remove_leftovers(catalog: Catalog, spill_dir: str | None) -> list[Path]:
+    """At start-up: CREATE TABLE AS staging and results no table uses (a kill or a crash
+    left them), and spill directories of processes that are gone."""
+    from penstock.exec.spill.directory import remove_leftovers as remove_spill, spill_root
+
+    removed = catalog.leftovers()
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed + remove_spill(spill_root(spill_dir))
 
 
 def planner_sql(sql: str) -> str:
     """The statement as DataFusion should read it: PostgreSQL-only syntax rewritten (the
     frontend then types constants as PostgreSQL types them, bytea constants included)."""
     return rewrite(sql)
-
-
-def check_declared(entry: TableEntry, schema: pa.Schema) -> None:
-    """Declared columns of a Parquet/Arrow table must be the file's columns."""
-    assert entry.columns is not None
-    found = {f.name.lower(): f for f in schema}
-    for name, sql_type in entry.columns:
-        f = found.get(name.lower())
-        if f is None:
-            raise QueryError(f'column "{name}" is declared but not in {entry.location} '
-                             f"(it has: {', '.join(schema.names)})", "42703")
-        want = arrow_type(sql_type)
-        have = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
-        same = have == want or (pa.types.is_string(want) and (pa.types.is_large_string(have) or
-                                                              pa.types.is_string_view(have)))
-        if not same and not (pa.types.is_timestamp(want) and pa.types.is_timestamp(have)):
-            raise QueryError(f'column "{name}" is declared {sql_type} but {entry.location} has {have}', "42804")
 
 
 def _gpu_memory(conn: Connection) -> int | None:
@@ -311,32 +364,6 @@ def _gpu_memory(conn: Connection) -> int | None:
 def describe_engine(result: Result | ResultStream) -> str:
     why = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
     return f"{result.engine}{why}"
-
-
-CSV_OPTIONS = ("delimiter", "header", "skip_bad_rows")
-
-
-def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
-    """CREATE EXTERNAL TABLE ... OPTIONS (delimiter ';', header 'false', skip_bad_rows 'true'),
-    checked: CSV tables only, known keys, a one-character delimiter, boolean flags."""
-    for key, value in options.items():
-        if key not in CSV_OPTIONS:
-            raise QueryError(f'option "{key}" not recognized (CSV tables take {", ".join(CSV_OPTIONS)})', "42601")
-        if fmt != "csv":
-            raise QueryError(f'option "{key}" applies to CSV tables only', "42601")
-        if key == "delimiter" and len(value) != 1:
-            raise QueryError(f"delimiter must be one character, not {value!r}", "22023")
-        if key != "delimiter":
-            try:
-                flag(value)
-            except ValueError:
-                raise QueryError(f'{key} requires a Boolean value, not "{value}"', "22023") from None
-    return dict(options)
-
-
-def register_options(options: dict[str, str]) -> dict[str, object]:
-    """The catalog's CSV options as Connection.register's keywords (checked by csv_options)."""
-    return {key: value if key == "delimiter" else flag(value) for key, value in options.items()}
 
 
 def lower(limit: int | None, other: int | None) -> int | None:

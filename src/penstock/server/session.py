@@ -21,12 +21,15 @@ from penstock.server.protocol.extended import Extended
 from penstock.server.protocol.results import copy_lines, data_row_blocks, describe
 from penstock.server.settings import REPORTED, Settings
 from penstock.server.statements import split_statements_at
-from penstock.server.protocol.wire import ClientGone, Out, ProtocolViolation, read_message
+from penstock.server.access.limits import check_statement_size
+from penstock.server.protocol.wire import ClientGone, Out, ProtocolViolation, read_message, utf8_error_text
 
 if TYPE_CHECKING:
     from penstock.server.server import Server
 
 log = logging.getLogger("penstock.server")
+ADMIN_SHUTDOWN = "57P01"
+TERMINATING = "terminating connection due to administrator command"
 
 
 class Session:
@@ -42,6 +45,7 @@ class Session:
         self.extended = Extended(self)
         self._last_peek = 0.0
         self.running: str | None = None  # the statement being run now, for monitoring
+        self.terminating = False  # the server is shutting down: end with FATAL 57P01
 
     # -- the message loop -----------------------------------------------------------------------
     def greet(self) -> None:
@@ -58,7 +62,16 @@ class Session:
     def serve(self) -> None:
         limit = self.server.db.config.max_message_bytes
         while True:
-            kind, body = read_message(self.stream, limit)
+            if self.terminating:
+                self.fatal(QueryError(TERMINATING, ADMIN_SHUTDOWN))
+                return
+            try:
+                kind, body = read_message(self.stream, limit)
+            except (ClientGone, OSError, ValueError):
+                if self.terminating:  # the server shut the socket's reading side
+                    self.fatal(QueryError(TERMINATING, ADMIN_SHUTDOWN))
+                    return
+                raise
             if kind == b"X":
                 return
             if kind == b"Q":
@@ -76,6 +89,7 @@ class Session:
     # -- simple query -----------------------------------------------------------------------------
     def simple_query(self, body: bytes) -> None:
         try:
+            check_statement_size(len(body) - 1, self.server.db.config.max_statement_bytes)
             sql = body.rstrip(b"\0").decode()
             statements = split_statements_at(sql)
         except (QueryError, UnicodeDecodeError) as e:
@@ -97,9 +111,9 @@ class Session:
         self.running = sql
         try:
             outcome = run_statement(self.state, sql)
-        except (ClientGone, ProtocolViolation):
+        except (ClientGone, ProtocolViolation, KeyboardInterrupt, SystemExit):
             raise
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001 - a native library's panic included: one statement fails
             if isinstance(e, QueryError) and e.position:
                 e.position += offset
             self.error(e)
@@ -148,9 +162,9 @@ class Session:
             for piece in stream:
                 for block in data_row_blocks(outcome.shaped(piece), formats):
                     self.out.raw(block)
-        except (ClientGone, ProtocolViolation):
+        except (ClientGone, ProtocolViolation, KeyboardInterrupt, SystemExit):
             raise
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001 - a native library's panic included
             self.error(e)
             return False
         finally:
@@ -165,6 +179,8 @@ class Session:
         deadline = time.monotonic() + timeout if timeout > 0 else None
 
         def check() -> None:
+            if self.terminating:
+                raise QueryError(TERMINATING, ADMIN_SHUTDOWN)
             if self.state.cancelled.is_set():
                 raise QueryError("canceling statement due to user request", QUERY_CANCELED)
             now = time.monotonic()
@@ -188,12 +204,25 @@ class Session:
 
     # -- errors and notices -------------------------------------------------------------------
     def error(self, e: BaseException) -> None:
+        if self.terminating:  # whatever stopped, the session ends as PostgreSQL's does at shutdown
+            self.fatal(QueryError(TERMINATING, ADMIN_SHUTDOWN))
+            raise ClientGone()
         if self.state.transaction == "T":
             self.state.transaction = "E"
         self.out.notice_or_error(b"E", error_fields(e, "ERROR"))
 
     def notice(self, text: str, severity: str = "NOTICE") -> None:
         self.out.notice_or_error(b"N", {"S": severity, "V": severity, "C": "00000", "M": text})
+
+    def terminate(self) -> None:
+        """From another thread, at shutdown: the running query stops at its next check, an
+        idle session's blocked read ends; either way the session ends with FATAL 57P01."""
+        self.terminating = True
+        self.state.cancelled.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
 
     def fatal(self, e: BaseException) -> None:
         try:
@@ -214,7 +243,7 @@ def error_fields(e: BaseException, severity: str) -> dict[str, str]:
     elif isinstance(e, PenstockError):
         fields["C"], fields["M"] = getattr(e, "sqlstate", "XX000"), str(e)
     elif isinstance(e, UnicodeDecodeError):
-        fields["C"], fields["M"] = "22021", f"invalid byte sequence for encoding \"UTF8\": {e.reason}"
+        fields["C"], fields["M"] = "22021", utf8_error_text(e)
     else:
         log.error("internal error: %s", "".join(traceback.format_exception(e)))
         fields["C"], fields["M"] = "XX000", f"internal error: {type(e).__name__}: {e}"

@@ -8,18 +8,20 @@ application_name, client_encoding (UTF8 only), and penstock's own
 ``penstock.report_engine`` (on: a NOTICE names the engine of every query) and
 ``penstock.memory_limit`` (this session's queries' working memory on the executing device,
 under the server's --memory-limit and its GPU admission share: '512MB', '2GB'; a plain
-number is kB, as PostgreSQL's memory settings read it; '' or 0: no session cap),
+number is kB, as PostgreSQL's memory settings read it; '' or 0: no session cap; for users
+other than administrators at least 8MB and at most the server's cap),
 ``penstock.host_memory_limit`` (the host memory its queries stage and spill in, under the
-server's --host-memory-limit; the same sizes) and ``penstock.spill_dir`` (an absolute path
-to a directory the server can write, where each query makes its private spill directory;
-'': the server's --spill-dir). TimeZone is accepted and shown, but times are computed and
-sent in UTC.
+server's --host-memory-limit; the same sizes and range) and ``penstock.spill_dir``
+(administrators only, as it writes where it names: an absolute path to a directory the
+server can write, where each query makes its private spill directory; '': the server's
+--spill-dir). TimeZone is accepted and shown, but times are computed and sent in UTC.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 
 from penstock.errors import INVALID_PARAMETER_VALUE, QueryError
 from penstock.exec.spill.off_device import SpillLimits
@@ -89,6 +91,9 @@ REPORTED = {"application_name": "application_name", "client_encoding": "client_e
             "default_transaction_read_only": "default_transaction_read_only", "in_hot_standby": "in_hot_standby"}
 READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes", "is_superuser",
              "max_identifier_length", "lc_collate", "lc_ctype", "block_size", "in_hot_standby", "max_connections"}
+MIN_MEMORY = 8 << 20  # a smaller cap only makes a query spill itself to a crawl
+INSUFFICIENT_PRIVILEGE = "42501"
+ADMIN_ONLY = {"penstock.spill_dir"}
 _UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
 # PostgreSQL's memory units (powers of 1024), and the IEC spellings
 _UNITS_BYTES = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40,
@@ -148,9 +153,28 @@ def command_line_options(options: str) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What the session's user may set: administrators anything; others no server-wide
+    setting and no memory cap above the server's (None: the server has none)."""
+
+    admin: bool = True
+    memory: int | None = None  # the server's device memory cap
+    host_memory: int | None = None  # the server's host memory cap
+
+
+def size_text(n: int) -> str:
+    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}B"
+
+
 class Settings:
-    def __init__(self, startup: dict[str, str]):
+    def __init__(self, startup: dict[str, str], limits: Limits | None = None):
+        self.limits = limits or Limits()
         self.defaults = dict(DEFAULTS)
+        self.defaults["is_superuser"] = "on" if self.limits.admin else "off"
         self.values: dict[str, str] = {}
         given = {k: v for k, v in startup.items() if k not in ("user", "database", "options", "replication")}
         given.update(command_line_options(startup.get("options", "")))
@@ -200,8 +224,10 @@ class Settings:
         if k == "penstock.gpu_admission" and value.lower() not in ("wait", "cpu"):
             raise QueryError('penstock.gpu_admission is "wait" (for a GPU slot) or "cpu" (run on the CPU '
                              "when the GPU is busy)", INVALID_PARAMETER_VALUE)
+        if k in ADMIN_ONLY and not self.limits.admin:
+            raise QueryError(f'permission denied to set parameter "{k}"', INSUFFICIENT_PRIVILEGE)
         if k in ("penstock.memory_limit", "penstock.host_memory_limit"):
-            memory_bytes(value, k)
+            self.check_memory(k, value)
         if k == "penstock.spill_dir" and value.strip():
             problem = directory_problem(value.strip())
             if problem:
@@ -210,6 +236,18 @@ class Settings:
         if k == "penstock.gpu_wait" and value.strip():
             milliseconds(value if re.search(r"[a-z]", value) else value + "s", k)
         return value
+
+    def check_memory(self, k: str, value: str) -> None:
+        """A session's memory cap: an administrator's any size; others' at least MIN_MEMORY
+        (a smaller one makes a query spill itself to a crawl) and at most the server's cap."""
+        size = memory_bytes(value, k)
+        if size is None or self.limits.admin:
+            return
+        top = self.limits.memory if k == "penstock.memory_limit" else self.limits.host_memory
+        if size < MIN_MEMORY or (top is not None and size > top):
+            bounds = f"{size_text(MIN_MEMORY)} .. {size_text(top) if top is not None else 'no limit'}"
+            raise QueryError(f'{value} is outside the valid range for parameter "{k}" ({bounds})',
+                             INVALID_PARAMETER_VALUE)
 
     def statement_timeout(self) -> float:
         """Seconds, 0 for none."""

@@ -3,7 +3,9 @@
 A prepared statement is its SQL and parameter types. Binding writes the parameter values
 into the SQL as literals (server/protocol/params.py); the portal runs when first described or
 executed and hands out its rows in the sizes Execute asks for (PortalSuspended between).
-After an error, messages are skipped until Sync, as the protocol requires.
+After an error, messages are skipped until Sync, as the protocol requires. A name or
+statement that is not UTF-8 is such an error (22021); a message whose framing is broken (a
+short message, a negative count) is a ProtocolViolation and closes the connection.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from penstock.errors import QueryError
+from penstock.server.access.limits import check_statement_size
 from penstock.server.commands import Outcome, QUERY_WORDS
-from penstock.server.protocol.params import bind_values, count_placeholders, substitute
-from penstock.server.protocol.pgtypes import decode_param
+from penstock.server.protocol.params import ParamError, bind_values, count_placeholders, decode_param, substitute
 from penstock.server.protocol.results import data_row_blocks, describe
 from penstock.server.statements import split_statements, words
 from penstock.server.protocol.wire import Body, ClientGone, ProtocolViolation
@@ -71,19 +73,20 @@ class Extended:
         body = Body(data)
         try:
             {b"P": self.parse, b"B": self.bind, b"D": self.describe, b"E": self.execute, b"C": self.close}[kind](body)
-        except (ClientGone, ProtocolViolation):
+        except (ClientGone, ProtocolViolation, KeyboardInterrupt, SystemExit):
             raise
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001 - a native library's panic included
             s.error(e)
             self.skipping = True
 
     # -- messages -----------------------------------------------------------------------------
     def parse(self, body: Body) -> None:
         name, sql = body.cstring(), body.cstring()
-        oids = [body.int32() for _ in range(body.int16())]
+        oids = [body.int32() for _ in range(body.count("parameter type"))]
         body.done()
         if name and name in self.statements:
             raise QueryError(f'prepared statement "{name}" already exists', DUPLICATE_PREPARED)
+        check_statement_size(len(sql.encode()), self.session.server.db.config.max_statement_bytes)
         if len(split_statements(sql)) > 1:
             raise QueryError("cannot insert multiple commands into a prepared statement", "42601")
         n = count_placeholders(sql)
@@ -92,9 +95,9 @@ class Extended:
 
     def bind(self, body: Body) -> None:
         portal_name, name = body.cstring(), body.cstring()
-        fmt_codes = [body.int16() for _ in range(body.int16())]
-        raw = [body.value() for _ in range(body.int16())]
-        result_formats = [body.int16() for _ in range(body.int16())]
+        fmt_codes = [body.int16() for _ in range(body.count("parameter format"))]
+        raw = [body.value() for _ in range(body.count("parameter"))]
+        result_formats = [body.int16() for _ in range(body.count("result format"))]
         body.done()
         stmt = self._statement(name)
         if len(raw) != len(stmt.oids):
@@ -106,9 +109,9 @@ class Extended:
         for i, data in enumerate(raw):
             fmt = fmt_codes[0] if len(fmt_codes) == 1 else (fmt_codes[i] if fmt_codes else 0)
             try:
-                values.append(decode_param(data, stmt.oids[i], fmt))
-            except (ValueError, UnicodeDecodeError) as e:
-                raise QueryError(f"parameter ${i + 1}: {e}", "22P02") from None
+                values.append(decode_param(data, stmt.oids[i], fmt, i + 1))
+            except ParamError as e:  # each refusal keeps its own SQLSTATE (22P02, 22P03, 22008, ...)
+                raise QueryError(str(e), e.sqlstate) from None
         if portal_name and portal_name in self.portals:
             raise QueryError(f'cursor "{portal_name}" already exists', "42P03")
         w = words(stmt.sql, 1)

@@ -3,7 +3,8 @@ binary format, both ways.
 
 Results are Arrow columns; each column is encoded at once (Arrow's vectorised casts where
 their text equals PostgreSQL's, Python per value where it does not: floats, timestamps,
-intervals, arrays). Parameters arrive as bytes with a type OID and a format code.
+intervals, arrays). Parameters arrive as bytes with a type OID and a format code: they are
+read in server/protocol/params.py.
 """
 
 from __future__ import annotations
@@ -289,98 +290,3 @@ def numeric_binary(d: decimal.Decimal) -> bytes:
         weight = 0
     return struct.pack(f"!hhHh{len(all_groups)}h", len(all_groups), weight, 0x4000 if sign else 0, dscale,
                        *all_groups)
-
-
-def numeric_from_binary(data: bytes) -> decimal.Decimal:
-    ndigits, weight, sign, dscale = struct.unpack("!hhHh", data[:8])
-    if sign == 0xC000:
-        return decimal.Decimal("NaN")
-    groups = struct.unpack(f"!{ndigits}h", data[8:8 + 2 * ndigits])
-    with decimal.localcontext(prec=1000):  # the default context keeps 28 digits
-        value = decimal.Decimal(0)
-        for k, g in enumerate(groups):
-            value += decimal.Decimal(g).scaleb(4 * (weight - k))
-        value = value.quantize(decimal.Decimal(1).scaleb(-dscale)) if dscale else value.quantize(decimal.Decimal(1))
-        return -value if sign == 0x4000 else value
-
-
-# -- parameters ----------------------------------------------------------------------------------
-
-def _bool(text: str) -> bool:
-    v = text.strip().lower()
-    if v in ("t", "true", "y", "yes", "on", "1"):
-        return True
-    if v in ("f", "false", "n", "no", "off", "0"):
-        return False
-    raise ValueError(f'invalid input syntax for type boolean: "{text}"')
-
-
-def _timestamp(text: str) -> datetime.datetime:
-    v = text.strip().replace("T", " ")
-    if v.endswith("+00") or v.endswith("+00:00") or v.endswith("Z"):
-        v = v.rsplit("+", 1)[0].rstrip("Z")
-    return datetime.datetime.fromisoformat(v)
-
-
-_TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
-    "int2": int, "int4": int, "int8": int, "oid": int, "float4": float, "float8": float,
-    "numeric": decimal.Decimal, "bool": _bool, "date": datetime.date.fromisoformat,
-    "timestamp": _timestamp, "timestamptz": _timestamp, "text": str, "varchar": str, "bpchar": str,
-    "name": str, "char": str, "bytea": lambda s: bytes.fromhex(s[2:]) if s.startswith("\\x") else s.encode(),
-}
-
-
-def decode_param(data: bytes | None, oid: int, fmt: int) -> Any:
-    """A parameter value as a Python value; raises ValueError (SQLSTATE 22P02) when it is
-    not valid input for its type."""
-    if data is None:
-        return None
-    t = BY_OID.get(oid)
-    if fmt == 0:
-        text = data.decode()
-        if t is None or oid in (0, 705):
-            return UnknownText(text)
-        parser = _TEXT_PARSERS.get(t.name)
-        if parser is None:
-            return UnknownText(text)
-        try:
-            return parser(text)
-        except (ValueError, decimal.InvalidOperation):
-            raise ValueError(f'invalid input syntax for type {_sql_name(t)}: "{text}"') from None
-    if t is None:
-        raise ValueError(f"binary parameters of type OID {oid} are not supported")
-    try:
-        return _decode_binary(data, t)
-    except struct.error:
-        raise ValueError(f"incorrect binary data format in parameter of type {_sql_name(t)}") from None
-
-
-def _decode_binary(data: bytes, t: PgType) -> Any:
-    name = t.name
-    if name in ("int2", "int4", "int8", "oid"):
-        fmt = {"int2": "!h", "int4": "!i", "int8": "!q", "oid": "!I"}[name]
-        if len(data) != struct.calcsize(fmt):
-            raise struct.error("size")
-        return struct.unpack(fmt, data)[0]
-    if name in ("float4", "float8"):
-        return struct.unpack("!f" if name == "float4" else "!d", data)[0]
-    if name == "bool":
-        if len(data) != 1:
-            raise struct.error("size")
-        return data != b"\x00"
-    if name == "date":
-        return PG_EPOCH + datetime.timedelta(days=struct.unpack("!i", data)[0])
-    if name in ("timestamp", "timestamptz"):
-        return PG_EPOCH_DT + datetime.timedelta(microseconds=struct.unpack("!q", data)[0])
-    if name == "numeric":
-        return numeric_from_binary(data)
-    if name == "bytea":
-        return data
-    return data.decode()
-
-
-def _sql_name(t: PgType) -> str:
-    return {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
-            "float8": "double precision", "bool": "boolean", "bpchar": "character",
-            "varchar": "character varying", "timestamptz": "timestamp with time zone",
-            "timestamp": "timestamp without time zone"}.get(t.name, t.name)

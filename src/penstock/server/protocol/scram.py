@@ -21,6 +21,12 @@ from pathlib import Path
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096
+SALT_BYTES = 16
+
+# The secret unknown users' made-up verifiers are derived from (PostgreSQL's mock_auth_nonce):
+# made once per process, so a user name's mock salt is stable for as long as the server runs
+# and cannot be computed outside it.
+_MOCK_SECRET = secrets.token_bytes(32)
 
 
 class AuthFailed(Exception):
@@ -68,7 +74,7 @@ class Verifier:
 
 
 def make_verifier(password: str, salt: bytes | None = None, iterations: int = ITERATIONS) -> Verifier:
-    salt = salt if salt is not None else secrets.token_bytes(16)
+    salt = salt if salt is not None else secrets.token_bytes(SALT_BYTES)
     salted = hashlib.pbkdf2_hmac("sha256", _saslprep(password).encode(), salt, iterations)
     client_key = _hmac(salted, b"Client Key")
     return Verifier(iterations, salt, hashlib.sha256(client_key).digest(), _hmac(salted, b"Server Key"))
@@ -117,6 +123,18 @@ def save_user(path: str | os.PathLike[str], name: str, password: str) -> None:
 
 # -- the exchange ---------------------------------------------------------------------------------
 
+def mock_verifier(user: str, secret: bytes = _MOCK_SECRET) -> Verifier:
+    """The verifier an unknown user is challenged with, as PostgreSQL's scram_mock_salt and
+    mock_scram_secret make it: the salt is a keyed hash of the user name, so every attempt for
+    a name sees the same salt and iteration count, as for a real user (a fresh random salt
+    each time would tell an attacker the name does not exist), while different names see
+    different salts. Its keys match no password; no PBKDF2 runs, as none runs for a real user,
+    whose verifier is already stored, so both take the same time."""
+    name = user.encode("utf-8", "surrogateescape")
+    salt = _hmac(secret, b"salt\0" + name)[:SALT_BYTES]
+    return Verifier(ITERATIONS, salt, _hmac(secret, b"stored\0" + name), _hmac(secret, b"server\0" + name))
+
+
 def _attributes(message: str) -> dict[str, str]:
     out = {}
     for part in message.split(","):
@@ -131,13 +149,13 @@ class ScramExchange:
     """The server side of one SCRAM-SHA-256 exchange.
 
     ``first(client_first) -> server_first``, then ``final(client_final) -> server_final``;
-    an unknown user runs the same exchange against a made-up verifier so that the answer
-    does not reveal which user names exist.
+    an unknown user runs the same exchange against a made-up verifier (mock_verifier: stable
+    per user name) so that the answer does not reveal which user names exist.
     """
 
-    def __init__(self, verifier: Verifier | None):
+    def __init__(self, verifier: Verifier | None, user: str = "", mock_secret: bytes = _MOCK_SECRET):
         self.known = verifier is not None
-        self.verifier = verifier or make_verifier(secrets.token_hex(16), iterations=ITERATIONS)
+        self.verifier = verifier or mock_verifier(user, mock_secret)
         self.nonce = ""
         self.client_first_bare = ""
         self.server_first = ""
@@ -181,6 +199,7 @@ class ScramExchange:
         if len(proof) != len(signature):
             raise AuthFailed("malformed SCRAM proof")
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
-        if not self.known or not hmac.compare_digest(hashlib.sha256(client_key).digest(), v.stored_key):
+        matches = hmac.compare_digest(hashlib.sha256(client_key).digest(), v.stored_key)  # for everyone, alike
+        if not (matches and self.known):
             raise AuthFailed("password does not match")
         return "v=" + _b64(_hmac(v.server_key, auth_message))

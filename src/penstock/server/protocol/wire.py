@@ -3,13 +3,17 @@
 Only framing lives here (no sockets' policy, no session state): a `Body` cursor parses a
 message's fields, `Out` collects outgoing messages until they are flushed. Every read is
 bounded; a message that breaks the framing raises `ProtocolViolation`, after which the
-connection cannot be trusted and is closed (PostgreSQL does the same).
+connection cannot be trusted and is closed (PostgreSQL does the same). A well-framed string
+that is not UTF-8 is the statement's error, not the stream's: `QueryError` 22021, and the
+session carries on, as in PostgreSQL.
 """
 
 from __future__ import annotations
 
 import struct
 from typing import BinaryIO, Iterable
+
+from penstock.errors import QueryError
 
 PROTOCOL_3 = 196608
 SSL_REQUEST = 80877103
@@ -32,6 +36,32 @@ class MessageTooLarge(ProtocolViolation):
 
 class ClientGone(Exception):
     """The peer closed the connection."""
+
+
+CHARACTER_NOT_IN_REPERTOIRE = "22021"
+
+
+def utf8_error_text(e: UnicodeDecodeError) -> str:
+    """PostgreSQL's message for bytes that are not UTF-8 (mbutils.c, report_invalid_encoding):
+    the bytes of the offending character, as many as its lead byte announces, cut at the end
+    of the string, e.g. ``invalid byte sequence for encoding "UTF8": 0xc3 0x28``."""
+    raw = bytes(e.object)
+    lead = raw[e.start] if e.start < len(raw) else 0
+    width = 2 if lead & 0xE0 == 0xC0 else 3 if lead & 0xF0 == 0xE0 else 4 if lead & 0xF8 == 0xF0 else 1
+    shown = raw[e.start:e.start + width]
+    return 'invalid byte sequence for encoding "UTF8": ' + " ".join(f"0x{b:02x}" for b in shown)
+
+
+def decode_utf8(raw: bytes, nul_allowed: bool = True) -> str:
+    """`raw` as text, or QueryError 22021 with PostgreSQL's message; a NUL byte is refused
+    too where PostgreSQL's encoding check would see it (values, not C strings)."""
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as e:
+        raise QueryError(utf8_error_text(e), CHARACTER_NOT_IN_REPERTOIRE) from None
+    if not nul_allowed and "\0" in text:
+        raise QueryError('invalid byte sequence for encoding "UTF8": 0x00', CHARACTER_NOT_IN_REPERTOIRE)
+    return text
 
 
 def read_exact(stream: BinaryIO, n: int) -> bytes:
@@ -100,6 +130,15 @@ class Body:
     def int32(self) -> int:
         return _I32.unpack(self._take(4))[0]
 
+    def count(self, what: str) -> int:
+        """A 16-bit count of the fields that follow. A negative one would read as no fields
+        and leave the rest of the message misread, so it breaks the framing (PostgreSQL
+        reads it as 65535 and runs out of message: 08P01)."""
+        n = self.int16()
+        if n < 0:
+            raise ProtocolViolation(f"invalid message format: negative {what} count {n}")
+        return n
+
     def byte(self) -> bytes:
         return self._take(1)
 
@@ -109,10 +148,7 @@ class Body:
             raise ProtocolViolation("unterminated string in message")
         raw = self.data[self.at:end]
         self.at = end + 1
-        try:
-            return raw.decode()
-        except UnicodeDecodeError:
-            raise ProtocolViolation("invalid UTF-8 in message") from None
+        return decode_utf8(raw)  # the framing is intact: bad UTF-8 is an ERROR (22021)
 
     def value(self) -> bytes | None:
         """A length-prefixed value; -1 is NULL."""
