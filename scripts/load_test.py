@@ -79,7 +79,7 @@ def start_server(data: Path, device: str, clients: int, log: Path,
     cmd += extra or []
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    dsn = f"host=127.0.0.1 port={port} user=load dbname=penstock"
+    dsn = f"host=127.0.0.1 port={port} user=load dbname=penstock"  # trust auth: every user an administrator
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -152,6 +152,36 @@ def run_client(index: int, dsn: str, queries: dict[str, str], expected: dict[str
         conn.close()
 
 
+class RssWatch:
+    """The server process's resident memory, sampled every 0.2 s (its peak, in MiB)."""
+
+    def __init__(self, pid: int | None):
+        self.pid, self.peak_mb, self.stop = pid, 0.0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        if pid is not None:
+            self.thread.start()
+
+    def sample(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.2):
+            self.peak_mb = max(self.peak_mb, self.sample())
+
+    def done(self) -> float | None:
+        if self.pid is None:
+            return None
+        self.stop.set()
+        self.thread.join()
+        return round(max(self.peak_mb, self.sample()), 1)
+
+
 def percentile(sorted_values: list[float], p: float) -> float:
     """Nearest-rank percentile of sorted values."""
     if not sorted_values:
@@ -167,7 +197,8 @@ def summarise(latencies: list[float], seconds: float) -> dict[str, float]:
             "p99_ms": percentile(s, 99) * 1e3, "max_ms": (s[-1] if s else float("nan")) * 1e3}
 
 
-def run_load(dsn: str, clients: int, duration: float, seed: int) -> dict[str, Any]:
+def run_load(dsn: str, clients: int, duration: float, seed: int, server_pid: int | None = None) -> dict[str, Any]:
+    rss = RssWatch(server_pid)
     queries = ssb_queries()
     expected, warmup = expected_results(dsn, queries)
     logs = [ClientLog() for _ in range(clients)]
@@ -195,12 +226,14 @@ def run_load(dsn: str, clients: int, duration: float, seed: int) -> dict[str, An
         "total": summarise(everything, elapsed),
         "per_query": {name: summarise(per_query.get(name, []), elapsed) for name in sorted(queries)},
         "expected_rows": {name: len(rows) for name, rows in expected.items()},
+        "server_peak_rss_mb": rss.done(),
     }
 
 
 def text_report(report: dict[str, Any]) -> str:
+    rss = f"; server peak RSS {report['server_peak_rss_mb']:.0f} MiB" if report.get("server_peak_rss_mb") else ""
     lines = [f"{report['clients']} clients for {report['elapsed_s']:.1f} s "
-             f"(warm-up: each query once, {report['warmup_s']:.1f} s); errors: {report['errors']}",
+             f"(warm-up: each query once, {report['warmup_s']:.1f} s); errors: {report['errors']}{rss}",
              f"{'query':<8} {'count':>7} {'qps':>8} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9} {'max ms':>9}"]
     rows = list(report["per_query"].items()) + [("all", report["total"])]
     for name, s in rows:
@@ -238,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             proc, dsn = start_server(args.data, args.device, args.clients, args.data / "server.log", args.cache,
                                      args.server_arg)
             create_tables(dsn)
-        report = run_load(dsn, args.clients, args.duration, args.seed)
+        report = run_load(dsn, args.clients, args.duration, args.seed, proc.pid if proc is not None else None)
     finally:
         if proc is not None:
             proc.terminate()

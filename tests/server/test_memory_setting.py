@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from penstock.errors import QueryError
-from penstock.server.database import Database, ServerConfig, lower
+from penstock.server.database import Database, ServerConfig
+from penstock.server.query_runner import lower
 from penstock.server.settings import Settings, memory_bytes
 from server.conftest import Running
 
@@ -56,12 +57,12 @@ def test_the_session_cap_binds_the_query_and_not_the_next(tmp_path: Path) -> Non
     db = Database(ServerConfig(data_dir=str(data), device="cpu"))
     db.conn.register("u", str(write_groups(tmp_path / "u.parquet")))
     with pytest.raises(QueryError) as e:
-        db.execute(QUERY, lambda: None, session_limit=8 << 20)
+        db.queries.execute(QUERY, lambda: None, session_limit=8 << 20)
     assert e.value.sqlstate == "53200" and "MiB" in e.value.message
     with pytest.raises(QueryError) as e:
-        list(db.stream(QUERY, lambda: None, session_limit=8 << 20).result)
+        list(db.queries.stream(QUERY, lambda: None, session_limit=8 << 20).result)
     assert e.value.sqlstate == "53200"
-    assert tuple(db.execute(QUERY, lambda: None).result.to_arrow().to_pylist()[0].values()) == ANSWER
+    assert tuple(db.queries.execute(QUERY, lambda: None).result.to_arrow().to_pylist()[0].values()) == ANSWER
 
 
 def test_set_over_the_wire_caps_the_session(pg_server: Running) -> None:

@@ -73,12 +73,12 @@ def test_the_sessions_queries_spill_into_its_directory_under_its_budget(tmp_path
     settings = Settings({})
     settings.set("penstock.host_memory_limit", "64kB")
     settings.set("penstock.spill_dir", str(session_dir))
-    result = db.execute(GROUPED, watch, session_limit=2 * MiB, spill=settings.spill()).result
+    result = db.queries.execute(GROUPED, watch, session_limit=2 * MiB, spill=settings.spill()).result
     assert sorted(tuple(r.values()) for r in result.to_arrow().to_pylist()) == expected(table)
     assert seen["session"] > 0 and seen["server"] == 0, seen
     assert not list(session_dir.rglob("*.arrow"))  # removed once the query ended
     seen.update(session=0, server=0)  # without the settings: the server's directory
-    db.execute(GROUPED, watch, session_limit=2 * MiB, spill=SpillLimits(64 << 10)).result.to_arrow()
+    db.queries.execute(GROUPED, watch, session_limit=2 * MiB, spill=SpillLimits(64 << 10)).result.to_arrow()
     assert seen["server"] > 0 and seen["session"] == 0, seen
 
 

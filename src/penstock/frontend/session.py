@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pyarrow as pa
-from datafusion import SessionConfig, SessionContext, SQLOptions
+from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext, SQLOptions
 from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
@@ -75,12 +76,24 @@ class Frontend:
         # What a query penstock's kernels cannot run is run by: DataFusion with every rule
         # (without simplify_expressions it cannot execute COALESCE); Arrow IPC files as they
         # are (its reader cannot cast their dictionaries away to the plain schema).
+        self.config = config
         self.fallback_ctx = SessionContext(config)
         for ctx in (self.ctx, self.fallback_ctx):
             binary_functions.register(ctx)
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
         self._cast_names: Any = None  # SQL type -> arrow_cast's name for it (cast_type_names)
+
+    def limit_fallback_memory(self, pool: int, spill_dir: str) -> None:
+        """DataFusion's engine within `pool` bytes, spilling into `spill_dir` past it (its
+        hash joins fail with 53200 instead); before any table is registered (a server's
+        memory admission, server/query_runner.py)."""
+        if self.fields:
+            raise RuntimeError("limit_fallback_memory before registering tables")
+        os.makedirs(spill_dir, exist_ok=True)
+        runtime = RuntimeEnvBuilder().with_fair_spill_pool(pool).with_disk_manager_specified(spill_dir)
+        self.fallback_ctx = SessionContext(self.config, runtime)
+        binary_functions.register(self.fallback_ctx)
 
     # -- catalog ----------------------------------------------------------------------------
     def register_files(self, name: str, fmt: str, location: str, schema: pa.Schema,

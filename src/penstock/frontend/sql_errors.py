@@ -76,6 +76,8 @@ def translate_error(sql: str, error: Exception) -> QueryError:
                 position = len(sql.rstrip()) + 1
             return QueryError("syntax error at end of input", SYNTAX_ERROR, position)
         return QueryError(f'syntax error at or near "{found.group(1)}"', SYNTAX_ERROR, position)
+    if "Resources exhausted" in text:  # DataFusion's memory pool (a server's admission)
+        return QueryError(f"out of memory: {message}", "53200")
     refused = re.search(r"(DDL|DML|Statement) not supported: (\w+)", text)
     if refused:  # frontend/session.py QUERIES_ONLY: a statement that is not a query
         return QueryError(f"only queries run here (SELECT, WITH, VALUES, TABLE): {refused.group(2)} is not allowed "

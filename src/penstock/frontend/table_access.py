@@ -10,7 +10,8 @@ API, the CLI) everything registered is readable.
 
 The plan's text names a table without quotes, so a line is matched against every
 registered name it could stand for (`TableScan: a b projection=[x]` could be table "a" or
-"a b") and all of them must be readable: an odd name can only cost its owner a refusal,
+"a b"; `TableScan: public.a` is table "a" qualified by its schema, or a table named "public.a")
+and all of them must be readable: an odd name can only cost its owner a refusal,
 never hide another table's scan.
 """
 
@@ -54,5 +55,21 @@ def scanned_tables(plan_text: str, registered: Iterable[str]) -> frozenset[str]:
         if not body.startswith(SCAN):
             continue
         rest = body[len(SCAN):]
-        found.update(n for n in names if rest == n or rest.startswith(n + " "))
+        found.update(n for n in names if _names(rest, n))
     return frozenset(found)
+
+
+def _names(rest: str, name: str) -> bool:
+    """Whether a TableScan line's text may stand for table `name`: the name itself, or the
+    name qualified by its schema or its catalog and schema (`public.t`, `datafusion.public.t`:
+    DataFusion shows a scan as the statement qualified it; tables are registered in public)."""
+    at = rest.find(name)
+    while at >= 0:
+        end = at + len(name)
+        prefix = rest[:at]
+        qualified = prefix in ("", "public.") or (prefix.endswith(".public.") and prefix.count(".") == 2
+                                                  and " " not in prefix)
+        if qualified and (end == len(rest) or rest[end] == " "):
+            return True
+        at = rest.find(name, at + 1)
+    return False

@@ -1,6 +1,7 @@
-"""GPU memory admission: concurrent queries share the GPU without running it out of memory.
+"""Memory admission: concurrent queries share a device without running it out of memory.
 
-The GPU's memory (its cap, less what the column cache holds) is cut into `slots` equal
+The device's memory (the GPU's cap less what the column cache holds; on the CPU backend
+the kernels' part of the host cap, server/query_runner.py) is cut into `slots` equal
 shares. A query takes one slot and runs with that share as its memory limit, so the
 queries running at once never ask for more than the GPU has. A query whose share is too
 small is run again alone, holding every slot. When all slots are busy a query waits for
@@ -10,8 +11,10 @@ backend instead; the session is told which (a NOTICE) and EXPLAIN says so.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
 
@@ -34,11 +37,12 @@ class Admission:
         if slots < 1:
             raise ValueError("gpu slots must be at least 1")
         self.slots = slots
-        self.memory = memory  # bytes the queries may share; None: no accounting (CPU backend)
+        self.memory = memory  # bytes the queries may share; None: no accounting
         self.free = slots
         self.cond = threading.Condition()
         self.running_alone = False
-        self.alone_waiting = 0  # queries waiting to run alone: new ones queue behind them
+        self.queue: deque[int] = deque()  # waiting queries' tickets, first come first served
+        self.tickets = itertools.count()
 
     def share(self, slots: int) -> int | None:
         return None if self.memory is None else self.memory * slots // self.slots
@@ -46,13 +50,16 @@ class Admission:
     def acquire(self, policy: str = "wait", max_wait: float | None = None, alone: bool = False,
                 cancelled: threading.Event | None = None) -> Grant:
         """One slot (all of them when `alone`), waiting as the policy says. `policy` "cpu"
-        gives up at once when no slot is free; "wait" waits up to max_wait (None: forever)."""
+        gives up at once when no slot is free; "wait" waits up to max_wait (None: forever).
+        Waiting queries are served in the order they came (a query waiting to run alone
+        holds back the ones behind it), so no query waits for ever behind later ones."""
         want = self.slots if alone else 1
         started = time.monotonic()
         with self.cond:
-            self.alone_waiting += alone
+            ticket = next(self.tickets)
+            self.queue.append(ticket)
             try:
-                while self.free < want or (not alone and (self.running_alone or self.alone_waiting)):
+                while self.queue[0] != ticket or self.free < want or self.running_alone:
                     waited = time.monotonic() - started
                     if policy == "cpu" or (max_wait is not None and waited >= max_wait):
                         return Grant(0, None, waited)
@@ -64,7 +71,8 @@ class Admission:
                 self.running_alone = alone
                 return Grant(want, self.share(want), time.monotonic() - started)
             finally:
-                self.alone_waiting -= alone
+                self.queue.remove(ticket)
+                self.cond.notify_all()  # the next in line may go now
 
     def release(self, grant: Grant) -> None:
         if grant.slots == 0:

@@ -20,7 +20,8 @@ from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
 from penstock.explain import explain_request
 from penstock.server.emulation import pg_catalog
 from penstock.server.access.privileges import Role, parse_grant
-from penstock.server.database import Database, describe_engine
+from penstock.server.database import Database
+from penstock.server.query_runner import describe_engine
 from penstock.server.settings import Settings
 from penstock.server.statements import (CopyCommand, CreateExternal, parse_copy, parse_create, parse_cursor,
                                         parse_drop, parse_set, strip_comments, words)
@@ -141,7 +142,7 @@ def run_query(state: SessionState, sql: str) -> Outcome:
     require_query(sql, "this statement")
     sql = pg_catalog.for_session(state, sql)
     s = state.settings
-    executed = state.db.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
+    executed = state.db.queries.stream(sql, state.check, s.get("penstock.gpu_admission").lower(), s.gpu_wait(),
                                state.cancelled, s.memory_limit(), state.params or None, s.spill())
     result = executed.result
     notices = list(executed.notices)
@@ -267,7 +268,7 @@ def _explain(state: SessionState, sql: str, w: list[str]) -> Outcome:
     request = explain_request(strip_comments(sql))
     assert request is not None
     query, analyze = request
-    text = state.db.explain(require_query(query, "EXPLAIN"), analyze, state.check)
+    text = state.db.queries.explain(require_query(query, "EXPLAIN"), analyze, state.check)
     return Outcome("EXPLAIN", pa.table({"QUERY PLAN": text.rstrip("\n").split("\n")}))
 
 
@@ -276,7 +277,7 @@ def _create(state: SessionState, sql: str, w: list[str]) -> Outcome:
     if isinstance(cmd, CreateExternal):
         return Outcome("CREATE TABLE", notices=state.db.create_external(cmd, state.role))
     require_query(cmd.query, "CREATE TABLE AS")
-    rows = state.db.create_as(cmd, lambda q: state.db.execute(q, state.check).result, state.role)
+    rows = state.db.create_as(cmd, lambda q: state.db.queries.execute(q, state.check).result, state.role)
     if rows < 0:
         return Outcome("CREATE TABLE AS", notices=[f'relation "{cmd.name}" already exists, skipping'])
     return Outcome(f"SELECT {rows}")

@@ -1,9 +1,10 @@
-"""The one database a server process serves: its catalog, its engine, its GPU admission.
+"""The one database a server process serves: its catalog and tables (who owns and may read
+them, where their files may lie) and the connections that run its queries.
 
 All sessions share one penstock Connection, so the GPU is started once, there is one
-memory budget, and the device-resident column cache serves everyone. When the GPU's query
-slots are all taken a query may run on a second Connection on the CPU backend (same
-tables), as the session's `penstock.gpu_admission` setting says.
+memory budget, and the device-resident column cache serves everyone; beside a GPU a second
+Connection on the CPU backend holds the same tables. Queries run through QueryRunner
+(server/query_runner.py), under the memory admission of the device they run on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 from pathlib import Path
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,19 +24,15 @@ import pyarrow.parquet as pq
 import penstock
 from penstock.frontend.session import quoted
 from penstock.io.tables import list_files
-from penstock.api import Connection, Result, plain_types
-from penstock.exec.result_stream import streams
-from penstock.exec.spill.off_device import SpillLimits
-from penstock.streaming import ResultStream, finished
-from penstock.errors import DUPLICATE_TABLE, OUT_OF_MEMORY, UNDEFINED_TABLE, PenstockError, QueryError
+from penstock.api import Connection, Result
+from penstock.errors import DUPLICATE_TABLE, UNDEFINED_TABLE, PenstockError, QueryError
 from penstock.server.emulation import pg_catalog
-from penstock.server.admission import Admission, Grant
-from penstock.server.access.limits import cancellable
+from penstock.server.admission import Admission
 from penstock.server.access.locations import Locations
 from penstock.server.access.privileges import (GrantCommand, Role, check_grantees, require_file_reader,
                                                require_owner, require_read, with_grant)
 from penstock.server.catalog import Catalog, TableEntry, arrow_type, check_declared, csv_options, register_options
-from penstock.server.rewrites.rewrite import rewrite
+from penstock.server.query_runner import QueryRunner, host_shares
 from penstock.server.statements import CreateAs, CreateExternal, DropTables
 
 
@@ -69,13 +66,6 @@ class ServerConfig:
     file_readers: list[str] = field(default_factory=list)  # may create external tables over server files
 
 
-@dataclass
-class Executed:
-    result: Result | ResultStream
-    notices: list[str]
-    grant: Grant | None = None
-
-
 class Database:
     def __init__(self, config: ServerConfig):
         self.config = config
@@ -84,12 +74,23 @@ class Database:
         self.conn = penstock.connect(device=config.device, memory_limit=config.gpu_memory_limit,
                                      host_memory_limit=config.host_memory_limit, spill_dir=config.spill_dir,
                                      cache=config.cache or None, cache_limit=config.cache_limit)
-        on_gpu = self.conn.backend.name != "cpu"
-        self.cpu: Connection | None = penstock.connect(device="cpu") if on_gpu else None
-        budget = _gpu_memory(self.conn) if on_gpu else None
-        if budget is not None and config.cache:  # what the shared column cache may hold is not for queries
-            budget -= config.cache_limit or budget // 2
-        self.admission = Admission(max(config.gpu_slots, 1), budget)
+        slots = max(config.gpu_slots, 1)
+        spills = str(fallback_spill_dir(config.spill_dir))
+        self.cpu: Connection | None = None
+        host_admission: Admission | None = None
+        if self.conn.backend.name != "cpu":
+            budget = _gpu_memory(self.conn)
+            if budget is not None and config.cache:  # what the shared column cache may hold is not for queries
+                budget -= config.cache_limit or budget // 2
+            self.cpu = penstock.connect(device="cpu", spill_dir=config.spill_dir)
+            kernels, pool = host_shares(self.cpu.backend.default_budget())
+            self.cpu.frontend.limit_fallback_memory(pool, spills)
+            self.conn.frontend.limit_fallback_memory(pool, spills)
+            host_admission = Admission(slots, kernels)
+        else:
+            budget, pool = host_shares(config.gpu_memory_limit or self.conn.backend.default_budget())
+            self.conn.frontend.limit_fallback_memory(pool, spills)
+        self.admission = Admission(slots, budget)
         self.ddl_lock = threading.Lock()
         self.problems: dict[str, str] = {}  # catalog tables whose files cannot be opened now
         self.leftovers_removed = remove_leftovers(self.catalog, config.spill_dir)
@@ -100,6 +101,7 @@ class Database:
                 self.problems[entry.name] = str(e)
         self._memo: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._memo_lock = threading.Lock()
+        self.queries = QueryRunner(self.conn, self.cpu, self.admission, host_admission, self.memo)
         pg_catalog.install(self)
 
     def memo(self, key: tuple[object, ...], make: Callable[[], str]) -> str:
@@ -235,96 +237,6 @@ class Database:
                 entry = self.catalog.tables[name]
                 self.catalog.add(dataclasses.replace(entry, readers=with_grant(entry, cmd)))
 
-    # -- queries ----------------------------------------------------------------------------
-    def execute(self, sql: str, check: Callable[[], None], policy: str = "wait",
-                max_wait: float | None = None, cancelled: threading.Event | None = None,
-                session_limit: int | None = None, params: dict[str, bytes] | None = None,
-                spill: SpillLimits | None = None) -> Executed:
-        """Run a query under GPU admission. Catalog queries and queries for DataFusion do not
-        take a GPU slot; a query whose share of GPU memory is too small runs again alone.
-        `session_limit`: the session's own cap (SET penstock.memory_limit), below the rest;
-        `spill`: its host budget and spill directory (SET penstock.host_memory_limit,
-        penstock.spill_dir). `params`: bytea parameters bound when the query runs
-        (protocol/params.bind_values)."""
-        sql, prepared = self.plan(sql, params, check)
-        if prepared.compiled is None or self.cpu is None:
-            return Executed(self.conn.sql(sql, params, check=check, memory_limit=session_limit, spill=spill), [])
-        grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
-        if not grant.on_gpu:
-            check()
-            return Executed(self.cpu.sql(sql, params, check=check, memory_limit=session_limit, spill=spill),
-                            [self.busy_note(grant)], grant)
-        limit = lower(grant.memory_limit, session_limit)
-        try:
-            try:
-                return Executed(self.conn.sql(sql, params, check=check, memory_limit=limit, spill=spill), [], grant)
-            except QueryError as e:
-                session_bound = session_limit is not None and limit == session_limit
-                if e.sqlstate != OUT_OF_MEMORY or grant.slots == self.admission.slots or session_bound:
-                    raise  # alone, the session's own cap would bind all the same
-        finally:
-            self.admission.release(grant)
-        alone = self.admission.acquire("wait", None, alone=True, cancelled=cancelled)
-        try:
-            check()
-            result = self.conn.sql(sql, params, check=check, memory_limit=lower(alone.memory_limit, session_limit),
-                                   spill=spill)
-            return Executed(result, ["the query's share of GPU memory was too small: it ran again alone"], alone)
-        finally:
-            self.admission.release(alone)
-
-    def stream(self, sql: str, check: Callable[[], None], policy: str = "wait",
-               max_wait: float | None = None, cancelled: threading.Event | None = None,
-               session_limit: int | None = None, params: dict[str, bytes] | None = None,
-               spill: SpillLimits | None = None) -> Executed:
-        """A query whose result goes to the client as it is made (penstock/streaming.py),
-        under the same GPU admission as `execute`; the slot is held until the stream ends.
-        (A plan that cannot stream runs through `execute`, with its retry alone.)"""
-        sql, prepared = self.plan(sql, params, check)
-        if prepared.compiled is None or self.cpu is None:
-            return Executed(self.conn.stream(sql, params, check=check, memory_limit=session_limit, spill=spill), [])
-        if not streams(prepared.compiled.plan):
-            executed = self.execute(sql, check, policy, max_wait, cancelled, session_limit, params, spill)
-            return Executed(finished(executed.result), executed.notices, executed.grant)
-        grant = self.admission.acquire(policy, max_wait, cancelled=cancelled)
-        try:
-            if not grant.on_gpu:
-                check()
-                stream = self.cpu.stream(sql, params, check=check, memory_limit=session_limit, spill=spill)
-                notices = [self.busy_note(grant)]
-            else:
-                stream = self.conn.stream(sql, params, check=check,
-                                          memory_limit=lower(grant.memory_limit, session_limit), spill=spill)
-                notices = []
-        except BaseException:
-            self.admission.release(grant)
-            raise
-        stream.finalizers.append(lambda: self.admission.release(grant))
-        return Executed(stream, notices, grant)
-
-    def plan(self, sql: str, params: dict[str, bytes] | None, check: Callable[[], None]) -> tuple[str, Any]:
-        """The statement as the planner reads it, and its plan: made on a worker thread, so
-        a cancel or the statement's timeout answers the client while a slow plan is made
-        (access/limits.py); the plan cache keeps it for the run that follows."""
-        def work() -> tuple[str, Any]:
-            text = self.memo(("planner", sql), lambda: planner_sql(sql))
-            return text, self.conn.prepare(text, params)
-        return cancellable(work, check)
-
-    def busy_note(self, grant: Grant) -> str:
-        """The NOTICE for a query that ran on the CPU backend because the GPU slots were busy."""
-        waited = f" for {grant.waited:.1f} s" if grant.waited >= 0.05 else ""
-        return f"all {self.admission.slots} GPU query slots were busy{waited}: ran on the CPU backend"
-
-    def result_schema(self, sql: str) -> pa.Schema:
-        """The result columns of a query, from its plan (nothing runs)."""
-        planned = self.conn.prepare(self.memo(("planner", sql), lambda: planner_sql(sql))).planned
-        return plain_types(pa.Table.from_arrays([pa.array([], f.type) for f in planned.schema], names=planned.names)).schema
-
-    def explain(self, sql: str, analyze: bool, check: Callable[[], None] = lambda: None) -> str:
-        text, _ = self.plan(sql, None, check)
-        return self.conn.explain(text, analyze=analyze)
-
 
 def server_locations(config: ServerConfig, catalog: Catalog) -> Locations:
     """The data roots, and the server's own files no location may name."""
@@ -335,6 +247,14 @@ def server_locations(config: ServerConfig, catalog: Catalog) -> Locations:
                 config.tls_key, spill_root(config.spill_dir), cache_root()]
     return Locations.make(catalog.directory, config.roots, reserved,
                           [catalog.directory / ".catalog-", catalog.directory / ".users-"])
+
+
+def fallback_spill_dir(spill_dir: str | None) -> Path:
+    """Where DataFusion's engine spills past its pool: this process's folder of the spill
+    root, named as spill directories are, so a later start removes it once we are gone."""
+    from penstock.exec.spill.directory import PREFIX, spill_root
+
+    return spill_root(spill_dir) / f"{PREFIX}{os.getpid()}-datafusion"
 
 
 def remove_leftovers(catalog: Catalog, spill_dir: str | None) -> list[Path]:
@@ -348,26 +268,8 @@ def remove_leftovers(catalog: Catalog, spill_dir: str | None) -> list[Path]:
     return removed + remove_spill(spill_root(spill_dir))
 
 
-def planner_sql(sql: str) -> str:
-    """The statement as DataFusion should read it: PostgreSQL-only syntax rewritten (the
-    frontend then types constants as PostgreSQL types them, bytea constants included)."""
-    return rewrite(sql)
-
-
 def _gpu_memory(conn: Connection) -> int | None:
     limit = conn.backend.memory_limit
     if limit:
         return int(limit)
     return conn.backend.default_budget() if conn.backend.name == "gpu" else None
-
-
-def describe_engine(result: Result | ResultStream) -> str:
-    why = f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""
-    return f"{result.engine}{why}"
-
-
-def lower(limit: int | None, other: int | None) -> int | None:
-    """The tighter of two memory caps (None: no cap)."""
-    if limit is None:
-        return other
-    return limit if other is None else min(limit, other)

@@ -256,7 +256,7 @@ class Extended:
             if w[0] in ("SHOW", "FETCH", "EXPLAIN"):
                 return None  # described when the portal runs
             sql = substitute(stmt.sql, [None] * len(stmt.oids), stmt.oids)
-            stmt.described = self.session.server.db.result_schema(sql)
+            stmt.described = self.session.server.db.queries.result_schema(sql)
         return stmt.described
 
 
