@@ -19,16 +19,14 @@ import pyarrow as pa
 
 from penstock.device import get_backend
 from penstock.errors import FEATURE_NOT_SUPPORTED, PenstockError, QueryError, Unsupported
-from penstock.exec.compiled_plan import CompiledPlan, compile_plan
 from penstock.exec.executor import Executor
 from penstock.exec.metrics import QueryMetrics
 from penstock.exec.spill.off_device import SpillLimits
 from penstock.explain import explain_request, explain_text
 from penstock.frontend import table_functions
 from penstock.frontend.clock import reads_clock
-from penstock.frontend.fallback_check import bytea_cast_hazard
 from penstock.frontend.param_slots import runtime_values, shape
-from penstock.frontend.session import Frontend, PlannedQuery, fold_identifier
+from penstock.frontend.session import Frontend, fold_identifier
 from penstock.frontend.table_access import check_reads, reading_as  # noqa: F401 - the server's way in
 from penstock.frontend.sql_errors import translate_error
 from penstock.io import TableReader, open_table
@@ -38,7 +36,7 @@ from penstock.io.read.read_path import READ_PATHS
 from penstock.io.memory import MemoryTable
 from penstock.output import plain_types
 from penstock.plan.physical import PhysicalPlan
-from penstock.plan.planner import PhysicalPlanner
+from penstock.prepared import Prepared, compile_planned
 from penstock.plan.types import to_arrow
 from penstock.streaming import ResultStream, open_stream
 
@@ -69,14 +67,6 @@ class Result:
     def __repr__(self) -> str:
         why = f", fallback: {self.fallback_reason}" if self.fallback_reason else ""
         return f"<penstock.Result {self.num_rows} rows, engine {self.engine}{why}>"
-
-
-@dataclass
-class _Prepared:
-    planned: PlannedQuery
-    physical: PhysicalPlan | None = None
-    compiled: CompiledPlan | None = None
-    reason: str | None = None
 
 
 def _memory_limit(memory_limit: int | None, gpu_memory_limit: int | None) -> int | None:
@@ -111,7 +101,7 @@ class Connection:
         self.memory_limit = gpu_memory_limit
         self.frontend = Frontend()
         self.tables: dict[str, TableReader] = {}
-        self._plans: dict[tuple[Any, ...], _Prepared] = {}
+        self._plans: dict[tuple[Any, ...], Prepared] = {}
         self.table_answers: dict[str, str] = {}  # a table function's registered answer -> what made it
         self.table_sources: dict[str, tuple[str, ...]] = {}  # ... -> the tables its search read
         self._lock = threading.RLock()
@@ -230,7 +220,7 @@ class Connection:
         at run time, frontend/param_slots.py) and the catalog's version."""
         return (sql, shape(params), self.frontend.version)
 
-    def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> _Prepared:
+    def prepare(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Prepared:
         """The statement planned and compiled (from the plan cache when it was before). Only
         the cache is under the connection's lock: a slow statement to plan delays no other.
         Every plan's tables are checked against the thread's reader first (table_access.py)."""
@@ -250,25 +240,8 @@ class Connection:
             sql = table_functions.rewrite(sql, lambda call: answer_call(self, call))
         planned = self.frontend.plan(sql, params)
         check_reads(self.sources(planned.tables))
-        prepared = _Prepared(planned, reason=planned.unsupported)
-        if planned.ir is not None:
-            try:
-                planner = PhysicalPlanner(lambda t: self.tables[t].num_rows() if t in self.tables else None)
-                prepared.physical = planner.plan(planned.ir, planned.names)
-                prepared.compiled = compile_plan(self.backend, prepared.physical)
-                if planned.markers:  # a CUDA graph would keep the first call's bytes
-                    prepared.compiled.unsteady = "its bytea parameters are bound when it runs"
-            except Unsupported as e:
-                prepared.reason, prepared.physical, prepared.compiled = str(e), None, None
-            except PenstockError as e:  # a kernel that does not compile is a penstock bug
-                if self.strict:
-                    raise
-                prepared.reason = f"internal error while compiling kernels: {e}"
-                prepared.physical = prepared.compiled = None
-            if prepared.compiled is None and planned.hazard is None and planned.substrait is not None:
-                # translated but not compiled, it falls back: DataFusion must not read
-                # text cast to bytea otherwise (the kernels read it as PostgreSQL does)
-                planned.hazard = bytea_cast_hazard(planned.substrait)
+        prepared = compile_planned(planned, self.backend,
+                                   lambda t: self.tables[t].num_rows() if t in self.tables else None, self.strict)
         if clock:
             return prepared
         with self._lock:
@@ -310,13 +283,13 @@ class Connection:
         return Result(table, self.backend.engine, None, metrics, time.perf_counter() - started,
                       prepared.physical)
 
-    def _fallback(self, prepared: _Prepared, started: float, check: Callable[[], None] | None = None,
+    def _fallback(self, prepared: Prepared, started: float, check: Callable[[], None] | None = None,
                   params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
         schema, pieces = self.fallback_pieces(prepared, check, params)
         table = pa.Table.from_batches([b for piece in pieces for b in piece.to_batches()], schema)
         return Result(table, "datafusion", prepared.reason or "unknown", None, time.perf_counter() - started)
 
-    def fallback_pieces(self, prepared: _Prepared, check: Callable[[], None] | None = None,
+    def fallback_pieces(self, prepared: Prepared, check: Callable[[], None] | None = None,
                         params: Sequence[Any] | dict[str, Any] | None = None) -> tuple[pa.Schema, Iterator[pa.Table]]:
         """A query for DataFusion: its result's schema, and its batches as DataFusion makes
         them (a cancel stops it between batches)."""
