@@ -239,27 +239,29 @@ def _utf8(data: bytes, number: int) -> str:
 
 
 def _date(days: int, number: int) -> datetime.date:
-    if days in (DATE_INFINITY, -DATE_INFINITY - 1):
-        sign = "" if days > 0 else "-"
-        raise ParamError(f'parameter ${number}: date "{sign}infinity" is not supported', NOT_SUPPORTED)
-    if not PG_DATE_MIN <= days < PG_DATE_END:
-        raise ParamError(f"parameter ${number}: date out of range", DATETIME_OVERFLOW)
-    if not DATE_MIN <= days <= DATE_MAX:
-        raise ParamError(f"parameter ${number}: date out of range: penstock holds dates from 0001-01-01 to "
-                         "9999-12-31", DATETIME_OVERFLOW)
+    _in_range(days, DATE_INFINITY, (PG_DATE_MIN, PG_DATE_END), (DATE_MIN, DATE_MAX), "date", "dates", number)
     return PG_EPOCH + datetime.timedelta(days=days)
 
 
 def _timestamp_from(micros: int, name: str, number: int) -> datetime.datetime:
-    if micros in (TIMESTAMP_INFINITY, -TIMESTAMP_INFINITY - 1):
-        sign = "" if micros > 0 else "-"
-        raise ParamError(f'parameter ${number}: {name} "{sign}infinity" is not supported', NOT_SUPPORTED)
-    if not PG_TIMESTAMP_MIN <= micros < PG_TIMESTAMP_END:
-        raise ParamError(f"parameter ${number}: timestamp out of range", DATETIME_OVERFLOW)
-    if not TS_MIN <= micros <= TS_MAX:
-        raise ParamError(f"parameter ${number}: timestamp out of range: penstock holds timestamps from "
-                         "0001-01-01 to 9999-12-31", DATETIME_OVERFLOW)
+    _in_range(micros, TIMESTAMP_INFINITY, (PG_TIMESTAMP_MIN, PG_TIMESTAMP_END), (TS_MIN, TS_MAX), name,
+              "timestamps", number)
     return PG_EPOCH_DT + datetime.timedelta(microseconds=micros)
+
+
+def _in_range(value: int, infinity: int, postgres: tuple[int, int], ours: tuple[int, int], name: str,
+              plural: str, number: int) -> None:
+    """A binary date or timestamp PostgreSQL and penstock can hold: +-infinity is 0A000,
+    outside PostgreSQL's range (first..end, end excluded) or penstock's (first..last) 22008."""
+    if value in (infinity, -infinity - 1):
+        sign = "" if value > 0 else "-"
+        raise ParamError(f'parameter ${number}: {name} "{sign}infinity" is not supported', NOT_SUPPORTED)
+    word = "date" if name == "date" else "timestamp"
+    if not postgres[0] <= value < postgres[1]:
+        raise ParamError(f"parameter ${number}: {word} out of range", DATETIME_OVERFLOW)
+    if not ours[0] <= value <= ours[1]:
+        raise ParamError(f"parameter ${number}: {word} out of range: penstock holds {plural} from 0001-01-01 to "
+                         "9999-12-31", DATETIME_OVERFLOW)
 
 
 def numeric_from_binary(data: bytes, number: int = 1) -> decimal.Decimal:
