@@ -180,3 +180,37 @@ def test_csv_options_survive_a_restart_and_bad_ones_are_refused(data: Path) -> N
         assert run(s, "select a, b from semi order by a") == [(1, "x"), (2, "y")]
     finally:
         stop_server(s)
+
+
+def test_start_up_removes_what_an_interrupted_server_left(data: Path, tmp_path_factory, monkeypatch) -> None:
+    """CREATE TABLE AS staging, results no table uses, spill directories and half-written
+    kernel-cache files of processes that are gone are removed when a server starts; a
+    running process's files and the tables' own are kept."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(cache))
+    gone = 2 ** 22 + 12345  # above any pid this machine hands out (pid_max is at most 2^22)
+    s = start_server(data)
+    try:
+        run(s, "CREATE EXTERNAL TABLE s STORED AS ARROW LOCATION 'sample.arrow'", "CREATE TABLE kept AS SELECT id FROM s")
+    finally:
+        stop_server(s)
+    tables = data / "tables"
+    staging = tables / ".staging-0123"
+    orphan = tables / "4567"
+    for folder in (staging, orphan):
+        folder.mkdir()
+        (folder / "part-0.parquet").write_bytes(b"x")
+    spill = cache / "spill" / f"penstock-spill-{gone}-abc"
+    spill.mkdir(parents=True)
+    kernels = cache / "kernels"
+    kernels.mkdir(exist_ok=True)  # the first server compiled its kernels there
+    stale, live = kernels / f".k.so.{gone}.tmp", kernels / f".k.so.{os.getpid()}.tmp"
+    stale.write_bytes(b"x")
+    live.write_bytes(b"x")
+    s = start_server(data)
+    try:
+        assert not staging.exists() and not orphan.exists() and not spill.exists() and not stale.exists()
+        assert live.exists()
+        assert run(s, "select count(*) from kept") == [(4,)]
+    finally:
+        stop_server(s)

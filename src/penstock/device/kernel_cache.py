@@ -38,6 +38,31 @@ def write_atomically(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the half-written files (`.NAME.PID.tmp`, the CPU backend's `.NAME.PID.link`) of
+    processes that are gone: a kill between write and rename leaves one (`penstock serve`
+    calls it at start-up)."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for path in [*folder.glob(".*.tmp"), *folder.glob(".*.link")]:
+        pid = path.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def log_source(spec: KernelSpec) -> None:
     """With PENSTOCK_KERNEL_LOG=DIR, keep each kernel's source there (CI compiles them all
     with NVRTC afterwards, so a kernel that would not build for the GPU fails CI)."""

@@ -259,13 +259,16 @@ def fallback_spill_dir(spill_dir: str | None) -> Path:
 
 def remove_leftovers(catalog: Catalog, spill_dir: str | None) -> list[Path]:
     """At start-up: CREATE TABLE AS staging and results no table uses (a kill or a crash
-    left them), and spill directories of processes that are gone."""
+    left them), spill directories and half-written kernel-cache files of processes that
+    are gone."""
+    from penstock.device.kernel_cache import cache_dir, installation_dir, remove_stale_temporaries
     from penstock.exec.spill.directory import remove_leftovers as remove_spill, spill_root
 
     removed = catalog.leftovers()
     for path in removed:
         shutil.rmtree(path, ignore_errors=True)
-    return removed + remove_spill(spill_root(spill_dir))
+    removed += remove_spill(spill_root(spill_dir))
+    return removed + remove_stale_temporaries(cache_dir()) + remove_stale_temporaries(installation_dir() / "kernels")
 
 
 def _gpu_memory(conn: Connection) -> int | None:
