@@ -30,8 +30,8 @@ from penstock.frontend.output_names import name_select_list
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait.rel import RelTranslator
-from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_DEPTH, balance_chains,
-                                               check_depth)
+from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_CONSTANTS, SUBSTRAIT_DEPTH,
+                                               balance_chains, check_depth, constants)
 from penstock.frontend.table_access import scanned_tables
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
@@ -193,9 +193,10 @@ class Frontend:
             if depth > SUBSTRAIT_DEPTH:
                 raise Unsupported(f"its expressions nest {depth} deep, past the {SUBSTRAIT_DEPTH} penstock translates "
                                   "(DataFusion's Substrait producer takes time cubic in the depth)")
-            if len(sql) > SUBSTRAIT_BYTES:
-                raise Unsupported(f"the statement is {len(sql):,} characters long, past the {SUBSTRAIT_BYTES:,} "
-                                  "penstock compiles (kernels pass at most a few hundred constants)")
+            if len(sql) > SUBSTRAIT_BYTES or constants(sql) > SUBSTRAIT_CONSTANTS:
+                raise Unsupported(f"the statement is {len(sql):,} characters long with {constants(sql):,} constants, "
+                                  f"past the {SUBSTRAIT_BYTES:,} characters or {SUBSTRAIT_CONSTANTS:,} constants penstock "
+                                  "compiles (a kernel passes a few hundred constants)")
             substrait = self.substrait(logical)
             ir = self.translate(logical, substrait, slotted.markers)
             reason = None

@@ -24,6 +24,7 @@ STATEMENT_TOO_COMPLEX = "54001"
 MAX_DEPTH = 256  # past it DataFusion's optimiser alone holds the GIL ~70 ms and grows as the square
 SUBSTRAIT_DEPTH = 64  # past it DataFusion's Substrait producer takes tens of ms and grows as the cube
 SUBSTRAIT_BYTES = 64 << 10  # longer statements run on DataFusion: Substrait and code generation grow with them
+SUBSTRAIT_CONSTANTS = 1024  # so do statements with more constants (a kernel passes a few hundred)
 MAX_SUBQUERY_NESTING = 12  # DataFusion's optimiser: 15 nested scalar subqueries 50 ms, 20 1.5 s, 25 ~50 s
 GROUP_AT_LEAST = 8  # chains shorter than this are left as written
 
@@ -173,6 +174,11 @@ def expression_depth(sql: str) -> tuple[int, int]:
             continue
         deepest = max(deepest, len(chain) + sum(chain))
     return deepest, nesting
+
+
+def constants(sql: str) -> int:
+    """How many literal numbers and strings the statement holds."""
+    return sum(1 for t in tokens(sql) if t.kind in ("number", "string"))
 
 
 def check_depth(sql: str, limit: int = MAX_DEPTH, subqueries: int = MAX_SUBQUERY_NESTING) -> int:
