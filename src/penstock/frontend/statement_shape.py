@@ -10,7 +10,8 @@ Only operands that are plainly operands are grouped -- pieces between two operat
 the chain, at one parenthesis level, holding no clause word, comma, CASE arm or (for AND)
 a BETWEEN's own AND -- so a grouping the scan is unsure of is left as written.
 
-Every other deep shape (a chain of 500 `+`, 60 nested parentheses, 20 nested subqueries)
+Every other deep shape (a chain of 500 `+`, 60 nested parentheses, 20 nested subqueries,
+thousands of UNIONs or JOINs: 20,000 UNION ALLs overflowed a 64 MiB stack in DataFusion)
 is measured from the tokens and refused past MAX_DEPTH (MAX_SUBQUERY_NESTING) with
 PostgreSQL's error, 54001 "stack depth limit exceeded", before DataFusion sees it.
 """
@@ -25,6 +26,7 @@ MAX_DEPTH = 256  # past it DataFusion's optimiser alone holds the GIL ~70 ms and
 SUBSTRAIT_DEPTH = 64  # past it DataFusion's Substrait producer takes tens of ms and grows as the cube
 SUBSTRAIT_BYTES = 64 << 10  # longer statements run on DataFusion: Substrait and code generation grow with them
 SUBSTRAIT_CONSTANTS = 1024  # so do statements with more constants (a kernel passes a few hundred)
+MAX_JOINS = 64  # tables joined at one level: DataFusion's optimiser holds the GIL 70 ms at 64, 0.4 s at 128, 5 s at 256
 MAX_SUBQUERY_NESTING = 12  # DataFusion's optimiser: 15 nested scalar subqueries 50 ms, 20 1.5 s, 25 ~50 s
 GROUP_AT_LEAST = 8  # chains shorter than this are left as written
 
@@ -33,6 +35,10 @@ GROUP_AT_LEAST = 8  # chains shorter than this are left as written
 _STOPS = frozenset("""select from where group having order limit offset fetch union intersect except
     case when then else end on using join inner left right full cross natural lateral window over
     partition rows range groups returning into values with as by""".split())
+# Words that combine two queries into one plan node (one level of a left-deep plan each)
+_SET_OPERATIONS = frozenset(("union", "intersect", "except"))
+# Words that end a FROM list (or, at the level of a WITH, its list of queries)
+_LIST_ENDS = frozenset("where group having order limit offset fetch window union intersect except".split())
 # Binary operators written as words (each adds a level, as `+` does)
 _WORD_OPERATORS = frozenset("like ilike similar is in between not collate at".split())
 
@@ -143,37 +149,62 @@ def _mark_balanced(starts: list[int], ends: list[int], lo: int, hi: int,
     _mark_balanced(starts, ends, mid + 1, hi, opens, closes)
 
 
-def expression_depth(sql: str) -> tuple[int, int]:
+def expression_depth(sql: str) -> tuple[int, int, int, int]:
     """How deep DataFusion's trees for the statement can be, from its tokens: (expression
-    depth, subquery nesting). Each level of parentheses adds one to the depth, and within
-    a level each binary or prefix operator since the last comma or clause word adds one
-    (AND and OR not counted: balance_chains regroups them); a SELECT inside parentheses
-    is one level of subquery nesting."""
-    deepest, nesting = 0, 0
-    chain, queries = [0], [0]
+    depth, subquery nesting, relation depth, most joins at one level). Each level of
+    parentheses adds one to the depth, and within a level each binary or prefix operator
+    since the last comma or clause word adds one (AND and OR not counted: balance_chains
+    regroups them); a SELECT inside parentheses is one level of subquery nesting.
+    DataFusion builds joins, set operations and WITH lists as left-deep plans, one level
+    each: every JOIN, UNION, INTERSECT or EXCEPT, and every comma of a FROM or WITH list,
+    adds one to the relation depth (its enclosing levels' included); JOINs and FROM commas
+    are also counted per level."""
+    deepest, nesting, relations, most_joins = 0, 0, 0, 0
+    chain, queries, joins, combined = [0], [0], [0], [0]
+    listing = [""]  # "from" or "with": this level's commas join relations
     opened = False  # the last significant token was "("
+    first = True
     for t in tokens(sql):
         if not _significant(t):
             continue
-        if opened and t.kind == "word" and t.low in ("select", "with", "values"):
+        word = t.low if t.kind == "word" else ""
+        if opened and word in ("select", "with", "values"):
             queries[-1] = queries[-2] + 1 if len(queries) > 1 else 1
             nesting = max(nesting, queries[-1])
+        starts, first = opened or first, False  # a query starts here
         opened = t.text in ("(", "[")
         if opened:
             chain.append(0)
             queries.append(queries[-1])
+            joins.append(0)
+            combined.append(0)
+            listing.append("")
         elif t.text in (")", "]"):
             if len(chain) > 1:
                 chain.pop()
                 queries.pop()
-        elif t.text in (",", ";") or (t.kind == "word" and t.low in _STOPS | {"and", "or"}):
+                joins.pop()
+                combined.pop()
+                listing.pop()
+        elif t.text in (",", ";") or word in _STOPS | {"and", "or"}:
             chain[-1] = 0
-        elif t.kind in ("op", "cast") or (t.kind == "word" and t.low in _WORD_OPERATORS):
+            if word == "join" or (t.text == "," and listing[-1] == "from"):
+                joins[-1] += 1
+                most_joins = max(most_joins, joins[-1])
+            elif word in _SET_OPERATIONS or (t.text == "," and listing[-1] == "with"):
+                combined[-1] += 1
+                joins[-1] = 0  # the next query has a FROM clause of its own
+            relations = max(relations, sum(joins) + sum(combined))
+            if word == "from" or (word == "with" and starts):
+                listing[-1] = word
+            elif word in _LIST_ENDS or (word == "select" and listing[-1] == "with"):
+                listing[-1] = ""
+        elif t.kind in ("op", "cast") or word in _WORD_OPERATORS:
             chain[-1] += 1
         else:
             continue
         deepest = max(deepest, len(chain) + sum(chain))
-    return deepest, nesting
+    return deepest, nesting, relations, most_joins
 
 
 def constants(sql: str) -> int:
@@ -181,9 +212,18 @@ def constants(sql: str) -> int:
     return sum(1 for t in tokens(sql) if t.kind in ("number", "string"))
 
 
-def check_depth(sql: str, limit: int = MAX_DEPTH, subqueries: int = MAX_SUBQUERY_NESTING) -> int:
+def check_depth(sql: str, limit: int = MAX_DEPTH, subqueries: int = MAX_SUBQUERY_NESTING,
+                joined: int = MAX_JOINS) -> int:
     """The statement's expression depth (expression_depth), or 54001 past the limits."""
-    depth, nesting = expression_depth(sql)
+    depth, nesting, relations, most_joins = expression_depth(sql)
+    if most_joins > joined:
+        raise QueryError(f"stack depth limit exceeded: {most_joins + 1} tables joined in one FROM clause, past "
+                         f"penstock's limit of {joined + 1} (DataFusion's optimiser takes time cubic in it)",
+                         STATEMENT_TOO_COMPLEX)
+    if relations > limit:
+        raise QueryError(f"stack depth limit exceeded: the statement joins or combines relations {relations} deep, "
+                         f"past penstock's limit of {limit} (DataFusion's planner recurses through each)",
+                         STATEMENT_TOO_COMPLEX)
     if depth > limit:
         raise QueryError(f"stack depth limit exceeded: the statement's expressions nest {depth} deep, "
                          f"past penstock's limit of {limit} (split the expression, or use IN (...) for "

@@ -110,6 +110,9 @@ class Session:
         self.begin_statement()
         self.running = sql
         try:
+            # the extended protocol's text parameters are written into the statement: a
+            # 60 MB parameter costs what a 60 MB literal does (access/limits.py)
+            check_statement_size(len(sql.encode()), self.server.db.config.max_statement_bytes)
             outcome = run_statement(self.state, sql)
         except (ClientGone, ProtocolViolation, KeyboardInterrupt, SystemExit):
             raise
