@@ -39,6 +39,7 @@ from penstock.plan.physical import PhysicalPlan
 from penstock.prepared import Prepared, compile_planned
 from penstock.plan.types import to_arrow
 from penstock.streaming import ResultStream, open_stream
+from penstock.watched import watched
 
 PLAN_CACHE_SIZE = 256
 
@@ -309,10 +310,8 @@ class Connection:
         schema = _rename(plain_types(planned.empty_table()), names).schema
 
         def pieces() -> Iterator[pa.Table]:
-            try:
-                for batch in batches:
-                    if check is not None:
-                        check()
+            try:  # DataFusion's next batch may be far off (an aggregate's is its whole run): watched
+                for batch in (watched(iter(batches), check) if check is not None else batches):
                     b = batch.to_pyarrow()
                     # the plan may say Utf8 where a batch has Utf8View (CASE of '' and x::text)
                     table = pa.Table.from_batches([b if b.schema.equals(planned) else b.cast(planned)])

@@ -27,10 +27,10 @@ from penstock.api import Connection, Result, plain_types
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.result_stream import streams
 from penstock.exec.spill.off_device import SpillLimits
-from penstock.server.access.limits import cancellable
 from penstock.server.admission import Admission, Grant
 from penstock.server.rewrites.rewrite import rewrite
 from penstock.streaming import ResultStream, finished
+from penstock.watched import cancellable
 
 KERNELS_SHARE = 3  # quarters of a host cap for the kernels' queries; the rest is DataFusion's pool
 
@@ -60,7 +60,7 @@ class QueryRunner:
     def plan(self, sql: str, params: dict[str, bytes] | None, check: Callable[[], None]) -> tuple[str, Any]:
         """The statement as the planner reads it, and its plan: made on a worker thread, so
         a cancel or the statement's timeout answers the client while a slow plan is made
-        (access/limits.py); the plan cache keeps it for the run that follows."""
+        (penstock/watched.py); the plan cache keeps it for the run that follows."""
         def work() -> tuple[str, Any]:
             text = self.memo(("planner", sql), lambda: planner_sql(sql))
             return text, self.conn.prepare(text, params)

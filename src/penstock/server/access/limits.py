@@ -6,27 +6,23 @@ plan beyond its statement_timeout or a cancel.
   shuts the socket of a connection past its deadline, which ends its blocked read.
 - Statements longer than max_statement_bytes are refused with 54000 before anything parses
   them (a 60 MB literal took 61 s and 1.8 GB of rewriting and planning).
-- Planning is one native call into DataFusion that cannot stop midway. It runs on a worker
-  thread while the session's thread keeps checking for a cancel or the statement's
-  timeout; a plan whose statement was given up finishes on its own and is thrown away.
-  Threads get PLANNING_STACK of stack (address space, touched only as used): DataFusion
-  walks expression trees recursively.
+- Planning is one native call into DataFusion that cannot stop midway: it runs watched
+  (penstock/watched.py), so a cancel or the statement's timeout answers at once. Threads
+  get PLANNING_STACK of stack (address space, touched only as used): DataFusion walks
+  expression trees recursively.
 """
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import socket
 import threading
 import time
-from typing import Callable, TypeVar
 
 from penstock.errors import QueryError
 
 PROGRAM_LIMIT_EXCEEDED = "54000"
 PLANNING_STACK = 64 << 20
-T = TypeVar("T")
 
 
 class AuthDeadlines:
@@ -79,26 +75,3 @@ def check_statement_size(length: int, limit: int) -> None:
     if length > limit:
         raise QueryError(f"statement too large: {length:,} bytes, past the server's limit of {limit:,} "
                          "(penstock serve --max-statement-kb)", PROGRAM_LIMIT_EXCEEDED)
-
-
-def cancellable(work: Callable[[], T], check: Callable[[], None], poll: float = 0.01) -> T:
-    """`work()` on a worker thread (with this thread's context: the table reader), while
-    this thread calls `check` every `poll` seconds; a check that raises gives the work up."""
-    context = contextvars.copy_context()
-    outcome: dict[str, object] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome["value"] = context.run(work)
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-            outcome["error"] = e
-        finally:
-            done.set()
-
-    threading.Thread(target=run, daemon=True, name="penstock-plan").start()
-    while not done.wait(poll):
-        check()
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]  # type: ignore[return-value]

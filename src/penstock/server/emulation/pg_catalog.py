@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from penstock.frontend.session import quoted
 from penstock.server.emulation import information_schema
 from penstock.server.emulation.pg_catalog_functions import CatalogView, functions
 from penstock.server.emulation.pg_catalog_tables import (
@@ -129,7 +130,7 @@ def user_relations(db: Database) -> list[Relation]:
         rows = table.num_rows()
         entry = db.catalog.tables.get(name)
         size = sum(Path(f).stat().st_size for f in getattr(table, "files", []) if Path(f).exists())
-        out.append(Relation(oids[name], name, PUBLIC_OID, "r", db.conn.frontend.ctx.table(name).schema(),
+        out.append(Relation(oids[name], name, PUBLIC_OID, "r", db.conn.frontend.ctx.table(quoted(name)).schema(),
                             float(rows) if rows is not None else -1.0, size, entry.comment if entry else None))
     return out
 
