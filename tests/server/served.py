@@ -34,7 +34,10 @@ import pytest
 
 from penstock.server.protocol.scram import save_user
 
-PENSTOCK = str(Path(sys.executable).with_name("penstock"))
+# the installed command beside this interpreter, else the same entry point through it
+_SCRIPT = Path(sys.executable).with_name("penstock")
+PENSTOCK = [str(_SCRIPT)] if _SCRIPT.exists() else [
+    sys.executable, "-c", "import sys; from penstock.cli import main; sys.exit(main(sys.argv[1:]))"]
 PASSWORDS = {"root": "root pw", "alice": "alice pw", "bob": "bob pw", "carol": "carol pw"}
 LISTENING = re.compile(r"listening on (\S+):(\d+)")
 START_TIMEOUT = 60.0
@@ -88,7 +91,7 @@ class Served:
 
     # -- the process ----------------------------------------------------------------------------
     def command(self) -> list[str]:
-        cmd = [PENSTOCK, "serve", "--data", str(self.data), "--device", "cpu", "--port", "0",
+        cmd = [*PENSTOCK, "serve", "--data", str(self.data), "--device", "cpu", "--port", "0",
                "--auth", "scram", "--users", str(self.users_file), "--spill-dir", str(self.home / "spill")]
         if self.admin:
             cmd += ["--admin", self.admin]
