@@ -51,4 +51,14 @@ QUERIES: list[Q] = [
     Q("limit_after_filter", "SELECT id, s FROM wide WHERE s LIKE '%a%' ORDER BY id DESC LIMIT 15"),
     Q("limit_in_subquery", "SELECT sum(i32) AS s, count(*) AS n FROM "
       "(SELECT i32 FROM wide ORDER BY i32 NULLS LAST, id LIMIT 100) t", note="top-k feeding an aggregate"),
+    # a LIMIT whose result feeds a step that reads no column of it (count(*), a cross join
+    # that keeps no column): rows without columns once lost their count
+    Q("count_over_limit_past_the_end", "SELECT count(*) AS n FROM (SELECT id FROM wide LIMIT 1000000) t"),
+    Q("count_over_limit", "SELECT count(*) AS n FROM (SELECT id FROM wide LIMIT 37) t"),
+    Q("count_over_limit_offset", "SELECT count(*) AS n FROM (SELECT id FROM wide LIMIT 50 OFFSET 20) t"),
+    Q("cross_join_limit_one_row_sides", "SELECT a, b FROM (SELECT * FROM (SELECT 1 AS a) x, (SELECT 2 AS b) y "
+      "LIMIT 1) t", note="the LIMIT is pushed onto both one-row sides"),
+    Q("cross_join_limited_side", "SELECT count(*) AS n FROM jl, (SELECT id FROM wide LIMIT 2) l"),
+    Q("cross_join_limit_keeps_a_side", "SELECT l.rn, count(*) AS n FROM (SELECT id FROM wide LIMIT 5) w, "
+      "(SELECT 1 AS rn) l GROUP BY l.rn"),
 ]

@@ -343,6 +343,8 @@ def arrow_to_batch(backend: Backend, table: pa.Table, types: list[DataType]) -> 
     from penstock.io.device_batch import normalize
 
     table = table.combine_chunks()
+    if table.num_columns == 0:  # rows without columns (count(*) over a LIMIT): the count is all there is
+        return Batch([], table.num_rows)
     if table.num_rows == 0:
         arrays = [pa.array([], type=table.schema.field(i).type) for i in range(table.num_columns)]
     else:

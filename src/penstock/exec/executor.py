@@ -328,8 +328,9 @@ class Executor:
     # -- breakers on whole buffers (host side, through Arrow) --------------------------------
     def limit(self, step: LimitBuffer, store: BufferStore, metrics: QueryMetrics, started: float) -> None:
         table = store.arrow(step.source)
-        count = table.num_rows - step.offset if step.count is None else step.count
-        sliced = table.slice(step.offset, max(count, 0))
+        left = max(table.num_rows - step.offset, 0)
+        count = left if step.count is None else min(step.count, left)
+        sliced = table.slice(min(step.offset, table.num_rows), count)  # a table without columns does not clamp
         store.put_host(step.target, sliced)
         metrics.steps.append(StepMetrics("limit", "host", table.num_rows, sliced.num_rows,
                                          time.perf_counter() - started))

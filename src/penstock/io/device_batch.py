@@ -245,4 +245,11 @@ def batch_to_arrow(batch: Batch, names: list[str], backend: Backend, staged: boo
     read = backend.to_host_staged if staged else backend.to_host_many
     copies = {id(a): h for a, h in zip(parts, read(parts))}
     arrays = [column_to_arrow(c, backend, lambda a: copies[id(a)]) for c in batch.columns]
+    if not arrays:  # count(*) over a buffer: rows without columns, which from_arrays would lose
+        return rows_without_columns(batch.length)
     return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def rows_without_columns(n: int) -> pa.RecordBatch:
+    """A record batch of n rows and no columns (Arrow keeps the count; from_arrays([]) has none)."""
+    return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["_"]).drop_columns(["_"])
