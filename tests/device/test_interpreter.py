@@ -342,3 +342,17 @@ def test_argument_words_queued_on_the_stream_arrive_whole(device: str) -> None:
     words[:] = -1  # after the calls returned
     for copy in on_device:
         assert np.array_equal(backend.to_host(copy), sent)
+
+
+@pytest.mark.parametrize("sql, count", [
+    ("SELECT count(*) FROM t WHERE r = '1004.3'", 1),  # the constant is a real, as the column
+    ("SELECT count(*) FROM t WHERE r = CAST('0.1' AS real)", 1),
+    ("SELECT count(*) FROM t WHERE r = 1004.3", 0),  # real = numeric compares as double precision
+])
+def test_a_real_constant_is_a_real_on_both(sql: str, count: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real constant held as the double it was parsed as never equalled a real column on
+    the interpreter, while the compiled kernel's float did (PostgreSQL: 1 row)."""
+    reals = {"t": pa.table({"r": pa.array([1004.3, 0.1, None], pa.float32())})}
+    for setting in ("always", "0"):
+        db = connect("cpu", setting, monkeypatch, reals)
+        assert db.sql(sql).to_arrow().column(0).to_pylist() == [count], setting

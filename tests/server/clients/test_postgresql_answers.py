@@ -19,7 +19,8 @@ import pytest
 from server.conftest import Running, start_server, stop_server
 from server.pg_cluster import PgCluster, start_cluster
 
-ROWS = {"i": [1, 2, 3, 2147483647, None], "f": [1.5, -2.0, 0.0, 1e300, None], "k": [10, 20, 30, 40, 50]}
+ROWS = {"i": [1, 2, 3, 2147483647, None], "f": [1.5, -2.0, 0.0, 1e300, None], "k": [10, 20, 30, 40, 50],
+        "r": [1004.3, 0.1, -1.5, None, 3.0]}
 
 CASES: list[str] = [
     # a LIMIT over rows a later step reads no column of (count(*), a cross join)
@@ -29,6 +30,9 @@ CASES: list[str] = [
     "SELECT count(*) FROM (SELECT k FROM t LIMIT 2 OFFSET 2) s",
     "SELECT count(*) FROM t, (SELECT k FROM t LIMIT 2) l",
     "SELECT k, rn FROM (SELECT k FROM t ORDER BY k LIMIT 3) s, (SELECT 1 AS rn) l ORDER BY k",
+    # a real column against constants: a text constant is a real, a numeric one makes it double
+    "SELECT k FROM t WHERE r = '1004.3' ORDER BY k",
+    "SELECT k FROM t WHERE r = 1004.3 ORDER BY k",
 ]
 
 
@@ -46,16 +50,17 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running,
 
     data = tmp_path_factory.mktemp("answers")
     pq.write_table(pa.table({"i": pa.array(ROWS["i"], pa.int32()), "f": pa.array(ROWS["f"], pa.float64()),
-                             "k": pa.array(ROWS["k"], pa.int64())}), data / "t.parquet")
+                             "k": pa.array(ROWS["k"], pa.int64()), "r": pa.array(ROWS["r"], pa.float32())}),
+                   data / "t.parquet")
     penstock = start_server(data)
     cluster = start_cluster()
     try:
         with psycopg.connect(penstock.dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 't.parquet'")
         with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-            conn.execute("CREATE TABLE t (i int4, f float8, k int8)")
+            conn.execute("CREATE TABLE t (i int4, f float8, k int8, r real)")
             for row in zip(*ROWS.values()):
-                conn.execute("INSERT INTO t VALUES (%s, %s, %s)", row)
+                conn.execute("INSERT INTO t VALUES (%s, %s, %s, %s)", row)
         yield penstock, cluster
     finally:
         cluster.stop()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from penstock.codegen.expr.logic import unwiden
 from penstock.codegen.interpret import branches, text_dates
 from penstock.codegen.interpret.folding import fold, plain_date
@@ -156,6 +158,8 @@ class ExprProgram:
         if t.kind is Kind.STRING and isinstance(value, str):
             p.emit(Op.CONST_TEXT, d, x=p.arg(ConstantText(value, "ptr")), y=p.arg(ConstantText(value, "len")))
         elif t.kind in (Kind.FLOAT32, Kind.FLOAT64):
+            if t.kind is Kind.FLOAT32:  # a real is what the compiled kernel's float holds, not the double
+                value = float(np.float32(value))  # type: ignore[arg-type]
             p.emit(Op.CONST, d, x=p.arg(Constant(value, "f64")), y=1)
         elif t.kind is Kind.DECIMAL and not -2**63 <= int(value) < 2**63:  # type: ignore[call-overload]
             if not t.is_wide_decimal:
