@@ -29,4 +29,14 @@ QUERIES: list[Q] = [
     Q("err_unknown_table", "SELECT * FROM nosuch", error="42P01", note="undefined_table"),
     Q("err_syntax", "SELEC id FROM wide", error="42601", note="syntax_error"),
     Q("err_text_plus_int", "SELECT s + 1 FROM wide", error="42883", note="undefined_function (operator)"),
+    # float input and float -> integer casts at the edges (PostgreSQL's float8in, float4in,
+    # FLOAT8_FITS_IN_INT64): 2^63 as a double is one past the largest bigint
+    Q("err_float8_to_int8_at_2_63", "SELECT CAST(CAST('9223372036854775807' AS DOUBLE PRECISION) AS BIGINT) "
+      "FROM tiny", error="22003"),
+    Q("err_float8_to_int4_half_up", "SELECT CAST(CAST('2147483647.5' AS DOUBLE PRECISION) AS INT) FROM tiny",
+      error="22003", note="rint rounds to 2^31"),
+    Q("err_float8_input_too_large", "SELECT CAST('10e400' AS DOUBLE PRECISION) FROM tiny", error="22003"),
+    Q("err_float8_input_underflow", "SELECT CAST('1e-400' AS DOUBLE PRECISION) FROM tiny", error="22003"),
+    Q("err_real_input_too_large", "SELECT CAST('1e39' AS REAL) FROM tiny", error="22003"),
+    Q("err_float8_input_not_infinity", "SELECT CAST('infin' AS DOUBLE PRECISION) FROM tiny", error="22P02"),
 ]

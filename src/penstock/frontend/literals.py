@@ -11,9 +11,14 @@ with a decimal point as decimals too (with an exponent, as double).
 
 from __future__ import annotations
 
+import math
+import re
 from decimal import Decimal, InvalidOperation
 
-from penstock.frontend.sql_tokens import preceding, tokens
+import numpy as np
+
+from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, QueryError
+from penstock.frontend.sql_tokens import cast_call, following, preceding, tokens, unquote
 
 MAX_DIGITS = 38  # wider constants are left to the planner
 
@@ -56,3 +61,50 @@ def _decimal(whole: str, frac: str) -> str:
         return f"{whole}.{frac}" if frac else whole
     text = f"{whole or '0'}.{frac}" if frac else whole
     return f"CAST('{text}' AS DECIMAL({precision},{len(frac)}))"
+
+
+# -- float constants: PostgreSQL's float8in / float4in ------------------------------------------
+
+_FLOAT_TYPES = {"float8": "double precision", "float": "double precision", "double": "double precision",
+                "float4": "real", "real": "real"}
+_FLOAT_TEXT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)\s*", re.I)
+
+
+def check_float_constants(sql: str) -> None:
+    """A text constant cast to double precision or real ('10e400'::float8, CAST('1e39' AS
+    real)) is read as PostgreSQL reads it, before either engine does: past the type's range,
+    or rounding to zero, it is 22003; not a number, 22P02. (The kernels check every value
+    so; DataFusion would answer Infinity or 0.)"""
+    if "'" not in sql or not any(w in sql.lower() for w in ("float", "real", "double")):
+        return
+    toks = tokens(sql)
+    for k, t in enumerate(toks):
+        if t.kind != "string" or not t.text.startswith("'"):
+            continue
+        after = following(toks, k + 1)
+        type_at = following(toks, after + 1) if after < len(toks) and toks[after].kind == "cast" else None
+        before = preceding(toks, k)
+        if type_at is None and before >= 1 and toks[before].text == "(":
+            call = cast_call(toks, preceding(toks, before))
+            if call is not None and following(toks, call[0] + 1) == k and following(toks, k + 1) == call[1]:
+                type_at = following(toks, call[1] + 1)
+        if type_at is None or type_at >= len(toks):
+            continue
+        name = _FLOAT_TYPES.get(toks[type_at].low)
+        if name is not None:
+            _check_float(unquote(t), name)
+
+
+def _check_float(text: str, name: str) -> None:
+    if not _FLOAT_TEXT.fullmatch(text):
+        raise QueryError(f'invalid input syntax for type {name}: "{text}"', INVALID_TEXT_REPRESENTATION)
+    word = text.strip().lower().lstrip("+-")
+    if word in ("inf", "infinity", "nan"):
+        return
+    exact = Decimal(text.strip())
+    value = float(exact)
+    if name == "real":
+        with np.errstate(over="ignore"):
+            value = float(np.float32(value))
+    if math.isinf(value) or (value == 0.0 and exact != 0):
+        raise QueryError(f'"{text}" is out of range for type {name}', NUMERIC_VALUE_OUT_OF_RANGE)

@@ -175,12 +175,7 @@ def figure_name(toks: list[Token], sig: list[int]) -> str:
     first = toks[sig[0]]
     cast = _top_level_cast(toks, sig)
     if cast is not None:
-        inner, type_at = cast
-        name = figure_name(toks, inner)
-        if name != "?column?":
-            return name
-        word = toks[type_at].low if type_at < len(toks) else ""
-        return _TYPE_NAMES.get(word, word or "?column?")
+        return _cast_name(toks, cast)[0]
     if all(toks[k].kind in ("word", "ident") or toks[k].text == "." for k in sig):
         if toks[sig[-1]].kind in ("word", "ident") and (len(sig) == 1 or toks[sig[-2]].text == "."):
             if len(sig) == 1 and first.kind == "word" and first.low in _KEYWORD_NAMES:
@@ -216,6 +211,25 @@ def _subquery_name(toks: list[Token]) -> str:
         return "?column?"
     alias_at = _alias_index(toks, sig)
     return _identifier(toks[alias_at]) if alias_at is not None else figure_name(toks, sig)
+
+
+def _cast_name(toks: list[Token], cast: tuple[list[int], int]) -> tuple[str, int]:
+    """A cast's name and how strong it is (PostgreSQL's FigureColname): what it casts names
+    it when that is a column or a function (strength 2); a constant or another cast (1) or
+    nothing (0) gives way to the type, so '1'::float8::int8 is int8."""
+    inner, type_at = cast
+    inner_cast = _top_level_cast(toks, inner)
+    if inner_cast is not None:
+        name, strength = _cast_name(toks, inner_cast)
+    else:
+        name = figure_name(toks, inner)
+        typed = len(inner) == 2 and toks[inner[0]].kind == "word" and toks[inner[1]].kind == "string" \
+            and toks[inner[0]].low in _TYPE_NAMES  # DATE '2020-01-01' is a cast too
+        strength = 0 if name == "?column?" else 1 if typed else 2
+    if strength > 1:
+        return name, strength
+    word = toks[type_at].low if type_at < len(toks) else ""
+    return _TYPE_NAMES.get(word, word or "?column?"), 1
 
 
 def _top_level_cast(toks: list[Token], sig: list[int]) -> tuple[list[int], int] | None:

@@ -24,7 +24,7 @@ from penstock.frontend import binary_functions
 from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
-from penstock.frontend.literals import numeric_literals
+from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.param_slots import slot_params
@@ -149,6 +149,7 @@ class Frontend:
              at: datetime.datetime | None = None) -> PlannedQuery:
         """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
         depth = check_depth(sql)  # 54001 before DataFusion recurses through a deep tree
+        check_float_constants(sql)  # 22003 for '10e400'::float8 whichever engine runs it
         slotted = slot_params(params)
         values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)

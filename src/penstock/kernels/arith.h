@@ -151,11 +151,14 @@ XPU_FN int64_t double_to_decimal(double x, int scale, int precision, int32_t* er
   return check_precision((int64_t)s, precision, err);
 }
 
-// float -> integer: round half to even (PostgreSQL's rint), then range check.
+// float -> integer: round half to even (PostgreSQL's rint), then range check. The top is
+// -lo, exclusive: (double)INT64_MAX is 2^63, one past the largest bigint, so `r <= hi`
+// let 2^63 through to an undefined conversion (PostgreSQL's FLOAT8_FITS_IN_INT64).
 template <class T>
 XPU_FN T double_to_int(double x, double lo, double hi, int32_t* err) {
+  (void)hi;
   double r = rint(x);
-  if (!(r >= lo && r <= hi)) { raise(err, ERR_OVERFLOW); return 0; }
+  if (!(r >= lo && r < -lo)) { raise(err, ERR_OVERFLOW); return 0; }
   return (T)r;
 }
 

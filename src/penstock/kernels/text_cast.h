@@ -171,6 +171,9 @@ XPU_FN int128_t parse_decimal128(const S& s, int32_t scale, int32_t* err) {
   return with_sign(u256_low(m), neg);
 }
 
+constexpr double LARGEST_DOUBLE = 1.7976931348623157e308;
+constexpr float LARGEST_REAL = 3.4028234663852886e38f;
+
 template <class S>
 XPU_FN double parse_double(const S& s, int32_t* err) {
   Cursor<S> c{s, 0};
@@ -178,12 +181,15 @@ XPU_FN double parse_double(const S& s, int32_t* err) {
   bool neg = c.peek() == '-';
   if (c.peek() == '-' || c.peek() == '+') ++c.i;
   uint8_t first = c.peek() | 0x20;
-  if (first == 'n' || first == 'i') {  // NaN, Infinity
+  if (first == 'n' || first == 'i') {  // NaN, Infinity, Inf (any case, as strtod reads them)
     bool nan = first == 'n';
-    int32_t want = nan ? 3 : 8;
+    int32_t want = 3;
     const char* word = nan ? "nan" : "infinity";
     for (int32_t k = 0; k < want; ++k, ++c.i)
       if ((c.peek() | 0x20) != (uint8_t)word[k]) { raise(err, ERR_INVALID_TEXT); return 0.0; }
+    if (!nan && (c.peek() | 0x20) == 'i')  // "inf" goes on to "infinity"
+      for (int32_t k = 3; k < 8; ++k, ++c.i)
+        if ((c.peek() | 0x20) != (uint8_t)word[k]) { raise(err, ERR_INVALID_TEXT); return 0.0; }
     c.skip_blanks();
     if (!c.done()) { raise(err, ERR_INVALID_TEXT); return 0.0; }
     double inf = infinity();
@@ -217,7 +223,24 @@ XPU_FN double parse_double(const S& s, int32_t* err) {
   int32_t e = exp10 < 0 ? -exp10 : exp10;
   for (int32_t k = 0; k < e && k < 400; ++k) p *= 10.0;
   v = exp10 < 0 ? v / p : v * p;
+  // PostgreSQL's float8in: a finite number past double's range, or one that rounds to
+  // zero, is "out of range for type double precision" (22003), never Infinity or 0.
+  if (v > LARGEST_DOUBLE || (v == 0.0 && mant != 0)) { raise(err, ERR_OVERFLOW); return 0.0; }
   return neg ? -v : v;
+}
+
+// text -> real: the double, then PostgreSQL's float4in range check (past real's range, or
+// rounding to zero, is 22003).
+template <class S>
+XPU_FN float parse_real(const S& s, int32_t* err) {
+  double v = parse_double(s, err);
+  float f = (float)v;
+  bool finite = v == v && v <= LARGEST_DOUBLE && v >= -LARGEST_DOUBLE;
+  if (finite && ((f > LARGEST_REAL || f < -LARGEST_REAL) || (f == 0.0f && v != 0.0))) {
+    raise(err, ERR_OVERFLOW);
+    return 0.0f;
+  }
+  return f;
 }
 
 template <class S>

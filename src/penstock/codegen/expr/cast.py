@@ -106,7 +106,7 @@ def from_text(g: ExprGen, a: Val, dst: DataType) -> str:
         lo, hi = INT_LIMITS[dst.kind]
         return f"xpu::int_narrow<{cpp}>(xpu::parse_int({a.v}, {err}), {lo}, {hi}, {err})"
     if dst.is_float:
-        return f"({cpp})xpu::parse_double({a.v}, {err})"
+        return f"xpu::{'parse_real' if dst.kind is Kind.FLOAT32 else 'parse_double'}({a.v}, {err})"
     if dst.kind is Kind.DECIMAL:
         return decimals.fit(g, f"xpu::parse_decimal128({a.v}, {dst.scale}, {err})", dst)
     if dst.kind is Kind.DATE:

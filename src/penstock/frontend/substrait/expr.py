@@ -7,10 +7,12 @@ raises Unsupported with a reason a user can read.
 
 from __future__ import annotations
 
+import math
 import re
 
 from typing import Callable
 
+import numpy as np
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
@@ -323,7 +325,12 @@ def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
     else:
         exact = T.from_scaled(int(lit.value), 0)  # type: ignore[call-overload]
     if target.is_float:
-        return Literal(target, float(exact))
+        value = float(exact)
+        with np.errstate(over="ignore"):  # past real's range: infinity, refused below
+            narrowed = float(np.float32(value)) if target.kind is Kind.FLOAT32 else value
+        if math.isinf(narrowed) or (narrowed == 0.0 and exact != 0):
+            return None  # past the type's range, or rounded to zero: the kernel raises 22003
+        return Literal(target, narrowed)
     scaled = T.to_scaled(exact, target.scale)
     if abs(scaled) >= 10 ** target.precision:
         return None
