@@ -196,9 +196,25 @@ def figure_name(toks: list[Token], sig: list[int]) -> str:
     while k + 2 < len(sig) and toks[sig[k + 1]].text == ".":
         k += 2
     if toks[sig[k]].kind in ("word", "ident") and k + 1 < len(sig) and toks[sig[k + 1]].text == "(" \
-            and closing(toks, sig[k + 1]) == sig[-1]:
+            and _call_suffix_ends(toks, sig, sig.index(closing(toks, sig[k + 1])) + 1 if closing(toks, sig[k + 1])
+                                  in sig else len(sig) + 1):
         return _identifier(toks[sig[k]])
     return "?column?"
+
+
+def _call_suffix_ends(toks: list[Token], sig: list[int], at: int) -> bool:
+    """Whether what follows a call's closing parenthesis (sig[at:]) is only what a call may
+    carry: WITHIN GROUP (...), FILTER (...), OVER name or OVER (...), in that order."""
+    for words in (("within", "group"), ("filter",), ("over",)):
+        if at < len(sig) and [toks[sig[at + n]].low for n in range(len(words)) if at + n < len(sig)] == list(words):
+            at += len(words)
+            if at < len(sig) and toks[sig[at]].text == "(" and closing(toks, sig[at]) in sig:
+                at = sig.index(closing(toks, sig[at])) + 1
+            elif words == ("over",) and at < len(sig) and toks[sig[at]].kind in ("word", "ident"):
+                at += 1
+            else:
+                return False
+    return at == len(sig)
 
 
 def _subquery_name(toks: list[Token]) -> str:

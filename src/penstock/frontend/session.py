@@ -25,6 +25,7 @@ from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.literals import check_float_constants, numeric_literals
+from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.param_slots import slot_params
@@ -263,9 +264,9 @@ def quoted(name: str) -> str:
 
 
 def rewritten_sql(sql: str) -> str:
-    """The text DataFusion plans: long AND/OR chains balanced, constants typed as
-    PostgreSQL types them, the bytea functions' arguments cast to bytea."""
-    return binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(sql))))
+    """The text DataFusion plans: named windows written out, long AND/OR chains balanced,
+    constants typed as PostgreSQL types them, the bytea functions' arguments cast to bytea."""
+    return binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(inline_named_windows(sql)))))
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

@@ -46,6 +46,15 @@ CASES: list[str] = [
     "SELECT 'infin'::float8",
     "SELECT CAST(f AS bigint) FROM t WHERE k < 40 ORDER BY k",
     "SELECT CAST(f AS bigint) FROM t ORDER BY k",
+    # named windows: what a reference adds to the window, and PostgreSQL's copying rules
+    "SELECT k, sum(k) OVER (w RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM t WINDOW w AS (ORDER BY k) "
+    "ORDER BY k",
+    "SELECT k, sum(k) OVER w FROM t WINDOW w AS (ORDER BY k DESC) ORDER BY k",
+    "SELECT k, sum(k) OVER (b ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t "
+    "WINDOW a AS (PARTITION BY k % 20), b AS (a ORDER BY k) ORDER BY k",
+    "SELECT sum(k) OVER (w PARTITION BY i) FROM t WINDOW w AS (ORDER BY k)",
+    "SELECT sum(k) OVER (w ORDER BY i) FROM t WINDOW w AS (ORDER BY k)",
+    "SELECT sum(k) OVER (w ORDER BY i) FROM t WINDOW w AS (ROWS UNBOUNDED PRECEDING)",
 ]
 
 
