@@ -1,7 +1,7 @@
 """PostgreSQL's answers through psql: each statement goes to a real PostgreSQL server and to
 penstock, through the same psql, and the printed output (or the error's SQLSTATE) must be
-the same. The cases are the corners where penstock once answered otherwise; a statement
-whose rows may come in any order has an ORDER BY.
+the same. The cases (pg_answers/, one module per kind) are the corners where penstock once
+answered otherwise; a statement whose rows may come in any order has an ORDER BY.
 
 Both servers hold table `t` with the same rows (penstock over a Parquet file)."""
 
@@ -16,46 +16,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from server.clients.pg_answers import CASES
 from server.conftest import Running, start_server, stop_server
 from server.pg_cluster import PgCluster, start_cluster
 
 ROWS = {"i": [1, 2, 3, 2147483647, None], "f": [1.5, -2.0, 0.0, 1e300, None], "k": [10, 20, 30, 40, 50],
         "r": [1004.3, 0.1, -1.5, None, 3.0]}
 
-CASES: list[str] = [
-    # a LIMIT over rows a later step reads no column of (count(*), a cross join)
-    "SELECT * FROM (SELECT 1 AS a) x, (SELECT 2 AS b) y LIMIT 1",
-    "SELECT count(*) FROM (SELECT i FROM t LIMIT 3) s",
-    "SELECT count(*) FROM (SELECT i FROM t LIMIT 30) s",
-    "SELECT count(*) FROM (SELECT k FROM t LIMIT 2 OFFSET 2) s",
-    "SELECT count(*) FROM t, (SELECT k FROM t LIMIT 2) l",
-    "SELECT k, rn FROM (SELECT k FROM t ORDER BY k LIMIT 3) s, (SELECT 1 AS rn) l ORDER BY k",
-    # a real column against constants: a text constant is a real, a numeric one makes it double
-    "SELECT k FROM t WHERE r = '1004.3' ORDER BY k",
-    "SELECT k FROM t WHERE r = 1004.3 ORDER BY k",
-    # float input and float -> integer casts at the edges of their ranges
-    "SELECT '9223372036854775807'::float8::int8",
-    "SELECT '9223372036854774784'::float8::int8",
-    "SELECT '-9223372036854775808'::float8::int8",
-    "SELECT '2147483647.5'::float8::int4",
-    "SELECT '-2147483648.4'::float8::int4",
-    "SELECT '10e400'::float8",
-    "SELECT '1e-400'::float8",
-    "SELECT '1e39'::real",
-    "SELECT 'inf'::float8, '-Infinity'::float8, 'NaN'::float8, ' INF '::float8",
-    "SELECT 'infin'::float8",
-    "SELECT CAST(f AS bigint) FROM t WHERE k < 40 ORDER BY k",
-    "SELECT CAST(f AS bigint) FROM t ORDER BY k",
-    # named windows: what a reference adds to the window, and PostgreSQL's copying rules
-    "SELECT k, sum(k) OVER (w RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM t WINDOW w AS (ORDER BY k) "
-    "ORDER BY k",
-    "SELECT k, sum(k) OVER w FROM t WINDOW w AS (ORDER BY k DESC) ORDER BY k",
-    "SELECT k, sum(k) OVER (b ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t "
-    "WINDOW a AS (PARTITION BY k % 20), b AS (a ORDER BY k) ORDER BY k",
-    "SELECT sum(k) OVER (w PARTITION BY i) FROM t WINDOW w AS (ORDER BY k)",
-    "SELECT sum(k) OVER (w ORDER BY i) FROM t WINDOW w AS (ORDER BY k)",
-    "SELECT sum(k) OVER (w ORDER BY i) FROM t WINDOW w AS (ROWS UNBOUNDED PRECEDING)",
-]
 
 
 @pytest.fixture(scope="module")
