@@ -20,7 +20,7 @@ from datafusion import substrait as df_substrait
 from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, QueryError, Unsupported
-from penstock.frontend import binary_functions
+from penstock.frontend import binary_functions, pg_functions
 from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
@@ -80,7 +80,7 @@ class Frontend:
         self.config = config
         self.fallback_ctx = SessionContext(config)
         for ctx in (self.ctx, self.fallback_ctx):
-            binary_functions.register(ctx)
+            register_functions(ctx)
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
         self._cast_names: Any = None  # SQL type -> arrow_cast's name for it (cast_type_names)
@@ -94,7 +94,7 @@ class Frontend:
         os.makedirs(spill_dir, exist_ok=True)
         runtime = RuntimeEnvBuilder().with_fair_spill_pool(pool).with_disk_manager_specified(spill_dir)
         self.fallback_ctx = SessionContext(self.config, runtime)
-        binary_functions.register(self.fallback_ctx)
+        register_functions(self.fallback_ctx)
 
     # -- catalog ----------------------------------------------------------------------------
     def register_files(self, name: str, fmt: str, location: str, schema: pa.Schema,
@@ -248,6 +248,13 @@ class Frontend:
         if name not in self.fields:
             raise Unsupported(f"table {name} is not one penstock registered")
         return self.fields[name]
+
+
+def register_functions(ctx: SessionContext) -> None:
+    """penstock's functions in one of DataFusion's contexts: the bytea functions of
+    similarity search, and PostgreSQL's where DataFusion's own answer otherwise."""
+    binary_functions.register(ctx)
+    pg_functions.register(ctx)
 
 
 def fold_identifier(name: str) -> str:
