@@ -1,6 +1,7 @@
 """A query that falls back to DataFusion never gets an answer PostgreSQL would not give
-(frontend/fallback_check.py): casting a float or a fractional numeric to an integer, which
-DataFusion truncates and PostgreSQL rounds, is refused with 0A000 and the way out."""
+(frontend/fallback_check.py finds where DataFusion would answer otherwise; what
+fallback_repair.py cannot write out, such as EXTRACT's fractions, is refused with 0A000 and
+the reason)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 import penstock
 from penstock import QueryError, Unsupported
+from penstock.frontend.fallback_check import fallback_hazard
 
 
 def connect(strict: bool = False) -> penstock.Connection:
@@ -21,16 +23,17 @@ def connect(strict: bool = False) -> penstock.Connection:
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT CAST(1.5 AS int) AS a, power(2, 10) AS p",  # the issue's example: 1 where PostgreSQL says 2
+    "SELECT CAST(1.5 AS int) AS a, power(2, 10) AS p",  # 1 on DataFusion where PostgreSQL says 2
     "SELECT CAST(x AS int) AS a, power(i, 2) AS p FROM t",
     "SELECT CAST(power(x, 2) AS bigint) AS a FROM t",
     "SELECT sum(CAST(d AS smallint)) AS a, max(power(i, 2)) AS p FROM t",
 ])
-def test_truncating_casts_are_refused_on_the_fallback(sql: str) -> None:
-    with pytest.raises(QueryError) as info:
-        connect().sql(sql)
-    assert info.value.sqlstate == "0A000" and "round()" in info.value.message
-    with pytest.raises(Unsupported):  # strict: as before, penstock says it cannot run it
+def test_truncating_casts_are_found(sql: str) -> None:
+    """The check finds them (fallback_repair.py then writes them as PostgreSQL casts:
+    tests/frontend/test_fallback_repair.py); strict, penstock says it cannot run them."""
+    planned = connect().frontend.plan(sql)
+    assert planned.substrait is not None and "round()" in (fallback_hazard(planned.substrait) or "")
+    with pytest.raises(Unsupported):
         connect(strict=True).sql(sql)
 
 
@@ -60,10 +63,20 @@ def test_on_penstock_s_kernels_the_cast_rounds() -> None:
     ("SELECT CAST(ts AS TEXT) AS a, power(i, 2) AS p FROM t", "as text"),
     ("SELECT CAST(power(x, 2) AS TEXT) AS a FROM t", "as text"),
 ])
-def test_where_datafusion_answers_otherwise_the_fallback_is_refused(sql: str, reason: str) -> None:
+def test_where_datafusion_answers_otherwise_the_check_says_why(sql: str, reason: str) -> None:
     """Each of these gave another answer than PostgreSQL's on DataFusion (the differential
     corpus run on the fallback engine found them): b + b wrapped to a negative number, x / 0
     was Infinity, sum(b) wrapped, EXTRACT(SECOND) dropped the fraction, text was ISO 'T'."""
+    planned = connect().frontend.plan(sql)
+    assert reason in (fallback_hazard(planned.substrait) or "")
+
+
+@pytest.mark.parametrize("sql, reason", [
+    ("SELECT EXTRACT(SECOND FROM ts) AS a, power(i, 2) AS p FROM t", "fraction"),
+    ("SELECT CAST(ts AS TEXT) AS a, power(i, 2) AS p FROM t", "as text"),
+    ("SELECT CAST(power(x, 2) AS TEXT) AS a FROM t", "as text"),
+])
+def test_what_cannot_be_repaired_is_refused(sql: str, reason: str) -> None:
     with pytest.raises(QueryError) as info:
         connect().sql(sql)
     assert info.value.sqlstate == "0A000" and reason in info.value.message

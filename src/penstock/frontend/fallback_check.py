@@ -144,23 +144,7 @@ class _Walker:
             return e.window_function.output_type
         if kind == "cast":
             source = self.expr(e.cast.input, inputs)
-            target = e.cast.type.WhichOneof("kind")
-            inexact = source is not None and source.WhichOneof("kind") in _INEXACT and not (
-                source.WhichOneof("kind") == "decimal" and source.decimal.scale == 0)
-            if target in _INTEGERS and inexact and not self._integral(e.cast.input) and self.hazard is None:
-                what = "numeric" if source.WhichOneof("kind") == "decimal" else "double precision"
-                self.hazard = (f"DataFusion, which would run it, casts {what} to an integer type by truncating "
-                               "where PostgreSQL rounds (write round() inside the cast)")
-            if target in ("binary", "fixed_binary") and source is not None and \
-                    source.WhichOneof("kind") in ("string", "varchar", "fixed_char") and not _plain_text(e.cast.input):
-                self.bytea_hazard = self.bytea_hazard or (
-                    f"{_RUNS} takes text cast to bytea as the text's bytes where PostgreSQL reads "
-                    "'\\x..' as hex digits (write decode(text, 'hex'))")
-                self.flag(self.bytea_hazard)
-            if target in ("string", "varchar") and source is not None and \
-                    source.WhichOneof("kind") in ("fp32", "fp64", "timestamp", "precision_timestamp"):
-                self.flag(f"{_RUNS} writes {'timestamps' if 'timestamp' in source.WhichOneof('kind') else 'floats'} "
-                          "as text otherwise than PostgreSQL ('2020-01-01T10:00:00', '1e20', '1.0')")
+            self.check_cast(e, source)
             return e.cast.type
         if kind == "if_then":
             for clause in e.if_then.ifs:
@@ -174,6 +158,25 @@ class _Walker:
                         self.rel(inner[1])
             return None
         return None
+
+    def check_cast(self, e: algebra_pb2.Expression, source: Type) -> None:
+        target = e.cast.type.WhichOneof("kind")
+        inexact = source is not None and source.WhichOneof("kind") in _INEXACT and not (
+            source.WhichOneof("kind") == "decimal" and source.decimal.scale == 0)
+        if target in _INTEGERS and inexact and not self._integral(e.cast.input) and self.hazard is None:
+            what = "numeric" if source.WhichOneof("kind") == "decimal" else "double precision"
+            self.hazard = (f"DataFusion, which would run it, casts {what} to an integer type by truncating "
+                           "where PostgreSQL rounds (write round() inside the cast)")
+        if target in ("binary", "fixed_binary") and source is not None and \
+                source.WhichOneof("kind") in ("string", "varchar", "fixed_char") and not _plain_text(e.cast.input):
+            self.bytea_hazard = self.bytea_hazard or (
+                f"{_RUNS} takes text cast to bytea as the text's bytes where PostgreSQL reads "
+                "'\\x..' as hex digits (write decode(text, 'hex'))")
+            self.flag(self.bytea_hazard)
+        if target in ("string", "varchar") and source is not None and \
+                source.WhichOneof("kind") in ("fp32", "fp64", "timestamp", "precision_timestamp"):
+            self.flag(f"{_RUNS} writes {'timestamps' if 'timestamp' in source.WhichOneof('kind') else 'floats'} "
+                      "as text otherwise than PostgreSQL ('2020-01-01T10:00:00', '1e20', '1.0')")
 
     def name(self, anchor: int) -> str:
         return self.functions.get(anchor, "").split(":")[0]

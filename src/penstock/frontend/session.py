@@ -24,6 +24,7 @@ from penstock.frontend import binary_functions, pg_functions
 from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
+from penstock.frontend.fallback_repair import repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
@@ -52,6 +53,7 @@ class PlannedQuery:
     substrait: Any = None  # the plan's Substrait form, when DataFusion could produce it
     markers: dict[bytes, int] = field(default_factory=dict)  # bytea parameters bound at run time
     tables: frozenset[str] = frozenset()  # the registered tables it reads (frontend/table_access.py)
+    repaired: Any = None  # its Substrait plan with the hazards written out, which the fallback runs
 
 
 class Frontend:
@@ -208,8 +210,12 @@ class Frontend:
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
         hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
+        fixed = None
+        if hazard is not None and not slotted.markers:  # repaired where it can be (fallback_repair.py)
+            fixed, left = repaired(substrait)
+            hazard, fixed = (None, fixed) if left is None else (hazard, None)
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
-                            attempt, values, substrait, slotted.markers, tables)
+                            attempt, values, substrait, slotted.markers, tables, fixed)
 
     def cast_type_names(self, sql_type: str) -> str | None:
         """arrow_cast's name for a SQL type (frontend/named_casts.py), as DataFusion plans it."""
@@ -229,7 +235,19 @@ class Frontend:
         call's own parameter values (the plan may be kept from a call with other bytes)."""
         if params is None and planned.markers:  # its values are markers: never run them
             raise QueryError("internal error: a plan kept for bytea parameters ran without them", INTERNAL_ERROR)
-        return _sql(self.fallback_ctx, planned.attempt, _param_values(params) if params is not None else planned.values)
+        values = _param_values(params) if params is not None else planned.values
+        if planned.repaired is None:
+            return _sql(self.fallback_ctx, planned.attempt, values)
+        plan = planned.repaired
+        if values != planned.values:  # the call's own parameter values, planned and repaired again
+            plan, _ = repaired(self.substrait(_sql(self.ctx, planned.attempt, values).optimized_logical_plan()))
+        try:
+            logical = df_substrait.Consumer.from_substrait_plan(
+                self.fallback_ctx, df_substrait.Serde.deserialize_bytes(plan.SerializeToString()))
+        except Exception as e:  # noqa: BLE001 - a plan DataFusion writes but cannot read back
+            raise QueryError("DataFusion, which would run this query, could not take it back with PostgreSQL's "
+                             f"arithmetic written in ({_first_line(e)})", FEATURE_NOT_SUPPORTED) from None
+        return self.fallback_ctx.create_dataframe_from_logical_plan(logical)
 
     def substrait(self, logical: Any) -> plan_pb2.Plan:
         try:
@@ -287,6 +305,10 @@ def _sql(ctx: SessionContext, text: str, values: Any) -> Any:
     """DataFusion's DataFrame for `text` (a query: QUERIES_ONLY), with its parameter values
     if it has any."""
     return ctx.sql(text, QUERIES_ONLY, param_values=values) if values else ctx.sql(text, QUERIES_ONLY)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().split("\n")[0][:300]
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:

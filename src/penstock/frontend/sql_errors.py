@@ -27,9 +27,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"Cannot coerce arithmetic expression", re.I), UNDEFINED_FUNCTION, ""),
     (re.compile(r"Cannot cast string '\d{1,6}-\d{1,2}-\d{1,2}[^']*' to value of (?:Date|Timestamp)", re.I),
      DATETIME_FIELD_OVERFLOW, ""),
-    (re.compile(r"Divide by zero", re.I), DIVISION_BY_ZERO, ""),
+    (re.compile(r"Divide by zero|division by zero", re.I), DIVISION_BY_ZERO, ""),
     (re.compile(r"binary values of different lengths", re.I), STRING_DATA_LENGTH_MISMATCH, ""),
-    (re.compile(r"overflow|Can't cast value -?\d+ to type U?Int|too (?:small|large) to store in a Decimal", re.I),
+    (re.compile(r"overflow|(?:smallint|integer|bigint) out of range|Can't cast value -?\d+ to type U?Int|too (?:small|large) to store in a Decimal", re.I),
      NUMERIC_VALUE_OUT_OF_RANGE, ""),
     (re.compile(r"negative count not allowed|negative substring length", re.I), "22011", ""),
     (re.compile(r"Cannot cast string '([^']*)'", re.I), INVALID_TEXT_REPRESENTATION, ""),
@@ -122,6 +122,11 @@ def _clean(text: str) -> str:
     for prefix in ("DataFusion error: ", "Error during planning: ", "Schema error: ", "SQL error: ",
                    "Optimizer rule 'simplify_expressions' failed\ncaused by\n", "Arrow error: "):
         text = text.replace(prefix, "")
+    # an error raised inside a Python function of the fallback engine (frontend/pg_functions):
+    # its own message, without DataFusion's wrapping and the Python traceback
+    raised = re.search(r"PyErr \{ type: <class '[\w.]+'>, value: \w+\((['\"])(.*?)\1\)", text, re.S)
+    if raised:
+        text = raised.group(2)
     m = re.match(r'ParserError\("(.*)"\)$', text, re.S)
     if m:
         text = m.group(1)

@@ -1,0 +1,148 @@
+"""A plan for DataFusion, with its differences from PostgreSQL written out of it.
+
+fallback_check.py finds where DataFusion's answer to a plan would not be PostgreSQL's.
+Most of those places can be repaired rather than refused: integer +, -, * and negation
+become the checked functions of pg_functions/checked_arithmetic.py (22003 on overflow), a
+float division one that raises 22012 for a zero divisor, a float cast to an integer type
+one that rounds as PostgreSQL does (and raises 22003 past the type's range), a numeric cast
+to an integer type a cast of round() (DataFusion rounds decimals half away from zero, as
+PostgreSQL does), and sum(bigint) a sum of the values as numeric (PostgreSQL's exact sum).
+
+The repair works on the plan's Substrait form, which DataFusion reads back into a logical
+plan of the fallback context (where the checked functions are registered). What cannot be
+repaired (EXTRACT's fractions, floats and timestamps written as text, text cast to bytea,
+sums of wide decimals) is still refused with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from substrait import algebra_pb2, plan_pb2
+from substrait.extensions import extensions_pb2
+
+from penstock.frontend.fallback_check import _INEXACT, _INTEGERS, _Walker, _constant_fits
+from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
+
+_NO_URN = 4294967295  # DataFusion's producer names functions without an extension URN
+
+
+def repaired(plan: plan_pb2.Plan) -> tuple[plan_pb2.Plan, str | None]:
+    """A copy of `plan` with what can be repaired repaired, and the first difference that
+    could not be (None: the copy answers as PostgreSQL would)."""
+    copy = plan_pb2.Plan()
+    copy.CopyFrom(plan)
+    repairer = _Repairer(copy)
+    for rel in copy.relations:
+        repairer.rel(rel.root.input if rel.HasField("root") else rel.rel)
+    return copy, repairer.hazard
+
+
+class _Repairer(_Walker):
+    """fallback_check's walk, repairing in place where the check would refuse."""
+
+    def __init__(self, plan: plan_pb2.Plan):
+        functions = {e.extension_function.function_anchor: e.extension_function.name
+                     for e in plan.extensions if e.HasField("extension_function")}
+        super().__init__(functions)
+        self.plan = plan
+
+    def anchor(self, name: str) -> int:
+        """The plan's reference to function `name`, declared if it is not yet."""
+        for anchor, known in self.functions.items():
+            if known == name:
+                return anchor
+        anchor = max(self.functions, default=0) + 1
+        declaration = extensions_pb2.SimpleExtensionDeclaration()
+        declaration.extension_function.function_anchor = anchor
+        declaration.extension_function.name = name
+        declaration.extension_function.extension_urn_reference = _NO_URN
+        self.plan.extensions.append(declaration)
+        self.functions[anchor] = name
+        return anchor
+
+    def check_function(self, name: str, f: Any, args: list[Any]) -> None:
+        out = f.output_type.WhichOneof("kind")
+        values = [a.value for a in f.arguments]
+        if name in ("add", "subtract", "multiply", "negate") and out in INTEGER_TYPES and \
+                not _constant_fits(name, values, out):
+            f.function_reference = self.anchor(arithmetic_name(name, out))
+        elif name == "divide" and out in FLOAT_TYPES and len(values) == 2 and not self._safe_divisor(values[1]):
+            f.function_reference = self.anchor(arithmetic_name("divide", out))
+        else:
+            super().check_function(name, f, args)
+
+    def check_cast(self, e: algebra_pb2.Expression, source: Any) -> None:
+        target = e.cast.type.WhichOneof("kind")
+        source_kind = source.WhichOneof("kind") if source is not None else None
+        if target in _INTEGERS and source_kind in _INEXACT and not self._integral(e.cast.input):
+            if source_kind == "decimal":  # cast(round(x) AS int): rounded half away from zero, as PostgreSQL
+                self._wrap(e.cast.input, "round", source)
+                return
+            if target in INTEGER_TYPES:  # the checked, rounding cast, then the declared type as it was
+                self._wrap(e.cast.input, arithmetic_name("to_int", target), e.cast.type, cast_first=source_kind)
+                return
+        super().check_cast(e, source)
+
+    def check_sum(self, arg: Any, e: algebra_pb2.Expression, inputs: list[Any]) -> None:
+        if e.WhichOneof("rex_type") == "cast" and e.cast.type.WhichOneof("kind") == "decimal":
+            source = _Walker(self.functions).expr(e.cast.input, inputs)
+            if source is not None and source.WhichOneof("kind") == "i64":
+                return  # a sum(bigint) repaired by _repair_sums
+        super().check_sum(arg, e, inputs)
+
+    def rel(self, rel: algebra_pb2.Rel) -> list[Any]:
+        if rel.WhichOneof("rel_type") == "aggregate":
+            self._repair_sums(rel.aggregate)
+        return super().rel(rel)
+
+    def _repair_sums(self, aggregate: algebra_pb2.AggregateRel) -> None:
+        """sum(bigint) as sum(CAST(x AS decimal(38, 0))): PostgreSQL's sum of bigint is an
+        exact numeric, and a 38-digit sum of 64-bit values cannot overflow in practice."""
+        inputs = self.rel_types(aggregate.input)
+        for m in aggregate.measures:
+            if self.name(m.measure.function_reference) != "sum" or len(m.measure.arguments) != 1:
+                continue
+            value = m.measure.arguments[0].value
+            if value.WhichOneof("rex_type") == "cast":
+                continue  # sum(int4) widened to bigint by DataFusion: 2^32 rows to wrap
+            arg = _Walker(self.functions).expr(value, inputs)
+            if arg is None or arg.WhichOneof("kind") != "i64":
+                continue
+            numeric = _type("decimal")
+            numeric.decimal.precision, numeric.decimal.scale = 38, 0
+            cast = algebra_pb2.Expression()
+            cast.cast.type.CopyFrom(numeric)
+            cast.cast.input.CopyFrom(value)
+            cast.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
+            value.CopyFrom(cast)
+            m.measure.output_type.CopyFrom(numeric)
+
+    def rel_types(self, rel: algebra_pb2.Rel) -> list[Any]:
+        """A relation's column types, derived without repairing (a side walk)."""
+        return _Walker(self.functions).rel(rel)
+
+    def _wrap(self, e: algebra_pb2.Expression, function: str, output: Any, cast_first: str | None = None) -> None:
+        """`e` replaced by function(e) of type `output` (with e cast to double first where
+        `cast_first` names another float type)."""
+        inner = algebra_pb2.Expression()
+        inner.CopyFrom(e)
+        if cast_first is not None and cast_first != "fp64":
+            widened = algebra_pb2.Expression()
+            widened.cast.type.CopyFrom(_type("fp64"))
+            widened.cast.input.CopyFrom(inner)
+            inner = widened
+        call = algebra_pb2.Expression()
+        call.scalar_function.function_reference = self.anchor(function)
+        call.scalar_function.arguments.add().value.CopyFrom(inner)
+        call.scalar_function.output_type.CopyFrom(output)
+        e.CopyFrom(call)
+
+
+def _type(kind: str) -> Any:
+    from substrait import type_pb2
+
+    t = type_pb2.Type()
+    getattr(t, kind).SetInParent()
+    getattr(t, kind).nullability = type_pb2.Type.NULLABILITY_NULLABLE
+    return t
