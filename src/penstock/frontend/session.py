@@ -29,6 +29,7 @@ from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
+from penstock.frontend.pg_functions.math_functions import typed_calls
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait.rel import RelTranslator
@@ -290,8 +291,9 @@ def quoted(name: str) -> str:
 
 def rewritten_sql(sql: str) -> str:
     """The text DataFusion plans: named windows written out, long AND/OR chains balanced,
-    constants typed as PostgreSQL types them, the bytea functions' arguments cast to bytea."""
-    return binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(inline_named_windows(sql)))))
+    constants typed as PostgreSQL types them, the bytea functions' arguments cast to bytea,
+    numeric functions given their argument's type (pg_functions/math_functions.typed_calls)."""
+    return typed_calls(binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(inline_named_windows(sql))))))
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

@@ -13,6 +13,7 @@ from penstock.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, DATETIME_
                              INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE,
                              STRING_DATA_LENGTH_MISMATCH, SYNTAX_ERROR,
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
+from penstock.frontend.pg_functions.errors import marked_error
 
 _LINE_COL = re.compile(r"Line: (\d+), Column: (\d+)")
 _PG_TYPE_NAMES = {"String": "text", "Utf8": "text", "Utf8View": "text", "LargeUtf8": "text", "Boolean": "boolean",
@@ -92,6 +93,9 @@ def translate_error(sql: str, error: Exception) -> QueryError:
     if bound:  # PostgreSQL's words and SQLSTATEs (2201W, 2201X); it gives no position either
         word = bound.group(1)
         return QueryError(f"{word} must not be negative", "2201W" if word == "LIMIT" else "2201X")
+    raised = marked_error(text)  # PostgreSQL's own error from a UDF of frontend/pg_functions
+    if raised is not None:
+        return QueryError(raised[1], raised[0])
     for pattern, state, group in _PATTERNS:
         m = pattern.search(text)
         if m:
