@@ -14,14 +14,17 @@ class QueryError(PenstockError):
     """A query could not run: bad SQL, unknown name, bad data, overflow, division by zero.
 
     `sqlstate` is PostgreSQL's five-character code; `position` is the 1-based character
-    offset into the SQL text where the problem is, when known (PostgreSQL's convention).
+    offset into the SQL text where the problem is, when known (PostgreSQL's convention);
+    `hint` is PostgreSQL's HINT line, where it gives one.
     """
 
-    def __init__(self, message: str, sqlstate: str = "XX000", position: int | None = None):
+    def __init__(self, message: str, sqlstate: str = "XX000", position: int | None = None,
+                 hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.sqlstate = sqlstate
         self.position = position
+        self.hint = hint
 
     def __str__(self) -> str:
         where = f" (at position {self.position})" if self.position else ""
@@ -51,6 +54,8 @@ SYNTAX_ERROR = "42601"
 UNDEFINED_TABLE = "42P01"
 UNDEFINED_COLUMN = "42703"
 UNDEFINED_FUNCTION = "42883"
+AMBIGUOUS_COLUMN = "42702"
+INVALID_RECURSION = "42P19"
 DATATYPE_MISMATCH = "42804"
 STRING_DATA_LENGTH_MISMATCH = "22026"
 DUPLICATE_TABLE = "42P07"

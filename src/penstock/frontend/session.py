@@ -24,6 +24,7 @@ from penstock.frontend import binary_functions, pg_functions
 from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
+from penstock.frontend.function_errors import planner_over
 from penstock.frontend.fallback_repair import repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.named_windows import inline_named_windows
@@ -185,9 +186,9 @@ class Frontend:
                 original = _sql(self.ctx, sql, values)
                 original.optimized_logical_plan()
             except Exception as e:
-                raise translate_error(sql, e) from None
+                raise translate_error(sql, e, planner_over(self.ctx, QUERIES_ONLY)) from None
             assert failure is not None
-            raise translate_error(text, failure) from None
+            raise translate_error(text, failure, planner_over(self.ctx, QUERIES_ONLY)) from None
         refuse_multiset_set_operations(sql, df.logical_plan())
         tables = scanned_tables(df.logical_plan().display_indent(), self.fields)
         names = list(schema.names)

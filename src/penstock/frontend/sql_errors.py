@@ -13,6 +13,8 @@ from penstock.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, DATETIME_
                              INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE,
                              STRING_DATA_LENGTH_MISMATCH, SYNTAX_ERROR,
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
+from penstock.frontend.function_errors import Planner
+from penstock.frontend.planning_errors import planning_error
 from penstock.frontend.pg_functions.errors import marked_error
 
 _LINE_COL = re.compile(r"Line: (\d+), Column: (\d+)")
@@ -60,7 +62,9 @@ def find_name(sql: str, name: str) -> int | None:
     return m.start() + 1 if m else None
 
 
-def translate_error(sql: str, error: Exception) -> QueryError:
+def translate_error(sql: str, error: Exception, planner: Planner | None = None) -> QueryError:
+    """PostgreSQL's error for DataFusion's `error` on `sql`; `planner` (function_errors.py)
+    plans probe statements where the error does not say enough by itself."""
     text = str(error)
     message = _clean(text)
     if "RecursionLimitExceeded" in text:  # the parser's guard (frontend/statement_shape.py's limits)
@@ -77,6 +81,9 @@ def translate_error(sql: str, error: Exception) -> QueryError:
                 position = len(sql.rstrip()) + 1
             return QueryError("syntax error at end of input", SYNTAX_ERROR, position)
         return QueryError(f'syntax error at or near "{found.group(1)}"', SYNTAX_ERROR, position)
+    known = planning_error(sql, text, planner)  # PostgreSQL's words for DataFusion's (planning_errors.py)
+    if known is not None:
+        return known
     if "Resources exhausted" in text:  # DataFusion's memory pool (a server's admission)
         return QueryError(f"out of memory: {message}", "53200")
     refused = re.search(r"(DDL|DML|Statement) not supported: (\w+)", text)

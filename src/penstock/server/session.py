@@ -241,6 +241,8 @@ def error_fields(e: BaseException, severity: str) -> dict[str, str]:
         fields["C"], fields["M"] = e.sqlstate, e.message
         if e.position:
             fields["P"] = str(e.position)
+        if e.hint:
+            fields["H"] = e.hint
     elif isinstance(e, ProtocolViolation):
         fields["C"], fields["M"] = e.sqlstate, str(e)
     elif isinstance(e, PenstockError):
