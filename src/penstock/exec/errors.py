@@ -16,6 +16,9 @@ KERNEL_ERRORS = {
     8: ("XX000", "internal error: a kernel's row queue overflowed"),
     9: ("22026", "binary values of different lengths"),
     10: ("22023", "invalid hexadecimal data: decode(text, 'hex') needs an even number of hex digits"),
+    11: ("22007", "invalid input syntax for type date or timestamp: penstock reads text values in ISO 8601 "
+                  "(1999-01-08, with BC), 19990108 and 1/8/1999 (MDY) forms; PostgreSQL's other forms "
+                  "('January 8, 1999') are read in constants only"),
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 
+from penstock.frontend.input_constants import input_constants, reads_the_instant
 from penstock.frontend.sql_tokens import Token, following, is_at, preceding, tokens
 
 # keyword -> what it becomes, given the statement's instant; the ones written with
@@ -33,8 +34,15 @@ def _value(name: str, at: datetime.datetime, precision: int | None) -> str:
 
 
 def pin_clock(sql: str, at: datetime.datetime) -> str | None:
-    """`sql` with its clock functions replaced by the values at `at` (UTC, naive), or None
-    when it has none."""
+    """`sql` with its clock functions replaced by the values at `at` (UTC, naive), and its
+    integer, date and timestamp constants read as PostgreSQL reads them ('today' is the
+    day of `at`: frontend/input_constants.py); None when it has none of them."""
+    typed = input_constants(sql, at)
+    pinned = _pin_functions(typed if typed is not None else sql, at)
+    return pinned if pinned is not None else typed
+
+
+def _pin_functions(sql: str, at: datetime.datetime) -> str | None:
     if not any(w in sql.lower() for w in _FUNCTIONS | _KEYWORDS):
         return None
     toks = tokens(sql)
@@ -76,6 +84,6 @@ def _precision(toks: list[Token], at: int) -> tuple[int | None, int | None]:
 
 
 def reads_clock(sql: str) -> bool:
-    """Does the statement use now() or its kin (so its plan, which holds the value, must
+    """Does the statement use now() or its kin, or 'today' and its kin (so its plan, which holds the value, must
     not be reused by a later statement)?"""
-    return pin_clock(sql, datetime.datetime(2000, 1, 1)) is not None
+    return _pin_functions(sql, datetime.datetime(2000, 1, 1)) is not None or reads_the_instant(sql)

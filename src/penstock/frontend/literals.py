@@ -6,7 +6,8 @@ double, which would change results (``0.1 + 0.2``, ``CAST(2.5 AS int)`` is 3 for
 2 for double, ``CAST(1e25 AS numeric)`` gains digits) and result types. So before planning,
 such constants become decimal casts of their exact value. One that needs more than 38 digits
 (``1e300``, ``1e-50``) stays double precision. DuckDB, the test oracle, types constants
-with a decimal point as decimals too (with an exponent, as double).
+with a decimal point as decimals too (with an exponent, as double). Integers are read as
+PostgreSQL 16 reads them (0x42F, 0o17, 0b101, 1_000) and a number run into a name is an error.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, QueryError
-from penstock.frontend.sql_tokens import cast_call, following, preceding, tokens, unquote
+from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR, QueryError
+from penstock.frontend.sql_tokens import Token, cast_call, following, preceding, tokens, unquote
 
 MAX_DIGITS = 38  # wider constants are left to the planner
 
@@ -32,10 +33,29 @@ def numeric_literals(sql: str) -> str:
     for k, t in enumerate(toks):
         before = preceding(toks, k)
         if t.kind == "number" and not (before >= 0 and toks[before].text == "."):
-            out.append(_typed(t.text))
+            check_no_trailing_junk(toks, k)
+            out.append(_typed(plain_number(t.text)))
         else:
             out.append(t.text)
     return "".join(out)
+
+
+def plain_number(text: str) -> str:
+    """A number as PostgreSQL 16 reads it, in the plain decimal digits every engine reads:
+    0x42F, 0o17 and 0b101 are the integers 1071, 15 and 5, and underscores between digits
+    (1_000, 1_000.5) are dropped."""
+    text = text.replace("_", "")
+    if len(text) > 2 and text[0] == "0" and text[1] in "xXoObB":
+        return str(int(text[2:], {"x": 16, "o": 8, "b": 2}[text[1].lower()]))
+    return text
+
+
+def check_no_trailing_junk(toks: list[Token], k: int) -> None:
+    """A number run into a name (`123abc`, `1_`, `0x`, `1e`) is PostgreSQL 16's syntax error,
+    not the number with an alias (PostgreSQL 15 read `123abc` as `123 AS abc`)."""
+    if k + 1 < len(toks) and toks[k + 1].kind == "word":
+        near = toks[k].text + toks[k + 1].text[0]
+        raise QueryError(f'trailing junk after numeric literal at or near "{near}"', SYNTAX_ERROR)
 
 
 def _typed(text: str) -> str:

@@ -1,6 +1,7 @@
 """SQL text as tokens for the frontend's and the server's rewrites: strings, quoted
 identifiers, comments and dollar quotes are single tokens, so a rule never touches what is
-inside them."""
+inside them. Numbers are PostgreSQL 16's: hexadecimal, octal and binary integers (0x42F,
+0o17, 0b101) and underscores between digits (1_000) are one token each."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ _TOKEN = re.compile(r"""
   |(?P<string>[eE]'(?:[^'\\]|\\.|'')*'|[bBxXnN]?'(?:[^']|'')*')
   |(?P<dollar>\$(?P<tag>[A-Za-z_]\w*)?\$.*?\$(?P=tag)\$)
   |(?P<ident>"(?:[^"]|"")*")
-  |(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+)
+  |(?P<number>0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+
+     |(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?)
   |(?P<word>[^\W\d]\w*)
   |(?P<param>\$\d+)
   |(?P<cast>::)

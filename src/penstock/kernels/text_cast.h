@@ -96,23 +96,46 @@ struct Cursor {
   int32_t i;
   XPU_METHOD bool done() const { return i >= s.len(); }
   XPU_METHOD uint8_t peek() const { return i < s.len() ? s.at(i) : 0; }
-  XPU_METHOD void skip_blanks() { while (i < s.len() && (s.at(i) == ' ' || s.at(i) == '\t' || s.at(i) == '\n')) ++i; }
+  XPU_METHOD void skip_blanks() { while (i < s.len() && (s.at(i) == ' ' || (s.at(i) >= '\t' && s.at(i) <= '\r'))) ++i; }
   XPU_METHOD bool digit() const { return peek() >= '0' && peek() <= '9'; }
 };
 
+// PostgreSQL 16's integer input (pg_strtoint64): blanks around, a sign, then decimal digits
+// or 0x / 0o / 0b and hexadecimal, octal or binary ones; an underscore may stand between
+// two digits (and right after the prefix). Past bigint is 22003, anything else 22P02.
+XPU_FN int32_t digit_value(uint8_t c, int32_t base) {
+  int32_t d = c >= '0' && c <= '9' ? c - '0' : ((c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : 99);
+  return d < base ? d : -1;
+}
 template <class S>
 XPU_FN int64_t parse_int(const S& s, int32_t* err) {
   Cursor<S> c{s, 0};
   c.skip_blanks();
   bool neg = c.peek() == '-';
   if (c.peek() == '-' || c.peek() == '+') ++c.i;
-  if (!c.digit()) { raise(err, ERR_INVALID_TEXT); return 0; }
-  uint64_t v = 0;
-  while (c.digit()) {
-    v = v * 10 + (c.peek() - '0');
-    if (v > (uint64_t)INT64_MAX + (neg ? 1 : 0)) { raise(err, ERR_OVERFLOW); return 0; }
-    ++c.i;
+  int32_t base = 10;
+  if (c.peek() == '0' && c.i + 1 < s.len()) {
+    uint8_t p = s.at(c.i + 1) | 0x20;
+    base = p == 'x' ? 16 : (p == 'o' ? 8 : (p == 'b' ? 2 : 10));
+    if (base != 10) c.i += 2;
   }
+  const int32_t first = c.i;
+  const uint64_t limit = (uint64_t)INT64_MAX + (neg ? 1 : 0);
+  uint64_t v = 0;
+  for (;;) {
+    int32_t d = digit_value(c.peek(), base);
+    if (!c.done() && d >= 0) {
+      if (v > (limit - (uint64_t)d) / (uint64_t)base) { raise(err, ERR_OVERFLOW); return 0; }
+      v = v * (uint64_t)base + (uint64_t)d;
+      ++c.i;
+    } else if (!c.done() && c.peek() == '_' && (base != 10 || c.i != first)) {
+      ++c.i;  // between digits only
+      if (c.done() || digit_value(c.peek(), base) < 0) { raise(err, ERR_INVALID_TEXT); return 0; }
+    } else {
+      break;
+    }
+  }
+  if (c.i == first) { raise(err, ERR_INVALID_TEXT); return 0; }
   c.skip_blanks();
   if (!c.done()) { raise(err, ERR_INVALID_TEXT); return 0; }
   return neg ? (int64_t)((uint64_t)0 - v) : (int64_t)v;
@@ -262,56 +285,144 @@ XPU_FN int64_t parse_digits(Cursor<S>& c, int32_t most, int32_t* err) {
   if (!k) raise(err, ERR_INVALID_TEXT);
   return v;
 }
-// YYYY-MM-DD (month and day may have one digit).
+// Dates and timestamps in the forms PostgreSQL writes and the common ones it reads
+// (DateStyle ISO, MDY): Y-M-D with a year of three or more digits (a sign makes it
+// astronomical, as constants are written: frontend/input_constants.py), M/D/Y or M-D-Y (a
+// year of one or two digits is 1970..2069), YYYYMMDD, each with '-', '/' or '.' between
+// fields; then for a timestamp ' ' or 'T' and hh:mm[:ss[.f]] with AM or PM; then AD or BC.
+// Other text is 22007 (PostgreSQL's forms with month names are read for constants only),
+// a field out of range 22008.
 template <class S>
-XPU_FN int64_t parse_date_part(Cursor<S>& c, int32_t* err) {
-  int64_t y = parse_digits(c, 6, err);
-  if (c.peek() != '-') { raise(err, ERR_INVALID_TEXT); return 0; }
-  ++c.i;
-  int64_t m = parse_digits(c, 2, err);
-  if (c.peek() != '-') { raise(err, ERR_INVALID_TEXT); return 0; }
-  ++c.i;
-  int64_t d = parse_digits(c, 2, err);
-  if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, (int32_t)m)) { raise(err, ERR_DATETIME); return 0; }
-  return days_from_civil(y, m, d);
+XPU_FN int32_t digit_run(Cursor<S>& c, int64_t* v) {
+  int32_t k = 0;
+  *v = 0;
+  while (c.digit() && k < 9) { *v = *v * 10 + (c.peek() - '0'); ++c.i; ++k; }
+  return c.digit() ? 0 : k;  // more than 9 digits: no date
 }
+struct DateFields {
+  int64_t y, m, d;
+  bool signed_year, two_digit_year;
+};
 template <class S>
-XPU_FN int64_t parse_date(const S& s, int32_t* err) {
-  Cursor<S> c{s, 0};
-  c.skip_blanks();
-  int64_t days = parse_date_part(c, err);
-  c.skip_blanks();
-  if (!c.done()) raise(err, ERR_INVALID_TEXT);
-  return days;
+XPU_FN DateFields parse_date_fields(Cursor<S>& c, int32_t* err) {
+  DateFields f = {0, 0, 0, false, false};
+  bool neg = c.peek() == '-';
+  f.signed_year = neg || c.peek() == '+';
+  if (f.signed_year) ++c.i;
+  int64_t a = 0, b = 0, z = 0;
+  const int32_t na = digit_run(c, &a);
+  const uint8_t sep = c.peek();
+  if (na == 0) { raise(err, ERR_INVALID_DATETIME); return f; }
+  if (sep != '-' && sep != '/' && sep != '.') {  // YYYYMMDD
+    if (na != 8 || f.signed_year) { raise(err, ERR_INVALID_DATETIME); return f; }
+    f.y = a / 10000; f.m = a / 100 % 100; f.d = a % 100;
+    return f;
+  }
+  ++c.i;
+  const int32_t nb = digit_run(c, &b);
+  if (nb == 0 || nb > 2 || c.peek() != sep) { raise(err, ERR_INVALID_DATETIME); return f; }
+  ++c.i;
+  const int32_t nz = digit_run(c, &z);
+  if (nz == 0) { raise(err, ERR_INVALID_DATETIME); return f; }
+  if (na >= 3 || f.signed_year) {
+    if (nz > 2) { raise(err, ERR_INVALID_DATETIME); return f; }
+    f.y = neg ? -a : a; f.m = b; f.d = z;
+  } else {
+    f.m = a; f.d = b; f.y = z;
+    f.two_digit_year = nz <= 2;
+  }
+  return f;
 }
+// The blanks, then AD or BC (or nothing) and the end of the text; BC years become astronomical.
 template <class S>
-XPU_FN int64_t parse_timestamp(const S& s, int64_t per_second, int32_t* err) {
-  Cursor<S> c{s, 0};
+XPU_FN bool era_and_end(Cursor<S>& c, DateFields& f, int32_t* err) {
   c.skip_blanks();
-  int64_t days = parse_date_part(c, err);
-  int64_t units = 0;
-  if (c.peek() == ' ' || c.peek() == 'T') {
-    ++c.i;
-    int64_t h = parse_fixed_digits(c, 2, err);
-    if (c.peek() != ':') { raise(err, ERR_INVALID_TEXT); return 0; }
-    ++c.i;
-    int64_t mi = parse_fixed_digits(c, 2, err);
-    int64_t se = 0;
-    if (c.peek() == ':') { ++c.i; se = parse_fixed_digits(c, 2, err); }
-    if (h > 23 || mi > 59 || se > 59) { raise(err, ERR_DATETIME); return 0; }
-    units = (h * 3600 + mi * 60 + se) * per_second;
-    if (c.peek() == '.') {
-      ++c.i;
-      int64_t scale = per_second;
-      while (c.digit()) {
-        scale /= 10;
-        units += (c.peek() - '0') * scale;
-        ++c.i;
+  if (!c.done() && c.i + 2 <= c.s.len()) {
+    const uint8_t e0 = c.s.at(c.i) | 0x20, e1 = c.s.at(c.i + 1) | 0x20;
+    if ((e0 == 'b' && e1 == 'c') || (e0 == 'a' && e1 == 'd')) {
+      if (f.signed_year || f.two_digit_year) { raise(err, ERR_INVALID_DATETIME); return false; }
+      c.i += 2;
+      c.skip_blanks();
+      if (e0 == 'b') {
+        if (f.y <= 0) { raise(err, ERR_DATETIME); return false; }
+        f.y = 1 - f.y;
+        f.signed_year = true;
       }
     }
   }
+  if (!c.done()) { raise(err, ERR_INVALID_DATETIME); return false; }
+  return true;
+}
+template <class S>
+XPU_FN int64_t date_days(DateFields& f, int32_t* err) {
+  if (f.two_digit_year) f.y += f.y < 70 ? 2000 : 1900;
+  if ((!f.signed_year && f.y <= 0) || f.m < 1 || f.m > 12 || f.d < 1 || f.d > days_in_month(f.y, (int32_t)f.m)) {
+    raise(err, ERR_DATETIME);
+    return 0;
+  }
+  return days_from_civil(f.y, f.m, f.d);
+}
+// The day of the text, and in *units the time of day (a date's text may hold one: PostgreSQL
+// reads '1999-01-08 04:05' as a date too).
+template <class S>
+XPU_FN int64_t parse_day_and_time(const S& s, int64_t per_second, int64_t* units_out, int32_t* err) {
+  Cursor<S> c{s, 0};
   c.skip_blanks();
-  if (!c.done()) raise(err, ERR_INVALID_TEXT);
+  DateFields f = parse_date_fields(c, err);
+  if (*err) return 0;
+  int64_t units = 0;
+  *units_out = 0;
+  if (c.peek() == ' ' || c.peek() == 'T' || c.peek() == 't') {
+    int32_t at = c.i;
+    ++c.i;
+    c.skip_blanks();
+    if (c.digit()) {
+      int64_t h = 0, mi = 0, se = 0;
+      if (!digit_run(c, &h) || c.peek() != ':') { raise(err, ERR_INVALID_DATETIME); return 0; }
+      ++c.i;
+      if (digit_run(c, &mi) != 2) { raise(err, ERR_INVALID_DATETIME); return 0; }
+      if (c.peek() == ':') {
+        ++c.i;
+        if (digit_run(c, &se) != 2) { raise(err, ERR_INVALID_DATETIME); return 0; }
+      }
+      int64_t frac = 0;
+      if (c.peek() == '.') {
+        ++c.i;
+        int64_t scale = per_second;
+        while (c.digit()) {
+          scale /= 10;
+          frac += (c.peek() - '0') * scale;
+          ++c.i;
+        }
+      }
+      c.skip_blanks();
+      if (c.i + 2 <= s.len() && ((s.at(c.i + 1) | 0x20) == 'm')) {  // AM / PM
+        const uint8_t ap = s.at(c.i) | 0x20;
+        if (ap == 'a' || ap == 'p') {
+          if (h > 12 || h == 0) { raise(err, ERR_DATETIME); return 0; }
+          h = ap == 'a' ? (h == 12 ? 0 : h) : (h == 12 ? 12 : h + 12);
+          c.i += 2;
+        }
+      }
+      if (h > 24 || mi > 59 || se > 60 || (h == 24 && (mi || se || frac))) { raise(err, ERR_DATETIME); return 0; }
+      units = (h * 3600 + mi * 60 + se) * per_second + frac;
+    } else {
+      c.i = at;
+    }
+  }
+  if (!era_and_end(c, f, err)) return 0;
+  *units_out = units;
+  return date_days<S>(f, err);
+}
+template <class S>
+XPU_FN int64_t parse_date(const S& s, int32_t* err) {
+  int64_t units = 0;
+  return parse_day_and_time(s, 1, &units, err);
+}
+template <class S>
+XPU_FN int64_t parse_timestamp(const S& s, int64_t per_second, int32_t* err) {
+  int64_t units = 0;
+  const int64_t days = parse_day_and_time(s, per_second, &units, err);
   return days * per_second * SECONDS_PER_DAY + units;
 }
 template <class S>

@@ -266,6 +266,7 @@ const int32_t ERR_CARDINALITY = 7;       // 21000
 const int32_t ERR_INTERNAL = 8;          // XX000: a kernel's own invariant failed
 const int32_t ERR_LENGTH_MISMATCH = 9;   // 22026: binary values of different lengths
 const int32_t ERR_INVALID_HEX = 10;      // 22023: decode(text, 'hex') of a text that is not hex
+const int32_t ERR_INVALID_DATETIME = 11;  // 22007: text that is no date or timestamp penstock reads
 
 // Read before the compare-and-swap: once a code is there, every later raise is a cached read.
 // (A full hash table refuses every new key of a batch; a CAS per row, all on this one word,
