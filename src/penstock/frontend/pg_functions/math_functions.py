@@ -14,6 +14,7 @@ numeric that underflows is 0 as in PostgreSQL, not an underflow error.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -30,8 +31,9 @@ LOG_NEGATIVE = "cannot take logarithm of a negative number"
 OVERFLOW = "value out of range: overflow"
 UNDERFLOW = "value out of range: underflow"
 OUT_OF_RANGE = "input is out of range"
-# Functions whose call gains `arrow_typeof(<first argument>)` as a last argument (numeric or not).
-TYPED = ("exp",)
+# Functions whose calls gain `arrow_typeof(<argument>)` of their first (or every) argument.
+TYPED = ("exp", "gcd", "lcm")
+TYPED_ALL = ("gcd", "lcm")
 
 
 def floats(arr: pa.Array, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,6 +75,29 @@ def is_numeric_type(arr: pa.Array) -> bool:
 
 # -- the functions ------------------------------------------------------------------------------
 
+def libm(fn: Callable[..., float]) -> Callable[..., np.ndarray]:
+    """`fn` of Python's math (the C library's, as PostgreSQL calls it) over arrays: numpy's
+    own vectorised acos and log differ from the C library's in the last bit (acos(0.5) is
+    1.0471975511965976 in numpy, 1.0471975511965979 in PostgreSQL). An overflow is Infinity
+    and a domain error NaN, as in C; the callers check those cases first."""
+    def one(*xs: float) -> float:
+        try:
+            return fn(*xs)
+        except OverflowError:
+            return math.inf
+        except ValueError:
+            return math.nan
+    ufunc = np.frompyfunc(one, _arity(fn), 1)
+
+    def run(*xs: np.ndarray) -> np.ndarray:
+        return np.asarray(ufunc(*xs), dtype=np.float64)
+    return run
+
+
+def _arity(fn: Callable[..., float]) -> int:
+    return 2 if fn in (math.pow, math.atan2) else 1
+
+
 def _log_checks(x: np.ndarray) -> list[Check]:
     return [(x == 0, "2201E", LOG_ZERO), (x < 0, "2201E", LOG_NEGATIVE)]
 
@@ -95,7 +120,7 @@ def _log_base(b_arr: pa.Array, x_arr: pa.Array) -> pa.Array:
     valid = valid_b & valid_x
     raise_first(valid, [*_log_checks(b), *_log_checks(x), (b == 1, "22012", "division by zero")])
     with np.errstate(all="ignore"):
-        return pa.array(np.log(x) / np.log(b), pa.float64(), mask=~valid)
+        return pa.array(libm(math.log)(x) / libm(math.log)(b), pa.float64(), mask=~valid)
 
 
 def _exp(a: pa.Array, type_name: pa.Array) -> pa.Array:
@@ -103,7 +128,7 @@ def _exp(a: pa.Array, type_name: pa.Array) -> pa.Array:
     exp(-1.2e200) is 0 in PostgreSQL)."""
     x, valid = floats(a, len(a))
     with np.errstate(all="ignore"):
-        result = np.exp(x)
+        result = libm(math.exp)(x)
     raise_first(valid, range_checks([x], result, underflow=not is_numeric_type(type_name)))
     return pa.array(result, pa.float64(), mask=~valid)
 
@@ -122,7 +147,7 @@ def _power(a: pa.Array, b: pa.Array) -> pa.Array:
                         ((x < 0) & np.isfinite(x) & np.isfinite(y) & ~integral, "2201F",
                          "a negative number raised to a non-integer power yields a complex result")])
     with np.errstate(all="ignore"):
-        result = np.power(x, y)
+        result = libm(math.pow)(x, y)
     result = np.where(np.isnan(x) & (y == 0), 1.0, result)
     result = np.where(np.isnan(y) & (x == 1), 1.0, result)
     finite = np.isfinite(x) & np.isfinite(y)
@@ -160,29 +185,36 @@ def _sign(a: pa.Array) -> pa.Array:
     return pa.array(np.sign(x), pa.float64(), mask=~valid)
 
 
+def _atanh(v: float) -> float:
+    """atanh(1) is Infinity in C (and PostgreSQL); Python's math raises for it."""
+    return math.copysign(math.inf, v) if abs(v) == 1 else math.atanh(v)
+
+
 def _cot(x: np.ndarray) -> np.ndarray:
-    return 1.0 / np.tan(x)
+    return 1.0 / libm(math.tan)(x)
 
 
 _INFINITE: Callable[[np.ndarray], np.ndarray] = np.isinf
 UNARY: dict[str, Callable[[pa.Array], pa.Array]] = {
-    "ln": _logarithm(np.log), "log": _logarithm(np.log10), "log10": _logarithm(np.log10),
+    "ln": _logarithm(libm(math.log)), "log": _logarithm(libm(math.log10)), "log10": _logarithm(libm(math.log10)),
     "sqrt": _sqrt, "sign": _sign,
-    "sin": _unary(np.sin, _INFINITE), "cos": _unary(np.cos, _INFINITE), "tan": _unary(np.tan, _INFINITE),
+    "sin": _unary(libm(math.sin), _INFINITE), "cos": _unary(libm(math.cos), _INFINITE), "tan": _unary(libm(math.tan), _INFINITE),
     "cot": _unary(_cot, _INFINITE),
-    "asin": _unary(np.arcsin, lambda x: np.abs(x) > 1), "acos": _unary(np.arccos, lambda x: np.abs(x) > 1),
-    "acosh": _unary(np.arccosh, lambda x: x < 1), "atanh": _unary(np.arctanh, lambda x: np.abs(x) > 1),
-    "degrees": _unary(np.degrees, overflow=True), "radians": _unary(np.radians),
+    "asin": _unary(libm(math.asin), lambda x: np.abs(x) > 1), "acos": _unary(libm(math.acos), lambda x: np.abs(x) > 1),
+    "acosh": _unary(libm(math.acosh), lambda x: x < 1), "atanh": _unary(libm(_atanh), lambda x: np.abs(x) > 1),
+    "degrees": _unary(libm(math.degrees), overflow=True), "radians": _unary(libm(math.radians)),
 }
 
 
 # -- calls that carry their argument's type ---------------------------------------------------------
 
 def typed_calls(sql: str) -> str:
-    """`sql` with each call of a TYPED function given `arrow_typeof(<first argument>)` as a
-    last argument, and each two-argument log(b, x) named log_base (a UDF has one arity)."""
+    """`sql` with each call of a TYPED function given `arrow_typeof(<argument>)` of its first
+    argument (of each, for TYPED_ALL) as last arguments, each two-argument log(b, x) named
+    log_base (a UDF has one arity), and mod(x, y) written x % y (PostgreSQL's mod is its %,
+    which penstock's kernels compile and DataFusion has no mod)."""
     low = sql.lower()
-    if not any(name in low for name in (*TYPED, "log")):
+    if not any(name in low for name in (*TYPED, "log", "mod")):
         return sql
     return "".join(t.text for t in _rewrite(tokens(sql)))
 
@@ -194,7 +226,7 @@ def _rewrite(toks: list[Token]) -> list[Token]:
         t = toks[i]
         after = following(toks, i + 1)
         before = preceding(toks, i)
-        is_call = (t.kind == "word" and t.low in (*TYPED, "log") and after < len(toks) and toks[after].text == "("
+        is_call = (t.kind == "word" and t.low in (*TYPED, "log", "mod") and after < len(toks) and toks[after].text == "("
                    and not (before >= 0 and toks[before].text == "."))
         if not is_call:
             out.append(t)
@@ -202,11 +234,16 @@ def _rewrite(toks: list[Token]) -> list[Token]:
             continue
         end = closing(toks, after)
         args = [_rewrite(arg) for arg in arguments(toks, after, end)]
+        if t.low == "mod" and len(args) == 2:
+            out.extend([Token("punct", "(("), *args[0], Token("op", ") % ("), *args[1], Token("punct", "))")])
+            i = end + 1
+            continue
         if t.low == "log":
             out.append(Token("word", "log_base") if len(args) == 2 else t)
         else:
             out.append(t)
-            args.append([Token("word", "arrow_typeof("), *args[0], Token("punct", ")")] if args else [])
+            for arg in list(args if t.low in TYPED_ALL else args[:1]):
+                args.append([Token("word", "arrow_typeof("), *arg, Token("punct", ")")])
         out.append(Token("punct", "("))
         for k, arg in enumerate(args):
             if k:
@@ -218,7 +255,11 @@ def _rewrite(toks: list[Token]) -> list[Token]:
 
 
 def register(ctx: SessionContext) -> None:
-    """This module's functions in `ctx`, under PostgreSQL's names (replacing DataFusion's)."""
+    """This module's functions in `ctx`, under PostgreSQL's names (replacing DataFusion's),
+    and those of its sibling modules for numbers (statistics)."""
+    from penstock.frontend.pg_functions import numeric_functions, statistics  # they import this module
+    statistics.register(ctx)
+    numeric_functions.register(ctx)
     f8, text = pa.float64(), pa.utf8()
     for name, fn in UNARY.items():
         ctx.register_udf(udf(fn, [f8], f8, "immutable", name=name))

@@ -1,0 +1,176 @@
+"""gcd, lcm, div, scale, min_scale, trim_scale, width_bucket and factorial as PostgreSQL has them.
+
+DataFusion's gcd(-2147483648, 0) is 2147483648 where PostgreSQL's int4 gcd raises 22003,
+and it has no div, scale, min_scale, trim_scale, width_bucket. A Python UDF has one
+signature, so:
+- gcd and lcm take bigints and, from `math_functions.typed_calls`, their arguments' Arrow
+  types: a result that does not fit the arguments' type (integer for two int4s) is 22003
+  with PostgreSQL's words. Their result is bigint (PostgreSQL: the arguments' type), and
+  numeric arguments (gcd(12.5, 10)) find no function.
+- div, scale and min_scale take their numeric argument as text, which DataFusion gives with
+  the value's scale (1.50 as '1.50'), and compute exactly with Python's decimal.
+- trim_scale would have to give each value its own scale; an Arrow decimal column has one,
+  so it raises 0A000 rather than print another scale.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from typing import Callable
+
+import pyarrow as pa
+from datafusion import SessionContext, udf
+
+from penstock.frontend.pg_functions.errors import pg_error
+from penstock.frontend.pg_functions.math_functions import floats
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+MAX_DIGITS = 38  # decimal128's precision
+_EXACT = decimal.Context(prec=100, traps=[decimal.InvalidOperation, decimal.DivisionByZero])
+
+
+def _rows(arr: pa.Array, n: int) -> list[object]:
+    values = arr.to_pylist()
+    return values * n if len(values) == 1 and n != 1 else values
+
+
+def _integer_range(type_names: list[pa.Array]) -> tuple[int, str]:
+    """The range of the result type PostgreSQL picks for integer arguments of these types."""
+    names = {str(t[0].as_py()) if len(t) else "Int64" for t in type_names}
+    if names <= {"Int8", "Int16", "Int32", "UInt8", "UInt16"}:
+        return INT32_MAX, "integer out of range"
+    return INT64_MAX, "bigint out of range"
+
+
+def _gcd_lcm(lcm: bool) -> Callable[..., pa.Array]:
+    def run(a: pa.Array, b: pa.Array, type_a: pa.Array, type_b: pa.Array) -> pa.Array:
+        n = max(len(a), len(b))
+        top, message = _integer_range([type_a, type_b])
+        out: list[int | None] = []
+        for x, y in zip(_rows(a, n), _rows(b, n)):
+            if x is None or y is None:
+                out.append(None)
+                continue
+            g = math.gcd(x, y)  # type: ignore[arg-type]
+            value = (0 if x == 0 or y == 0 else abs(x // g * y)) if lcm else g  # type: ignore[operator]
+            if value > top:
+                raise pg_error("22003", message)
+            out.append(value)
+        return pa.array(out, pa.int64())
+    return run
+
+
+def _numeric(text: str) -> decimal.Decimal:
+    return decimal.Decimal(text.strip())
+
+
+def _div(a: pa.Array, b: pa.Array) -> pa.Array:
+    """div(x, y): the integral part of x / y, truncated towards zero (numeric, scale 0)."""
+    n = max(len(a), len(b))
+    out: list[decimal.Decimal | None] = []
+    for x, y in zip(_rows(a, n), _rows(b, n)):
+        if x is None or y is None:
+            out.append(None)
+            continue
+        divisor = _numeric(str(y))
+        if divisor == 0:
+            raise pg_error("22012", "division by zero")
+        quotient = _EXACT.divide_int(_numeric(str(x)), divisor)
+        if quotient.adjusted() >= MAX_DIGITS:
+            raise pg_error("22003", "value overflows numeric format")
+        out.append(quotient)
+    return pa.array(out, pa.decimal128(MAX_DIGITS, 0))
+
+
+def _scale_of(text: str) -> int:
+    exponent = _numeric(text).as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _min_scale_of(text: str) -> int:
+    value = _numeric(text)
+    if value == 0:
+        return 0
+    exponent = value.normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _per_value(fn: Callable[[str], int]) -> Callable[[pa.Array], pa.Array]:
+    def run(a: pa.Array) -> pa.Array:
+        return pa.array([None if v is None else fn(v) for v in a.to_pylist()], pa.int32())
+    return run
+
+
+def _trim_scale(a: pa.Array) -> pa.Array:
+    raise pg_error("0A000", "trim_scale is not supported: penstock's numeric is an Arrow decimal with one scale "
+                   "per column, so a value cannot keep a scale of its own (scale() and min_scale() answer)")
+
+
+def _width_bucket(op: pa.Array, low: pa.Array, high: pa.Array, count: pa.Array) -> pa.Array:
+    """width_bucket(operand, b1, b2, count) (float.c's width_bucket_float8)."""
+    n = max(len(op), len(low), len(high), len(count))
+    x, valid_x = floats(op, n)
+    b1, valid_1 = floats(low, n)
+    b2, valid_2 = floats(high, n)
+    counts = _rows(count, n)
+    out: list[int | None] = []
+    for i in range(n):
+        c = counts[i]
+        if not (valid_x[i] and valid_1[i] and valid_2[i]) or c is None:
+            out.append(None)
+            continue
+        out.append(_bucket(float(x[i]), float(b1[i]), float(b2[i]), int(c)))  # type: ignore[call-overload]
+    return pa.array(out, pa.int32())
+
+
+def _bucket(x: float, b1: float, b2: float, count: int) -> int:
+    if count <= 0:
+        raise pg_error("2201G", "count must be greater than zero")
+    if math.isnan(x) or math.isnan(b1) or math.isnan(b2):
+        raise pg_error("2201G", "operand, lower bound, and upper bound cannot be NaN")
+    if math.isinf(b1) or math.isinf(b2):
+        raise pg_error("2201G", "lower and upper bounds must be finite")
+    if b1 == b2:
+        raise pg_error("2201G", "lower bound cannot equal upper bound")
+    ascending = b1 < b2
+    if (x < b1) if ascending else (x > b1):
+        return 0
+    if (x >= b2) if ascending else (x <= b2):
+        if count + 1 > INT32_MAX:
+            raise pg_error("22003", "integer out of range")
+        return count + 1
+    lo, hi, at = (b1, b2, x) if ascending else (-b1, -b2, -x)
+    span = hi - lo
+    fraction = (at - lo) / span if not math.isinf(span) else (at / 2 - lo / 2) / (hi / 2 - lo / 2)
+    result = int(count * fraction)
+    return min(result, count - 1) + 1
+
+
+def _factorial(a: pa.Array) -> pa.Array:
+    out: list[int | None] = []
+    for v in a.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        if v < 0:
+            raise pg_error("22003", "factorial of a negative number is undefined")
+        if v > 33:  # 34! has 39 digits
+            raise pg_error("0A000", f"factorial({v}) has more digits than the 38 of penstock's numeric "
+                           "(an Arrow decimal128)")
+        out.append(math.factorial(v))
+    return pa.array([None if v is None else decimal.Decimal(v) for v in out], pa.decimal128(MAX_DIGITS, 0))
+
+
+def register(ctx: SessionContext) -> None:
+    """This module's functions in `ctx`, under PostgreSQL's names."""
+    i64, text, f8 = pa.int64(), pa.utf8(), pa.float64()
+    ctx.register_udf(udf(_gcd_lcm(False), [i64, i64, text, text], i64, "immutable", name="gcd"))
+    ctx.register_udf(udf(_gcd_lcm(True), [i64, i64, text, text], i64, "immutable", name="lcm"))
+    ctx.register_udf(udf(_div, [text, text], pa.decimal128(MAX_DIGITS, 0), "immutable", name="div"))
+    ctx.register_udf(udf(_per_value(_scale_of), [text], pa.int32(), "immutable", name="scale"))
+    ctx.register_udf(udf(_per_value(_min_scale_of), [text], pa.int32(), "immutable", name="min_scale"))
+    ctx.register_udf(udf(_trim_scale, [text], pa.decimal128(MAX_DIGITS, 0), "immutable", name="trim_scale"))
+    ctx.register_udf(udf(_width_bucket, [f8, f8, f8, i64], pa.int32(), "immutable", name="width_bucket"))
+    ctx.register_udf(udf(_factorial, [i64], pa.decimal128(MAX_DIGITS, 0), "immutable", name="factorial"))
