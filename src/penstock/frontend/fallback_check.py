@@ -32,6 +32,8 @@ from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
 
+from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
+
 _INTEGERS = ("i8", "i16", "i32", "i64")
 _INEXACT = ("fp32", "fp64", "decimal")
 _ROUNDING = ("round", "floor", "ceil", "ceiling", "trunc")  # integral already: a cast keeps it
@@ -134,7 +136,8 @@ class _Walker:
         if kind == "scalar_function":
             f = e.scalar_function
             decode = self.name(f.function_reference) == "decode"
-            args = [self.expr(a.value.cast.input if decode and k == 0 and a.value.WhichOneof("rex_type") == "cast"
+            typed = reads_typed_text(self.name(f.function_reference))  # pg_functions: x as text beside its type
+            args = [self.expr(a.value.cast.input if (typed or decode and k == 0) and a.value.WhichOneof("rex_type") == "cast"
                               else a.value, inputs) for k, a in enumerate(f.arguments)]
             self.check_function(self.name(f.function_reference), f, args)
             return f.output_type

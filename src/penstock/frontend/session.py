@@ -31,6 +31,8 @@ from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.pg_functions.math_functions import typed_calls
+from penstock.frontend.pg_functions.pg_error import marked as marked_error
+from penstock.frontend.pg_functions.sql_rewrite import rewrite as pg_rewrite
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.sql_errors import translate_error
 from penstock.frontend.substrait.rel import RelTranslator
@@ -182,6 +184,8 @@ class Frontend:
                     if attempt in user_named:
                         user_named.add(again)
         else:  # the error as the statement the user wrote gives it (positions in their text)
+            if failure is not None and marked_error(str(failure)) is not None:  # a UDF's own PostgreSQL error
+                raise translate_error(text, failure) from None
             try:
                 original = _sql(self.ctx, sql, values)
                 original.optimized_logical_plan()
@@ -294,7 +298,7 @@ def rewritten_sql(sql: str) -> str:
     """The text DataFusion plans: named windows written out, long AND/OR chains balanced,
     constants typed as PostgreSQL types them, the bytea functions' arguments cast to bytea,
     numeric functions given their argument's type (pg_functions/math_functions.typed_calls)."""
-    return typed_calls(binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(inline_named_windows(sql))))))
+    return typed_calls(binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(pg_rewrite(inline_named_windows(sql)))))))
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,
