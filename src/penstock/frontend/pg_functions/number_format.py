@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
-from penstock.frontend.pg_functions.pg_error import (INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR,
+from penstock.frontend.pg_functions.pg_error import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR,
                                                       PgFunctionError)
 
 _CTX = decimal.Context(prec=200, Emax=999999, Emin=-999999)
@@ -324,7 +324,9 @@ def to_number(text: str, fmt: str) -> Decimal:
     """to_number(text, fmt): the digits the template's digit positions read, with its sign
     and decimal point; group separators and literal text are skipped."""
     t = parse(fmt)
-    negative = "-" in text or ("<" in text and t.sign == "PR")
+    if t.eeee or t.roman:
+        raise PgFunctionError(FEATURE_NOT_SUPPORTED, f'"{"EEEE" if t.eeee else "RN"}" not supported for input')
+    negative = "-" in text or ("<" in text and t.bracket)
     digits, point_seen, post = [], False, 0
     budget_pre, budget_post = t.pre or len(text), t.post
     for c in text:

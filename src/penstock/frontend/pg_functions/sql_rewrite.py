@@ -22,6 +22,7 @@ The result columns keep PostgreSQL's names: output_names.py reads the user's own
 
 from __future__ import annotations
 
+from penstock.frontend.pg_functions import number_format
 from penstock.frontend.pg_functions.quoting import MAX_FORMAT_ARGS
 from penstock.frontend.pg_functions.regex_functions import NTH_ABSENT
 from penstock.frontend.pg_functions.pg_error import PgFunctionError
@@ -36,7 +37,7 @@ _PADDING: dict[str, tuple[str, ...]] = {  # the defaults of the optional argumen
 _REQUIRED = {"regexp_match": 2, "regexp_matches": 2, "regexp_split_to_array": 2, "regexp_split_to_table": 2,
              "regexp_like": 2, "regexp_count": 2, "regexp_instr": 2, "regexp_substr": 2}
 _RENAMED = {"regexp_matches": "penstock_regexp_matches", "regexp_split_to_table": "penstock_regexp_split_rows"}
-_NAMES = ("to_char", "to_timestamp", "format", "regexp_", "substring", "similar", "~")
+_NAMES = ("to_char", "to_number", "to_timestamp", "format", "regexp_", "substring", "similar", "~")
 
 
 def reads_typed_text(name: str) -> bool:
@@ -126,6 +127,9 @@ def _function(name: str, toks: list[Token], open_at: int, close_at: int) -> list
     args = [_text(_rewrite(a)) for a in raw]
     if name == "to_char" and len(args) == 2:
         return _call("to_char", [args[0], args[1], f"arrow_typeof({args[0]})"])
+    if name == "to_number" and len(args) == 2 and _string_value(raw[1]) is not None:
+        scale = min(number_format.parse(_string_value(raw[1]) or "").post, 38)  # PostgreSQL's scale: the digits read
+        return [Token("word", f"CAST(to_number({args[0]}, {args[1]}) AS DECIMAL(38, {scale}))")]
     if name == "to_timestamp" and len(args) == 2:
         return _call("penstock_to_timestamp", args)
     if name == "format" and 1 <= len(args) <= MAX_FORMAT_ARGS + 1:

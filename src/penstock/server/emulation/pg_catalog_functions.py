@@ -21,6 +21,7 @@ from typing import Any, Callable
 import pyarrow as pa
 from datafusion import udf
 
+from penstock.frontend.pg_functions.quoting import quote_ident as pg_quote_ident
 from penstock.server.emulation.pg_catalog_tables import PG_CATALOG_OID, PUBLIC_OID
 from penstock.server.emulation.pg_catalog_types import format_type, type_oid
 from penstock.server.settings import DEFAULTS, SERVER_VERSION
@@ -113,10 +114,8 @@ def _json_object(*items: str | None) -> str:
 
 
 def quote_ident(name: str | None) -> str | None:
-    if name is None:
-        return None
-    plain = name.isidentifier() and name == name.lower() and name.isascii()
-    return name if plain else '"' + name.replace('"', '""') + '"'
+    """PostgreSQL's quote_ident (reserved words quoted too), the one of the SQL functions."""
+    return None if name is None else pg_quote_ident(name)
 
 
 def functions(view: CatalogView) -> list[Any]:
