@@ -84,6 +84,38 @@ QUERIES: list[Q] = [
       note="PostgreSQL prints '2020-02-29 12:30:45.123456'; DataFusion puts a 'T' between date and time"),
     Q("cast_text_col_date", "SELECT id, CAST(CAST(dt AS VARCHAR) AS DATE) + 1 AS d FROM wide WHERE dt IS NOT NULL"),
 
+    # ---- date input (issue 54, item 4): constants in PostgreSQL's forms, text values in the common ones
+    Q("date_input_constants", "SELECT DATE '1/18/1999' AS a, CAST('January 8, 1999' AS date) AS b, "
+      "'1999-Jan-08'::date AS c, 'Jan-08-1999'::date AS d, '08-Jan-1999'::date AS e, '19990108'::date AS f, "
+      "'990108'::date AS g, '1999.008'::date AS h, 'J2451187'::date AS i, 'epoch'::date AS j, "
+      "'01/02/03'::date AS k FROM tiny WHERE id = 1",
+      duckdb="SELECT DATE '1999-01-18' AS a, DATE '1999-01-08' AS b, DATE '1999-01-08' AS c, DATE '1999-01-08' AS d, "
+      "DATE '1999-01-08' AS e, DATE '1999-01-08' AS f, DATE '1999-01-08' AS g, DATE '1999-01-08' AS h, "
+      "DATE '1999-01-08' AS i, DATE '1970-01-01' AS j, DATE '2003-01-02' AS k FROM tiny WHERE id = 1",
+      note="PostgreSQL's Date Input table (DateStyle ISO, MDY), read in the frontend"),
+    Q("timestamp_input_constants", "SELECT TIMESTAMP '1999-01-08 04:05:06 PM' AS a, "
+      "'January 8, 1999 12:30 AM'::timestamp AS b, CAST('19990108T040506' AS timestamp) AS c FROM tiny WHERE id = 1",
+      duckdb="SELECT TIMESTAMP '1999-01-08 16:05:06' AS a, TIMESTAMP '1999-01-08 00:30:00' AS b, "
+      "TIMESTAMP '1999-01-08 04:05:06' AS c FROM tiny WHERE id = 1"),
+    Q("date_input_text_values", "SELECT x, CAST(x AS date) AS d FROM (VALUES ('1999-01-08'), ('1/8/1999'), "
+      "('01/02/03'), ('19990108'), (' 1999-01-08 04:05:06 '), ('1999/1/8')) v(x) ORDER BY x",
+      duckdb="SELECT x, d FROM (VALUES ('1999-01-08', DATE '1999-01-08'), ('1/8/1999', DATE '1999-01-08'), "
+      "('01/02/03', DATE '2003-01-02'), ('19990108', DATE '1999-01-08'), (' 1999-01-08 04:05:06 ', "
+      "DATE '1999-01-08'), ('1999/1/8', DATE '1999-01-08')) v(x, d) ORDER BY x",
+      fallback_error="22P02",
+      note="text values in the kernels: Y-M-D, M/D/Y (MDY), YYYYMMDD, a time after the date; DataFusion's "
+           "cast reads ISO only (22P02)"),
+    Q("timestamp_input_text_values", "SELECT x, CAST(x AS timestamp) AS t FROM (VALUES ('1999-01-08 04:05:06 PM'), "
+      "('1/8/1999 12:05 AM'), ('1999-01-08T04:05:06.5')) v(x) ORDER BY x",
+      duckdb="SELECT x, t FROM (VALUES ('1999-01-08 04:05:06 PM', TIMESTAMP '1999-01-08 16:05:06'), "
+      "('1/8/1999 12:05 AM', TIMESTAMP '1999-01-08 00:05:00'), ('1999-01-08T04:05:06.5', "
+      "TIMESTAMP '1999-01-08 04:05:06.5')) v(x, t) ORDER BY x",
+      fallback_error="XX000", note="DataFusion's cast reads no AM/PM: its parser error (XX000)"),
+    Q("bc_dates_as_text", "SELECT CAST(DATE 'January 8, 99 BC' AS text) AS a, CAST(DATE '0044-03-15 BC' AS text) AS b, "
+      "CAST(TIMESTAMP '0001-01-01 04:05 BC' AS text) AS c FROM tiny WHERE id = 1",
+      duckdb="SELECT '0099-01-08 BC' AS a, '0044-03-15 BC' AS b, '0001-01-01 04:05:00 BC' AS c FROM tiny WHERE id = 1",
+      note="PostgreSQL prints BC dates with ' BC' (Arrow and DuckDB: a negative year, one off)"),
+
     # ---- tiny table with NULL and a pre-1970 date
     Q("tiny_dates", "SELECT id, d, EXTRACT(YEAR FROM d) AS y, d + 1 AS n, date_trunc('month', d) AS m FROM tiny"),
 ]

@@ -39,4 +39,16 @@ QUERIES: list[Q] = [
     Q("err_float8_input_underflow", "SELECT CAST('1e-400' AS DOUBLE PRECISION) FROM tiny", error="22003"),
     Q("err_real_input_too_large", "SELECT CAST('1e39' AS REAL) FROM tiny", error="22003"),
     Q("err_float8_input_not_infinity", "SELECT CAST('infin' AS DOUBLE PRECISION) FROM tiny", error="22P02"),
+    # literals and input (issue 54, item 4)
+    Q("err_trailing_junk_after_number", "SELECT 123abc FROM tiny", error="42601", note="PostgreSQL 16: not 123 AS abc"),
+    Q("err_text_int_underscore_twice", "SELECT CAST(x AS int) FROM (VALUES ('1__000')) v(x)", error="22P02"),
+    Q("err_int_constant_overflow", "SELECT '0x80000000'::int4 FROM tiny", error="22003"),
+    Q("err_date_constant_form", "SELECT DATE 'Janury 8, 1999' FROM tiny", error="22007"),
+    Q("err_date_constant_mdy_month", "SELECT DATE '99-01-08' FROM tiny", error="22008",
+      note="MDY: 99 is the month"),
+    Q("err_date_infinity", "SELECT 'infinity'::date FROM tiny", error="0A000",
+      note="Arrow's date32 cannot hold infinity: refused, never a wrong date"),
+    Q("err_make_date_year_zero", "SELECT make_date(0, 1, 1) FROM tiny", error="22008"),
+    Q("err_bytea_odd_hex", "SELECT '\\x1'::bytea FROM tiny", error="22023"),
+    Q("err_bytea_bad_escape", "SELECT 'a\\q'::bytea FROM tiny", error="22P02"),
 ]

@@ -113,6 +113,26 @@ QUERIES: list[Q] = [
     Q("cast_float_to_dec", "SELECT id, CAST(f64 AS DECIMAL(18,4)) AS a FROM wide"),
     Q("cast_bool_int", "SELECT id, CAST(b AS INT) AS a, CAST(k AS BOOLEAN) AS b2 FROM wide"),
 
+    # ---- PostgreSQL 16's integer literals and integer input (issue 54, item 4)
+    Q("pg16_integer_literals", "SELECT 0x42F AS a, 0o17 AS b, 0b101 AS c, 1_000 AS d, 1_000.5 AS e, "
+      "0xFFFFFFFFFFFFFFFF AS f FROM tiny WHERE id = 1",
+      duckdb="SELECT 1071 AS a, 15 AS b, 5 AS c, 1000 AS d, 1000.5 AS e, 18446744073709551615::DECIMAL(20,0) AS f "
+      "FROM tiny WHERE id = 1"),
+    Q("pg16_integer_input_constants", "SELECT '0x42F'::int4 AS a, '0b101'::int8 AS b, '1_000'::int4 AS c, "
+      "CAST(' -0o17 ' AS smallint) AS d FROM tiny WHERE id = 1",
+      duckdb="SELECT 1071 AS a, 5 AS b, 1000 AS c, -15 AS d FROM tiny WHERE id = 1"),
+    Q("pg16_integer_input_text_values", "SELECT x, CAST(x AS bigint) AS v FROM (VALUES ('0x42F'), ('0b101'), "
+      "('1_000'), (' -0X_7fffFFFFFFFFFFFF '), ('+0o17'), ('-9223372036854775808')) v(x) ORDER BY x",
+      duckdb="SELECT x, v FROM (VALUES ('0x42F', 1071), ('0b101', 5), ('1_000', 1000), "
+      "(' -0X_7fffFFFFFFFFFFFF ', -9223372036854775807), ('+0o17', 15), ('-9223372036854775808', "
+      "-9223372036854775808)) v(x, v) ORDER BY x",
+      fallback_error="22P02", note="the kernels read PostgreSQL 16's forms; DataFusion's cast decimal digits only"),
+    Q("bytea_input_forms", "SELECT E'\\\\x De Ad Be Ef '::bytea AS a, E'De\\\\000dBeEf'::bytea AS b, "
+      "'a\\\\b\\001\\377'::bytea AS c, CAST('\\x41 42' AS bytea) AS d FROM tiny WHERE id = 1",
+      duckdb="SELECT '\\xDE\\xAD\\xBE\\xEF'::BLOB AS a, 'De\\x00dBeEf'::BLOB AS b, "
+      "'a\\x5Cb\\x01\\xFF'::BLOB AS c, 'AB'::BLOB AS d FROM tiny WHERE id = 1",
+      note="PostgreSQL's byteain: hex with blanks between pairs, escape format \\ooo and \\\\"),
+
     # ---- casts to and from text
     Q("cast_num_to_text", "SELECT id, CAST(i32 AS TEXT) AS a, CAST(d12 AS VARCHAR) AS b, i64::text AS c, "
       "CAST(i8 AS TEXT) AS d FROM wide", note="decimals keep trailing zeros of their scale"),

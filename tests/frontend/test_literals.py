@@ -26,3 +26,20 @@ def test_answers_are_postgresql_s_in_the_api_and_on_the_fallback(device: str) ->
                  "CAST(2.5e0 AS int) AS e, 0.1e0 + 0.2e0 AS f, 1e300 > 1 AS g").to_arrow()
     assert row.to_pylist() == [{"a": 3, "b": -3, "c": decimal.Decimal("0.3"), "d": decimal.Decimal("2.5"), "e": 3,
                                 "f": decimal.Decimal("0.3"), "g": True}]
+
+
+def test_postgresql_16_integer_literals_and_trailing_junk(device: str) -> None:
+    """PostgreSQL 16 (sql-syntax-lexical, Numeric Constants): 0x42F, 0o17, 0b101 and 1_000
+    are integers, 1_000.5 numeric; a number run into a name is 42601 (was 0 AS x42F, 123 AS abc)."""
+    import pytest
+
+    from penstock.errors import QueryError
+
+    db = penstock.connect(device=device)
+    row = db.sql("SELECT 0x42F AS a, 0o17 AS b, 0b101 AS c, 1_000 AS d, 1_000.5 AS e").to_arrow().to_pylist()
+    assert row == [{"a": 1071, "b": 15, "c": 5, "d": 1000, "e": decimal.Decimal("1000.5")}]
+    assert db.sql("SELECT 0x42F").to_arrow().column_names == ["?column?"]
+    for sql, near in (("SELECT 123abc", "123a"), ("SELECT 0x42Fg", "0x42Fg"), ("SELECT 1__000", "1_")):
+        with pytest.raises(QueryError) as e:
+            db.sql(sql).to_arrow()
+        assert e.value.sqlstate == "42601" and f'trailing junk after numeric literal at or near "{near}"' in str(e.value)

@@ -382,7 +382,7 @@ def _validate(f: _Fields) -> None:
 
 
 def _iso_date(y: int, m: int, d: int) -> str:
-    return f"{y:04d}-{m:02d}-{d:02d}" if y >= 0 else f"-{-y:04d}-{m:02d}-{d:02d}"
+    return f"{y:04d}-{m:02d}-{d:02d}" if y > 0 else f"-{-y:04d}-{m:02d}-{d:02d}"  # 1 BC: -0000
 
 
 def _time_text(h: int, mi: int, s: int, us: int) -> str:

@@ -17,6 +17,7 @@ from typing import Iterator
 
 from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, QueryError
 from penstock.frontend import date_input
+from penstock.frontend.bc_years import make_date_years
 from penstock.frontend.sql_tokens import Token, cast_call, following, literal, preceding, tokens, unquote
 
 _INTEGERS = {"int2": ("smallint", 16), "smallint": ("smallint", 16), "int4": ("integer", 32), "int": ("integer", 32),
@@ -56,8 +57,15 @@ def typed_strings(toks: list[Token]) -> Iterator[tuple[int, str]]:
 
 
 def input_constants(sql: str, now: datetime.datetime) -> str | None:
-    """`sql` with its integer, date and timestamp constants in plain form (None: unchanged);
-    `now` is the statement's instant, for 'today' and its kin."""
+    """`sql` with its integer, date and timestamp constants in plain form and make_date's
+    years astronomical (frontend/bc_years.py); None: unchanged. `now` is the statement's
+    instant, for 'today' and its kin."""
+    years = make_date_years(sql)
+    typed = _typed_constants(years if years is not None else sql, now)
+    return typed if typed is not None else years
+
+
+def _typed_constants(sql: str, now: datetime.datetime) -> str | None:
     low = sql.lower()
     if "'" not in sql or not any(w in low for w in _WORDS):
         return None

@@ -56,16 +56,20 @@ XPU_FN SmallText bool_text(bool b) {
   for (int32_t i = 0; s[i]; ++i) put_char(t, (uint8_t)s[i]);
   return t;
 }
+// PostgreSQL's ISO text: year 0 (astronomical) is 1 BC, written '0001-01-01 BC' (the BC
+// after the time of a timestamp).
+XPU_FN void put_era(SmallText& t, int64_t days) {
+  if (civil_from_days(days).year <= 0) { put_char(t, ' '); put_char(t, 'B'); put_char(t, 'C'); }
+}
 XPU_FN void put_date(SmallText& t, int64_t days) {
   Civil c = civil_from_days(days);
-  if (c.year < 0) put_char(t, '-');
-  put_uint(t, magnitude(c.year), 4);
+  put_uint(t, c.year <= 0 ? (uint64_t)(1 - c.year) : (uint64_t)c.year, 4);
   put_char(t, '-');
   put_uint(t, (uint64_t)c.month, 2);
   put_char(t, '-');
   put_uint(t, (uint64_t)c.day, 2);
 }
-XPU_FN SmallText date_text(int64_t days) { SmallText t = empty_text(); put_date(t, days); return t; }
+XPU_FN SmallText date_text(int64_t days) { SmallText t = empty_text(); put_date(t, days); put_era(t, days); return t; }
 XPU_FN SmallText timestamp_text(int64_t ts, int64_t per_second) {
   SmallText t = empty_text();
   int64_t per_day = per_second * SECONDS_PER_DAY;
@@ -86,6 +90,7 @@ XPU_FN SmallText timestamp_text(int64_t ts, int64_t per_second) {
     put_char(t, '.');
     put_uint(t, (uint64_t)frac, digits);
   }
+  put_era(t, days);
   return t;
 }
 

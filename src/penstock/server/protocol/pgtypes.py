@@ -181,11 +181,41 @@ def text_array(arr: pa.Array) -> pa.Array:
         arr, t = arr.dictionary_decode(), t.value_type
     if pa.types.is_boolean(t):
         return pc.if_else(arr, "t", "f")
+    if pa.types.is_date32(t):
+        return date_text(arr)
     if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t):
         return pc.cast(arr, pa.string())
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return arr.cast(pa.string())
     return pa.array([None if v is None else s for v, s in zip(arr.to_pylist(), _python_text(arr))], pa.string())
+
+
+_DAY_1 = (datetime.date(1, 1, 1) - datetime.date(1970, 1, 1)).days
+_DAY_10000 = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days + 1
+
+
+def date_text(arr: pa.Array) -> pa.Array:
+    """Dates as PostgreSQL prints them (DateStyle ISO): Arrow's text for years 1..9999, and
+    for the others PostgreSQL's own: '0044-03-15 BC' (Arrow: -0043-03-15), '10000-01-01'."""
+    days = arr.cast(pa.int32())
+    low, high = pc.min_max(days).values()
+    if low.as_py() is None or (low.as_py() >= _DAY_1 and high.as_py() < _DAY_10000):
+        return pc.cast(arr, pa.string())
+    return pa.array([None if d is None else _far_date(d) for d in days.to_pylist()], pa.string())
+
+
+def _far_date(days: int) -> str:
+    if _DAY_1 <= days < _DAY_10000:
+        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=days)).isoformat()
+    z = days + 719468  # civil_from_days (Howard Hinnant), astronomical years
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d, m = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (m <= 2)
+    return f"{y:04d}-{m:02d}-{d:02d}" if y > 0 else f"{1 - y:04d}-{m:02d}-{d:02d} BC"
 
 
 def _python_text(arr: pa.Array) -> list[str]:
