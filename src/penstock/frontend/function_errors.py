@@ -163,7 +163,13 @@ def _probed_types(sql: str, name: str, planner: Planner | None) -> list[str] | N
     error = planner(probe)
     if error is None:  # upper() took them: one text argument
         return ["Utf8"]
-    listed = _LISTED_TYPES.search(str(error))
+    return listed_types(error)
+
+
+def listed_types(error: Exception | None) -> list[str] | None:
+    """The argument types a refused PROBE_FUNCTION call was given, from its error (None:
+    the error is about something else, or there is none)."""
+    listed = _LISTED_TYPES.search(str(error)) if error is not None else None
     if listed and listed.group(1) == PROBE_FUNCTION:
         return split_types(listed.group(2))
     return None

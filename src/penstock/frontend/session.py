@@ -25,6 +25,7 @@ from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.function_errors import planner_over
+from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.fallback_repair import repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.named_windows import inline_named_windows
@@ -157,6 +158,7 @@ class Frontend:
         """Plan `sql`; `at` is the statement's instant for now() and its kin (default: now)."""
         depth = check_depth(sql)  # 54001 before DataFusion recurses through a deep tree
         check_float_constants(sql)  # 22003 for '10e400'::float8 whichever engine runs it
+        check_before_planning(sql)  # what PostgreSQL rejects and DataFusion answers (pg_rules.py)
         slotted = slot_params(params)
         values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -194,6 +196,7 @@ class Frontend:
             assert failure is not None
             raise translate_error(text, failure, planner_over(self.ctx, QUERIES_ONLY)) from None
         refuse_multiset_set_operations(sql, df.logical_plan())
+        check_planned(sql, planner_over(self.ctx, QUERIES_ONLY))
         tables = scanned_tables(df.logical_plan().display_indent(), self.fields)
         names = list(schema.names)
         if named is not None and attempt in user_named:
