@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Random-query fuzzer for penstock: DuckDB and ternary logic partitioning as oracles.
+"""Random-query fuzzer for penstock: DuckDB, PostgreSQL and ternary logic partitioning as oracles.
 
     scripts/fuzz.py --minutes 20 --seed 7 [--device cpu|gpu] [--out fuzz-out] [--pool 2000]
+    scripts/fuzz.py --oracle postgresql --minutes 60          # PostgreSQL (and TLP) only
+    scripts/fuzz.py --oracles duckdb,postgresql,tlp ...       # any of the three
     scripts/fuzz.py --replay SEED:INDEX [--pool N --pool-offset M] [--out DIR]   # one case
+
+With the PostgreSQL oracle the supervisor starts a throwaway cluster (Debian's server,
+tests/server/pg_cluster.py) for the whole run and every worker connects to it.
 
 Runs cases for N minutes (seed S, then S+1, ... each with its own tables, --per-seed cases
 each), prints progress (cases, queries, ok, skips, expected errors, failures), and writes
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import subprocess
@@ -29,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -43,6 +49,8 @@ def worker(args: argparse.Namespace) -> int:
     from fuzz.runner import Engines, run_case
     from fuzz.tables import generate
 
+    oracles = oracle_list(args)
+    pg = connect_pg(args.pg_dsn) if "postgresql" in oracles else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     deadline = args.deadline
@@ -56,12 +64,12 @@ def worker(args: argparse.Namespace) -> int:
     while time.time() < deadline:
         avoid = frozenset(a for a in args.avoid.split(",") if a)
         ds = generate(seed, data_root / f"seed{seed}", avoid)
-        eng = Engines(ds, args.device)
+        eng = Engines(ds, args.device, pg=pg)
         gen = Generator(seed, args.pool or None, args.pool_offset, avoid)
         while index < args.per_seed and time.time() < deadline:
             case = gen.case(index)
             emit(ev="run", seed=seed, index=index)
-            outcomes = run_case(eng, case, tlp=not args.no_tlp)
+            outcomes = run_case(eng, case, tlp=not args.no_tlp, oracles=oracles)
             emit(ev="done", seed=seed, index=index, category=case.category,
                  outcomes=[[o.oracle, o.status, o.reason] for o in outcomes])
             for o in outcomes:
@@ -100,6 +108,23 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def oracle_list(args: argparse.Namespace) -> tuple[str, ...]:
+    """--oracles a,b,c, or --oracle X (X and TLP); unknown names are refused."""
+    names = [args.oracle, "tlp"] if args.oracle else args.oracles.split(",")
+    names = [n.strip() for n in names if n.strip()]
+    bad = [n for n in names if n not in ("duckdb", "postgresql", "tlp")]
+    if bad:
+        raise SystemExit(f"unknown oracle(s) {bad}: choose from duckdb, postgresql, tlp")
+    return tuple(names)
+
+
+def connect_pg(dsn: str) -> Any:
+    from fuzz.postgres import Postgres
+    if not dsn:
+        raise SystemExit("the PostgreSQL oracle needs --pg-dsn (the supervisor passes its cluster's)")
+    return Postgres(dsn)
+
+
 def poisons(o: Any) -> bool:
     """A CUDA error that leaves the process's context unusable (an illegal address is sticky):
     the worker stops after recording it and the parent starts a fresh one at the next case."""
@@ -109,20 +134,30 @@ def poisons(o: Any) -> bool:
 def replay(args: argparse.Namespace) -> int:
     """Run one case (SEED:INDEX, with the --pool/--pool-offset it was drawn with), print
     both outcomes, and minimize and write each failure."""
-    from fuzz.generator import Generator
-    from fuzz.minimize import Minimizer
-    from fuzz.report import write_failure
-    from fuzz.runner import Engines, run_case
+    from fuzz.runner import Engines
     from fuzz.tables import generate
 
     seed, index = (int(x) for x in args.replay.split(":"))
     avoid = frozenset(a for a in args.avoid.split(",") if a)
     ds = generate(seed, Path(tempfile.mkdtemp(prefix="penstock-fuzz-")) / f"seed{seed}", avoid)
-    eng = Engines(ds, args.device)
+    oracles = oracle_list(args)
+    with pg_cluster(oracles, args) as dsn:
+        pg = connect_pg(dsn) if "postgresql" in oracles else None
+        eng = Engines(ds, args.device, pg=pg)
+        return _replay_case(args, eng, ds, seed, index, avoid, oracles)
+
+
+def _replay_case(args: argparse.Namespace, eng: Any, ds: Any, seed: int, index: int, avoid: frozenset[str],
+                 oracles: tuple[str, ...]) -> int:
+    from fuzz.generator import Generator
+    from fuzz.minimize import Minimizer
+    from fuzz.report import write_failure
+    from fuzz.runner import run_case
+
     case = Generator(seed, args.pool or None, args.pool_offset, avoid).case(index)
     print(case.sql)
     failed = 0
-    for o in run_case(eng, case, tlp=not args.no_tlp):
+    for o in run_case(eng, case, tlp=not args.no_tlp, oracles=oracles):
         print(f"{o.oracle}: {o.key}\n{o.detail}")
         if o.status != "fail":
             continue
@@ -140,7 +175,26 @@ def replay(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+@contextlib.contextmanager
+def pg_cluster(oracles: tuple[str, ...], args: argparse.Namespace) -> Iterator[str]:
+    """The DSN of --pg-dsn, or of a throwaway cluster started here when the PostgreSQL
+    oracle is asked for (stopped when the run ends), or "" when it is not."""
+    if "postgresql" not in oracles or args.pg_dsn:
+        yield args.pg_dsn
+        return
+    from fuzz.postgres import cluster_dsn
+    with cluster_dsn() as dsn:
+        yield dsn
+
+
 def supervise(args: argparse.Namespace) -> int:
+    oracles = oracle_list(args)
+    with pg_cluster(oracles, args) as dsn:
+        args.pg_dsn = dsn
+        return _supervise(args, oracles)
+
+
+def _supervise(args: argparse.Namespace, oracles: tuple[str, ...]) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -152,13 +206,15 @@ def supervise(args: argparse.Namespace) -> int:
     reasons: collections.Counter[str] = collections.Counter()
     groups: dict[str, list[str]] = collections.defaultdict(list)
     crashes: list[dict[str, Any]] = []
+    by_oracle: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     last_print = 0.0
     while time.time() < deadline:
         cmd = [sys.executable, __file__, "--worker", "--seed", str(seed), "--start", str(start),
                "--deadline", str(deadline), "--out", str(out), "--device", args.device,
                "--pool", str(args.pool), "--pool-offset", str(args.pool_offset), "--per-seed", str(args.per_seed),
                "--minimize-s", str(args.minimize_s), "--max-per-reason", str(args.max_per_reason),
-               "--avoid", args.avoid, "--reasons", json.dumps(dict(reasons))] + (["--no-tlp"] if args.no_tlp else [])
+               "--avoid", args.avoid, "--reasons", json.dumps(dict(reasons)), "--oracles", ",".join(oracles),
+               "--pg-dsn", args.pg_dsn] + (["--no-tlp"] if args.no_tlp else [])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         running: tuple[int, int] | None = None
         restart_at: tuple[int, int] | None = None
@@ -178,6 +234,7 @@ def supervise(args: argparse.Namespace) -> int:
                 for oracle, status, reason in ev["outcomes"]:
                     queries += 4 if oracle == "tlp" else 1
                     counts[f"{status}:{reason}" if status in ("skip", "generator", "expected") else status] += 1
+                    by_oracle[oracle][f"{status}:{reason}" if status != "ok" else "ok"] += 1
             elif ev["ev"] == "restart":
                 restart_at = (ev["seed"], ev["index"])
             elif ev["ev"] == "fail":
@@ -196,12 +253,14 @@ def supervise(args: argparse.Namespace) -> int:
             break
         crashes.append({"seed": running[0], "index": running[1], "returncode": rc})
         print(f"CRASH: worker died (rc {rc}) on seed {running[0]} case {running[1]}", flush=True)
-        reasons["duckdb|crash"] += 1
+        reasons[f"{oracles[0]}|crash"] += 1
         seed, start = running[0], running[1] + 1
     _progress(started, cases, queries, counts, reasons)
     summary = {"cases": cases, "queries": queries, "minutes": (time.time() - started) / 60,
                "outcomes": dict(counts), "categories": dict(categories), "failures_by_reason": dict(reasons),
-               "groups": groups, "crashes": crashes, "seed": args.seed, "device": args.device, "pool": args.pool}
+               "groups": groups, "crashes": crashes, "seed": args.seed, "device": args.device, "pool": args.pool,
+               "oracles": list(oracles), "avoid": args.avoid,
+               "by_oracle": {k: dict(sorted(v.items(), key=lambda kv: -kv[1])) for k, v in by_oracle.items()}}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"summary: {out / 'summary.json'}; {len(groups)} failure signatures")
     return 1 if reasons else 0
@@ -230,9 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minimize-s", type=float, default=90.0, help="time budget of one minimization")
     ap.add_argument("--max-per-reason", type=int, default=6, help="failures per oracle+reason to minimize")
     ap.add_argument("--no-tlp", action="store_true")
+    ap.add_argument("--oracles", default="duckdb,tlp", help="comma-separated: duckdb, postgresql, tlp")
+    ap.add_argument("--oracle", default="", help="one engine oracle (duckdb or postgresql), with TLP")
+    ap.add_argument("--pg-dsn", default="", help="a running PostgreSQL to use (default: a throwaway cluster)")
     ap.add_argument("--avoid", default="", help="comma-separated constructs behind bugs already found, "
                     "not generated (exploratory runs): round, early_dates, wide_decimals, sum_int64, "
-                    "count_distinct_const")
+                    "count_distinct_const; and the classes of generator.FEATURE_CLASSES")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)

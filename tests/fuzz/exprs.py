@@ -25,8 +25,9 @@ import random
 from dataclasses import dataclass
 
 from .exprs_more import MoreExprs
-from .model import Node, leaf
-from .tables import COLORS, EDGE_STRINGS, TEXT_POOL, ColSpec, scaled
+from .literals import special_literal
+from .model import PG_ONLY, Node, leaf
+from .tables import COLORS, EDGE_STRINGS, LIMIT_COLUMNS, TEXT_POOL, ColSpec, scaled
 
 INT_MAX = {8: 127, 16: 32767, 32: 2**31 - 1, 64: 2**63 - 1}
 STR_LITS = EDGE_STRINGS + TEXT_POOL[::5] + COLORS
@@ -64,6 +65,10 @@ def node_col(alias: str, name: str, n: Node) -> Col:
 
 def col_node(c: Col) -> Node:
     duck = f"CAST({c.ref} AS BIGINT)" if c.kind == "int" and c.bound is not None else c.ref
+    if c.ref.split(".")[-1] in LIMIT_COLUMNS:
+        # PostgreSQL's domain: xn's 38 integer digits make DuckDB's casts to DECIMAL(38, s)
+        # fail, and DuckDB prints BC dates as '(BC)'
+        duck = PG_ONLY
     return Node(c.ref, duck, c.kind, bound=c.bound, wdf=c.wdf, wpg=c.wpg, p=c.p, s=c.s,
                 approx=c.approx, tag="col")
 
@@ -116,6 +121,10 @@ class ExprGen(MoreExprs):
 
     def literal(self, kind: str, bounded: bool = False) -> Node:
         r, v = self.r, self.v
+        if "literal_forms" not in self.avoid and r.random() < 0.12:
+            special = special_literal(r, v, kind, bounded, self.avoid)
+            if special is not None:
+                return special
         if r.random() < 0.06:
             return self.null(kind)
         if kind == "int":

@@ -32,6 +32,9 @@ Check = Callable[[Query, Node | None], Outcome | None]
 def oracle_for(eng: Engines, kind: str) -> Check:
     if kind == "tlp":
         return lambda q, p: tlp_check(eng, q, p) if isinstance(q, Select) and p is not None else None
+    if kind == "postgresql":
+        from .pg_check import check_postgres
+        return lambda q, p: check_postgres(eng, q)
     return lambda q, p: compare_engines(eng, q)
 
 

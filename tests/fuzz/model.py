@@ -21,6 +21,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
+# the DuckDB template of a node that DuckDB cannot express: such a query is checked
+# against PostgreSQL only (runner.duck_renderable)
+PG_ONLY = "<postgresql only>"
+
 
 @dataclass(frozen=True)
 class Node:
@@ -69,6 +73,8 @@ class Join:
     left: "Source"
     right: "Source"
     on: Node | None = None
+    using: list[str] | None = None  # JOIN ... USING (names), instead of ON
+    natural: bool = False  # NATURAL JOIN
 
 
 @dataclass
@@ -106,6 +112,8 @@ class Select:
     limit: int | None = None
     offset: int | None = None
     grouped: bool = False  # an aggregate query (GROUP BY or a global aggregate)
+    star: bool = False  # SELECT * (items still describe the output columns, in order)
+    windows: list[tuple[str, Node]] = field(default_factory=list)  # WINDOW name AS (spec)
 
 
 @dataclass
@@ -147,6 +155,10 @@ def _source(src: Source, dialect: str) -> str:
         right = f"({right})"
     if src.kind == "CROSS":
         return f"{left} CROSS JOIN {right}"
+    if src.natural:
+        return f"{left} NATURAL {src.kind} JOIN {right}"
+    if src.using is not None:
+        return f"{left} {src.kind} JOIN {right} USING ({', '.join(src.using)})"
     on = render_expr(src.on, dialect) if src.on is not None else "TRUE"
     return f"{left} {src.kind} JOIN {right} ON {on}"
 
@@ -169,6 +181,8 @@ def render(q: Query, dialect: str = "pg") -> str:
         left, right = render(q.left, dialect), render(q.right, dialect)
         return f"({left}) {q.op} ({right}){_tail(q.order_by, q.limit, q.offset)}"
     items = ", ".join(f"{render_expr(i.expr, dialect)} AS {i.alias}" for i in q.items)
+    if q.star:
+        items = "*"
     text = f"SELECT {'DISTINCT ' if q.distinct else ''}{items} FROM {_source(q.source, dialect)}"
     if q.where is not None:
         text += f" WHERE {render_expr(q.where, dialect)}"
@@ -176,6 +190,8 @@ def render(q: Query, dialect: str = "pg") -> str:
         text += " GROUP BY " + ", ".join(render_expr(g, dialect) for g in q.group_by)
     if q.having is not None:
         text += f" HAVING {render_expr(q.having, dialect)}"
+    if q.windows:
+        text += " WINDOW " + ", ".join(f"{name} AS ({render_expr(spec, dialect)})" for name, spec in q.windows)
     return text + _tail(q.order_by, q.limit, q.offset)
 
 
@@ -189,6 +205,7 @@ def query_nodes(q: Query) -> Iterator[Node]:
         return
     roots = [i.expr for i in q.items] + list(q.group_by)
     roots += [n for n in (q.where, q.having) if n is not None]
+    roots += [spec for _, spec in q.windows]
     yield from _source_nodes(q.source)
     for r in roots:
         for n in r.walk():
@@ -226,7 +243,8 @@ def features(q: Query) -> list[str]:
             return
         if x.grouped:
             tags.add("group_by" if x.group_by else "global_agg")
-        for flag, name in ((x.distinct, "distinct"), (x.having is not None, "having"),
+        for flag, name in ((x.distinct, "distinct"), (x.having is not None, "having"), (x.star, "star"),
+                           (bool(x.windows), "named_window"),
                            (x.limit is not None, "limit"), (x.where is not None, "where")):
             if flag:
                 tags.add(name)
@@ -235,6 +253,8 @@ def features(q: Query) -> list[str]:
     def src_visit(s: Source) -> None:
         if isinstance(s, Join):
             tags.add(f"join_{s.kind.lower()}")
+            if s.natural or s.using is not None:
+                tags.add("join_natural" if s.natural else "join_using")
             src_visit(s.left)
             src_visit(s.right)
         elif isinstance(s, Derived):

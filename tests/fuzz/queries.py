@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .exprs import Col, ExprGen, col_node, dec_common, node_col, spec_col
 from .model import Derived, Item, Join, Node, OrderKey, Query, Select, SetOp, Source, TableRef
+from .queries_more import MoreQueries
 from .tables import SCHEMAS
 
 VALUE_KINDS = ["int", "int", "float", "dec", "text", "text", "bool", "date", "ts"]
@@ -28,6 +29,8 @@ JOIN_KEYS = {  # (left column, right column) pairs of comparable types, by right
 }
 CATEGORIES = [("scan", 18), ("agg", 20), ("global", 7), ("join", 20), ("sub", 12), ("setop", 8),
               ("derived", 8), ("distinct", 7)]
+# the kinds added for PostgreSQL (issue 54), each a generator class that --avoid can leave out
+MORE_CATEGORIES = [("window", 12, "windows"), ("using", 9, "using_joins")]
 
 
 @dataclass
@@ -37,15 +40,21 @@ class Drawn:
     tlp: Node | None  # TLP predicate over the WHERE scope, or None
 
 
-def table_scope(name: str, alias: str) -> list[Col]:
-    from .tables import BASE_OF
-    return [spec_col(alias, s) for s in SCHEMAS[BASE_OF[name]]]
+def table_scope(name: str, alias: str, avoid: frozenset[str] = frozenset()) -> list[Col]:
+    """The columns expressions may use: never `rid` (windows add it themselves), and the
+    type-limit columns of `tables.TA_EXTRA` unless the "limit_columns" class is avoided."""
+    from .tables import BASE_OF, LIMIT_COLUMNS
+    skip = {"rid"} | (LIMIT_COLUMNS if "limit_columns" in avoid else set())
+    return [spec_col(alias, s) for s in SCHEMAS[BASE_OF[name]] if s.name not in skip]
 
 
-class QueryGen:
+class QueryGen(MoreQueries):
     def __init__(self, r: random.Random, v: random.Random, main_table: str = "ta",
                  avoid: frozenset[str] = frozenset()) -> None:
         self.r, self.v, self.main, self.avoid = r, v, main_table, avoid
+
+    def scope(self, name: str, alias: str) -> list[Col]:
+        return table_scope(name, alias, self.avoid)
 
     def gen(self, scope: list[Col], depth: int = 3, subqueries: bool = False) -> ExprGen:
         g = ExprGen(self.r, self.v, scope, max_depth=depth, avoid=self.avoid)
@@ -55,25 +64,26 @@ class QueryGen:
 
     # ---------------------------------------------------------------- top level
     def case(self) -> Drawn:
-        cats, weights = zip(*CATEGORIES)
+        more = [(c, w) for c, w, klass in MORE_CATEGORIES if klass not in self.avoid]
+        cats, weights = zip(*(CATEGORIES + more))
         cat = self.r.choices(cats, weights)[0]
         return getattr(self, f"q_{cat}")()
 
     def q_scan(self) -> Drawn:
-        scope = table_scope(self.main, "a")
+        scope = self.scope(self.main, "a")
         return self.projection(TableRef(self.main, "a"), scope, "scan", subqueries=self.r.random() < 0.1)
 
     def q_distinct(self) -> Drawn:
-        d = self.projection(TableRef(self.main, "a"), table_scope(self.main, "a"), "distinct", exact=True)
+        d = self.projection(TableRef(self.main, "a"), self.scope(self.main, "a"), "distinct", exact=True)
         assert isinstance(d.query, Select)
         d.query.distinct = True
         return d
 
     def q_agg(self) -> Drawn:
-        return self.aggregate(TableRef(self.main, "a"), table_scope(self.main, "a"), "agg", keys=True)
+        return self.aggregate(TableRef(self.main, "a"), self.scope(self.main, "a"), "agg", keys=True)
 
     def q_global(self) -> Drawn:
-        return self.aggregate(TableRef(self.main, "a"), table_scope(self.main, "a"), "global", keys=False)
+        return self.aggregate(TableRef(self.main, "a"), self.scope(self.main, "a"), "global", keys=False)
 
     def q_join(self) -> Drawn:
         src, scope = self.join_source()
@@ -82,7 +92,7 @@ class QueryGen:
         return self.projection(src, scope, "join")
 
     def q_sub(self) -> Drawn:
-        scope = table_scope(self.main, "a")
+        scope = self.scope(self.main, "a")
         d = self.projection(TableRef(self.main, "a"), scope, "sub", where_p=1.0, subqueries=True)
         assert isinstance(d.query, Select)
         sp = self.sub_pred(scope)
@@ -114,7 +124,7 @@ class QueryGen:
         return Drawn(q, "setop", None)
 
     def q_derived(self) -> Drawn:
-        inner_scope = table_scope(self.main, "a")
+        inner_scope = self.scope(self.main, "a")
         if self.r.random() < 0.6:
             inner = self.aggregate(TableRef(self.main, "a"), inner_scope, "agg", keys=True, tail=False).query
         else:
@@ -125,7 +135,7 @@ class QueryGen:
         ints = [c for c in scope if c.kind == "int" and not c.approx]
         if ints and self.r.random() < 0.3:
             kind = self.r.choice(["INNER", "LEFT"])
-            b = table_scope("tb", "b")
+            b = self.scope("tb", "b")
             on = self.eq(col_node(self.r.choice(ints)), col_node(b[1]))
             src, scope = Join(kind, src, TableRef("tb", "b"), on), scope + b
         if self.r.random() < 0.3:
@@ -239,7 +249,7 @@ class QueryGen:
 
     def branch(self, table: str, kinds: list[str]) -> Select:
         """One side of a set operation: one column per kind, exact values only."""
-        scope = table_scope(table, "a")
+        scope = self.scope(table, "a")
         g = self.gen(scope, 2)
         if self.r.random() < 0.2:
             keys = [self.key(g, k) for k in kinds]
@@ -256,7 +266,7 @@ class QueryGen:
         kind = r.choices(["INNER", "LEFT", "RIGHT", "FULL", "CROSS"], [4, 3, 2, 2, 1])[0]
         right = r.choice(["tb", "tb", "tc"]) if kind != "CROSS" else "tc"
         alias = right[1]
-        left_scope, right_scope = table_scope(self.main, "a"), table_scope(right, alias)
+        left_scope, right_scope = self.scope(self.main, "a"), self.scope(right, alias)
         scope = left_scope + right_scope
         on = None
         if kind != "CROSS":
@@ -264,7 +274,7 @@ class QueryGen:
         src: Source = Join(kind, TableRef(self.main, "a"), TableRef(right, alias), on)
         if right == "tb" and r.random() < 0.25:
             kind3 = r.choice(["INNER", "LEFT", "FULL"])
-            c_scope = table_scope("tc", "c")
+            c_scope = self.scope("tc", "c")
             key = r.choice([("a.k", "c.k"), ("b.k", "c.k"), ("a.s", "c.s")])
             lcol = next(c for c in scope if c.ref == key[0])
             rcol = next(c for c in c_scope if c.ref == key[1])
@@ -293,7 +303,7 @@ class QueryGen:
         form = r.choice(["in", "in", "exists", "exists", "scalar"])
         table = r.choice(["tb", "tc"])
         alias = "s" + table[1]
-        inner_scope = table_scope(table, alias)
+        inner_scope = self.scope(table, alias)
         g = self.gen(inner_scope, 2)
         where = g.pred() if r.random() < 0.5 else None
         if form == "scalar":
@@ -325,7 +335,7 @@ class QueryGen:
         """(SELECT agg(x) FROM tc|tb [WHERE ...]); correlated: keyed by the outer k."""
         table = self.r.choice(["tc", "tb"])
         alias = "x" + table[1]
-        scope = table_scope(table, alias)
+        scope = self.scope(table, alias)
         g = self.gen(scope, 2)
         fn = self.r.choice(["max", "min", "count", "sum"])
         kind = self.r.choice(["int", "dec", "text", "date"]) if fn in ("max", "min") else "int"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
@@ -26,6 +26,9 @@ from .generator import Case
 from .model import Node, Query, Select, SetOp, render
 from .tables import Dataset
 from .tlp import tlp_check
+
+if TYPE_CHECKING:
+    from .postgres import Postgres
 
 DUCKDB_SETTINGS = [
     "SET default_null_order = 'nulls_last_on_asc_first_on_desc'",  # PostgreSQL's NULL order
@@ -50,11 +53,14 @@ class Outcome:
 class Engines:
     """penstock (strict, one device) and DuckDB over the same tables."""
 
-    def __init__(self, dataset: Dataset, device: str = "cpu", **options: Any) -> None:
-        """`options`: more of penstock.connect's (memory budgets, for the tiny-budget batch)."""
+    def __init__(self, dataset: Dataset, device: str = "cpu", pg: "Postgres | None" = None,
+                 **options: Any) -> None:
+        """`options`: more of penstock.connect's (memory budgets, for the tiny-budget batch);
+        `pg`: the PostgreSQL oracle (tests/fuzz/postgres.py), loaded with the same tables."""
         import penstock
 
         self.device = device
+        self.pg = pg
         self.db = penstock.connect(device=device, strict=True, **options)
         self.duck = duckdb.connect()
         for stmt in DUCKDB_SETTINGS:
@@ -62,8 +68,10 @@ class Engines:
         self.load(dataset)
 
     def load(self, dataset: Dataset) -> None:
-        """(Re-)register every table of `dataset` with both engines."""
+        """(Re-)register every table of `dataset` with every engine."""
         self.dataset = dataset
+        if self.pg is not None:
+            self.pg.load(dataset.tables)
         for name, table in dataset.tables.items():
             fmt = dataset.formats[name]
             path = dataset.paths.get(name)
@@ -154,6 +162,8 @@ def check_duckdb(eng: Engines, case: Case) -> Outcome:
 def compare_engines(eng: Engines, query: Query) -> Outcome:
     import penstock
 
+    if not duck_renderable(query):
+        return Outcome("skip", "postgresql only")
     sql, dsql = render(query, "pg"), render(query, "duck")
     actual, perr = attempt(eng.penstock, sql)
     if isinstance(perr, penstock.Unsupported):
@@ -187,21 +197,50 @@ def compare_engines(eng: Engines, query: Query) -> Outcome:
     return Outcome("ok")
 
 
+def duck_renderable(q: Query) -> bool:
+    """False when some part of `q` has no DuckDB text (a PostgreSQL-only literal form...)."""
+    from .model import PG_ONLY
+    return PG_ONLY not in render(q, "duck")
+
+
+def _pyrows(t: pa.Table) -> list[dict[str, Any]]:
+    """Rows as Python values; dates and timestamps past Python's years 1..9999 as text."""
+    try:
+        return t.to_pylist()
+    except (OverflowError, ValueError):
+        cols = [c.cast(pa.int32() if pa.types.is_date32(c.type) else pa.int64())
+                if pa.types.is_temporal(c.type) and not pa.types.is_interval(c.type) else c for c in t.columns]
+        return pa.table(cols, names=[f"{n}#{i}" for i, n in enumerate(t.column_names)]).to_pylist()
+
+
 def _summary(t: pa.Table | None, rows: int = 8) -> str:
     if t is None:
         return "<none>"
     head = [", ".join(f"{f.name}:{f.type}" for f in t.schema)]
-    for row in t.slice(0, rows).to_pylist():
+    for row in _pyrows(t.slice(0, rows)):
         head.append("  " + repr(tuple(row.values())))
     if t.num_rows > rows:
         head.append(f"  ... {t.num_rows} rows")
     return "\n".join(head)
 
 
-def run_case(eng: Engines, case: Case, tlp: bool = True) -> list[Outcome]:
-    """The DuckDB comparison, then (when the case has a TLP predicate and `tlp`) TLP."""
-    out = [check_duckdb(eng, case)]
-    if tlp and case.tlp is not None and isinstance(case.query, Select) and out[0].status in ("ok", "fail"):
+ORACLES = ("duckdb", "postgresql", "tlp")
+
+
+def run_case(eng: Engines, case: Case, tlp: bool = True,
+             oracles: tuple[str, ...] = ("duckdb", "tlp")) -> list[Outcome]:
+    """The DuckDB comparison, the PostgreSQL comparison (with `eng.pg`), then (when the case
+    has a TLP predicate) TLP, each as `oracles` asks; TLP runs when an engine comparison
+    ran the query (ok or failed), not after a skip."""
+    from .pg_check import check_postgres
+
+    out = []
+    if "duckdb" in oracles:
+        out.append(check_duckdb(eng, case))
+    if "postgresql" in oracles:
+        out.append(check_postgres(eng, case.query))
+    ran = any(o.status in ("ok", "fail") for o in out) or not out
+    if tlp and "tlp" in oracles and case.tlp is not None and isinstance(case.query, Select) and ran:
         res = tlp_check(eng, case.query, case.tlp)
         if res is not None:
             out.append(res)

@@ -169,7 +169,32 @@ TC_COLUMNS: list[ColSpec] = [
     ColSpec("b", pa.bool_(), "bool", None, lambda r: r.random() < 0.5, 0.2),
 ]
 
-SCHEMAS: dict[str, list[ColSpec]] = {"ta": TA_COLUMNS, "tb": TB_COLUMNS, "tc": TC_COLUMNS}
+F32_SPECIALS = [float("nan"), float("inf"), float("-inf"), -0.0, 3.4028234663852886e38, -3.4028234663852886e38,
+                1.401298464324817e-45, 1.1754943508222875e-38]
+DATE_LIMITS = [dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1677, 9, 21), dt.date(2262, 4, 11),
+               dt.date(1582, 10, 15), dt.date(1, 12, 31)]
+TS_LIMITS = [dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+             dt.datetime(1677, 9, 21, 0, 12, 43, 145225), dt.datetime(2262, 4, 11, 23, 47, 16, 854775)]
+N38 = 10**38 - 1
+
+# More of `ta`'s columns, drawn from a stream of their own so that the columns above keep
+# the values they always had (the DuckDB batch's queries and answers stay the same):
+# `rid` numbers the rows (a unique, never NULL key: windows order by it last so that
+# row_number, lag, ROWS frames... have one answer); the others hold values at the limits
+# of real, numeric(38,0), date and timestamp (generator class "limit_columns").
+TA_EXTRA: list[ColSpec] = [
+    ColSpec("rid", pa.int32(), "int", 10_000, lambda r: 0, 0.0),
+    ColSpec("xf4", pa.float32(), "float", None,
+            lambda r: r.choice(F32_SPECIALS) if r.random() < 0.5 else r.randint(-800, 800) / 8),
+    ColSpec("xn", pa.decimal128(38, 0), "dec", None,
+            lambda r: Decimal(r.choice([N38, -N38, N38 - 1, 10**37, 0])) if r.random() < 0.5
+            else Decimal(r.randint(-10**6, 10**6))),
+    ColSpec("xdt", pa.date32(), "date", None, lambda r: r.choice(DATE_LIMITS) if r.random() < 0.4 else _date(r)),
+    ColSpec("xts", pa.timestamp("us"), "ts", None, lambda r: r.choice(TS_LIMITS) if r.random() < 0.4 else _ts(r)),
+]
+LIMIT_COLUMNS = frozenset(c.name for c in TA_EXTRA[1:])
+
+SCHEMAS: dict[str, list[ColSpec]] = {"ta": TA_COLUMNS + TA_EXTRA, "tb": TB_COLUMNS, "tc": TC_COLUMNS}
 ROWS = {"ta": 300, "tb": 120, "tc": 24}
 FORMATS = {"ta": "parquet", "tb": "arrow", "tc": "memory", "te": "parquet", "ta_ipc": "arrow"}
 BASE_OF = {"ta": "ta", "tb": "tb", "tc": "tc", "te": "ta", "ta_ipc": "ta"}
@@ -208,6 +233,10 @@ def build(seed: int, avoid: frozenset[str] = frozenset()) -> dict[str, pa.Table]
     shrinks decimal values beyond 18 digits. The batch avoids nothing."""
     rng = random.Random(f"penstock-fuzz-tables-{seed}")
     ta = make_table(TA_COLUMNS, rng, ROWS["ta"])
+    extra = make_table(TA_EXTRA, random.Random(f"penstock-fuzz-limits-{seed}"), ROWS["ta"])
+    extra = extra.set_column(0, "rid", pa.array(range(ROWS["ta"]), pa.int32()))
+    for name in extra.column_names:
+        ta = ta.append_column(name, extra.column(name))
     tb = make_table(TB_COLUMNS, rng, ROWS["tb"])
     tc = make_table(TC_COLUMNS, rng, ROWS["tc"])
     ta, tb, tc = (_tame(t, avoid) for t in (ta, tb, tc))
