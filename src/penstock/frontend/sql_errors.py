@@ -31,6 +31,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"Cannot cast string '\d{1,6}-\d{1,2}-\d{1,2}[^']*' to value of (?:Date|Timestamp)", re.I),
      DATETIME_FIELD_OVERFLOW, ""),
     (re.compile(r"Divide by zero|division by zero", re.I), DIVISION_BY_ZERO, ""),
+    # DataFusion's ~ operators (Rust regex) on a pattern it cannot read: back references, lookaround
+    (re.compile(r"regex parse error", re.I), "2201B", ""),
     (re.compile(r"binary values of different lengths", re.I), STRING_DATA_LENGTH_MISMATCH, ""),
     (re.compile(r"overflow|(?:smallint|integer|bigint) out of range|Can't cast value -?\d+ to type U?Int|too (?:small|large) to store in a Decimal", re.I),
      NUMERIC_VALUE_OUT_OF_RANGE, ""),

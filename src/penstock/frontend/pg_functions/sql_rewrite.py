@@ -149,8 +149,37 @@ def _function(name: str, toks: list[Token], open_at: int, close_at: int) -> list
     if name in _PADDING and _REQUIRED[name] <= len(args) <= _REQUIRED[name] + len(_PADDING[name]):
         args += list(_PADDING[name][len(args) - _REQUIRED[name]:])
         call = _call(_RENAMED.get(name, name), args)
-        return [Token("word", "unnest("), *call, Token("punct", ")")] if name in _RENAMED else call
+        if name not in _RENAMED:
+            return call
+        rows = [Token("word", "unnest("), *call, Token("punct", ")")]
+        if _in_from(toks, open_at, close_at):  # its column named as PostgreSQL names it
+            rows.append(Token("word", f" AS {name}({name})"))
+        return rows
     return None
+
+
+_ALIAS_FOLLOWS_NOT = {"where", "group", "order", "limit", "offset", "join", "inner", "left", "right", "full",
+                      "cross", "natural", "on", "union", "intersect", "except", "window", "having", "fetch"}
+
+
+def _in_from(toks: list[Token], open_at: int, close_at: int) -> bool:
+    """Whether the call whose parentheses these are is a FROM item without an alias."""
+    name_at = preceding(toks, open_at)
+    before = preceding(toks, name_at)
+    if before < 0 or toks[before].low not in ("from", "join", "lateral", ","):
+        return False
+    if toks[before].text == ",":  # a comma of a FROM list, not of a select list or arguments
+        depth = 0
+        for k in range(before, -1, -1):
+            depth += toks[k].text == ")"
+            depth -= toks[k].text == "("
+            if depth < 0 or (depth == 0 and toks[k].low == "select"):
+                return False
+            if depth == 0 and toks[k].low == "from":
+                break
+    after = following(toks, close_at + 1)
+    return after >= len(toks) or not (toks[after].low == "as" or
+                                      (toks[after].kind in ("word", "ident") and toks[after].low not in _ALIAS_FOLLOWS_NOT))
 
 
 def _split_keywords(toks: list[Token], open_at: int, close_at: int, words: tuple[str, ...]) -> list[list[Token]]:
