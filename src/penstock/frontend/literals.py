@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 
 from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR, QueryError
+from penstock.frontend.integer_literals import as_int4, int4_position, unary_minus
 from penstock.frontend.sql_tokens import Token, cast_call, following, preceding, tokens, unquote
 
 MAX_DIGITS = 38  # wider constants are left to the planner
@@ -34,7 +35,13 @@ def numeric_literals(sql: str) -> str:
         before = preceding(toks, k)
         if t.kind == "number" and not (before >= 0 and toks[before].text == "."):
             check_no_trailing_junk(toks, k)
-            out.append(_typed(plain_number(t.text)))
+            typed = _typed(plain_number(t.text))
+            minus = unary_minus(toks, k)
+            if typed.isdigit() and int4_position(toks, k, typed, negative=minus is not None):
+                if minus is not None:  # -2 is one constant, as PostgreSQL reads it (-2147483648 an int4)
+                    out[minus] = ""
+                typed = as_int4(("-" if minus is not None else "") + typed)
+            out.append(typed)
         else:
             out.append(t.text)
     return "".join(out)

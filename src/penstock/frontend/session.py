@@ -12,7 +12,7 @@ import decimal
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext, SQLOptions
@@ -28,7 +28,10 @@ from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.fallback_repair import repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
+from penstock.frontend.join_using import merged_join_columns
 from penstock.frontend.named_windows import inline_named_windows
+from penstock.frontend.ranking_types import ranking_as_postgresql_types
+from penstock.frontend.set_returning import set_returning_in_select_lists
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.pg_functions.math_functions import typed_calls
@@ -81,6 +84,11 @@ class Frontend:
         # both columns alike: "Projections require unique expression names"), valid SQL that
         # PostgreSQL and DuckDB answer; without it a constant grouping key is grouped on.
         self.ctx.remove_optimizer_rule("eliminate_group_by_constant")
+        # It hoists a repeated expression into a projection below, constants too: two
+        # round(x, 2) became round(x, __common_expr_1), a precision penstock cannot compile
+        # (integer constants are CAST(2 AS INTEGER), frontend/integer_literals.py). The
+        # kernels fuse each pipeline's expressions; a repeated one costs them nothing.
+        self.ctx.remove_optimizer_rule("common_sub_expression_eliminate")
         # What a query penstock's kernels cannot run is run by: DataFusion with every rule
         # (without simplify_expressions it cannot execute COALESCE); Arrow IPC files as they
         # are (its reader cannot cast their dictionaries away to the plain schema).
@@ -162,10 +170,10 @@ class Frontend:
         slotted = slot_params(params)
         values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        text = rewritten_sql(pin_clock(sql, instant) or sql)
+        text = rewritten_sql(merged_join_columns(pin_clock(sql, instant) or sql, self.columns_of))
         named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
         if named is not None:
-            named.sql = rewritten_sql(pin_clock(named.sql, instant) or named.sql)
+            named.sql = rewritten_sql(merged_join_columns(pin_clock(named.sql, instant) or named.sql, self.columns_of))
         tries = [named.sql] if named is not None else []
         tries += [text] if text not in tries else []
         failure: Exception | None = None
@@ -225,6 +233,14 @@ class Frontend:
             hazard, fixed = (None, fixed) if left is None else (hazard, None)
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
                             attempt, values, substrait, slotted.markers, tables, fixed)
+
+    def columns_of(self, from_item: str) -> list[str] | None:
+        """The column names of one FROM item (a table, a subquery with its alias), or None
+        where DataFusion cannot plan it on its own (frontend/join_using.py)."""
+        try:
+            return list(_sql(self.ctx, f"SELECT * FROM {rewritten_sql(from_item)}", None).schema().names)
+        except Exception:  # noqa: BLE001 - a correlated or otherwise dependent item: left as written
+            return None
 
     def cast_type_names(self, sql_type: str) -> str | None:
         """arrow_cast's name for a SQL type (frontend/named_casts.py), as DataFusion plans it."""
@@ -298,10 +314,20 @@ def quoted(name: str) -> str:
 
 
 def rewritten_sql(sql: str) -> str:
-    """The text DataFusion plans: named windows written out, long AND/OR chains balanced,
-    constants typed as PostgreSQL types them, the bytea functions' arguments cast to bytea,
-    numeric functions given their argument's type (pg_functions/math_functions.typed_calls)."""
-    return typed_calls(binary_functions.binary_arguments(bytea_literals(numeric_literals(balance_chains(pg_rewrite(inline_named_windows(sql)))))))
+    """The text DataFusion plans: each rewrite of REWRITES in turn."""
+    for rewrite in REWRITES:
+        sql = rewrite(sql)
+    return sql
+
+
+# In this order: named windows written out; PostgreSQL's functions given their typed forms
+# (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
+# functions of select lists unnested; long AND/OR chains balanced; constants typed as
+# PostgreSQL types them; bytea constants read; the bytea functions' arguments cast to
+# bytea; numeric functions given their argument's type (pg_functions/math_functions.py).
+REWRITES: tuple[Callable[[str], str], ...] = (
+    inline_named_windows, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, balance_chains,
+    numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

@@ -3,6 +3,8 @@ and a kernel gets a program exactly when the interpreter covers all of it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import re
 
 import numpy as np
@@ -71,10 +73,12 @@ def interpreted_kernels(db: object, sql: str) -> int:
     ("SELECT count(*) FROM t WHERE v < CAST(1 + 10 AS numeric(22, 2)) AND v > -2 * 3", 2),  # folded literals
     ("SELECT min(s) FROM t", 0),  # text states: compiled
 ])
-def test_which_kernels_the_interpreter_runs(sql: str, kernels: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_which_kernels_the_interpreter_runs(sql: str, kernels: int, monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
     import penstock
 
     monkeypatch.setenv("PENSTOCK_INTERPRET", "always")
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))  # no kernel another run compiled
     db = penstock.connect(device="cpu")
     monkeypatch.setattr(db.backend, "_kernels", {})  # every kernel asked for anew
     db.register_arrow("t", pa.table({"g": [1, 2, 1, None], "v": [1, 5, 7, 4], "f": [0.5, 1.5, None, 2.0],

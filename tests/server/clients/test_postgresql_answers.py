@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from server.clients.pg_answers import CASES
+from server.clients.pg_answers import CASES, TYPED
 from server.conftest import Running, start_server, stop_server
 from server.pg_cluster import PgCluster, start_cluster
 
@@ -72,3 +72,16 @@ def test_psql_prints_what_postgresql_prints(psql_path: str, servers: tuple[Runni
     expected = psql(psql_path, ("127.0.0.1", cluster.port), cluster.superuser, "postgres", sql)
     got = psql(psql_path, ("127.0.0.1", penstock.port), "tester", "penstock", sql)
     assert got == expected, f"{sql}\npenstock:\n{got}\nPostgreSQL:\n{expected}"
+
+
+@pytest.mark.parametrize("sql", TYPED)
+def test_result_types_are_postgresql_types(servers: tuple[Running, PgCluster], sql: str) -> None:
+    """The type each server names for each result column (RowDescription's type OIDs)."""
+    import psycopg
+
+    penstock, cluster = servers
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        want = [(d.name, d.type_code) for d in conn.execute(sql).description or []]
+    with psycopg.connect(penstock.dsn, autocommit=True) as conn:
+        got = [(d.name, d.type_code) for d in conn.execute(sql).description or []]
+    assert got == want, f"{sql}\npenstock: {got}\nPostgreSQL: {want}"

@@ -303,12 +303,15 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
-    """CAST of a numeric literal to a decimal or float, computed exactly now (DataFusion's
+    """CAST of a numeric literal to an integer, decimal or float type, computed exactly now (DataFusion's
     own constant folding is off). None when it is not such a cast or would not fit: then
     the kernel evaluates it and raises as PostgreSQL would."""
     import decimal
 
     src = lit.type
+    if src.is_integer and target.is_integer and isinstance(lit.value, int):  # CAST(2 AS INTEGER): the int4 2
+        half = 1 << (8 * target.byte_width - 1)
+        return Literal(target, lit.value) if -half <= lit.value < half else None
     if not ((src.is_numeric or src.kind is Kind.STRING) and (target.kind is Kind.DECIMAL or target.is_float)):
         return None
     if src.kind is Kind.STRING:  # CAST('1.50' AS DECIMAL(3,2)): how numeric constants are written

@@ -193,6 +193,9 @@ class RelTranslator:
         if fn == "avg" and isinstance(arg, Cast) and arg.type.is_float and (
                 arg.arg.type.is_integer or arg.arg.type.kind is Kind.DECIMAL):
             arg = arg.arg  # DataFusion's coercion: PostgreSQL averages the exact values (128-bit sums)
+        if fn == "sum" and isinstance(arg, Cast) and arg.type.kind is Kind.INT64 and arg.arg.type.is_integer \
+                and arg.arg.type.kind is not Kind.INT64:
+            return AggCall(fn, arg, T.INT64, distinct)  # sum(smallint), sum(integer): PostgreSQL's bigint
         return AggCall(fn, arg, F.aggregate_result_type(fn, arg.type if arg else None, declared), distinct)
 
     def _sort(self, r: algebra_pb2.SortRel) -> Rel:

@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -104,14 +105,16 @@ def type_modifier(field: pa.Field) -> int:
 # -- text format ----------------------------------------------------------------------------------
 
 def float_text(x: float, digits: int = 15) -> str:
-    """PostgreSQL's float output (shortest exact digits; exponent form outside 1e-4..1e15)."""
+    """PostgreSQL's float output (shortest exact digits; exponent form outside 1e-4..1e15;
+    digits=6: a real, whose shortest digits are those of the 32-bit float, 1004.3 and not
+    the double 1004.2999877929688 it widens to)."""
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0:
         return "-0" if math.copysign(1.0, x) < 0 else "0"
-    sign, digs, exp = decimal.Decimal(repr(x)).as_tuple()
+    sign, digs, exp = decimal.Decimal(str(np.float32(x)) if digits == 6 else repr(x)).as_tuple()
     text = "".join(map(str, digs)).rstrip("0") or "0"
     point = len(digs) + int(exp)  # digits before the decimal point
     e10 = point - 1

@@ -4,3 +4,4 @@ from server.clients.pg_answers import checks, errors, functions, literals, numbe
 
 CASES: list[str] = [case for module in (rows, windows, numbers, checks, literals, types, functions, errors)
                     for case in module.CASES]
+TYPED: list[str] = types.TYPED

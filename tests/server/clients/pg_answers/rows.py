@@ -12,4 +12,21 @@ CASES: list[str] = [
     "SELECT count(*) FROM (SELECT k FROM t LIMIT 2 OFFSET 2) s",
     "SELECT count(*) FROM t, (SELECT k FROM t LIMIT 2) l",
     "SELECT k, rn FROM (SELECT k FROM t ORDER BY k LIMIT 3) s, (SELECT 1 AS rn) l ORDER BY k",
+    # JOIN ... USING and NATURAL JOIN: the merged column first, COALESCE(left, right) in outer joins
+    "SELECT * FROM (VALUES (1, 2)) a(x, k) JOIN (VALUES (2, 3)) b(k, y) USING (k)",
+    "SELECT * FROM (VALUES (1, 2), (5, 6)) a(x, k) FULL JOIN (VALUES (2, 3), (7, 8)) b(k, y) USING (k) ORDER BY 1",
+    "SELECT k, x FROM (VALUES (1, 2), (5, 6)) a(x, k) RIGHT JOIN (VALUES (2, 3), (7, 8)) b(k, y) USING (k) ORDER BY k",
+    "SELECT * FROM (VALUES (1, 2), (5, 6)) a(x, k) NATURAL FULL JOIN (VALUES (2, 3), (7, 8)) b(k, y) ORDER BY k",
+    "SELECT k, count(*) FROM (VALUES (1, 2), (5, 6)) a(x, k) FULL JOIN (VALUES (2, 3), (7, 8)) b(k, y) USING (k) "
+    "GROUP BY k ORDER BY k",
+    "SELECT * FROM t a JOIN t b USING (k, i) ORDER BY k",
+    "SELECT * FROM t x LEFT JOIN (SELECT k, i * 2 AS d FROM t WHERE k > 20) y USING (k) ORDER BY k",
+    "SELECT * FROM (SELECT k, i FROM t) x FULL JOIN (SELECT k + 15 AS k, r FROM t) y USING (k) ORDER BY k",
+    "SELECT a.*, b.k FROM t a JOIN t b USING (k) ORDER BY 1",
+    # set-returning functions in a select list: a row per value, several side by side
+    "SELECT generate_series(1, 3), 'a'",
+    "SELECT generate_series(1, 3) + 1 AS x, generate_series(1, 2) AS y",
+    "SELECT k, generate_series(1, 2) FROM t WHERE k < 30 ORDER BY 1, 2",
+    "SELECT count(*) FROM (SELECT generate_series(1, 5)) s",
+    "SELECT x FROM (SELECT generate_series(1, 4) AS x) s WHERE x > 2",
 ]

@@ -2,7 +2,24 @@
 
 Each case is one statement over table `t` (columns i int4, f float8, k int8, r real; see
 test_postgresql_answers.py) or over none; psql must print the same for penstock as for
-PostgreSQL. A statement whose rows may come in any order has an ORDER BY."""
+PostgreSQL. A statement whose rows may come in any order has an ORDER BY.
+
+TYPED statements are also compared by the types of their result columns, as psycopg sees
+them from each server (the type OIDs of RowDescription)."""
 
 CASES: list[str] = [
+    # integer constants are integer: int4 arithmetic overflows as PostgreSQL's does
+    "SELECT i * 2 FROM t ORDER BY k",
+    "SELECT 2147483647 + 1",
+    "SELECT i + 1, k + 1 FROM t WHERE i < 10 ORDER BY k",
+    "SELECT 10 / 4, 10 % 4, -7 / 2, 7 / -2",
+    "SELECT sum(i) / 4 FROM t WHERE i < 10",
+]
+
+TYPED: list[str] = [
+    "SELECT 1, 2147483648, i + 1, k + 1, i * 2 FROM t WHERE i < 10 ORDER BY k",
+    "SELECT sum(i), sum(1), sum(CASE WHEN i > 1 THEN 1 ELSE 0 END), sum(k), count(*) FROM t",
+    "SELECT rank() OVER (ORDER BY k), row_number() OVER (ORDER BY k) + 1, dense_rank() OVER (ORDER BY k), "
+    "ntile(2) OVER (ORDER BY k) FROM t ORDER BY k",
+    "SELECT generate_series(1, 3)",
 ]
