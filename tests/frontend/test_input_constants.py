@@ -134,3 +134,13 @@ def test_text_values_the_kernels_do_not_read_are_22007(device: str) -> None:
     with pytest.raises(QueryError) as e:
         db.sql("SELECT CAST(x AS bigint) FROM (VALUES ('0x8000000000000000')) v(x)").to_arrow()
     assert e.value.sqlstate == "22003"
+
+
+@pytest.mark.parametrize("sql", ["SELECT 'NaN'::numeric", "SELECT CAST(' Infinity' AS decimal(10, 2))",
+                                 "SELECT '-inf'::numeric(5, 1) + 1"])
+def test_numeric_nan_and_infinity_are_refused_by_name(sql: str) -> None:
+    """PostgreSQL's numeric holds NaN and Infinity; an Arrow decimal cannot. Refused with
+    0A000 naming the value (the kernels said only 'invalid input syntax')."""
+    with pytest.raises(QueryError) as info:
+        penstock.connect(device="cpu").sql(sql)
+    assert info.value.sqlstate == "0A000" and "is not supported" in info.value.message

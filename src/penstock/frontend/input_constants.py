@@ -15,7 +15,7 @@ import datetime
 import re
 from typing import Iterator
 
-from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, QueryError
+from penstock.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, QueryError
 from penstock.frontend import date_input
 from penstock.frontend.bc_years import make_date_years
 from penstock.frontend.sql_tokens import Token, cast_call, following, literal, preceding, tokens, unquote
@@ -23,7 +23,9 @@ from penstock.frontend.sql_tokens import Token, cast_call, following, literal, p
 _INTEGERS = {"int2": ("smallint", 16), "smallint": ("smallint", 16), "int4": ("integer", 32), "int": ("integer", 32),
              "integer": ("integer", 32), "int8": ("bigint", 64), "bigint": ("bigint", 64)}
 _DATES = {"date": "date", "timestamp": "timestamp", "time": "time"}
-_WORDS = ("int", "date", "time", "smallint", "bigint")  # one of them is in every statement this rewrites
+_WORDS = ("int", "date", "time", "smallint", "bigint", "numeric", "decimal")  # one is in every statement this reads
+_NUMERICS = ("numeric", "decimal")
+_SPECIAL_NUMERIC = ("nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf")
 
 
 def typed_strings(toks: list[Token]) -> Iterator[tuple[int, str]]:
@@ -77,6 +79,9 @@ def _typed_constants(sql: str, now: datetime.datetime) -> str | None:
             plain = integer_input(text, *_INTEGERS[name])
         elif name in _DATES:
             plain = date_input.read(text, _DATES[name], now)
+        elif name in _NUMERICS and text.strip().lower() in _SPECIAL_NUMERIC:
+            raise QueryError(f'numeric "{text.strip()}" is not supported: penstock\'s numeric values are Arrow '
+                             "decimals, which hold no NaN or Infinity (double precision does)", FEATURE_NOT_SUPPORTED)
         else:
             continue
         if plain is not None and plain != text:

@@ -309,9 +309,12 @@ def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
     import decimal
 
     src = lit.type
-    if src.is_integer and target.is_integer and isinstance(lit.value, int):  # CAST(2 AS INTEGER): the int4 2
+    if src.is_integer and target.is_integer and isinstance(lit.value, int):
+        # CAST(2 AS INTEGER) is the int4 2; a widening cast stays one, for the rules that
+        # read it (sum(integer) is bigint, plan/functions.py)
         half = 1 << (8 * target.byte_width - 1)
-        return Literal(target, lit.value) if -half <= lit.value < half else None
+        narrowing = target.byte_width <= src.byte_width
+        return Literal(target, lit.value) if narrowing and -half <= lit.value < half else None
     if not ((src.is_numeric or src.kind is Kind.STRING) and (target.kind is Kind.DECIMAL or target.is_float)):
         return None
     if src.kind is Kind.STRING:  # CAST('1.50' AS DECIMAL(3,2)): how numeric constants are written
