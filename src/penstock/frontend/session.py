@@ -43,6 +43,7 @@ from penstock.frontend.substrait.rel import RelTranslator
 from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_CONSTANTS, SUBSTRAIT_DEPTH,
                                                balance_chains, check_depth, constants)
 from penstock.frontend.table_access import scanned_tables
+from penstock.frontend.unknown_literals import planned_types, resolve_unknown_literals
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
 
@@ -170,9 +171,13 @@ class Frontend:
         slotted = slot_params(params)
         values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        text = rewritten_sql(merged_join_columns(pin_clock(sql, instant) or sql, self.columns_of))
+        typed = lambda s: resolve_unknown_literals(  # noqa: E731 - 'x' in a UNION takes its column's type
+            s, planned_types(lambda q: _sql(self.ctx, rewritten_sql(q), values)))
+        resolved = typed(sql)
+        text = rewritten_sql(merged_join_columns(pin_clock(resolved, instant) or resolved, self.columns_of))
         named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
         if named is not None:
+            named.sql = typed(named.sql)
             named.sql = rewritten_sql(merged_join_columns(pin_clock(named.sql, instant) or named.sql, self.columns_of))
         tries = [named.sql] if named is not None else []
         tries += [text] if text not in tries else []

@@ -42,4 +42,15 @@ CASES: list[str] = [
     "WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM x WHERE n < 3 GROUP BY n) SELECT * FROM x ORDER BY n",
     "WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM (SELECT * FROM x) s WHERE n < 3) "
     "SELECT * FROM x ORDER BY n",
+    # an untyped string constant takes its column's type (22P02 where it cannot be read as one)
+    "SELECT '3.4'::numeric UNION SELECT 'foo'",
+    "SELECT 1 UNION SELECT '2' ORDER BY 1",
+    "SELECT 1 UNION SELECT 'x'",
+    "SELECT k FROM t UNION SELECT '7' ORDER BY 1",
+    "SELECT x FROM (SELECT i AS x FROM t UNION ALL SELECT '7') s WHERE x < 10 ORDER BY 1",
+    "VALUES (1), ('2')",
+    "VALUES (1.5), ('x')",
+    "SELECT CASE WHEN i > 2 THEN i ELSE '0' END AS c FROM t ORDER BY k",
+    "SELECT COALESCE(i, '0') FROM t ORDER BY k",
+    "SELECT COALESCE(1.5, 'x')",
 ]
