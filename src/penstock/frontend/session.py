@@ -26,6 +26,7 @@ from penstock.frontend.clock import pin_clock
 from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
+from penstock.frontend.real_sums import real_sums
 from penstock.frontend.fallback_repair import repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.join_using import merged_join_columns
@@ -236,6 +237,8 @@ class Frontend:
         if hazard is not None and not slotted.markers:  # repaired where it can be (fallback_repair.py)
             fixed, left = repaired(substrait)
             hazard, fixed = (None, fixed) if left is None else (hazard, None)
+        if ir is None and substrait is not None and hazard is None and not slotted.markers:  # sum(real) is real
+            fixed = real_sums(fixed if fixed is not None else substrait) or fixed
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
                             attempt, values, substrait, slotted.markers, tables, fixed)
 

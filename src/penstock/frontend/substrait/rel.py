@@ -196,6 +196,8 @@ class RelTranslator:
         if fn == "sum" and isinstance(arg, Cast) and arg.type.kind is Kind.INT64 and arg.arg.type.is_integer \
                 and arg.arg.type.kind is not Kind.INT64:
             return AggCall(fn, arg, T.INT64, distinct)  # sum(smallint), sum(integer): PostgreSQL's bigint
+        if fn == "sum" and isinstance(arg, Cast) and arg.type.kind is Kind.FLOAT64 and arg.arg.type.kind is Kind.FLOAT32:
+            return AggCall(fn, arg, T.FLOAT32, distinct)  # sum(real) is real (summed in double, then rounded)
         return AggCall(fn, arg, F.aggregate_result_type(fn, arg.type if arg else None, declared), distinct)
 
     def _sort(self, r: algebra_pb2.SortRel) -> Rel:

@@ -14,6 +14,10 @@ CASES: list[str] = [
     "SELECT i + 1, k + 1 FROM t WHERE i < 10 ORDER BY k",
     "SELECT 10 / 4, 10 % 4, -7 / 2, 7 / -2",
     "SELECT sum(i) / 4 FROM t WHERE i < 10",
+    # sum(real) printed as real (float4's shortest digits)
+    "SELECT sum(r), avg(r) FROM t",
+    "SELECT sum(r), power(2, 10) FROM t",
+    "SELECT i > 1 AS g, sum(r) FROM t GROUP BY i > 1 ORDER BY 1",
 ]
 
 TYPED: list[str] = [
@@ -22,4 +26,13 @@ TYPED: list[str] = [
     "SELECT rank() OVER (ORDER BY k), row_number() OVER (ORDER BY k) + 1, dense_rank() OVER (ORDER BY k), "
     "ntile(2) OVER (ORDER BY k) FROM t ORDER BY k",
     "SELECT generate_series(1, 3)",
+    # sum(real) is real, avg(real) double precision, on the kernels and on DataFusion (power())
+    "SELECT sum(r), avg(r) FROM t",
+    "SELECT sum(r), avg(r), power(2, 10) FROM t",
+    "SELECT i > 1 AS g, sum(r) FROM t GROUP BY i > 1 ORDER BY 1",
+    # an untyped string constant takes its column's type
+    "SELECT 1 UNION SELECT '2' ORDER BY 1",
+    "SELECT k FROM t UNION SELECT '7' ORDER BY 1",
+    "VALUES (1), ('2')",
+    "SELECT CASE WHEN i > 2 THEN i ELSE '0' END AS c, COALESCE(i, '0') FROM t ORDER BY k",
 ]
