@@ -9,7 +9,7 @@ from typing import Callable
 from penstock.device.base import Backend
 from penstock.errors import PenstockError, Unsupported
 from penstock.exec.compiled_plan import CompiledPlan, compile_plan
-from penstock.frontend.fallback_check import bytea_cast_hazard
+from penstock.frontend.fallback_repair import for_the_fallback
 from penstock.frontend.session import PlannedQuery
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
@@ -42,8 +42,8 @@ def compile_planned(planned: PlannedQuery, backend: Backend, row_count: Callable
             raise
         prepared.reason = f"internal error while compiling kernels: {e}"
         prepared.physical = prepared.compiled = None
-    if prepared.compiled is None and planned.hazard is None and planned.substrait is not None:
-        # translated but not compiled, it falls back: DataFusion must not read text cast to
-        # bytea otherwise (the kernels read it as PostgreSQL does)
-        planned.hazard = bytea_cast_hazard(planned.substrait)
+    if prepared.compiled is None and planned.ir is not None and planned.substrait is not None:
+        # translated but not compiled, it falls back: what DataFusion would answer otherwise
+        # than PostgreSQL is repaired, or refused (frontend/fallback_repair.py)
+        planned.hazard, planned.repaired = for_the_fallback(planned.substrait, bool(planned.markers))
     return prepared

@@ -1,6 +1,7 @@
 """A query that falls back to DataFusion answers as PostgreSQL does (frontend/fallback_repair.py):
 integer arithmetic raises 22003 on overflow, float division by zero 22012, a float or numeric
-cast to an integer rounds, sum(bigint) is exact. Each statement runs on a real PostgreSQL
+cast to an integer rounds, sum(bigint) is exact, floats and timestamps cast to text read as
+PostgreSQL writes them, EXTRACT(SECOND ...) keeps its fraction. Each statement runs on a real PostgreSQL
 server and on penstock (a window function beside the arithmetic sends it to DataFusion, as
 the window functions of issue 57 still do), and the answers or SQLSTATEs must agree."""
 
@@ -41,6 +42,15 @@ STATEMENTS = [
     "row_number() OVER () AS n",
     # sum(bigint) is exact
     "SELECT g, sum(b) AS s, rank() OVER (ORDER BY g) AS n FROM t GROUP BY g ORDER BY g",
+    # floats and timestamps written as text as PostgreSQL writes them; EXTRACT keeps the fraction
+    "SELECT CAST(x AS text) AS a, CAST(x * 1e19::float8 AS text) AS c, CAST(x::real AS text) AS e, "
+    "rank() OVER (ORDER BY x) AS n FROM t ORDER BY n",
+    "SELECT CAST(CASE WHEN g = 1 THEN TIMESTAMP '2020-01-01 10:00:01.5' ELSE TIMESTAMP '1999-12-31 23:59:59' END "
+    "AS text) AS a, row_number() OVER (ORDER BY g, i) AS n FROM t ORDER BY n",
+    "SELECT EXTRACT(SECOND FROM CASE WHEN g = 1 THEN TIMESTAMP '2020-01-01 10:00:01.25' "
+    "ELSE TIMESTAMP '1969-12-31 23:59:58.75' END)::float8 AS a, "
+    "EXTRACT(MILLISECONDS FROM TIMESTAMP '2020-01-01 10:00:01.25')::float8 + 1 AS c, "
+    "row_number() OVER (ORDER BY g, i) AS n FROM t ORDER BY n",
 ]
 
 

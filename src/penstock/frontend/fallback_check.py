@@ -50,12 +50,6 @@ def fallback_hazard(plan: plan_pb2.Plan) -> str | None:
     return _walk(plan).hazard
 
 
-def bytea_cast_hazard(plan: plan_pb2.Plan) -> str | None:
-    """The text-to-bytea difference alone: a query penstock translated but could not compile
-    falls back too, and there its kernels would have read such a cast as PostgreSQL does."""
-    return _walk(plan).bytea_hazard
-
-
 def _walk(plan: plan_pb2.Plan) -> "_Walker":
     functions = {e.extension_function.function_anchor: e.extension_function.name
                  for e in plan.extensions if e.HasField("extension_function")}

@@ -10,8 +10,9 @@ PostgreSQL does), and sum(bigint) a sum of the values as numeric (PostgreSQL's e
 
 The repair works on the plan's Substrait form, which DataFusion reads back into a logical
 plan of the fallback context (where the checked functions are registered). What cannot be
-repaired (EXTRACT's fractions, floats and timestamps written as text, text cast to bytea,
-sums of wide decimals) is still refused with its reason.
+repaired (text cast to bytea, sums of wide decimals) is still refused with its reason.
+Floats and timestamps cast to text are written as PostgreSQL writes them, and EXTRACT of
+seconds keeps its fraction (pg_functions/text_output.py).
 """
 
 from __future__ import annotations
@@ -21,10 +22,25 @@ from typing import Any
 from substrait import algebra_pb2, plan_pb2
 from substrait.extensions import extensions_pb2
 
-from penstock.frontend.fallback_check import _INEXACT, _INTEGERS, _Walker, _constant_fits
+from penstock.frontend.fallback_check import (_FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits,
+                                              fallback_hazard)
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
+from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT
 
 _NO_URN = 4294967295  # DataFusion's producer names functions without an extension URN
+
+
+def for_the_fallback(plan: plan_pb2.Plan, has_markers: bool = False) -> tuple[str | None, plan_pb2.Plan | None]:
+    """What DataFusion may run of `plan`: (None, None) where it answers as PostgreSQL would
+    as it is; (None, repaired plan) where the differences could be written out; (hazard,
+    None) where one could not (or the plan's bytea parameters are markers, bound later)."""
+    hazard = fallback_hazard(plan)
+    if hazard is None:
+        return None, None
+    if has_markers:
+        return hazard, None
+    fixed, left = repaired(plan)
+    return (None, fixed) if left is None else (left, None)
 
 
 def repaired(plan: plan_pb2.Plan) -> tuple[plan_pb2.Plan, str | None]:
@@ -64,11 +80,24 @@ class _Repairer(_Walker):
     def check_function(self, name: str, f: Any, args: list[Any]) -> None:
         out = f.output_type.WhichOneof("kind")
         values = [a.value for a in f.arguments]
+        if out in INTEGER_TYPES and any(a is not None and a.WhichOneof("kind") in FLOAT_TYPES for a in args):
+            f.output_type.CopyFrom(_type("fp64"))  # an argument repaired into a double (EXTRACT's
+            return                                # seconds): DataFusion's own arithmetic on doubles
         if name in ("add", "subtract", "multiply", "negate") and out in INTEGER_TYPES and \
                 not _constant_fits(name, values, out):
             f.function_reference = self.anchor(arithmetic_name(name, out))
         elif name == "divide" and out in FLOAT_TYPES and len(values) == 2 and not self._safe_divisor(values[1]):
             f.function_reference = self.anchor(arithmetic_name("divide", out))
+        elif name == "date_part" and len(values) == 2 and values[0].WhichOneof("rex_type") == "literal" and \
+                values[0].literal.string.lower() in _FRACTIONAL_PARTS:  # the fraction kept, as in the kernels
+            microseconds = _type("precision_timestamp")
+            microseconds.precision_timestamp.precision = 6
+            widened = algebra_pb2.Expression()
+            widened.cast.type.CopyFrom(microseconds)
+            widened.cast.input.CopyFrom(values[1])
+            f.arguments[1].value.CopyFrom(widened)
+            f.function_reference = self.anchor(FRACTIONAL_PART)
+            f.output_type.CopyFrom(_type("fp64"))
         else:
             super().check_function(name, f, args)
 
@@ -82,7 +111,27 @@ class _Repairer(_Walker):
             if target in INTEGER_TYPES:  # the checked, rounding cast, then the declared type as it was
                 self._wrap(e.cast.input, arithmetic_name("to_int", target), e.cast.type, cast_first=source_kind)
                 return
+        if target in ("string", "varchar") and source_kind in FLOAT_TEXT:  # PostgreSQL's float8out
+            self._replace_cast(e, FLOAT_TEXT[source_kind])
+            return
+        if target in ("string", "varchar") and source_kind in ("timestamp", "precision_timestamp"):
+            microseconds = _type("precision_timestamp")
+            microseconds.precision_timestamp.precision = 6
+            widened = algebra_pb2.Expression()
+            widened.cast.type.CopyFrom(microseconds)
+            widened.cast.input.CopyFrom(e.cast.input)
+            e.cast.input.CopyFrom(widened)
+            self._replace_cast(e, TIMESTAMP_TEXT)
+            return
         super().check_cast(e, source)
+
+    def _replace_cast(self, e: algebra_pb2.Expression, function: str) -> None:
+        """CAST(x AS text) replaced by function(x), of the cast's type."""
+        call = algebra_pb2.Expression()
+        call.scalar_function.function_reference = self.anchor(function)
+        call.scalar_function.arguments.add().value.CopyFrom(e.cast.input)
+        call.scalar_function.output_type.CopyFrom(e.cast.type)
+        e.CopyFrom(call)
 
     def check_sum(self, arg: Any, e: algebra_pb2.Expression, inputs: list[Any]) -> None:
         if e.WhichOneof("rex_type") == "cast" and e.cast.type.WhichOneof("kind") == "decimal":

@@ -23,11 +23,10 @@ from penstock.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, QueryError, U
 from penstock.frontend import binary_functions, pg_functions
 from penstock.frontend.bytea_literals import bytea_literals
 from penstock.frontend.clock import pin_clock
-from penstock.frontend.fallback_check import fallback_hazard
 from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.real_sums import real_sums
-from penstock.frontend.fallback_repair import repaired
+from penstock.frontend.fallback_repair import for_the_fallback, repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.join_using import merged_join_columns
 from penstock.frontend.named_windows import inline_named_windows
@@ -232,11 +231,8 @@ class Frontend:
         except Exception as e:  # a plan shape the translator does not know: say so, loudly
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
-        hazard = fallback_hazard(substrait) if ir is None and substrait is not None else None
-        fixed = None
-        if hazard is not None and not slotted.markers:  # repaired where it can be (fallback_repair.py)
-            fixed, left = repaired(substrait)
-            hazard, fixed = (None, fixed) if left is None else (hazard, None)
+        hazard, fixed = for_the_fallback(substrait, bool(slotted.markers)) if ir is None and substrait is not None \
+            else (None, None)
         if ir is None and substrait is not None and hazard is None and not slotted.markers:  # sum(real) is real
             fixed = real_sums(fixed if fixed is not None else substrait) or fixed
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,

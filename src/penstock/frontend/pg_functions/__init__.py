@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from datafusion import SessionContext
 
-from penstock.frontend.pg_functions import checked_arithmetic, math_functions, regex_functions, text_formatting
+from penstock.frontend.pg_functions import (checked_arithmetic, math_functions, regex_functions, text_formatting,
+                                           text_output)
 
 
 def register(ctx: SessionContext) -> None:
     """Every PostgreSQL function of this package in `ctx`."""
-    for module in (checked_arithmetic, math_functions, regex_functions, text_formatting):
+    for module in (checked_arithmetic, math_functions, regex_functions, text_formatting, text_output):
         module.register(ctx)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import math
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from penstock.frontend.pg_functions.text_output import float_text
 
 PG_EPOCH = datetime.date(2000, 1, 1)
 PG_EPOCH_DT = datetime.datetime(2000, 1, 1)
@@ -103,31 +103,6 @@ def type_modifier(field: pa.Field) -> int:
 
 
 # -- text format ----------------------------------------------------------------------------------
-
-def float_text(x: float, digits: int = 15) -> str:
-    """PostgreSQL's float output (shortest exact digits; exponent form outside 1e-4..1e15;
-    digits=6: a real, whose shortest digits are those of the 32-bit float, 1004.3 and not
-    the double 1004.2999877929688 it widens to)."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0" if math.copysign(1.0, x) < 0 else "0"
-    sign, digs, exp = decimal.Decimal(str(np.float32(x)) if digits == 6 else repr(x)).as_tuple()
-    text = "".join(map(str, digs)).rstrip("0") or "0"
-    point = len(digs) + int(exp)  # digits before the decimal point
-    e10 = point - 1
-    neg = "-" if sign else ""
-    if -4 <= e10 < digits:
-        if point <= 0:
-            return f"{neg}0.{'0' * -point}{text}"
-        if point >= len(text):
-            return neg + text + "0" * (point - len(text))
-        return f"{neg}{text[:point]}.{text[point:]}"
-    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-    return f"{neg}{mantissa}e{'+' if e10 >= 0 else '-'}{abs(e10):02d}"
-
 
 def timestamp_text(v: datetime.datetime, tz: bool = False) -> str:
     out = v.strftime("%Y-%m-%d %H:%M:%S")
