@@ -32,6 +32,8 @@ def connect() -> penstock.Connection:
      [(1, 1, 0.5, 0.5), (1, 2, 1.5, 1.5), (2, 3, 2.5, 2.5)]),
     ("SELECT a.*, b.g FROM t a JOIN t b USING (i) WHERE i > 1 ORDER BY i", ["g", "i", "r", "g"],
      [(1, 2, 1.5, 1), (2, 3, 2.5, 2)]),
+    ("WITH a AS (SELECT 1 AS k, 2 AS x), b AS (SELECT 3 AS k, 4 AS y) SELECT * FROM a FULL JOIN b USING (k) "
+     "ORDER BY k", ["k", "x", "y"], [(1, 2, None), (3, None, 4)]),  # FROM items that name a WITH's tables
 ])
 def test_columns_as_postgresql_gives_them(sql: str, names: list[str], rows: list[tuple[object, ...]]) -> None:
     result = connect().sql(sql)  # strict: on penstock's kernels

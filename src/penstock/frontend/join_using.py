@@ -22,7 +22,7 @@ from typing import Callable
 from penstock.errors import AMBIGUOUS_COLUMN, UNDEFINED_COLUMN, QueryError
 from penstock.frontend.sql_tokens import Token, closing, following, preceding, tokens
 
-ColumnsOf = Callable[[str], "list[str] | None"]  # a FROM item's text -> its column names
+ColumnsOf = Callable[[str], "list[str] | None"]  # a query's text -> its column names
 _CLAUSE_ENDS = ("where", "group", "having", "order", "limit", "offset", "window", "union", "intersect", "except",
                 "fetch", "for", "qualify")
 _JOIN_WORDS = ("natural", "inner", "left", "right", "full", "outer", "cross", "join")
@@ -88,13 +88,32 @@ def merged_join_columns(sql: str, columns_of: ColumnsOf) -> str:
     if "using" not in low and "natural" not in low:
         return sql
     toks = tokens(sql)
+    prefix = _with_clause(toks)
+    columns = (lambda item: columns_of(prefix + " SELECT * FROM " + item)) if prefix else \
+        (lambda item: columns_of("SELECT * FROM " + item))
     edits: dict[int, str] = {}  # token index -> its new text
     for f, t in enumerate(toks):
         if t.kind == "word" and t.low == "from":
-            _rewrite_select(toks, f, columns_of, edits)
+            _rewrite_select(toks, f, columns, edits)
     if not edits:
         return sql
     return "".join(edits.get(k, t.text) for k, t in enumerate(toks)) + edits.get(len(toks), "")
+
+
+def _with_clause(toks: list[Token]) -> str:
+    """The statement's leading WITH clause (its common table expressions, which a FROM item
+    may name), or ''."""
+    first = following(toks, 0)
+    if first >= len(toks) or toks[first].low != "with":
+        return ""
+    i = following(toks, first + 1)
+    while i < len(toks):
+        if toks[i].text == "(":
+            i = closing(toks, i)
+        elif toks[i].kind == "word" and toks[i].low in ("select", "values", "table"):
+            return "".join(t.text for t in toks[:i])
+        i += 1
+    return ""
 
 
 def _rewrite_select(toks: list[Token], f: int, columns_of: ColumnsOf, edits: dict[int, str]) -> None:

@@ -238,11 +238,11 @@ class Frontend:
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
                             attempt, values, substrait, slotted.markers, tables, fixed)
 
-    def columns_of(self, from_item: str) -> list[str] | None:
-        """The column names of one FROM item (a table, a subquery with its alias), or None
-        where DataFusion cannot plan it on its own (frontend/join_using.py)."""
+    def columns_of(self, query: str) -> list[str] | None:
+        """The column names of a query (`SELECT * FROM <one FROM item>`), or None where
+        DataFusion cannot plan it on its own (frontend/join_using.py)."""
         try:
-            return list(_sql(self.ctx, f"SELECT * FROM {rewritten_sql(from_item)}", None).schema().names)
+            return list(_sql(self.ctx, rewritten_sql(query), None).schema().names)
         except Exception:  # noqa: BLE001 - a correlated or otherwise dependent item: left as written
             return None
 

@@ -23,6 +23,8 @@ CASES: list[str] = [
     "SELECT * FROM t x LEFT JOIN (SELECT k, i * 2 AS d FROM t WHERE k > 20) y USING (k) ORDER BY k",
     "SELECT * FROM (SELECT k, i FROM t) x FULL JOIN (SELECT k + 15 AS k, r FROM t) y USING (k) ORDER BY k",
     "SELECT a.*, b.k FROM t a JOIN t b USING (k) ORDER BY 1",
+    "WITH a AS (SELECT k, i FROM t WHERE k < 30), b AS (SELECT k, r FROM t WHERE k > 20) "
+    "SELECT * FROM a FULL JOIN b USING (k) ORDER BY k",
     # set-returning functions in a select list: a row per value, several side by side
     "SELECT generate_series(1, 3), 'a'",
     "SELECT generate_series(1, 3) + 1 AS x, generate_series(1, 2) AS y",
