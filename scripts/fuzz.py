@@ -208,6 +208,15 @@ def _supervise(args: argparse.Namespace, oracles: tuple[str, ...]) -> int:
     crashes: list[dict[str, Any]] = []
     by_oracle: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     last_print = 0.0
+
+    def write_summary() -> None:
+        summary = {"cases": cases, "queries": queries, "minutes": (time.time() - started) / 60,
+                   "outcomes": dict(counts), "categories": dict(categories), "failures_by_reason": dict(reasons),
+                   "groups": groups, "crashes": crashes, "seed": args.seed, "device": args.device,
+                   "pool": args.pool, "oracles": list(oracles), "avoid": args.avoid,
+                   "by_oracle": {k: dict(sorted(v.items(), key=lambda kv: -kv[1])) for k, v in by_oracle.items()}}
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+
     while time.time() < deadline:
         cmd = [sys.executable, __file__, "--worker", "--seed", str(seed), "--start", str(start),
                "--deadline", str(deadline), "--out", str(out), "--device", args.device,
@@ -234,7 +243,7 @@ def _supervise(args: argparse.Namespace, oracles: tuple[str, ...]) -> int:
                 for oracle, status, reason in ev["outcomes"]:
                     queries += 4 if oracle == "tlp" else 1
                     counts[f"{status}:{reason}" if status in ("skip", "generator", "expected") else status] += 1
-                    by_oracle[oracle][f"{status}:{reason}" if status != "ok" else "ok"] += 1
+                    by_oracle[oracle][f"{status}:{reason}" if reason else status] += 1
             elif ev["ev"] == "restart":
                 restart_at = (ev["seed"], ev["index"])
             elif ev["ev"] == "fail":
@@ -245,6 +254,7 @@ def _supervise(args: argparse.Namespace, oracles: tuple[str, ...]) -> int:
             if time.time() - last_print > 20:
                 last_print = time.time()
                 _progress(started, cases, queries, counts, reasons)
+                write_summary()  # also now: a run that is killed keeps its counts
         rc = proc.wait()
         if restart_at is not None:  # the worker's device context was poisoned: a fresh one
             seed, start = restart_at
@@ -256,12 +266,7 @@ def _supervise(args: argparse.Namespace, oracles: tuple[str, ...]) -> int:
         reasons[f"{oracles[0]}|crash"] += 1
         seed, start = running[0], running[1] + 1
     _progress(started, cases, queries, counts, reasons)
-    summary = {"cases": cases, "queries": queries, "minutes": (time.time() - started) / 60,
-               "outcomes": dict(counts), "categories": dict(categories), "failures_by_reason": dict(reasons),
-               "groups": groups, "crashes": crashes, "seed": args.seed, "device": args.device, "pool": args.pool,
-               "oracles": list(oracles), "avoid": args.avoid,
-               "by_oracle": {k: dict(sorted(v.items(), key=lambda kv: -kv[1])) for k, v in by_oracle.items()}}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_summary()
     print(f"summary: {out / 'summary.json'}; {len(groups)} failure signatures")
     return 1 if reasons else 0
 

@@ -355,6 +355,8 @@ class ExprGen(MoreExprs):
         r = self.r
         op = r.choice(["+", "-", "*int", "*", "neg", "abs", "round", "floor", "ceil", "cast", "from_int", "from_float"]
                       + ([] if exact else ["/"]))
+        if op == "/" and "numeric_division" in self.avoid:
+            op = "+"
         if op == "from_int":
             a = self.expr("int", depth, True, True)
             p, s = r.choice([(12, 2), (18, 4), (38, 6)])

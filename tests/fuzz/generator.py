@@ -21,19 +21,25 @@ from .queries import QueryGen
 # to what it drew before they existed.
 FEATURE_CLASSES = {
     "literal_forms": "literals of every form at all (tests/fuzz/literals.py)",
-    "literal_limits": "integers at int2/int4/int8 limits and past them; dates/timestamps at their limits",
+    "literal_limits": "integers at int2/int4/int8 limits and past them",
     "literal_typed": "typed literals and casts from text: SMALLINT '12', '3'::int2, float8 '2.5', 't'::boolean...",
     "literal_specials": "'NaN'/'Infinity'/'inf'::float8, 1e300::float8, 5e-324, REAL limits",
     "literal_numeric": "numeric literals PostgreSQL types as numeric: 1.5e3, 30+ digits, tiny scales",
-    "literal_strings": "E'' and U&'' strings, dollar quoting, TEXT 'x', varchar(n) truncation",
+    "literal_strings": "E'' strings, dollar quoting, TEXT 'x', varchar(n) truncation",
+    "unicode_strings": "U&'' strings (Unicode escapes, UESCAPE)",
     "numeric_beyond_38": "numeric literals of more than 38 digits",
     "numeric_nan": "'NaN'/'Infinity'::numeric",
     "date_forms": "PostgreSQL's other date/timestamp input forms: '1/18/1999', 'epoch', 'infinity', BC, ISO 'T'",
     "bad_literals": "literals PostgreSQL rejects ('abc'::int4, '2020-02-30'::date...): the SQLSTATE must match",
     "limit_columns": "ta's columns of values at type limits: xf4 (real), xn (numeric(38,0)), xdt, xts",
+    "limit_numeric": "xn alone (38-digit numeric(38,0) values)",
+    "limit_dates": "dates and timestamps at their limits (0001-01-01, 9999-12-31, 1677/2262): xdt, xts, literals",
+    "numeric_division": "numeric / numeric and avg(numeric): PostgreSQL's result scale",
+    "using_merged_refs": "unqualified references to USING/NATURAL merged columns (SELECT * still merges them)",
     "windows": "window functions, inline and named windows (WINDOW w AS, OVER w, OVER (w ...)), frames",
     "window_exclude": "frame EXCLUDE clauses",
     "bad_windows": "named-window uses PostgreSQL rejects with 42P20",
+    "fallback_overflow": "integer overflow (risky nodes) in window queries, which run on the fallback engine",
     "using_joins": "JOIN ... USING and NATURAL [LEFT|RIGHT|FULL] JOIN, also with SELECT *",
 }
 DUCKDB_BATCH_AVOID = frozenset(["literal_forms", "limit_columns", "windows", "using_joins"])

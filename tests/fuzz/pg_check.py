@@ -33,16 +33,35 @@ if TYPE_CHECKING:
 RANGE_STATES = {"22003", "22012", "22P02", "22008", "2201E", "2201F", "22023", "22007"}
 
 
-def check_postgres(eng: "Engines", query: Query, types: bool = True) -> "Outcome":
+def check_postgres(eng: "Engines", query: Query, types: bool = True, fallback: bool = True) -> "Outcome":
+    """PostgreSQL's verdict on penstock's answer to `query` (see the module's docstring).
+    `fallback`: a query penstock's executor cannot run (Unsupported in strict mode) runs
+    on the fallback engine instead and is compared the same way, its reasons prefixed
+    "fallback " (issue 54: where a query still falls back, the answer is PostgreSQL's too)."""
     import penstock
 
-    from .runner import Outcome, WrongEngine, attempt, error_ambiguous, error_text, unsupported_reason, _summary
+    from .runner import Outcome, attempt, unsupported_reason
 
     assert eng.pg is not None, "no PostgreSQL oracle attached"
     sql = render(query, "pg")
     actual, perr = attempt(eng.penstock, sql)
     if isinstance(perr, penstock.Unsupported):
-        return Outcome("skip", "unsupported: " + unsupported_reason(perr), oracle="postgresql")
+        if not fallback:
+            return Outcome("skip", "unsupported: " + unsupported_reason(perr), oracle="postgresql")
+        actual, perr = attempt(eng.fallback, sql)
+        o = _verdict(eng, query, sql, actual, perr, types)
+        o.reason = "fallback" + (f" {o.reason}" if o.reason else "")
+        return o
+    return _verdict(eng, query, sql, actual, perr, types)
+
+
+def _verdict(eng: "Engines", query: Query, sql: str, actual: pa.Table | None, perr: BaseException | None,
+             types: bool) -> "Outcome":
+    import penstock
+
+    from .runner import Outcome, WrongEngine, attempt, error_ambiguous, error_text, unsupported_reason, _summary
+
+    assert eng.pg is not None
     if getattr(perr, "sqlstate", "") == "0A000":
         return Outcome("skip", "not supported: " + unsupported_reason(perr), oracle="postgresql")
     answer, gerr = attempt(eng.pg.run, sql)

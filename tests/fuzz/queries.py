@@ -45,6 +45,8 @@ def table_scope(name: str, alias: str, avoid: frozenset[str] = frozenset()) -> l
     type-limit columns of `tables.TA_EXTRA` unless the "limit_columns" class is avoided."""
     from .tables import BASE_OF, LIMIT_COLUMNS
     skip = {"rid"} | (LIMIT_COLUMNS if "limit_columns" in avoid else set())
+    skip |= {"xn"} if "limit_numeric" in avoid else set()
+    skip |= {"xdt", "xts"} if "limit_dates" in avoid else set()
     return [spec_col(alias, s) for s in SCHEMAS[BASE_OF[name]] if s.name not in skip]
 
 
@@ -200,6 +202,8 @@ class QueryGen(MoreQueries):
             a = g.expr(r.choice(["int", "float", "dec", "text", "date", "ts"]), 1)
             return a.replace(pg=fn + "({0})", duck=fn + "({0})", args=(a,), agg=fn, tag=fn), fn
         kind = r.choice(["int", "int", "dec", "float"])
+        if kind == "dec" and fn.startswith("avg") and "numeric_division" in self.avoid:
+            kind = "int"
         bounded = kind == "float" or (kind == "int" and "sum_int64" in self.avoid)
         a = g.expr(kind, 1, exact=True, bounded=bounded)
         distinct = "DISTINCT " if fn.endswith("_distinct") else ""
