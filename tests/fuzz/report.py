@@ -4,7 +4,8 @@ Each failure becomes a folder: `query.sql` (the PostgreSQL text penstock ran, wi
 DuckDB text and the TLP predicate as comments), the tables in their original formats
 under `data/`, `answers.txt` (both engines' answers or errors, or the TLP difference),
 and `repro.py`, a standalone script that rebuilds the tables from inline values (they are
-tiny once minimized) and runs both engines. `signature` is what `scripts/fuzz.py` groups
+tiny once minimized) and runs both engines, and `postgres.sql`, the same tables and query
+for psql (PostgreSQL's side of a PostgreSQL-oracle failure). `signature` is what `scripts/fuzz.py` groups
 failures by: the oracle, the short reason and the features the minimized query uses.
 """
 
@@ -14,6 +15,7 @@ import hashlib
 import json
 import math
 import shutil
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,35 @@ def _table_expr(t: pa.Table) -> str:
     return "pa.table({" + ", ".join(cols) + "})"
 
 
+def _sql_value(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return f"'{'NaN' if math.isnan(v) else ('Infinity' if v > 0 else '-Infinity')}'"
+        return repr(v)
+    if isinstance(v, (int, Decimal)):
+        return str(v)
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def pg_script(tables: dict[str, pa.Table], sql: str) -> str:
+    """The tables as PostgreSQL statements, then the query: psql -f reproduces PostgreSQL's side."""
+    from .postgres import column_type
+
+    out = []
+    for name, t in tables.items():
+        cols = ", ".join(f"{f.name} {column_type(f.type)}" for f in t.schema)
+        out.append(f"DROP TABLE IF EXISTS {name};\nCREATE TABLE {name} ({cols});")
+        rows = list(zip(*(c.to_pylist() for c in t.columns)))
+        if rows:
+            values = ",\n  ".join("(" + ", ".join(_sql_value(v) for v in r) + ")" for r in rows)
+            out.append(f"INSERT INTO {name} VALUES\n  {values};")
+    return "SET TimeZone = 'UTC';\n" + "\n".join(out) + f"\n{sql};\n"
+
+
 def signature(oracle: str, reason: str, q: Query) -> str:
     return f"{oracle}|{reason}|{','.join(features(q))}"
 
@@ -125,6 +156,7 @@ def write_failure(out: Path, name: str, q: Query, p: Node | None, ds: Dataset, o
     if outcome.oracle == "tlp" and p is not None and isinstance(q, Select):
         from .tlp import partitions
         parts = [render(x, "pg") for x in partitions(q, p)]
+    (folder / "postgres.sql").write_text(pg_script(tables, sql))
     (folder / "repro.py").write_text(REPRO.format(name=name, reason=outcome.reason, oracle=outcome.oracle,
                                                   folder=folder, tables=body, formats=ds.formats, sql=sql,
                                                   duck_sql=duck_sql, parts=parts))
