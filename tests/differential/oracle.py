@@ -47,6 +47,8 @@ class Q:
                 must still be right.
     fallback_error -- the SQLSTATE DataFusion raises for this query where PostgreSQL answers
                 (a limit of the fallback engine: a clear error, never another answer).
+    postgresql -- why PostgreSQL itself is not asked (test_postgresql.py): a query it
+                cannot run as written (a function or syntax it lacks). None: it is asked.
     """
 
     id: str
@@ -59,6 +61,7 @@ class Q:
     rel_tol: float | None = None
     fallback: bool = False
     fallback_error: str | None = None
+    postgresql: str | None = None
 
     @property
     def duckdb_sql(self) -> str:

@@ -14,11 +14,12 @@ NUMERIC = ["i8", "i16", "i32", "i64", "f32", "f64", "d12", "d18"]
 def _sum_min_max_avg(col: str) -> Q:
     note = f"sum/min/max/avg of {col}"
     if col == "f32":
-        note += ("; PostgreSQL's sum(real) accumulates in real, DataFusion and DuckDB in double: "
-                 "the expected value is the double sum")
+        note += ("; PostgreSQL's sum(real) is real, accumulated in real in table order; penstock "
+                 "sums in double and rounds to real, DuckDB sums in double: the three agree within "
+                 "float4's rounding of a 3593-term running sum (PostgreSQL's is 1.2e-6 off the exact sum)")
     return Q(f"agg_global_{col}",
              f"SELECT count({col}) AS n, sum({col}) AS s, min({col}) AS lo, max({col}) AS hi, "
-             f"avg({col}) AS a FROM wide", note=note)
+             f"avg({col}) AS a FROM wide", note=note, rel_tol=1e-5 if col == "f32" else None)
 
 
 QUERIES: list[Q] = [_sum_min_max_avg(c) for c in NUMERIC] + [

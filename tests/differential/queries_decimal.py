@@ -47,7 +47,7 @@ QUERIES: list[Q] = [
     Q("dec_sort", "SELECT id, d38 FROM dec ORDER BY d38 DESC NULLS LAST, id LIMIT 60"),
     Q("dec_sort_small_result", "SELECT k, sum(d38) AS s FROM dec GROUP BY k ORDER BY s DESC, k",
       note="sorted on the device before the read-back"),
-    Q("dec_casts", "SELECT id, CAST(d38 AS DOUBLE) AS f, CAST(d20 AS DECIMAL(38,4)) AS w, "
+    Q("dec_casts", "SELECT id, CAST(d38 AS DOUBLE PRECISION) AS f, CAST(d20 AS DECIMAL(38,4)) AS w, "
       "CAST(d9 AS DECIMAL(30,1)) AS r, CAST(d38z AS DECIMAL(38,2)) AS z FROM dec "
       "WHERE abs(d38z) < CAST('1e30' AS DECIMAL(38,0)) ORDER BY id LIMIT 400", fallback_error="22P02"),
     Q("dec_to_int", "SELECT id, CAST(d20 AS BIGINT) AS a, CAST(d38 AS BIGINT) AS b FROM dec "
