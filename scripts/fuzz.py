@@ -82,6 +82,10 @@ def worker(args: argparse.Namespace) -> int:
                 key = f"{o.oracle}|{o.reason}"
                 per_reason[key] += 1
                 if per_reason[key] > args.max_per_reason:
+                    if per_reason[key] <= args.max_per_reason + 200:  # kept, unminimized, for triage
+                        with open(out / "unminimized.txt", "a") as f:
+                            f.write(f"### {key} | {case.name} | {','.join(case.features())}\n{case.sql}\n"
+                                    f"{o.detail[:1200]}\n\n")
                     emit(ev="fail", seed=seed, index=index, key=key, folder=None, signature=None)
                     continue
                 if poisons(o):  # every later query in this process fails too: nothing to minimize
