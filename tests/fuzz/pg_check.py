@@ -25,7 +25,7 @@ import pyarrow as pa
 from differential import oracle
 
 from .model import Query, render
-from .postgres import PgError, arrow_type_name, same_type
+from .postgres import PgError, Unreadable, arrow_type_name, same_type
 
 if TYPE_CHECKING:
     from .runner import Engines, Outcome
@@ -68,6 +68,8 @@ def _verdict(eng: "Engines", query: Query, sql: str, actual: pa.Table | None, pe
     pstate = getattr(gerr, "sqlstate", "") if gerr is not None else ""
     if pstate == "57014":
         return Outcome("skip", "postgresql timeout", oracle="postgresql")
+    if isinstance(gerr, Unreadable):
+        return Outcome("skip", "postgresql answer unreadable", str(gerr), oracle="postgresql")
     if gerr is not None and not isinstance(gerr, PgError):
         raise gerr
     expected = answer.table if answer is not None else None

@@ -105,10 +105,10 @@ def _numeric(values: list[Any]) -> pa.Array:
     finite = [v for v in values if v is not None]
     if any(not v.is_finite() for v in finite):
         return pa.array([None if v is None else float(v) for v in values], pa.float64())
-    scale = max((-v.as_tuple().exponent for v in finite), default=0)
+    scale = max((-int(v.as_tuple().exponent) for v in finite), default=0)
     scale = max(scale, 0)
-    digits = max((len(v.as_tuple().digits) - v.as_tuple().exponent - scale for v in finite), default=1)
-    digits = max(digits, 1) + scale
+    whole = max((len(v.as_tuple().digits) + int(v.as_tuple().exponent) for v in finite), default=1)
+    digits = max(whole, 1) + scale
     for width, typ in ((38, pa.decimal128), (76, pa.decimal256)):
         if digits <= width:
             with decimal.localcontext(decimal.Context(prec=200)):
@@ -148,6 +148,10 @@ class PgError(Exception):
     def __init__(self, sqlstate: str, message: str) -> None:
         super().__init__(f"[{sqlstate}] {message}")
         self.sqlstate = sqlstate
+
+
+class Unreadable(Exception):
+    """PostgreSQL answered, but the answer has no Arrow form here (an oracle limit, a skip)."""
 
 
 # ---------------------------------------------------------------- the oracle
@@ -212,7 +216,10 @@ class Postgres:
         assert cur.description is not None
         types = [TYPE_NAMES.get(d.type_code, f"oid{d.type_code}") for d in cur.description]
         names = [d.name for d in cur.description]
-        columns = [to_arrow_column(t, [r[i] for r in rows]) for i, t in enumerate(types)]
+        try:
+            columns = [to_arrow_column(t, [r[i] for r in rows]) for i, t in enumerate(types)]
+        except (pa.ArrowException, ValueError, OverflowError, decimal.DecimalException) as e:
+            raise Unreadable(f"{types}: {e}") from e
         # duplicate names are legal in a result; Arrow tables want them unique
         return PgAnswer(pa.table(columns, names=[f"{n}#{i}" for i, n in enumerate(names)]), types)
 
