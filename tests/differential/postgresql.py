@@ -15,12 +15,13 @@ so `oracle.compare_tables` applies unchanged.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.types as pat
+from psycopg.adapt import Loader
 
 from fuzz.pg_values import register_loaders
 from fuzz.postgres import TYPE_NAMES, to_arrow_column
@@ -92,10 +93,31 @@ def _time_column(values: list[Any]) -> pa.Array:
                      for v in values], pa.int64()).cast(pa.time64("us"))
 
 
+_INTERVAL_PART = re.compile(r"([+-]?\d+) (year|mon|day)s?|([+-]?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_UNIT_DAYS = {"year": 360, "mon": 30, "day": 1}
+
+
+def interval_us(text: str) -> int:
+    """Microseconds of PostgreSQL's interval text (IntervalStyle postgres: `1 year 2 mons
+    -3 days +04:05:06.5`), a month as 30 days and a year as 12 months, as PostgreSQL compares
+    intervals and as `oracle` measures penstock's (psycopg's timedelta takes a year as 365)."""
+    total = 0
+    for m in _INTERVAL_PART.finditer(text):
+        if m[2]:
+            total += int(m[1]) * _UNIT_DAYS[m[2]] * 86_400_000_000
+        else:
+            us = ((int(m[4]) * 60 + int(m[5])) * 60 + int(m[6])) * 1_000_000 + int((m[7] or "0").ljust(6, "0"))
+            total += -us if m[3] == "-" else us
+    return total
+
+
+class IntervalLoader(Loader):
+    def load(self, data: Any) -> int:
+        return interval_us(bytes(data).decode())
+
+
 def _interval_column(values: list[Any]) -> pa.Array:
-    """psycopg's timedelta (months folded as 30 days, as PostgreSQL compares intervals)."""
-    return pa.array([None if v is None else v // dt.timedelta(microseconds=1) for v in values],
-                    pa.int64()).cast(pa.duration("us"))
+    return pa.array(values, pa.int64()).cast(pa.duration("us"))
 
 
 def arrow_column(pg: str, values: list[Any]) -> pa.Array:
@@ -120,6 +142,7 @@ class Postgres:
         self.conn = psycopg.connect(dsn.replace("dbname=postgres", f"dbname={DATABASE}"), autocommit=True,
                                     cursor_factory=psycopg.RawCursor)
         register_loaders(self.conn)
+        self.conn.adapters.register_loader("interval", IntervalLoader)
         for stmt in SESSION:
             self.conn.execute(stmt)
 
