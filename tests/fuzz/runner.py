@@ -212,7 +212,9 @@ def duck_renderable(q: Query) -> bool:
 
 
 def _pyrows(t: pa.Table) -> list[dict[str, Any]]:
-    """Rows as Python values; dates and timestamps past Python's years 1..9999 as text."""
+    """Rows as Python values (columns renamed apart: a result may repeat a name); dates and
+    timestamps past Python's years 1..9999 as integers."""
+    t = t.rename_columns([f"{n}#{i}" for i, n in enumerate(t.column_names)])
     try:
         return t.to_pylist()
     except (OverflowError, ValueError):
