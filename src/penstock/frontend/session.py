@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -28,6 +27,7 @@ from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.real_sums import real_sums
 from penstock.frontend.fallback_repair import for_the_fallback, repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
+from penstock.frontend.logical_plan_reads import null_aware_flags, refuse_multiset_set_operations
 from penstock.frontend.join_using import merged_join_columns
 from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.ranking_types import ranking_as_postgresql_types
@@ -355,42 +355,6 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
     """The schema with dictionary-encoded columns as their value type."""
     return pa.schema([pa.field(f.name, f.type.value_type, f.nullable) if pa.types.is_dictionary(f.type) else f
                       for f in schema])
-
-
-def refuse_multiset_set_operations(sql: str, logical: Any) -> None:
-    """INTERSECT ALL and EXCEPT ALL: DataFusion plans them as a semi (anti) join, which
-    keeps every matching left row (drops every matched one) where SQL keeps min(m, n)
-    (max(m - n, 0)) copies of a row. No engine here computes them right, so they raise
-    instead of giving a wrong answer. Before optimisation a semi or anti join without a
-    Distinct below it comes only from these two (subqueries are still Filters then)."""
-    def visit(node: Any) -> None:
-        line = node.display()
-        if line.startswith(("LeftSemi Join", "LeftAnti Join")):
-            left = node.inputs()[0]
-            if not left.display().startswith("Distinct"):
-                word = "INTERSECT ALL" if line.startswith("LeftSemi") else "EXCEPT ALL"
-                at = re.search(word.replace(" ", r"\s+"), sql, re.I)
-                raise QueryError(f"{word} is not supported (use {word.split()[0]}, which removes duplicates)",
-                                 FEATURE_NOT_SUPPORTED, at.start() + 1 if at else None)
-        for child in node.inputs():
-            visit(child)
-
-    visit(logical)
-
-
-def null_aware_flags(logical: Any) -> list[bool]:
-    """For each join of the plan, in pre-order: is it a null-aware anti join (NOT IN)?"""
-    out: list[bool] = []
-
-    def visit(node: Any) -> None:
-        line = node.display()
-        if " Join:" in line or line.startswith("Join:") or line.startswith("Cross Join"):
-            out.append("null_aware" in line)
-        for child in node.inputs():
-            visit(child)
-
-    visit(logical)
-    return out
 
 
 def _param_values(params: Sequence[Any] | dict[str, Any] | None) -> dict[str, Any] | None:
