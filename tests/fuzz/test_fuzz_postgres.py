@@ -37,13 +37,11 @@ MIN_OK = 0.6  # at least this share of the cases must be compared (not skipped) 
 # the classes that still differ, each with the first difference the fuzzer found (see
 # tests/fuzz/README.md, "Against PostgreSQL")
 PG_BATCH_AVOID = frozenset([
-    "date_forms",         # date '1/18/1999', 'epoch', 'infinity', BC: fail or refuse (item 4)
     "unicode_strings",    # U&'d\0061t': 42000 Unsupported Value UnicodeStringLiteral
     "window_exclude",     # OVER (... EXCLUDE TIES): 42601 syntax error at EXCLUDE
     "limit_numeric",      # numeric(38,0) with 38 digits met with numeric(18,4): 22003 overflow
     "limit_dates",        # date_trunc of a date before 1677 on the fallback engine: XX000 (Timestamp(ns))
     "numeric_division",   # numeric / numeric, avg(numeric): DataFusion's scale, not PostgreSQL's
-    "using_merged_refs",  # ... USING (j0) WHERE j0 < 5: 42702 "column reference j0 is ambiguous"
     "fallback_overflow",  # int2 * int2 past 32767 on the fallback engine (windows): no 22003
 ])
 # table values left out (tables.build's `avoid`): dates before 1677 make date_trunc fail
