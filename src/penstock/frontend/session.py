@@ -28,6 +28,7 @@ from penstock.frontend.real_sums import real_sums
 from penstock.frontend.fallback_repair import for_the_fallback, repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.logical_plan_reads import null_aware_flags, refuse_multiset_set_operations
+from penstock.frontend.extract_types import extract_as_numeric
 from penstock.frontend.join_using import merged_join_columns
 from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.ranking_types import ranking_as_postgresql_types
@@ -326,12 +327,13 @@ def rewritten_sql(sql: str) -> str:
 
 # In this order: named windows written out; PostgreSQL's functions given their typed forms
 # (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
-# functions of select lists unnested; long AND/OR chains balanced; constants typed as
-# PostgreSQL types them; bytea constants read; the bytea functions' arguments cast to
-# bytea; numeric functions given their argument's type (pg_functions/math_functions.py).
+# functions of select lists unnested; EXTRACT numeric and date_part double precision; long
+# AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
+# the bytea functions' arguments cast to bytea; numeric functions given their argument's
+# type (pg_functions/math_functions.py).
 REWRITES: tuple[Callable[[str], str], ...] = (
-    inline_named_windows, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, balance_chains,
-    numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
+    inline_named_windows, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
+    balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

@@ -8,6 +8,9 @@ TYPED statements are also compared by the types of their result columns, as psyc
 them from each server (the type OIDs of RowDescription)."""
 
 CASES: list[str] = [
+    # EXTRACT is numeric with the field's scale, date_part double precision
+    "SELECT EXTRACT(SECOND FROM TIMESTAMP '2020-01-01 10:00:01.5'), EXTRACT(YEAR FROM DATE '2020-03-04'), "
+    "EXTRACT(MILLISECONDS FROM TIMESTAMP '2020-01-01 10:00:01.5'), date_part('day', DATE '2020-03-04')",
     # integer constants are integer: int4 arithmetic overflows as PostgreSQL's does
     "SELECT i * 2 FROM t ORDER BY k",
     "SELECT 2147483647 + 1",
@@ -21,6 +24,8 @@ CASES: list[str] = [
 ]
 
 TYPED: list[str] = [
+    "SELECT EXTRACT(SECOND FROM TIMESTAMP '2020-01-01 10:00:01.5'), EXTRACT(YEAR FROM DATE '2020-03-04'), "
+    "EXTRACT(MILLISECONDS FROM TIMESTAMP '2020-01-01 10:00:01.5'), date_part('day', DATE '2020-03-04')",
     "SELECT 1, 2147483648, i + 1, k + 1, i * 2 FROM t WHERE i < 10 ORDER BY k",
     "SELECT sum(i), sum(1), sum(CASE WHEN i > 1 THEN 1 ELSE 0 END), sum(k), count(*) FROM t",
     "SELECT rank() OVER (ORDER BY k), row_number() OVER (ORDER BY k) + 1, dense_rank() OVER (ORDER BY k), "
