@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 
 from penstock.errors import DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT, QueryError
+from penstock.frontend.julian_calendar import (DATE_END_JULIAN, JULIAN_FIRST, MONTH_DAYS, TIMESTAMP_END_JULIAN,
+                                              from_julian_day, is_leap, iso_date, julian_day, time_text)
 
 _MONTHS = {name: k + 1 for k, names in enumerate([
     ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
@@ -32,45 +34,6 @@ _DATE_FIELDS = {"year", "month", "day", "doy"}
 _TIME_FIELDS = {"hour", "minute", "second"}
 RELATIVE = {"now", "today", "tomorrow", "yesterday"}  # words whose value is the statement's instant
 # PostgreSQL's range: 4714-11-24 BC (Julian day 0) to 5874897-12-31 for dates, 294276 AD for timestamps
-_JULIAN_FIRST = 0
-_DATE_END_JULIAN = 2147483494 + 2451545  # DATETIME_MAX_JULIAN of date
-_TIMESTAMP_END_JULIAN = 109203528  # TIMESTAMP_END_JULIAN
-
-
-def _julian(y: int, m: int, d: int) -> int:
-    """PostgreSQL's date2j: the Julian day of an astronomical-year Gregorian date."""
-    if m > 2:
-        m, y = m + 1, y + 4800
-    else:
-        m, y = m + 13, y + 4799
-    century = y // 100
-    j = y * 365 - 32167 + y // 4 - century + century // 4 + 7834 * m // 256 + d
-    return j
-
-
-def _from_julian(jd: int) -> tuple[int, int, int]:
-    """PostgreSQL's j2date."""
-    julian = jd + 32044
-    quad = julian // 146097
-    extra = (julian - quad * 146097) * 4 + 3
-    julian += 60 + quad * 3 + extra // 146097
-    quad = julian // 1461
-    julian -= quad * 1461
-    y = julian * 4 // 1461
-    julian = (julian + 305) % 365 + 123 if y != 0 else (julian + 306) % 366 + 123
-    y += quad * 4
-    y -= 4800
-    quad = julian * 2141 // 65536
-    return y, (quad + 10) % 12 + 1, julian - 7834 * quad // 256
-
-
-def _leap(y: int) -> bool:
-    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-
-
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
 class _Bad(Exception):
     """The text is no date (22007)."""
 
@@ -299,7 +262,7 @@ def _decode(text: str) -> _Fields:
         elif kind == "number":
             if pending in ("j", "jd", "julian"):
                 f.mark("year", "month", "day")
-                f.year, f.month, f.day = _from_julian(int(value.partition(".")[0]))
+                f.year, f.month, f.day = from_julian_day(int(value.partition(".")[0]))
                 f.seen.add("julian")
             elif pending == "t":
                 _number_field(value, f)
@@ -365,12 +328,12 @@ def _validate(f: _Fields) -> None:
         elif f.year <= 0:
             raise _Range
     if "doy" in f.seen:
-        f.year, f.month, f.day = _from_julian(_julian(f.year, 1, 1) + f.yday - 1)
+        f.year, f.month, f.day = from_julian_day(julian_day(f.year, 1, 1) + f.yday - 1)
     if "month" in f.seen and not 1 <= f.month <= 12:
         raise _Range
     if "day" in f.seen and not 1 <= f.day <= 31:
         raise _Range
-    if {"year", "month", "day"} <= f.seen and f.day > _MONTH_DAYS[f.month - 1] + (f.month == 2 and _leap(f.year)):
+    if {"year", "month", "day"} <= f.seen and f.day > MONTH_DAYS[f.month - 1] + (f.month == 2 and is_leap(f.year)):
         raise _Range
     if f.meridian:
         if f.hour > 12:
@@ -379,14 +342,6 @@ def _validate(f: _Fields) -> None:
             f.hour = 0
         elif f.meridian == "pm" and f.hour != 12:
             f.hour += 12
-
-
-def _iso_date(y: int, m: int, d: int) -> str:
-    return f"{y:04d}-{m:02d}-{d:02d}" if y > 0 else f"-{-y:04d}-{m:02d}-{d:02d}"  # 1 BC: -0000
-
-
-def _time_text(h: int, mi: int, s: int, us: int) -> str:
-    return f"{h:02d}:{mi:02d}:{s:02d}" + (f".{us:06d}".rstrip("0") if us else "")
 
 
 _TIME_ONLY = re.compile(r"\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?\s*(am|pm)?\s*", re.I)
@@ -407,7 +362,7 @@ def _time_of_day(text: str) -> str | None:
         _validate(f)
     except _Range:
         raise QueryError(f'date/time field value out of range: "{text}"', DATETIME_FIELD_OVERFLOW) from None
-    return _time_text(f.hour, f.minute, f.second, f.micro)
+    return time_text(f.hour, f.minute, f.second, f.micro)
 
 
 def read(text: str, type_name: str, now: datetime.datetime) -> str | None:
@@ -444,17 +399,17 @@ def read(text: str, type_name: str, now: datetime.datetime) -> str | None:
             _validate(f)
         if not {"year", "month", "day"} <= f.seen:
             raise _Bad
-        jd = _julian(f.year, f.month, f.day)
+        jd = julian_day(f.year, f.month, f.day)
         if f.hour == 24 and type_name == "timestamp":  # 24:00:00 is the next day's midnight
-            f.year, f.month, f.day = _from_julian(jd + 1)
+            f.year, f.month, f.day = from_julian_day(jd + 1)
             f.hour = 0
-        end = _DATE_END_JULIAN if type_name == "date" else _TIMESTAMP_END_JULIAN
-        if not _JULIAN_FIRST <= jd < end:
+        end = DATE_END_JULIAN if type_name == "date" else TIMESTAMP_END_JULIAN
+        if not JULIAN_FIRST <= jd < end:
             raise QueryError(f'{label} out of range: "{text}"', DATETIME_FIELD_OVERFLOW)
-        date = _iso_date(f.year, f.month, f.day)
+        date = iso_date(f.year, f.month, f.day)
         if type_name == "date":
             return date
-        return date + " " + _time_text(f.hour, f.minute, f.second, f.micro)
+        return date + " " + time_text(f.hour, f.minute, f.second, f.micro)
     except _Bad:
         raise QueryError(f'invalid input syntax for type {label}: "{text}"', INVALID_DATETIME_FORMAT) from None
     except _Range:
