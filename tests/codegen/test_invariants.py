@@ -80,10 +80,11 @@ def test_an_invariant_error_is_raised_only_where_a_row_reaches_it(device: str) -
     with pytest.raises(QueryError) as raised:
         db.sql(reached).to_arrow()
     assert raised.value.sqlstate == "22012"
-    # a bad date literal behind a filter no row passes is never parsed
-    assert db.sql("SELECT count(*) FROM t WHERE x > 5000 AND d > CAST('not a date' AS DATE)").to_arrow().to_pylist() == [{"count": 0}]
-    with pytest.raises(QueryError) as raised:
-        db.sql("SELECT count(*) FROM t WHERE x > 500 AND d > CAST('not a date' AS DATE)").to_arrow()
-    assert raised.value.sqlstate in ("22007", "22P02", "22008")
+    # a bad date constant is refused whether a row reaches it or not, as PostgreSQL reads
+    # constants when it parses the statement (frontend/input_constants.py)
+    for bound in (5000, 500):
+        with pytest.raises(QueryError) as raised:
+            db.sql(f"SELECT count(*) FROM t WHERE x > {bound} AND d > CAST('not a date' AS DATE)").to_arrow()
+        assert raised.value.sqlstate == "22007"
     # the connection still answers
     assert db.sql("SELECT count(*) FROM t").to_arrow().to_pylist() == [{"count": _ROWS}]
