@@ -118,3 +118,21 @@ def test_other_shapes_keep_one_aggregation(table: pa.Table, source: Path, sql: s
     want = sorted(con.sql(sql).fetchall())
     assert len(got) == len(want) and all(abs(a - b) < 1e-9 * max(1, abs(b)) if isinstance(b, float) else a == b
                                          for ra, rb in zip(got, want) for a, b in zip(ra, rb))
+
+
+def test_a_copy_of_rows_without_columns_keeps_its_rows() -> None:
+    """Values of one row and no columns (SELECT without FROM, its columns pruned) copied
+    for a second DISTINCT argument kept 0 rows: sum(DISTINCT k) was NULL beside
+    count(DISTINCT j) over (SELECT 1 AS j, 2 AS k)."""
+    import copy
+
+    import pyarrow as pa
+
+    import penstock
+    from penstock.plan.rel import Values
+
+    one_row = Values(pa.table({"_": pa.nulls(1)}).drop_columns(["_"]), [])
+    assert copy.deepcopy(one_row).table.num_rows == 1
+    db = penstock.connect(device="cpu", strict=True)
+    rows = db.sql("SELECT count(DISTINCT j) AS c, sum(DISTINCT k) AS s FROM (SELECT 1 AS j, 2 AS k) l").to_arrow()
+    assert rows.to_pylist() == [{"c": 1, "s": 2}]

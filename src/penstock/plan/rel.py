@@ -7,6 +7,7 @@ right columns.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -66,6 +67,13 @@ class Values(Rel):
     @property
     def fields(self) -> list[Field]:
         return self.value_fields
+
+    def __deepcopy__(self, memo: dict[int, object]) -> "Values":
+        """A copy sharing the table (Arrow tables do not change): a deep copy of a table of
+        no columns loses its row count, and `SELECT count(DISTINCT a), sum(DISTINCT b)`
+        over one constant row, planned as one aggregation per argument over copies of
+        the input, summed no row (distinct_aggregates.split_by_argument)."""
+        return Values(self.table, copy.deepcopy(self.value_fields, memo))
 
 
 @dataclass(eq=False)

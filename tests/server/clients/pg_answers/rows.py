@@ -12,6 +12,8 @@ CASES: list[str] = [
     "SELECT count(*) FROM (SELECT k FROM t LIMIT 2 OFFSET 2) s",
     "SELECT count(*) FROM t, (SELECT k FROM t LIMIT 2) l",
     "SELECT k, rn FROM (SELECT k FROM t ORDER BY k LIMIT 3) s, (SELECT 1 AS rn) l ORDER BY k",
+    # one aggregation per DISTINCT argument, each over a copy of one constant row
+    "SELECT count(DISTINCT j), sum(DISTINCT k) FROM (SELECT 1 AS j, 2 AS k) l",
     # JOIN ... USING and NATURAL JOIN: the merged column first, COALESCE(left, right) in outer joins
     "SELECT * FROM (VALUES (1, 2)) a(x, k) JOIN (VALUES (2, 3)) b(k, y) USING (k)",
     "SELECT * FROM (VALUES (1, 2), (5, 6)) a(x, k) FULL JOIN (VALUES (2, 3), (7, 8)) b(k, y) USING (k) ORDER BY 1",
