@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from penstock.frontend.sql_tokens import Token, cast_call, closing, tokens
+from penstock.frontend.sql_tokens import Token, cast_call, closing, following, tokens
 
 PRIVATE = "__penstock_column_"
 
@@ -245,6 +245,9 @@ def _cast_name(toks: list[Token], cast: tuple[list[int], int]) -> tuple[str, int
     if strength > 1:
         return name, strength
     word = toks[type_at].low if type_at < len(toks) else ""
+    after = following(toks, type_at + 1)
+    if word == "character" and after < len(toks) and toks[after].low == "varying":
+        return "varchar", 1  # character varying is varchar, not bpchar (character)
     return _TYPE_NAMES.get(word, word or "?column?"), 1
 
 

@@ -25,9 +25,12 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"(?<![~!<>=@#%^&|*+\-/])(!?)~~(\*?)(?![~!<>=@#%^&|*+\-/])"),
      lambda m: (" NOT" if m.group(1) else "") + (" ILIKE " if m.group(2) else " LIKE ")),
     # postgres_fdw: constants compared with varchar/char columns are cast ::character varying or
-    # ::bpchar, types DataFusion does not know; strings compare by bytes either way
-    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:character\s+varying|varchar|bpchar)\b(?:\s*\(\s*\d+\s*\))?"
-                r"(?!\s*\[)", re.I), "::text"),
+    # ::bpchar, types DataFusion does not know; strings compare by bytes either way. A length
+    # stays (::varchar(n) cuts to n characters: frontend/varchar_casts.py)
+    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:character\s+varying|varchar)\s*(\(\s*\d+\s*\))(?!\s*\[)", re.I),
+     lambda m: "::varchar" + m.group(1)),
+    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:(?:character\s+varying|varchar)\b(?!\s*\()"
+                r"|bpchar\b(?:\s*\(\s*\d+\s*\))?)(?!\s*\[)", re.I), "::text"),
 ]
 
 

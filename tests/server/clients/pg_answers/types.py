@@ -8,6 +8,9 @@ TYPED statements are also compared by the types of their result columns, as psyc
 them from each server (the type OIDs of RowDescription)."""
 
 CASES: list[str] = [
+    # a cast to varchar(n) cuts to n characters
+    "SELECT CAST('abcdef' AS VARCHAR(3)), 'héllo'::varchar(2), CAST('q' AS character varying(10)), "
+    "upper('xyz')::varchar(1), (k * 2)::varchar(1) FROM t ORDER BY k",
     # EXTRACT is numeric with the field's scale, date_part double precision
     "SELECT EXTRACT(SECOND FROM TIMESTAMP '2020-01-01 10:00:01.5'), EXTRACT(YEAR FROM DATE '2020-03-04'), "
     "EXTRACT(MILLISECONDS FROM TIMESTAMP '2020-01-01 10:00:01.5'), date_part('day', DATE '2020-03-04')",
