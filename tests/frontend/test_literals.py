@@ -43,3 +43,15 @@ def test_postgresql_16_integer_literals_and_trailing_junk(device: str) -> None:
         with pytest.raises(QueryError) as e:
             db.sql(sql).to_arrow()
         assert e.value.sqlstate == "42601" and f'trailing junk after numeric literal at or near "{near}"' in str(e.value)
+
+
+def test_a_dollar_quoted_string_is_one_token() -> None:
+    """$$it's$$ without a tag was no token of its own (a back reference to the tag group
+    that did not take part never matches), so its apostrophe opened a string that swallowed
+    the rest: DATE '2020-01-01' after it was read as numbers (found by the fuzzer)."""
+    import penstock
+    from penstock.frontend.sql_tokens import tokens
+
+    assert [t.text for t in tokens("SELECT $$it's$$, $a$x'$a$") if t.kind == "dollar"] == ["$$it's$$", "$a$x'$a$"]
+    row = penstock.connect(device="cpu").sql("SELECT $$it's$$ AS s, DATE '2020-01-01' AS d").to_arrow().to_pylist()
+    assert row[0]["s"] == "it's" and str(row[0]["d"]) == "2020-01-01"

@@ -6,6 +6,8 @@ PostgreSQL. A statement whose rows may come in any order has an ORDER BY. (Postg
 forms, 0x42F and 1_000, are not here: the server is PostgreSQL 15; tests/frontend has them.)"""
 
 CASES: list[str] = [
+    # a dollar-quoted string holding an apostrophe, before a typed constant
+    "SELECT $$it's$$, $q$a'b$q$, DATE '2020-01-01'",
     # integer input as PostgreSQL 15 reads it
     "SELECT ' 12 '::int4, '-5'::int8, '+7'::int2",
     "SELECT '99999'::int2",
