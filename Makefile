@@ -23,6 +23,8 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	scripts/install-system-deps.sh
 	PENSTOCK_KERNEL_LOG=$(CURDIR)/.kernel-log $(BIN)/python -m pytest -n 2 -q
+	# the corpus again on the plan interpreter: its answers must be the compiled kernels'
+	PENSTOCK_INTERPRET=always $(BIN)/python -m pytest -n 2 -q tests/differential/test_queries.py tests/differential/test_postgresql.py
 	$(BIN)/python -m penstock.device.gpu.nvrtc_check $(CURDIR)/.kernel-log
 
 clean:
