@@ -7,6 +7,8 @@
 # even in a run cut short. The TPC-H tests (tests/differential/test_tpch.py,
 # tests/device/test_tiers.py) need tpchgen-cli, which does not fit beside .device-litesite and
 # .device-nvcomp: run them in a call carrying .device-litesite and .device-noduck/tpchgen-cli.xz.
+# The PostgreSQL oracles (tests/differential/test_postgresql.py, tests/fuzz/test_fuzz_postgres.py)
+# need a PostgreSQL server, which the GPU machine lacks: --ignore them there.
 set -uo pipefail
 source "$(dirname "$0")/device-env.sh"
 {
