@@ -66,3 +66,11 @@ def test_positions_lengths_and_frames_still_work() -> None:
     assert db.sql("SELECT count(*) AS n FROM generate_series(1, 5)").to_arrow().column("n").to_pylist() == [5]
     assert db.sql("SELECT round(x, 2) AS a, round(x + 1, 2) AS b FROM t ORDER BY 1 LIMIT 1").to_arrow() \
         .column("a").to_pylist() == [1.23]
+
+
+def test_the_smallest_integers_are_one_constant() -> None:
+    """-2147483648 is an integer and -9223372036854775808 a bigint, as PostgreSQL reads a
+    minus before a number (their digits alone are past the types' tops)."""
+    table = connect().sql("SELECT -2147483648 AS a, (-9223372036854775808) AS b, 1 - 2147483648 AS c").to_arrow()
+    assert [f.type for f in table.schema] == [pa.int32(), pa.int64(), pa.int64()]
+    assert table.to_pylist() == [{"a": -2**31, "b": -2**63, "c": 1 - 2**31}]

@@ -35,12 +35,16 @@ def numeric_literals(sql: str) -> str:
         before = preceding(toks, k)
         if t.kind == "number" and not (before >= 0 and toks[before].text == "."):
             check_no_trailing_junk(toks, k)
-            typed = _typed(plain_number(t.text))
+            digits = plain_number(t.text)
+            typed = _typed(digits)
             minus = unary_minus(toks, k)
             if typed.isdigit() and int4_position(toks, k, typed, negative=minus is not None):
                 if minus is not None:  # -2 is one constant, as PostgreSQL reads it (-2147483648 an int4)
                     out[minus] = ""
                 typed = as_int4(("-" if minus is not None else "") + typed)
+            elif minus is not None and digits == str(2**63):  # -9223372036854775808: a bigint, not numeric
+                out[minus] = ""
+                typed = f"CAST(-{digits} AS BIGINT)"
             out.append(typed)
         else:
             out.append(t.text)
