@@ -44,6 +44,7 @@ from penstock.frontend.substrait.rel import RelTranslator
 from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_CONSTANTS, SUBSTRAIT_DEPTH,
                                                balance_chains, check_depth, constants)
 from penstock.frontend.table_access import scanned_tables
+from penstock.frontend.unicode_strings import unicode_strings
 from penstock.frontend.varchar_casts import varchar_lengths
 from penstock.frontend.unknown_literals import planned_types, resolve_unknown_literals
 from penstock.plan import types as T
@@ -326,14 +327,14 @@ def rewritten_sql(sql: str) -> str:
     return sql
 
 
-# In this order: named windows written out; PostgreSQL's functions given their typed forms
+# In this order: U&'' strings decoded; named windows written out; PostgreSQL's functions given their typed forms
 # (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
 # functions of select lists unnested; EXTRACT numeric and date_part double precision; casts
 # to varchar(n) cut to n characters; long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
 # the bytea functions' arguments cast to bytea; numeric functions given their argument's
 # type (pg_functions/math_functions.py).
 REWRITES: tuple[Callable[[str], str], ...] = (
-    inline_named_windows, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
+    unicode_strings, inline_named_windows, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
     varchar_lengths, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
 
 

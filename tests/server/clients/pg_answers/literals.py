@@ -6,6 +6,10 @@ PostgreSQL. A statement whose rows may come in any order has an ORDER BY. (Postg
 forms, 0x42F and 1_000, are not here: the server is PostgreSQL 15; tests/frontend has them.)"""
 
 CASES: list[str] = [
+    # Unicode escape strings
+    "SELECT U&'d\\0061t\\+000061', U&'d!0061t!+000061' UESCAPE '!', U&'it''s \\\\'",
+    "SELECT U&'\\D800'",
+    "SELECT U&'\\00'",
     # a dollar-quoted string holding an apostrophe, before a typed constant
     "SELECT $$it's$$, $q$a'b$q$, DATE '2020-01-01'",
     # integer input as PostgreSQL 15 reads it
