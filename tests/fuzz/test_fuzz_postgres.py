@@ -37,7 +37,6 @@ MIN_OK = 0.6  # at least this share of the cases must be compared (not skipped) 
 # the classes that still differ, each with the first difference the fuzzer found (see
 # tests/fuzz/README.md, "Against PostgreSQL")
 PG_BATCH_AVOID = frozenset([
-    "unicode_strings",    # U&'d\0061t': 42000 Unsupported Value UnicodeStringLiteral
     "window_exclude",     # OVER (... EXCLUDE TIES): 42601 syntax error at EXCLUDE
     "limit_numeric",      # numeric(38,0) with 38 digits met with numeric(18,4): 22003 overflow
     "limit_dates",        # date_trunc of a date before 1677 on the fallback engine: XX000 (Timestamp(ns))
