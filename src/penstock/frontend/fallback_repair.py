@@ -90,12 +90,7 @@ class _Repairer(_Walker):
             f.function_reference = self.anchor(arithmetic_name("divide", out))
         elif name == "date_part" and len(values) == 2 and values[0].WhichOneof("rex_type") == "literal" and \
                 values[0].literal.string.lower() in _FRACTIONAL_PARTS:  # the fraction kept, as in the kernels
-            microseconds = _type("precision_timestamp")
-            microseconds.precision_timestamp.precision = 6
-            widened = algebra_pb2.Expression()
-            widened.cast.type.CopyFrom(microseconds)
-            widened.cast.input.CopyFrom(values[1])
-            f.arguments[1].value.CopyFrom(widened)
+            f.arguments[1].value.CopyFrom(_cast(values[1], _microseconds()))
             f.function_reference = self.anchor(FRACTIONAL_PART)
             f.output_type.CopyFrom(_type("fp64"))
         else:
@@ -115,12 +110,7 @@ class _Repairer(_Walker):
             self._replace_cast(e, FLOAT_TEXT[source_kind])
             return
         if target in ("string", "varchar") and source_kind in ("timestamp", "precision_timestamp"):
-            microseconds = _type("precision_timestamp")
-            microseconds.precision_timestamp.precision = 6
-            widened = algebra_pb2.Expression()
-            widened.cast.type.CopyFrom(microseconds)
-            widened.cast.input.CopyFrom(e.cast.input)
-            e.cast.input.CopyFrom(widened)
+            e.cast.input.CopyFrom(_cast(e.cast.input, _microseconds()))
             self._replace_cast(e, TIMESTAMP_TEXT)
             return
         super().check_cast(e, source)
@@ -160,9 +150,7 @@ class _Repairer(_Walker):
                 continue
             numeric = _type("decimal")
             numeric.decimal.precision, numeric.decimal.scale = 38, 0
-            cast = algebra_pb2.Expression()
-            cast.cast.type.CopyFrom(numeric)
-            cast.cast.input.CopyFrom(value)
+            cast = _cast(value, numeric)
             cast.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
             value.CopyFrom(cast)
             m.measure.output_type.CopyFrom(numeric)
@@ -177,10 +165,7 @@ class _Repairer(_Walker):
         inner = algebra_pb2.Expression()
         inner.CopyFrom(e)
         if cast_first is not None and cast_first != "fp64":
-            widened = algebra_pb2.Expression()
-            widened.cast.type.CopyFrom(_type("fp64"))
-            widened.cast.input.CopyFrom(inner)
-            inner = widened
+            inner = _cast(inner, _type("fp64"))
         call = algebra_pb2.Expression()
         call.scalar_function.function_reference = self.anchor(function)
         call.scalar_function.arguments.add().value.CopyFrom(inner)
@@ -195,3 +180,18 @@ def _type(kind: str) -> Any:
     getattr(t, kind).SetInParent()
     getattr(t, kind).nullability = type_pb2.Type.NULLABILITY_NULLABLE
     return t
+
+
+def _microseconds() -> Any:
+    """Substrait's timestamp of microseconds, what the text and EXTRACT functions take."""
+    t = _type("precision_timestamp")
+    t.precision_timestamp.precision = 6
+    return t
+
+
+def _cast(e: algebra_pb2.Expression, to: Any) -> algebra_pb2.Expression:
+    """CAST(e AS to), a new expression."""
+    cast = algebra_pb2.Expression()
+    cast.cast.type.CopyFrom(to)
+    cast.cast.input.CopyFrom(e)
+    return cast

@@ -192,23 +192,17 @@ def _depth(toks: list[Token], start: int, k: int) -> int:
 
 def _clause_end(toks: list[Token], i: int) -> int:
     """The token after the FROM clause starting at i (at its own nesting level)."""
-    depth = 0
-    while i < len(toks):
-        t = toks[i]
-        if t.text == "(":
-            depth += 1
-        elif t.text == ")":
-            if depth == 0:
-                return i
-            depth -= 1
-        elif depth == 0 and (t.text == ";" or (t.kind == "word" and t.low in _CLAUSE_ENDS)):
-            return i
-        i += 1
-    return i
+    return _level_end(toks, i, _CLAUSE_ENDS)
 
 
 def _block_end(toks: list[Token], i: int) -> int:
     """The end of the SELECT block whose FROM clause ended at i."""
+    return _level_end(toks, i, ("union", "intersect", "except"))
+
+
+def _level_end(toks: list[Token], i: int, words: tuple[str, ...]) -> int:
+    """The first token from i on, at i's nesting level, that is one of `words`, a ';' or
+    the parenthesis closing the level (len(toks) if none)."""
     depth = 0
     while i < len(toks):
         t = toks[i]
@@ -218,7 +212,7 @@ def _block_end(toks: list[Token], i: int) -> int:
             if depth == 0:
                 return i
             depth -= 1
-        elif depth == 0 and (t.text == ";" or (t.kind == "word" and t.low in ("union", "intersect", "except"))):
+        elif depth == 0 and (t.text == ";" or (t.kind == "word" and t.low in words)):
             return i
         i += 1
     return i

@@ -19,8 +19,9 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 
 from penstock.errors import INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR, QueryError
+from penstock.frontend.input_constants import typed_strings
 from penstock.frontend.integer_literals import as_int4, int4_position, unary_minus
-from penstock.frontend.sql_tokens import Token, cast_call, following, preceding, tokens, unquote
+from penstock.frontend.sql_tokens import Token, preceding, tokens, unquote
 
 MAX_DIGITS = 38  # wider constants are left to the planner
 
@@ -109,21 +110,10 @@ def check_float_constants(sql: str) -> None:
     if "'" not in sql or not any(w in sql.lower() for w in ("float", "real", "double")):
         return
     toks = tokens(sql)
-    for k, t in enumerate(toks):
-        if t.kind != "string" or not t.text.startswith("'"):
-            continue
-        after = following(toks, k + 1)
-        type_at = following(toks, after + 1) if after < len(toks) and toks[after].kind == "cast" else None
-        before = preceding(toks, k)
-        if type_at is None and before >= 1 and toks[before].text == "(":
-            call = cast_call(toks, preceding(toks, before))
-            if call is not None and following(toks, call[0] + 1) == k and following(toks, k + 1) == call[1]:
-                type_at = following(toks, call[1] + 1)
-        if type_at is None or type_at >= len(toks):
-            continue
-        name = _FLOAT_TYPES.get(toks[type_at].low)
+    for k, type_name in typed_strings(toks):
+        name = _FLOAT_TYPES.get(type_name)
         if name is not None:
-            _check_float(unquote(t), name)
+            _check_float(unquote(toks[k]), name)
 
 
 def _check_float(text: str, name: str) -> None:

@@ -15,7 +15,7 @@ from penstock.errors import (DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, DATETIME_
                              UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_TABLE, QueryError)
 from penstock.frontend.function_errors import Planner
 from penstock.frontend.planning_errors import planning_error
-from penstock.frontend.pg_functions.errors import marked_error
+from penstock.frontend.pg_functions.pg_error import marked as marked_error
 
 _LINE_COL = re.compile(r"Line: (\d+), Column: (\d+)")
 _PG_TYPE_NAMES = {"String": "text", "Utf8": "text", "Utf8View": "text", "LargeUtf8": "text", "Boolean": "boolean",

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from penstock.frontend.pg_functions.pg_error import INVALID_DATETIME_FORMAT, DATETIME_FIELD_OVERFLOW, PgFunctionError
+from penstock.errors import DATETIME_FIELD_OVERFLOW, INVALID_DATETIME_FORMAT
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 
 _NUMERIC_KEYS = ["Y,YYY", "YYYY", "YYY", "YY", "Y", "IYYY", "IYY", "IY", "I", "HH24", "HH12", "HH", "MI", "SSSSS",
                  "SSSS", "SS", "MS", "US", "FF1", "FF2", "FF3", "FF4", "FF5", "FF6", "MM", "DDD", "DD", "D", "IDDD",

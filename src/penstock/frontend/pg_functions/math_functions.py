@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from datafusion import SessionContext, udf
 
-from penstock.frontend.pg_functions.errors import pg_error
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 from penstock.frontend.sql_tokens import Token, arguments, closing, following, preceding, tokens
 
 Check = tuple[np.ndarray, str, str]  # (rows in error, SQLSTATE, message)
@@ -54,7 +54,7 @@ def raise_first(valid: np.ndarray, checks: list[Check]) -> None:
         if len(bad) and (first is None or bad[0] < first[0]):
             first = (int(bad[0]), state, message)
     if first is not None:
-        raise pg_error(first[1], first[2])
+        raise PgFunctionError(first[1], first[2])
 
 
 def range_checks(args: list[np.ndarray], result: np.ndarray, underflow: bool = True) -> list[Check]:

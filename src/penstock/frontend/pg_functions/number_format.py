@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
-from penstock.frontend.pg_functions.pg_error import (FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR,
-                                                      PgFunctionError)
+from penstock.errors import FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE, SYNTAX_ERROR
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 
 _CTX = decimal.Context(prec=200, Emax=999999, Emin=-999999)
 

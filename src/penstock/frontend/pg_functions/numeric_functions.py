@@ -22,7 +22,7 @@ from typing import Callable
 import pyarrow as pa
 from datafusion import SessionContext, udf
 
-from penstock.frontend.pg_functions.errors import pg_error
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 from penstock.frontend.pg_functions.math_functions import floats
 
 INT32_MAX = 2**31 - 1
@@ -56,7 +56,7 @@ def _gcd_lcm(lcm: bool) -> Callable[..., pa.Array]:
             g = math.gcd(x, y)  # type: ignore[arg-type]
             value = (0 if x == 0 or y == 0 else abs(x // g * y)) if lcm else g  # type: ignore[operator]
             if value > top:
-                raise pg_error("22003", message)
+                raise PgFunctionError("22003", message)
             out.append(value)
         return pa.array(out, pa.int64())
     return run
@@ -76,10 +76,10 @@ def _div(a: pa.Array, b: pa.Array) -> pa.Array:
             continue
         divisor = _numeric(str(y))
         if divisor == 0:
-            raise pg_error("22012", "division by zero")
+            raise PgFunctionError("22012", "division by zero")
         quotient = _EXACT.divide_int(_numeric(str(x)), divisor)
         if quotient.adjusted() >= MAX_DIGITS:
-            raise pg_error("22003", "value overflows numeric format")
+            raise PgFunctionError("22003", "value overflows numeric format")
         out.append(quotient)
     return pa.array(out, pa.decimal128(MAX_DIGITS, 0))
 
@@ -104,7 +104,7 @@ def _per_value(fn: Callable[[str], int]) -> Callable[[pa.Array], pa.Array]:
 
 
 def _trim_scale(a: pa.Array) -> pa.Array:
-    raise pg_error("0A000", "trim_scale is not supported: penstock's numeric is an Arrow decimal with one scale "
+    raise PgFunctionError("0A000", "trim_scale is not supported: penstock's numeric is an Arrow decimal with one scale "
                    "per column, so a value cannot keep a scale of its own (scale() and min_scale() answer)")
 
 
@@ -127,19 +127,19 @@ def _width_bucket(op: pa.Array, low: pa.Array, high: pa.Array, count: pa.Array) 
 
 def _bucket(x: float, b1: float, b2: float, count: int) -> int:
     if count <= 0:
-        raise pg_error("2201G", "count must be greater than zero")
+        raise PgFunctionError("2201G", "count must be greater than zero")
     if math.isnan(x) or math.isnan(b1) or math.isnan(b2):
-        raise pg_error("2201G", "operand, lower bound, and upper bound cannot be NaN")
+        raise PgFunctionError("2201G", "operand, lower bound, and upper bound cannot be NaN")
     if math.isinf(b1) or math.isinf(b2):
-        raise pg_error("2201G", "lower and upper bounds must be finite")
+        raise PgFunctionError("2201G", "lower and upper bounds must be finite")
     if b1 == b2:
-        raise pg_error("2201G", "lower bound cannot equal upper bound")
+        raise PgFunctionError("2201G", "lower bound cannot equal upper bound")
     ascending = b1 < b2
     if (x < b1) if ascending else (x > b1):
         return 0
     if (x >= b2) if ascending else (x <= b2):
         if count + 1 > INT32_MAX:
-            raise pg_error("22003", "integer out of range")
+            raise PgFunctionError("22003", "integer out of range")
         return count + 1
     lo, hi, at = (b1, b2, x) if ascending else (-b1, -b2, -x)
     span = hi - lo
@@ -155,9 +155,9 @@ def _factorial(a: pa.Array) -> pa.Array:
             out.append(None)
             continue
         if v < 0:
-            raise pg_error("22003", "factorial of a negative number is undefined")
+            raise PgFunctionError("22003", "factorial of a negative number is undefined")
         if v > 33:  # 34! has 39 digits
-            raise pg_error("0A000", f"factorial({v}) has more digits than the 38 of penstock's numeric "
+            raise PgFunctionError("0A000", f"factorial({v}) has more digits than the 38 of penstock's numeric "
                            "(an Arrow decimal128)")
         out.append(math.factorial(v))
     return pa.array([None if v is None else decimal.Decimal(v) for v in out], pa.decimal128(MAX_DIGITS, 0))

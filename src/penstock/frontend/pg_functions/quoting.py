@@ -14,7 +14,8 @@ from typing import Any
 import pyarrow as pa
 from datafusion import SessionContext, udf
 
-from penstock.frontend.pg_functions.pg_error import INVALID_PARAMETER_VALUE, PgFunctionError
+from penstock.errors import INVALID_PARAMETER_VALUE
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 
 MAX_FORMAT_ARGS = 24
 # PostgreSQL's reserved key words (and those that cannot be a bare column name), which quote_ident quotes.

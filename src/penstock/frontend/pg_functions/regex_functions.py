@@ -19,7 +19,9 @@ from typing import Any, Callable
 import pyarrow as pa
 from datafusion import SessionContext, udf
 
-from penstock.frontend.pg_functions.pg_error import INVALID_PARAMETER_VALUE, PgFunctionError
+from penstock.errors import INVALID_PARAMETER_VALUE
+from penstock.frontend.pg_functions.per_row import per_row
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 NTH_ABSENT = -999_999_999  # sql_rewrite.py's N of a call that gives none
 from penstock.frontend.pg_functions.regex_translate import compile_are, parse_flags, similar_to_are
 
@@ -27,24 +29,6 @@ from penstock.frontend.pg_functions.regex_translate import compile_are, parse_fl
 def _pattern(pattern: str, flags: str, allow_global: bool) -> tuple[re.Pattern[str], bool]:
     options, is_global = parse_flags(flags, allow_global)
     return compile_are(pattern, "".join(sorted(options, key=flags.index))), is_global
-
-
-def _rows(fn: Callable[..., Any], out_type: pa.DataType) -> Callable[..., pa.Array]:
-    """A strict UDF body computing fn once per distinct row."""
-    def run(*arrays: pa.Array) -> pa.Array:
-        n = max(len(a) for a in arrays)
-        columns = [a.to_pylist() if len(a) == n else a.to_pylist() * n for a in arrays]
-        cache: dict[tuple[Any, ...], Any] = {}
-        out = []
-        for row in zip(*columns):
-            if any(v is None for v in row):
-                out.append(None)
-                continue
-            if row not in cache:
-                cache[row] = fn(*row)
-            out.append(cache[row])
-        return pa.array(out, out_type)
-    return run
 
 
 def _groups(m: re.Match[str]) -> list[str | None]:
@@ -200,7 +184,7 @@ def regexp_like(text: str, pattern: str, flags: str) -> bool:
 
 def _strict_list(fn: Callable[..., Any], out_type: pa.DataType) -> Callable[..., pa.Array]:
     """As _rows, but NULL arguments give an empty list (a set-returning function's no rows)."""
-    inner = _rows(fn, out_type)
+    inner = per_row(fn, out_type)
 
     def run(*arrays: pa.Array) -> pa.Array:
         result = inner(*arrays)
@@ -212,18 +196,18 @@ def register(ctx: SessionContext) -> None:
     """This module's functions in `ctx`."""
     s, i64, b, i32 = pa.utf8(), pa.int64(), pa.bool_(), pa.int32()
     texts = pa.list_(s)
-    ctx.register_udf(udf(_rows(regex_substring, s), [s, s], s, "immutable", name="penstock_regex_substring"))
-    ctx.register_udf(udf(_rows(similar_substring, s), [s, s, s], s, "immutable", name="penstock_similar_substring"))
-    ctx.register_udf(udf(_rows(similar_match, b), [s, s, s], b, "immutable", name="penstock_similar"))
-    ctx.register_udf(udf(_rows(regexp_match, texts), [s, s, s], texts, "immutable", name="regexp_match"))
+    ctx.register_udf(udf(per_row(regex_substring, s), [s, s], s, "immutable", name="penstock_regex_substring"))
+    ctx.register_udf(udf(per_row(similar_substring, s), [s, s, s], s, "immutable", name="penstock_similar_substring"))
+    ctx.register_udf(udf(per_row(similar_match, b), [s, s, s], b, "immutable", name="penstock_similar"))
+    ctx.register_udf(udf(per_row(regexp_match, texts), [s, s, s], texts, "immutable", name="regexp_match"))
     ctx.register_udf(udf(_strict_list(regexp_matches, pa.list_(texts)), [s, s, s], pa.list_(texts), "immutable",
                          name="penstock_regexp_matches"))
-    ctx.register_udf(udf(_rows(regexp_replace, s), [s, s, s, i64, i64, s], s, "immutable", name="regexp_replace"))
-    ctx.register_udf(udf(_rows(regexp_split, texts), [s, s, s], texts, "immutable", name="regexp_split_to_array"))
+    ctx.register_udf(udf(per_row(regexp_replace, s), [s, s, s, i64, i64, s], s, "immutable", name="regexp_replace"))
+    ctx.register_udf(udf(per_row(regexp_split, texts), [s, s, s], texts, "immutable", name="regexp_split_to_array"))
     ctx.register_udf(udf(_strict_list(regexp_split, texts), [s, s, s], texts, "immutable",
                          name="penstock_regexp_split_rows"))
-    ctx.register_udf(udf(_rows(regexp_count, i32), [s, s, i64, s], i32, "immutable", name="regexp_count"))
-    ctx.register_udf(udf(_rows(regexp_instr, i32), [s, s, i64, i64, i64, s, i64], i32, "immutable",
+    ctx.register_udf(udf(per_row(regexp_count, i32), [s, s, i64, s], i32, "immutable", name="regexp_count"))
+    ctx.register_udf(udf(per_row(regexp_instr, i32), [s, s, i64, i64, i64, s, i64], i32, "immutable",
                          name="regexp_instr"))
-    ctx.register_udf(udf(_rows(regexp_substr, s), [s, s, i64, i64, s, i64], s, "immutable", name="regexp_substr"))
-    ctx.register_udf(udf(_rows(regexp_like, b), [s, s, s], b, "immutable", name="regexp_like"))
+    ctx.register_udf(udf(per_row(regexp_substr, s), [s, s, i64, i64, s, i64], s, "immutable", name="regexp_substr"))
+    ctx.register_udf(udf(per_row(regexp_like, b), [s, s, s], b, "immutable", name="regexp_like"))

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from penstock.frontend.pg_functions.pg_error import INVALID_PARAMETER_VALUE, INVALID_REGULAR_EXPRESSION, PgFunctionError
+from penstock.errors import INVALID_PARAMETER_VALUE
+from penstock.frontend.pg_functions.pg_error import INVALID_REGULAR_EXPRESSION, PgFunctionError
 
 _CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
             "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "punct": "!-/:-@\\[-`{-~", "xdigit": "0-9A-Fa-f",

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from datafusion import Accumulator, SessionContext, udaf
 
-from penstock.frontend.pg_functions.errors import pg_error
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 from penstock.frontend.pg_functions.math_functions import OVERFLOW
 
 State = tuple[float, float, float]  # (N, Sx, Sxx): count, sum, sum of squared deviations
@@ -39,11 +39,11 @@ def combine(a: State, b: State) -> State:
     n = n1 + n2
     sx = sx1 + sx2
     if math.isinf(sx) and not (math.isinf(sx1) or math.isinf(sx2)):
-        raise pg_error("22003", OVERFLOW)
+        raise PgFunctionError("22003", OVERFLOW)
     tmp = sx1 / n1 - sx2 / n2
     sxx = sxx1 + sxx2 + n1 * n2 * tmp * tmp / n
     if math.isinf(sxx) and not (math.isinf(sxx1) or math.isinf(sxx2)):
-        raise pg_error("22003", OVERFLOW)
+        raise PgFunctionError("22003", OVERFLOW)
     return n, sx, sxx
 
 
@@ -57,10 +57,10 @@ def batch_state(values: np.ndarray) -> State:
         if not np.isfinite(values).all():  # PostgreSQL: Sxx is NaN once an Infinity or NaN comes in
             return n, sx, math.nan
         if math.isinf(sx):
-            raise pg_error("22003", OVERFLOW)
+            raise PgFunctionError("22003", OVERFLOW)
         sxx = float(np.sum(np.square(values - sx / n)))
     if math.isinf(sxx):
-        raise pg_error("22003", OVERFLOW)
+        raise PgFunctionError("22003", OVERFLOW)
     return n, sx, sxx
 
 

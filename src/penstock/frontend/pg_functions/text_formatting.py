@@ -23,13 +23,14 @@ import datetime as dt
 import math
 import re
 from decimal import Decimal
-from typing import Any, Callable
 
 import pyarrow as pa
 from datafusion import SessionContext, udf
 
 from penstock.frontend.pg_functions import datetime_format, number_format
-from penstock.frontend.pg_functions.pg_error import (INVALID_DATETIME_FORMAT, UNDEFINED_FUNCTION, PgFunctionError)
+from penstock.errors import INVALID_DATETIME_FORMAT, UNDEFINED_FUNCTION
+from penstock.frontend.pg_functions.per_row import per_row
+from penstock.frontend.pg_functions.pg_error import PgFunctionError
 from penstock.frontend.pg_functions.quoting import register as register_quoting
 
 _STAMP = re.compile(r"(-?\d{4,})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?)?\s*(Z|[+-]\d\d(?::?\d\d)?)?$")
@@ -40,24 +41,6 @@ _PG_TYPES = {"Utf8": "text", "Utf8View": "text", "LargeUtf8": "text", "Boolean":
 
 def _pg_type(arrow: str) -> str:
     return _PG_TYPES.get(arrow, arrow.lower())
-
-
-def _each(fn: Callable[..., Any], out_type: pa.DataType) -> Callable[..., pa.Array]:
-    """A UDF body: fn per row (NULL in, NULL out), each distinct argument tuple computed once."""
-    def run(*arrays: pa.Array) -> pa.Array:
-        n = max(len(a) for a in arrays)
-        columns = [a.to_pylist() if len(a) == n else a.to_pylist() * n for a in arrays]
-        cache: dict[tuple[Any, ...], Any] = {}
-        out = []
-        for row in zip(*columns):
-            if any(v is None for v in row):
-                out.append(None)
-                continue
-            if row not in cache:
-                cache[row] = fn(*row)
-            out.append(cache[row])
-        return pa.array(out, out_type)
-    return run
 
 
 def _parse_stamp(text: str) -> tuple[dt.datetime, bool]:
@@ -127,10 +110,10 @@ def to_number(text: str, fmt: str) -> Decimal:
 def register(ctx: SessionContext) -> None:
     """This module's functions in `ctx`."""
     s = pa.utf8()
-    ctx.register_udf(udf(_each(to_char, s), [s, s, s], s, "immutable", name="to_char"))
-    ctx.register_udf(udf(_each(to_date, pa.date32()), [s, s], pa.date32(), "immutable", name="to_date"))
+    ctx.register_udf(udf(per_row(to_char, s), [s, s, s], s, "immutable", name="to_char"))
+    ctx.register_udf(udf(per_row(to_date, pa.date32()), [s, s], pa.date32(), "immutable", name="to_date"))
     zoned = pa.timestamp("us", tz="+00:00")
-    ctx.register_udf(udf(_each(to_timestamp, zoned), [s, s], zoned, "immutable", name="penstock_to_timestamp"))
-    ctx.register_udf(udf(_each(to_number, pa.decimal128(38, 10)), [s, s], pa.decimal128(38, 10), "immutable",
+    ctx.register_udf(udf(per_row(to_timestamp, zoned), [s, s], zoned, "immutable", name="penstock_to_timestamp"))
+    ctx.register_udf(udf(per_row(to_number, pa.decimal128(38, 10)), [s, s], pa.decimal128(38, 10), "immutable",
                          name="to_number"))
     register_quoting(ctx)
