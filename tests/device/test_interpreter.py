@@ -225,6 +225,27 @@ def test_a_join_past_a_small_budget_partitions_its_build_and_probe(monkeypatch: 
     assert all(a == answers[0] for a in answers[1:])
 
 
+def test_a_build_side_whose_keys_repeat_thousands_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A join table keeps one slot per key and chains the rows under it (kernels/hash_table.h):
+    a key entered 6,000 times, keys entered 1 to 40 times, and NULL keys; every probe row's
+    matches found, and the rows a materialized join writes sized from the largest chain."""
+    rng = np.random.default_rng(7)
+    ids = np.concatenate([np.full(6_000, 3), np.repeat(np.arange(100, 400), rng.integers(1, 40, 300))])
+    rng.shuffle(ids)
+    build = pa.table({"id": pa.array(np.where(np.arange(len(ids)) % 97 == 0, None, ids)), "w": np.arange(len(ids))})
+    probe = pa.table({"k": np.arange(20_000) % 500, "v": np.arange(20_000)})
+    known = build.column("id").drop_null().to_numpy().astype(np.int64)
+    per_key = np.bincount(known, minlength=500)[probe.column("k").to_numpy()]
+    joined = "SELECT count(*), sum(v), sum(w) FROM p JOIN b ON p.k = b.id"
+    answers = answers_interpreted_and_compiled(monkeypatch, {"b": build, "p": probe}, joined)
+    assert answers[0][0][0] == int(per_key.sum())
+    assert all(a == answers[0] for a in answers[1:])
+    written = "SELECT p.k, b.w FROM p LEFT JOIN b ON p.k = b.id WHERE p.v < 1000"
+    rows = answers_interpreted_and_compiled(monkeypatch, {"b": build, "p": probe}, written)
+    assert len(rows[0]) == int(np.maximum(per_key[:1000], 1).sum())
+    assert all(r == rows[0] for r in rows[1:])
+
+
 def test_a_kernel_shared_by_literals_gets_its_own_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two queries whose kernels differ only in literal values share a kernel (the literals
     are parameters), but an interpreted program holds the values folded from them: the

@@ -4,7 +4,8 @@ Mode 0 inserts rows (rows with a NULL key are left out: they match nothing, but 
 must know they exist, so the kernel raises a flag). A partitioned join inserts only the rows
 of one partition of the keys' hashes (the NULL flag is raised in every partition); mode 2
 only counts them (in the multiplicity word), to size the partition's table. Mode 1, run after, measures the largest
-number of build rows that share a key; the executor uses it to bound how many rows a probe
+number of build rows that share a key's hash (the count its table slot keeps, read once per
+slot: kernels/hash_table.h); the executor uses it to bound how many rows a probe
 can produce, so output buffers and aggregation tables are sized before a kernel runs.
 For a single integer-like key, mode 1 also records the key's range, which decides whether
 a direct map (key -> row array) can replace the hash table, with no extra pass or read-back.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 from penstock.codegen import keys as K
 from penstock.codegen.expr.generator import ExprGen, Val
-from penstock.codegen.expr.logic import equality
 from penstock.codegen.interpret.builds import build_program
 from penstock.codegen.kernel import (CodeWriter, ErrorFlag, JoinTablePart, Kernel, Mode, ParamTable,
                                      RowCount, RowOffset, kernel_source)
@@ -65,14 +65,8 @@ def generate_build(step: BuildHashTable) -> Kernel:
         key = f"(int64_t){keys[0].v}"
         out.line(f"xpu::atomic_update_if(&{span}[0], {key}, [](int64_t a, int64_t b) {{ return a < b; }});")
         out.line(f"xpu::atomic_update_if(&{span}[1], {key}, [](int64_t a, int64_t b) {{ return a > b; }});")
-    out.line("int64_t same = 0;")
-    out.open(f"for (auto p = xpu::join_probe({slots}, {mask}, h); p.valid(); p.next({slots}, {mask}))")
-    out.line("const int64_t r = p.row;")
-    other = ExprGen(out, params, _RowAt("r", step.nullable), err)
-    others = [other.compile(ColumnRef(step.types[c], c)) for c in step.key_columns]
-    out.line(f"if ({' && '.join(equality(g, a, b) for a, b in zip(keys, others))}) ++same;")
-    out.close()
-    out.line(f"xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
+    out.line(f"const int64_t same = xpu::join_count({slots}, {mask}, h, i);")
+    out.line(f"if (same > 0) xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
     body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
     return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params,
                   make_program=lambda: build_program(step, params, ranged_key(step)), program_fixed=True)

@@ -242,6 +242,12 @@ class Backend(ABC):
     # rows an interpreted launch covers at a time: between two, the kernel's optimised build
     # takes over the rest of the launch once it is ready (device/interpreter.py)
     interpreted_chunk_rows: int = 1 << 16
+    # join matches one launch of a pipeline that probes a join makes at most, where the
+    # backend's launches run to their end before returning (the CPU's): a join fanning out
+    # can hold a launch of a batch for seconds, and a cancel or shutdown is looked at
+    # between launches (PipelineRunner.checked_step). None: a batch is one launch (the GPU
+    # queues its launches, and a batch's run there is short)
+    checked_launch_matches: int | None = None
 
     def launch_interpreted(self, kernel: Any, rows: int, args: Sequence[Any]) -> None:
         """An InterpretedKernel's launch, a chunk of rows at a time (interpreter.launch_in_chunks)."""

@@ -246,7 +246,7 @@ struct Machine {
         }
         case OP_JUMP_UNLESS_ARG: if ((int64_t)args[x] == 0) pc = y - 1; break;
         // a join's build (codegen/build_gen.py): x is the kernel's mode argument; mode 0 inserts
-        // rows, 2 counts a partition's, 1 measures the most rows that share a key
+        // rows, 2 counts a partition's, 1 measures the most rows that share a key's hash
         case OP_BUILD_KEY_NULL:  // a NULL key matches nothing, but NOT IN must know of it
           if (reg[a] != 0) {
             if ((int32_t)(int64_t)args[x] == 0) *arg_ptr<int32_t>(args, y) = 1;
@@ -263,6 +263,8 @@ struct Machine {
             if (!join_insert(arg_ptr<uint64_t>(args, y), args[z], (uint64_t)reg[a], i)) raise(err, ERR_TABLE_FULL);
             return;
           }
+          const int64_t same = join_count(arg_ptr<const uint64_t>(args, y), args[z], (uint64_t)reg[a], i);
+          if (same > 0) atomic_update_if(arg_ptr<int64_t>(args, w), same, [](int64_t u, int64_t v) { return u > v; });
           break;
         }
         case OP_KEY_RANGE:

@@ -2,15 +2,14 @@
 
 Per build row: its keys; a NULL key only raises the has-NULL flag (mode 0); the keys' hash
 and partition; then by mode: 0 inserts the row, 2 counts the partition's rows, 1 records the
-key's range (one integer-like key) and counts the rows that share the row's key, walking the
-table as a probe would, keeping the largest count. Text keys compile as before.
+key's range (one integer-like key) and keeps the largest count of rows that share a hash
+(its table slot's count: kernels/hash_table.h join_count). Text keys compile as before.
 """
 
 from __future__ import annotations
 
 from penstock.codegen.interpret.kernels import load_column
-from penstock.codegen.interpret.program import Header, Label, Op, Program, key_kind
-from penstock.codegen.interpret.expressions import ExprProgram
+from penstock.codegen.interpret.program import Header, Op, Program, key_kind
 from penstock.codegen.kernel import ErrorFlag, InputPart, JoinTablePart, Mode, ParamTable, RowCount, RowOffset
 from penstock.errors import Unsupported
 from penstock.plan.physical import BuildHashTable
@@ -42,21 +41,4 @@ def _build(step: BuildHashTable, params: ParamTable, ranged: bool) -> Program:
     p.emit(Op.BUILD_STEP, a=hashed, x=mode, y=part["slots"], z=part["mask"], w=part["multiplicity"])
     if ranged:
         p.emit(Op.KEY_RANGE, a=keys[0], x=p.arg(JoinTablePart(join, "key_range")))
-    same, one = p.reg(), p.reg()
-    p.emit(Op.SET, same, x=0)
-    p.emit(Op.SET, one, x=1)
-    p.emit(Op.PROBE_START, keys[0], hashed, key_null, x=0, y=part["slots"], z=part["mask"], w=-1)
-    loop, next_row, done = p.here(), Label(), Label()
-    p.target(done, p.emit(Op.PROBE_TEST, x=0), 5)
-    row = p.reg()
-    p.emit(Op.PROBE_ROW, row, x=0)
-    exprs = ExprProgram(p, lambda program, e: None)  # type: ignore[arg-type,return-value]
-    for key, t, c, n in zip(keys, types, step.key_columns, nullable):
-        other = load_column(p, t, InputPart, {"column": c}, n, row)
-        p.target(next_row, p.emit(Op.FILTER, a=exprs.compare(key, t, other, t, "eq")), 4)
-    p.emit(Op.INT_ARITH, same, same, one, x=0, y=8)
-    p.place(next_row)
-    p.emit(Op.PROBE_NEXT, x=0, y=loop, z=part["slots"], w=part["mask"])
-    p.place(done)
-    p.emit(Op.MAX_UPDATE, a=same, x=part["multiplicity"])
     return p

@@ -76,6 +76,7 @@ class HostBackend(Backend):
     small_sort_rows = 256  # as fast as Arrow's sort there, and the same kernel as the GPU's
     # g++ and the query's threads share the cores: an interpreted first run finished first
     upgrades_wait_for_queries = True
+    checked_launch_matches = 1 << 22  # a probing pipeline's launches: see Backend.checked_launch_matches
 
     artifact_suffix = ".so"
 

@@ -55,15 +55,21 @@ class JoinState:
         # a join without keys visits every build row (a nested loop): no table to fill
         wanted = 0 if not keyed else self.rows if table_rows is None else table_rows
         self.capacity = max(next_pow2(2 * wanted), 16)
-        if self.capacity > 2 ** 32:  # probes keep a slot's position in 32 bits (hash_table.h)
+        # probes keep a slot's position in 32 bits, and the chain a build row + 1 (hash_table.h)
+        if self.capacity > 2 ** 32 or self.rows >= 2 ** 32 - 1:
             raise QueryError(f"{label} has {self.rows:,} build rows; a hash join holds at most 2^31",
                              PROGRAM_LIMIT_EXCEEDED)
         need = 16 * self.capacity
+        # and the chain, a 32-bit word per row of the batch (a partition's rows lie anywhere in
+        # it): like the matched flags, sized by the build rows already held, not by the table,
+        # so it is left out of the share a partition's table must fit; none in a table that
+        # only counts a partition's rows
+        chain_words = (self.rows + 1) // 2 if keyed and table_rows != 0 else 0
         if memory_limit is not None and need > memory_limit // TABLE_SHARE:  # checked before allocating it
             raise TableTooLarge(f"{label} needs a hash table of {size_text(need)} for {self.rows:,} rows, "
                                 f"more than its share of memory_limit ({size_text(memory_limit)}) allows", need)
         try:
-            self.slots = backend.zeros(2 * self.capacity, np.uint64)
+            self.slots = backend.zeros(2 * self.capacity + chain_words, np.uint64)
         except backend.out_of_memory as e:
             raise TableTooLarge(f"{label} needs a hash table of {size_text(need)} for {self.rows:,} rows, "
                                 f"more than the device has free", need) from e

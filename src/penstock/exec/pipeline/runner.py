@@ -41,6 +41,7 @@ from penstock.plan.rel import JoinKind
 # bits (kernels/tiles.h).
 LAUNCH_ROWS = 1 << 31
 READ_SHARE = 4  # batches read ahead under a memory budget wait within this share of it
+CHECKED_LAUNCH_MIN_ROWS = 1024  # the fewest rows a checked launch covers (Backend.checked_launch_matches)
 RESERVE_SHARE = 16  # output room made ahead of a launch past a row per input row: within this share
 
 
@@ -253,10 +254,27 @@ class PipelineRunner(AggregateRunning):
         ctx = self.bind_context
         ctx.batch, ctx.sink, ctx.aggregate = batch, state, aggregate
         first, stop = span if span is not None else (0, batch.length)
-        for row0 in range(first, max(stop, first + 1), LAUNCH_ROWS):
-            ctx.row0, ctx.rows = row0, min(LAUNCH_ROWS, stop - row0)
+        step = self.checked_step() if self.probes else LAUNCH_ROWS
+        for row0 in range(first, max(stop, first + 1), step):
+            if row0 > first:
+                self.ctx.check()
+            ctx.row0, ctx.rows = row0, min(step, stop - row0)
             self.be.launch(self.compiled, ctx.rows, self.binding(ctx))
         self.metrics.kernel_seconds += time.perf_counter() - started
+
+    def checked_step(self) -> int:
+        """Rows of one launch of this probing pipeline: where launches run to their end
+        (Backend.checked_launch_matches), as many as make that many join matches at the
+        joins' largest fan-out, so a cancel is looked at between launches that each take a
+        moment; a launch has a fixed cost, so a join without fan-out keeps whole batches."""
+        matches = self.be.checked_launch_matches
+        if matches is None:
+            return LAUNCH_ROWS
+        fanout = 1
+        for op in self.probes:
+            join = self.ctx.joins.get(op.join)
+            fanout *= max(int(getattr(join, "fanout", 1)), 1)
+        return min(LAUNCH_ROWS, max(matches // fanout, CHECKED_LAUNCH_MIN_ROWS))
 
     def fresh_status(self, sink_words: int) -> Any:
         """One zeroed device array: [error flag | operator counters | the sink's words]."""
