@@ -25,6 +25,7 @@ from penstock.frontend.clock import pin_clock
 from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.real_sums import real_sums
+from penstock.frontend.frame_exclusion import frame_exclusions
 from penstock.frontend.fallback_repair import for_the_fallback, repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.logical_plan_reads import null_aware_flags, refuse_multiset_set_operations
@@ -327,14 +328,14 @@ def rewritten_sql(sql: str) -> str:
     return sql
 
 
-# In this order: U&'' strings decoded; named windows written out; PostgreSQL's functions given their typed forms
+# In this order: U&'' strings decoded; named windows written out; EXCLUDE NO OTHERS dropped (others refused); PostgreSQL's functions given their typed forms
 # (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
 # functions of select lists unnested; EXTRACT numeric and date_part double precision; casts
 # to varchar(n) cut to n characters; long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
 # the bytea functions' arguments cast to bytea; numeric functions given their argument's
 # type (pg_functions/math_functions.py).
 REWRITES: tuple[Callable[[str], str], ...] = (
-    unicode_strings, inline_named_windows, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
+    unicode_strings, inline_named_windows, frame_exclusions, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
     varchar_lengths, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
 
 
