@@ -102,18 +102,17 @@ XPU_FN int64_t check_precision(int64_t v, int precision, int32_t* err) {
   return v;
 }
 
-// a (scale sa) / b (scale sb) at result scale sr, truncating like DataFusion.
+// a (scale sa) / b (scale sb) at result scale sr, rounded half away from zero as
+// PostgreSQL's numeric division rounds (DataFusion's truncates).
 XPU_FN int64_t decimal_div(int64_t a, int sa, int64_t b, int sb, int sr, int32_t* err) {
   if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
   int shift = sr - sa + sb;
-  int128_t num = a;
-  if (shift >= 0) {
-    for (int i = 0; i < shift; ++i) num *= 10;
-    return narrow_checked(num / b, err);
-  }
-  int128_t den = b;
+  int128_t num = a, den = b;
+  for (int i = 0; i < shift; ++i) num *= 10;
   for (int i = 0; i < -shift; ++i) den *= 10;
-  return narrow_checked(num / den, err);
+  int128_t q = num / den, r = num % den;
+  if (2 * (r < 0 ? -r : r) >= (den < 0 ? -den : den)) q += ((num < 0) != (den < 0)) ? -1 : 1;
+  return narrow_checked(q, err);
 }
 
 XPU_FN int64_t decimal_mul(int64_t a, int64_t b, int drop_digits, int32_t* err) {

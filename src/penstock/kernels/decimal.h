@@ -219,16 +219,17 @@ XPU_FN int128_t decimal_mul128(int128_t a, int128_t b, int32_t drop, int32_t* er
   U256 p = u256_product(magnitude128(a), magnitude128(b));
   return u256_signed(u256_drop_digits(p, drop), (a < 0) != (b < 0), err);
 }
-// a (scale sa) / b (scale sb) at result scale sr, truncated like decimal_div.
+// a (scale sa) / b (scale sb) at result scale sr, rounded half away from zero like
+// decimal_div: the quotient to one more digit, which then decides the rounding.
 XPU_FN int128_t decimal_div128(int128_t a, int32_t sa, int128_t b, int32_t sb, int32_t sr, int32_t* err) {
   if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
-  int32_t shift = sr - sa + sb;
+  int32_t shift = sr - sa + sb + 1;
   U256 num = u256(magnitude128(a)), den = u256(magnitude128(b));
   if (shift >= 0 ? !u256_mul_pow10(num, shift) : !u256_mul_pow10(den, -shift)) {
     if (shift >= 0) { raise(err, ERR_OVERFLOW); return 0; }
-    return 0;  // the divisor passed 256 bits: the quotient truncates to 0
+    return 0;  // the divisor passed 256 bits: the quotient rounds to 0
   }
-  return u256_signed(u256_div(num, den), (a < 0) != (b < 0), err);
+  return u256_signed(u256_drop_digits(u256_div(num, den), 1), (a < 0) != (b < 0), err);
 }
 // Compare a (scale sa) with b (scale sb) exactly: a value whose scaling passes 127 bits is
 // larger in magnitude than any decimal it is compared with.
