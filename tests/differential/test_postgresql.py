@@ -35,8 +35,6 @@ WIDE_NUMERIC = ("PostgreSQL's numeric has no 38-digit limit and answers; penstoc
 KNOWN_DIFFERENCES: dict[str, str] = {
     "extract_date_epoch": EXTRACT_EPOCH, "extract_ts_epoch": EXTRACT_EPOCH, "tiny_dates": DATE_TRUNC,
     "trunc_date": DATE_TRUNC,
-    "date_minus_date": "date - date is integer in PostgreSQL; penstock's is bigint",
-    "date_plus_interval": "date + interval is timestamp in PostgreSQL; penstock's is date",
     "agg_global_i8": AVG_INT, "agg_global_i16": AVG_INT, "agg_global_i32": AVG_INT, "agg_global_i64": AVG_INT,
     "agg_allnull": AVG_INT, "agg_sum_distinct": AVG_INT, "agg_of_expressions": AVG_INT,
     "dec_sum_bigint_grouped": AVG_INT, "gb_fact_flag": AVG_INT, "having_on_key": AVG_INT,

@@ -62,6 +62,7 @@ def test_on_penstock_s_kernels_the_cast_rounds() -> None:
     ("SELECT EXTRACT(SECOND FROM ts) AS a, power(i, 2) AS p FROM t", "fraction"),
     ("SELECT CAST(ts AS TEXT) AS a, power(i, 2) AS p FROM t", "as text"),
     ("SELECT CAST(power(x, 2) AS TEXT) AS a FROM t", "as text"),
+    ("SELECT x AS a, power(i, 2) AS p FROM t WHERE b + b IN (1, 2)", "wraps integer overflow"),  # in an IN list
 ])
 def test_where_datafusion_answers_otherwise_the_check_says_why(sql: str, reason: str) -> None:
     """Each of these gave another answer than PostgreSQL's on DataFusion (the differential

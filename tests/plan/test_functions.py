@@ -36,3 +36,16 @@ def test_rounding_that_carries_answers_as_duckdb(device: str) -> None:
                 "SELECT avg(floor(d)) AS a FROM t WHERE d < 0"]:
         difference = compare_tables(db.sql(sql).to_arrow(), duck.sql(sql).to_arrow_table(), ordered=True)
         assert difference is None, (sql, difference)
+
+
+def test_date_arithmetic_and_its_aggregates_take_postgresql_types() -> None:
+    """date - date is integer (DataFusion: bigint); min and max keep their argument's type
+    where DataFusion declared another (its bigint over a date - date); sum of it is bigint."""
+    from penstock.plan.functions import aggregate_result_type
+
+    assert result_type("sub", [T.DATE, T.DATE]) == T.INT32
+    assert result_type("add", [T.DATE, T.INT32]) == T.DATE
+    assert aggregate_result_type("max", T.INT32, T.INT64) == T.INT32
+    assert aggregate_result_type("min", T.timestamp("us"), T.DATE) == T.timestamp("us")
+    assert aggregate_result_type("sum", T.INT32, T.INT64) == T.INT64
+    assert result_type("coalesce", [T.timestamp("us"), T.DATE]) == T.timestamp("us")

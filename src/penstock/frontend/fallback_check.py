@@ -19,7 +19,9 @@ engine, tests/differential/test_queries.py, and found them):
 - text cast to bytea, which DataFusion takes as the text's bytes where PostgreSQL reads
   hex digits after a backslash and x, and backslashes as escapes (a constant without a backslash is safe;
   decode()'s own cast of its argument is not such a cast).
-Such a plan is refused (0A000) with the reason.
+Such a plan is refused (0A000) with the reason. Where only a result's type differs (date -
+date, date + interval: date_results.py) nothing is refused; the walk notes it (`retyped`)
+and fallback_repair.py writes PostgreSQL's type in.
 
 The check walks the Substrait form of DataFusion's plan, deriving each relation's column
 types (read schemas, projections, aggregates, joins) so that a cast's input type is known
@@ -32,6 +34,7 @@ from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
 
+from penstock.frontend.date_results import DAYS, TIMESTAMP, microseconds, nullable, postgresql_result, span
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
 
 _INTEGERS = ("i8", "i16", "i32", "i64")
@@ -47,10 +50,12 @@ Type = Any  # substrait type_pb2.Type, or None where unknown
 
 def fallback_hazard(plan: plan_pb2.Plan) -> str | None:
     """Why DataFusion's answer to this plan would not be PostgreSQL's, or None."""
-    return _walk(plan).hazard
+    return walk(plan).hazard
 
 
-def _walk(plan: plan_pb2.Plan) -> "_Walker":
+def walk(plan: plan_pb2.Plan) -> "_Walker":
+    """The check's walk over the plan: its `hazard`, and whether a result's type is to be
+    `retyped` to PostgreSQL's."""
     functions = {e.extension_function.function_anchor: e.extension_function.name
                  for e in plan.extensions if e.HasField("extension_function")}
     walker = _Walker(functions)
@@ -65,6 +70,7 @@ class _Walker:
         self.functions = functions
         self.hazard: str | None = None
         self.bytea_hazard: str | None = None
+        self.retyped = False  # a call DataFusion types otherwise than PostgreSQL (date_results.py)
 
     def rel(self, rel: algebra_pb2.Rel) -> list[Type]:
         kind = rel.WhichOneof("rel_type")
@@ -134,7 +140,7 @@ class _Walker:
             args = [self.expr(a.value.cast.input if (typed or decode and k == 0) and a.value.WhichOneof("rex_type") == "cast"
                               else a.value, inputs) for k, a in enumerate(f.arguments)]
             self.check_function(self.name(f.function_reference), f, args)
-            return f.output_type
+            return self.typed(self.name(f.function_reference), f, args)
         if kind == "window_function":
             for a in e.window_function.arguments:
                 self.expr(a.value, inputs)
@@ -148,6 +154,10 @@ class _Walker:
                 self.expr(getattr(clause, "if"), inputs)
                 self.expr(clause.then, inputs)
             return self.expr(getattr(e.if_then, "else"), inputs) if e.if_then.HasField("else") else None
+        if kind == "singular_or_list":  # x IN (...): what is computed in it is checked too
+            for operand in [e.singular_or_list.value, *e.singular_or_list.options]:
+                self.expr(operand, inputs)
+            return None
         if kind == "subquery":
             for field in e.subquery.ListFields():
                 for inner in field[1].ListFields():
@@ -155,6 +165,16 @@ class _Walker:
                         self.rel(inner[1])
             return None
         return None
+
+    def typed(self, name: str, f: Any, args: list[Type]) -> Type:
+        """A call's type: DataFusion's, or PostgreSQL's where they differ (date - date,
+        date + interval and what is computed from them: date_results.py), noting that the
+        plan is to be `retyped`."""
+        how = postgresql_result(name, f, args)
+        if how is None:
+            return f.output_type
+        self.retyped = True
+        return nullable("i32") if how == DAYS else microseconds() if how == TIMESTAMP else span()
 
     def check_cast(self, e: algebra_pb2.Expression, source: Type) -> None:
         target = e.cast.type.WhichOneof("kind")
@@ -242,7 +262,14 @@ def _literal_type(lit: algebra_pb2.Expression.Literal) -> Type:
     if kind == "decimal":
         t.decimal.precision, t.decimal.scale = lit.decimal.precision, lit.decimal.scale
         return t
+    if kind in _TEMPORAL_LITERALS:  # what date_results.py looks for
+        getattr(t, _TEMPORAL_LITERALS[kind]).SetInParent()
+        return t
     return None
+
+
+_TEMPORAL_LITERALS = {"date": "date", "interval_day_to_second": "interval_day",
+                      "interval_year_to_month": "interval_year", "interval_compound": "interval_compound"}
 
 
 def _constant_fits(name: str, args: list[algebra_pb2.Expression], out: str) -> bool:

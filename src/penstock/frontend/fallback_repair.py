@@ -12,7 +12,8 @@ The repair works on the plan's Substrait form, which DataFusion reads back into 
 plan of the fallback context (where the checked functions are registered). What cannot be
 repaired (text cast to bytea, sums of wide decimals) is still refused with its reason.
 Floats and timestamps cast to text are written as PostgreSQL writes them, and EXTRACT of
-seconds keeps its fraction (pg_functions/text_output.py).
+seconds keeps its fraction (pg_functions/text_output.py). date - date and date + interval
+are given PostgreSQL's types, integer and timestamp (date_results.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 from substrait import algebra_pb2, plan_pb2
 from substrait.extensions import extensions_pb2
 
-from penstock.frontend.fallback_check import (_FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits,
-                                              fallback_hazard)
+from penstock.frontend.date_results import microseconds, postgresql_result, retype, timestamp_operands
+from penstock.frontend.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
 from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT
 
@@ -33,9 +34,11 @@ _NO_URN = 4294967295  # DataFusion's producer names functions without an extensi
 def for_the_fallback(plan: plan_pb2.Plan, has_markers: bool = False) -> tuple[str | None, plan_pb2.Plan | None]:
     """What DataFusion may run of `plan`: (None, None) where it answers as PostgreSQL would
     as it is; (None, repaired plan) where the differences could be written out; (hazard,
-    None) where one could not (or the plan's bytea parameters are markers, bound later)."""
-    hazard = fallback_hazard(plan)
-    if hazard is None:
+    None) where one could not (or the plan's bytea parameters are markers, bound later: then
+    a result DataFusion types otherwise keeps DataFusion's type)."""
+    checked = walk(plan)
+    hazard = checked.hazard
+    if hazard is None and not checked.retyped:
         return None, None
     if has_markers:
         return hazard, None
@@ -78,6 +81,9 @@ class _Repairer(_Walker):
         return anchor
 
     def check_function(self, name: str, f: Any, args: list[Any]) -> None:
+        how = postgresql_result(name, f, args)
+        if how is not None:  # date - date as integer, date + interval as timestamp, then checked as such
+            retype(f, args, how)
         out = f.output_type.WhichOneof("kind")
         values = [a.value for a in f.arguments]
         if out in INTEGER_TYPES and any(a is not None and a.WhichOneof("kind") in FLOAT_TYPES for a in args):
@@ -95,6 +101,25 @@ class _Repairer(_Walker):
             f.output_type.CopyFrom(_type("fp64"))
         else:
             super().check_function(name, f, args)
+
+    def expr(self, e: algebra_pb2.Expression, inputs: list[Any]) -> Any:
+        """The walk's, and a CASE or coalesce() whose operands now mix dates and timestamps
+        (a date + interval beside a date) made one of timestamps (date_results.py)."""
+        t = super().expr(e, inputs)
+        kind = e.WhichOneof("rex_type")
+        if kind == "if_then":
+            operands = [c.then for c in e.if_then.ifs if c.HasField("then")]
+            operands += [getattr(e.if_then, "else")] if e.if_then.HasField("else") else []
+        elif kind == "scalar_function" and self.name(e.scalar_function.function_reference) == "coalesce":
+            operands = [a.value for a in e.scalar_function.arguments]
+        else:
+            return t
+        side = _Walker(self.functions)  # the operands' types as repaired, without repairing again
+        if not timestamp_operands(operands, [side.expr(o, inputs) for o in operands]):
+            return t
+        if kind == "scalar_function":
+            e.scalar_function.output_type.CopyFrom(microseconds())
+        return microseconds()
 
     def check_cast(self, e: algebra_pb2.Expression, source: Any) -> None:
         target = e.cast.type.WhichOneof("kind")

@@ -26,6 +26,8 @@ from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.real_sums import real_sums
 from penstock.frontend.frame_exclusion import frame_exclusions
+from penstock.frontend.date_results import described_schema
+from penstock.frontend.fallback_check import walk
 from penstock.frontend.fallback_repair import for_the_fallback, repaired
 from penstock.frontend.literals import check_float_constants, numeric_literals
 from penstock.frontend.logical_plan_reads import null_aware_flags, refuse_multiset_set_operations
@@ -56,7 +58,7 @@ from penstock.plan.rel import Field, Rel
 class PlannedQuery:
     sql: str
     names: list[str]
-    schema: pa.Schema  # DataFusion's output schema
+    schema: pa.Schema  # DataFusion's output schema, with PostgreSQL's types where it differs (date_results.py)
     ir: Rel | None  # penstock's IR, or None when it could not be translated
     unsupported: str | None  # why not
     logical_plan: str
@@ -239,6 +241,10 @@ class Frontend:
             else (None, None)
         if ir is None and substrait is not None and hazard is None and not slotted.markers:  # sum(real) is real
             fixed = real_sums(fixed if fixed is not None else substrait) or fixed
+        if ir is not None:  # PostgreSQL's types for date - date and date + interval, as the rows will have them
+            schema = described_schema(schema, [f.type for f in ir.fields], None, self._schema_of)
+        elif fixed is not None and walk(substrait).retyped:
+            schema = described_schema(schema, None, fixed, self._schema_of)
         return PlannedQuery(sql, names, schema, ir, reason, logical.display_indent(), hazard,
                             attempt, values, substrait, slotted.markers, tables, fixed)
 
@@ -275,12 +281,20 @@ class Frontend:
         if values != planned.values:  # the call's own parameter values, planned and repaired again
             plan, _ = repaired(self.substrait(_sql(self.ctx, planned.attempt, values).optimized_logical_plan()))
         try:
-            logical = df_substrait.Consumer.from_substrait_plan(
-                self.fallback_ctx, df_substrait.Serde.deserialize_bytes(plan.SerializeToString()))
+            return self._consumed(plan)
         except Exception as e:  # noqa: BLE001 - a plan DataFusion writes but cannot read back
             raise QueryError("DataFusion, which would run this query, could not take it back with PostgreSQL's "
                              f"arithmetic written in ({_first_line(e)})", FEATURE_NOT_SUPPORTED) from None
+
+    def _consumed(self, plan: plan_pb2.Plan) -> Any:
+        """A repaired Substrait plan read back into the fallback engine, as a DataFrame."""
+        logical = df_substrait.Consumer.from_substrait_plan(
+            self.fallback_ctx, df_substrait.Serde.deserialize_bytes(plan.SerializeToString()))
         return self.fallback_ctx.create_dataframe_from_logical_plan(logical)
+
+    def _schema_of(self, plan: plan_pb2.Plan) -> pa.Schema:
+        """The schema DataFusion answers a repaired plan with: a statement's description."""
+        return self._consumed(plan).schema()
 
     def substrait(self, logical: Any) -> plan_pb2.Plan:
         try:

@@ -87,7 +87,7 @@ def result_type(fn: str, args: list[DataType]) -> DataType:
     if fn in ("round", "sqrt"):
         return T.FLOAT64
     if fn in ("coalesce", "nullif"):
-        wider = T.integer_or_decimal_supertype(args) if fn == "coalesce" else None
+        wider = T.supertype(args) if fn == "coalesce" else None
         return wider or next((a for a in args if a.kind is not Kind.NULL), T.NULL)
     if fn.startswith("date_part."):
         return T.FLOAT64 if fn.endswith("epoch") else T.INT32
@@ -112,7 +112,7 @@ def arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
     if a.kind is Kind.DATE and b.is_integer and fn in ("add", "sub"):
         return T.DATE
     if a.kind is Kind.DATE and b.kind is Kind.DATE and fn == "sub":
-        return T.INT64
+        return T.INT32  # PostgreSQL's date - date is integer (DataFusion's bigint)
     if a.is_float or b.is_float:
         return T.FLOAT64 if T.FLOAT64 in (a, b) or a.is_integer or b.is_integer else T.FLOAT32
     if a.kind is Kind.DECIMAL or b.kind is Kind.DECIMAL:
@@ -184,8 +184,10 @@ def aggregate_result_type(fn: str, arg: DataType | None, declared: DataType | No
     """An aggregate's type: DataFusion's where it agrees with PostgreSQL's values, penstock's
     where it does not (sum(bigint) is numeric; avg of a 38-digit decimal keeps its integer
     digits) or where the argument's type changed under DataFusion's feet (an aggregate of a
-    sum(bigint))."""
+    sum(bigint); min and max of a date - date, integer here and bigint there)."""
     ours = aggregate_type(fn, arg) if fn in ("sum", "avg", "min", "max") and arg is not None else None
+    if fn in ("min", "max") and ours is not None:
+        return ours  # its argument's type, which penstock may type otherwise (date - date, date + interval)
     if declared is None or ours is None:
         return declared or aggregate_type(fn, arg)
     if ours != declared and (ours.kind is Kind.DECIMAL or declared.kind is Kind.DECIMAL):

@@ -203,12 +203,13 @@ class UnionAll(Rel):
 
     @property
     def fields(self) -> list[Field]:
-        """The first branch's fields, except where another branch's values need a decimal
-        that holds them all (a sum(bigint), numeric in penstock, beside a bigint)."""
+        """The first branch's fields, except where the branches' values need a type that
+        holds them all (T.supertype: a sum(bigint), numeric in penstock, beside a bigint; a
+        date + interval, a timestamp in penstock, beside a date)."""
         first = self.branches[0].fields
         out = []
         for j, f in enumerate(first):
-            wider = T.integer_or_decimal_supertype([b.fields[j].type for b in self.branches])
+            wider = T.supertype([b.fields[j].type for b in self.branches])
             out.append(Field(f.name, wider) if wider is not None and wider != f.type else f)
         return out
 

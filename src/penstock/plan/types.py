@@ -205,6 +205,26 @@ def integer_or_decimal_supertype(types: list[DataType]) -> DataType | None:
     return decimal(min(digits + scale, MAX_DECIMAL_PRECISION), scale)
 
 
+def supertype(types: list[DataType]) -> DataType | None:
+    """The one type that holds every value of `types` where penstock types them apart and
+    DataFusion, which coerced them alike, did not: a decimal meeting integers (sum(bigint)
+    is numeric here), integers of several widths (date - date is integer here, bigint
+    there), timestamps of several units (a computed timestamp is microseconds here), or
+    dates meeting timestamps (date + interval is a timestamp here and a date there; in
+    PostgreSQL a CASE or UNION of the two is a timestamp). None where they do not differ so."""
+    known = [t for t in types if t.kind is not Kind.NULL]
+    kinds = {t.kind for t in known}
+    wider = integer_or_decimal_supertype(known)
+    if wider is not None:
+        return wider
+    if len(kinds) > 1 and kinds <= set(INTEGER_KINDS):
+        return max(known, key=integer_rank)
+    units = {t.unit for t in known if t.kind is Kind.TIMESTAMP}
+    if units and kinds <= {Kind.DATE, Kind.TIMESTAMP} and (len(units) > 1 or Kind.DATE in kinds):
+        return timestamp(max(units, key=lambda u: TIMESTAMP_UNITS[u]))
+    return None
+
+
 # Python's default decimal context keeps 28 digits: exact work on 38-digit values needs more.
 _EXACT = pydecimal.Context(prec=100, rounding=pydecimal.ROUND_HALF_UP)
 

@@ -72,6 +72,7 @@ def interpreted_kernels(db: object, sql: str) -> int:
     ("SELECT g, count(*) FROM t GROUP BY g ORDER BY g DESC", 3),  # and the small sort of the result
     ("SELECT count(*) FROM t WHERE v < CAST(1 + 10 AS numeric(22, 2)) AND v > -2 * 3", 2),  # folded literals
     ("SELECT min(s) FROM t", 0),  # text states: compiled
+    ("SELECT d - date '2000-01-01', d + interval '1 month 2 hours', d + 1 FROM t", 1),  # integer, timestamp, date
 ])
 def test_which_kernels_the_interpreter_runs(sql: str, kernels: int, monkeypatch: pytest.MonkeyPatch,
                                            tmp_path: Path) -> None:
@@ -116,3 +117,31 @@ def test_literal_arithmetic_is_folded_and_a_date_literal_parsed_once() -> None:
     overflow = Call(INT8, "mul", (Literal(INT8, 100), Literal(INT8, 2)))
     assert fold(overflow) is overflow  # 200 does not fit: computed per row, where it raises 22003
     assert plain_date("1994-01-01") and not plain_date("1994-02-30") and not plain_date("yesterday")
+
+
+def test_date_arithmetic_interpreted_answers_and_raises_as_compiled(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """date - date (integer) and date + interval (a timestamp: the months added to the date,
+    then its microseconds and the interval's, checked) give the compiled kernel's values, and
+    its 22003 past the range of a timestamp."""
+    import penstock
+    from penstock.errors import PenstockError
+
+    monkeypatch.setenv("PENSTOCK_CACHE_DIR", str(tmp_path))
+    days = pa.array([18292, None, -1, 10957], pa.int32()).cast(pa.date32())
+    sql = ("SELECT d - date '2000-01-01', d + interval '1 month', d - interval '1 year 2 hours', "
+           "interval '36 hours' + d FROM t")
+    answers = []
+    for setting in ("always", "0"):
+        monkeypatch.setenv("PENSTOCK_INTERPRET", setting)
+        db = penstock.connect(device="cpu", strict=True)
+        monkeypatch.setattr(db.backend, "_kernels", {})
+        db.register_arrow("t", pa.table({"d": days}))
+        assert (interpreted_kernels(db, sql) == 1) == (setting == "always")
+        answers.append(db.sql(sql).to_arrow().columns)
+        db.register_arrow("far", pa.table({"d": pa.array([2**31 - 1], pa.int32()).cast(pa.date32())}))
+        with pytest.raises(PenstockError) as raised:
+            db.sql("SELECT d + interval '1 hour' FROM far").to_arrow()
+        assert raised.value.sqlstate == "22003"
+    assert answers[0] == answers[1]
+    assert answers[0][0].to_pylist() == [7335, None, -10958, 0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from penstock.codegen.cpp_types import per_second, scalar_type
 from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
+from penstock.plan import types as T
 from penstock.plan.expr import Call, Literal
 from penstock.plan.types import DataType, Kind
 
@@ -63,6 +64,10 @@ def compile_add_interval(g: ExprGen, e: Call) -> Val:
     if base.type.kind is Kind.DATE and t.kind is Kind.DATE:
         value = f"(int32_t)(xpu::add_months({base.v}, {m.v}) + {us.v} / 86400000000LL)"
         return g.strict(t, [base], value)
+    if base.type.kind is Kind.DATE and t == T.timestamp("us"):  # date + interval, in the interpreter's steps
+        day = f"(int64_t)(int32_t)xpu::add_months({base.v}, {m.v})"  # a date, as its ADD_MONTHS keeps it
+        midnight = f"xpu::mul_checked<int64_t>({day}, 86400000000LL, {g.err})"
+        return g.strict(t, [base], f"xpu::add_checked<int64_t>({midnight}, {us.v}, {g.err})")
     ts, unit = as_timestamp(base)
     if t.kind is not Kind.TIMESTAMP:
         raise Unsupported(f"interval arithmetic producing {t}")

@@ -21,6 +21,7 @@ from penstock.codegen.interpret.folding import fold, plain_date
 from penstock.codegen.interpret.program import Label, NotInterpretable, Op, Program, Reg
 from penstock.codegen.kernel import BatchStart, Constant, ConstantText, RuntimeValue
 from penstock.plan.expr import BuildColumn, Call, Case, Cast, ColumnRef, Expr, InList, Like, Literal, Param, RowOrdinal
+from penstock.plan import types as T
 from penstock.plan.types import DataType, Kind
 
 Loader = Callable[[Program, ColumnRef | BuildColumn], Reg]
@@ -255,6 +256,9 @@ class ExprProgram:
         ta, tb = e.args[0].type, e.args[1].type
         a, b = self.compile(e.args[0]), self.compile(e.args[1])
         d = p.reg()
+        if ta.kind is Kind.DATE and tb.kind is Kind.DATE and e.fn == "sub" and t.is_integer:
+            p.emit(Op.INT_ARITH, d, a, b, x=INT_FNS["sub"], y=WIDTHS[t.kind])  # days apart (dates.date_arithmetic)
+            return d
         if Kind.DATE in (ta.kind, tb.kind) or Kind.TIMESTAMP in (ta.kind, tb.kind):
             if t.kind is not Kind.DATE or e.fn not in ("add", "sub"):
                 raise NotInterpretable(f"{e.fn} of {ta} and {tb}")
@@ -305,14 +309,24 @@ class ExprProgram:
         return d
 
     def add_interval(self, e: Call) -> Reg:
-        base, months, micros = e.args
-        if base.type.kind is not Kind.DATE or e.type.kind is not Kind.DATE:
+        """A date plus (months, microseconds): a date where the microseconds are whole days;
+        a timestamp of microseconds otherwise, the months added to the date first (as
+        xpu::timestamp_add adds them to its midnight), then the date's microseconds and the
+        interval's (checked, as the compiled kernel's timestamp arithmetic is)."""
+        p, (base, months, micros) = self.program, e.args
+        if base.type.kind is not Kind.DATE or e.type not in (T.DATE, T.timestamp("us")):
             raise NotInterpretable("interval arithmetic on timestamps")
         if not (isinstance(months, Literal) and isinstance(micros, Literal)):
             raise NotInterpretable("an interval that is not a literal")
-        d = self.program.reg()
-        self.program.emit(Op.ADD_MONTHS, d, self.compile(base), self.compile(months), x=self.compile(micros).index)
-        return d
+        d = p.reg()
+        if e.type.kind is Kind.DATE:
+            p.emit(Op.ADD_MONTHS, d, self.compile(base), self.compile(months), x=self.compile(micros).index)
+            return d
+        p.emit(Op.ADD_MONTHS, d, self.compile(base), self.compile(months), x=self.inline_constant(0).index)
+        midnight, at = p.reg(), p.reg()
+        p.emit(Op.INT_ARITH, midnight, d, self.inline_constant(86_400_000_000), x=INT_FNS["mul"], y=8)
+        p.emit(Op.INT_ARITH, at, midnight, self.compile(micros), x=INT_FNS["add"], y=8)
+        return at
 
     # -- casts ----------------------------------------------------------------------------------
     def cast(self, e: Cast) -> Reg:

@@ -80,6 +80,10 @@ class ExprTranslator:
             raise Unsupported(f"function {name}")
         if fn in ("add", "sub") and any(a.type.kind is Kind.INTERVAL for a in args):
             return self._interval_arithmetic(fn, args, declared)
+        if fn in F.COMPARISONS and len(args) == 2:
+            args = [as_date(args[0], args[1]), as_date(args[1], args[0])]
+        if fn == "sub" and {a.type.kind for a in args} == {Kind.DATE, Kind.TIMESTAMP}:  # DataFusion's date - date
+            raise Unsupported("a timestamp minus a date, an interval (date + interval is a timestamp)")
         if fn == "round" and len(args) > 1:
             digits = constant_integer(args[1])
             if digits is False:
@@ -117,7 +121,10 @@ class ExprTranslator:
         return Call(result, fn, (arg,))
 
     def _interval_arithmetic(self, fn: str, args: list[Expr], declared: DataType | None) -> Expr:
-        """date/timestamp +- constant interval, folded to month and microsecond steps."""
+        """date/timestamp +- constant interval, folded to month and microsecond steps. A date
+        plus or minus an interval is a timestamp, as in PostgreSQL (DataFusion says date),
+        except where the interval is DataFusion's spelling of a number of days: date +
+        integer stays a date."""
         base, iv = args
         if base.type.kind is Kind.INTERVAL:
             if fn == "sub":
@@ -126,15 +133,16 @@ class ExprTranslator:
         value = constant_interval(iv)
         if value is False or not base.type.is_temporal:
             raise Unsupported("interval arithmetic other than date/timestamp +- constant")
+        if base.type.kind is Kind.DATE:
+            result = T.DATE if integer_days(iv) else T.timestamp("us")
+        else:  # DataFusion's type, unless it thought the base a date (a date + interval below)
+            result = declared if declared is not None and declared.kind is Kind.TIMESTAMP else base.type
         if value is None:
-            return Literal(declared or base.type, None)
+            return Literal(result, None)
         assert isinstance(value, Interval)
         months, micros = value.months, value.micros
         if fn == "sub":
             months, micros = -months, -micros
-        result = declared or base.type
-        if base.type.kind is Kind.DATE and result.kind is Kind.DATE and micros % 86_400_000_000:
-            raise Unsupported("date plus an interval with a time part")
         return Call(result, "add_interval", (base, Literal(T.INT32, months), Literal(T.INT64, micros)))
 
     # -- conditionals ---------------------------------------------------------------------
@@ -217,32 +225,56 @@ def _decoded(args: list[Expr]) -> Expr:
 def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
     """Whether penstock's own rule types this call, not DataFusion's declared type: over
     arguments whose types penstock widened (a sum(bigint) is numeric here, bigint there), a
-    declared integer result would not hold the value; and floor, ceil and round of a
-    decimal keep one more integer digit (plan/functions.rounded_decimal_type)."""
+    declared integer result would not hold the value; over arguments penstock types as
+    PostgreSQL does where DataFusion does not (date - date is integer here, bigint there;
+    date + interval a timestamp here, a date there) the result follows them; and floor,
+    ceil and round of a decimal keep one more integer digit (plan/functions.rounded_decimal_type)."""
     widened = fn in F.ARITHMETIC or fn in ("neg", "abs", "floor", "ceil", "round", "coalesce", "nullif")
     if widened and declared.is_integer and any(a.type.kind is Kind.DECIMAL for a in args):
         return True
+    if fn in F.ARITHMETIC or fn in ("neg", "abs", "coalesce", "nullif"):
+        try:
+            ours = F.result_type(fn, [a.type for a in args])
+        except Unsupported:  # a call only DataFusion's type describes (timestamp - timestamp)
+            return False
+        if (declared.is_integer and ours.is_integer) or (declared.kind is Kind.DATE and ours.kind is Kind.TIMESTAMP):
+            return ours != declared
     # a decimal rounded to fewer fraction digits can carry into a new integer digit
     return fn in ("floor", "ceil", "round") and declared.kind is Kind.DECIMAL and args[0].type.kind is Kind.DECIMAL
 
 
 def _case_type(whens: list[tuple[Expr, Expr]], otherwise: Expr | None) -> DataType:
-    """A CASE's type: its first non-NULL branch's, or the decimal that holds every branch
-    where a numeric sum meets integers."""
+    """A CASE's type: its first non-NULL branch's, or the type that holds every branch where
+    penstock types them apart (T.supertype: a numeric sum meeting integers, a date + interval
+    meeting a date)."""
     values = [v for _, v in whens] + ([otherwise] if otherwise is not None else [])
-    wider = T.integer_or_decimal_supertype([v.type for v in values]) or finest_timestamp([v.type for v in values])
+    wider = T.supertype([v.type for v in values])
     if wider is not None:
         return wider
     return next((v.type for v in values if v.type.kind is not Kind.NULL), T.NULL)
 
 
-def finest_timestamp(types: list[DataType]) -> DataType | None:
-    """The finest unit among timestamps of several units (microseconds computed by
-    _microseconds meeting a nanosecond column), None unless they differ."""
-    units = {t.unit for t in types if t.kind is Kind.TIMESTAMP}
-    if len(units) < 2:
-        return None
-    return T.timestamp(max(units, key=lambda u: T.TIMESTAMP_UNITS[u]))
+def integer_days(e: Expr) -> bool:
+    """Whether an interval operand is DataFusion's spelling of an integer number of days:
+    `date + 30` reaches Substrait as date + CAST(CAST(30 * 86400 AS Duration(s)) AS Interval).
+    PostgreSQL's date + integer is a date; date + interval is a timestamp."""
+    while isinstance(e, Cast) and e.type.kind is Kind.INTERVAL:
+        e = e.arg
+    return e.type.is_integer
+
+
+def as_date(e: Expr, other: Expr) -> Expr:
+    """`e` compared with a date: a date + interval of whole days is that date at midnight, so
+    it compares with a date as the date it lands on. Kept a date, the comparison stays one
+    of dates (a hash key, the interpreter's, TPC-H's `d < DATE '1994-01-01' + INTERVAL '1'
+    YEAR`) rather than becoming one of a date with a timestamp; the answer is the same."""
+    if not (other.type.kind is Kind.DATE and isinstance(e, Call) and e.fn == "add_interval"
+            and e.type.kind is Kind.TIMESTAMP and e.args[0].type.kind is Kind.DATE):
+        return e
+    micros = e.args[2]
+    if not isinstance(micros, Literal) or not isinstance(micros.value, int) or micros.value % 86_400_000_000:
+        return e
+    return Call(T.DATE, "add_interval", e.args)
 
 
 def constant_interval(e: Expr) -> Interval | None | bool:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from substrait import algebra_pb2, plan_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.substrait.expr import ExprTranslator, finest_timestamp
+from penstock.frontend.substrait.expr import ExprTranslator
 from penstock.frontend.substrait.types import from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -319,13 +319,14 @@ def null_safe_keys(term: Expr, n_left: int) -> tuple[list[Expr], list[Expr]] | N
 
 def same_timestamp_units(term: Expr) -> Expr:
     """`a = b` between timestamps of two units (a computed timestamp is microseconds where
-    DataFusion said nanoseconds) with the coarser side cast to the finer unit, so that the
-    equality can be a hash key."""
+    DataFusion said nanoseconds), or between a date and a timestamp (date + interval is a
+    timestamp where DataFusion said date), with the coarser side cast to the finer type, so
+    that the equality can be a hash key."""
     if not (isinstance(term, Call) and term.fn == "eq"):
         return term
     a, b = term.args
-    finer = finest_timestamp([a.type, b.type])
-    if finer is None:
+    finer = T.supertype([a.type, b.type])
+    if finer is None or finer.kind is not Kind.TIMESTAMP:
         return term
     return Call(term.type, "eq", tuple(x if x.type == finer else Cast(finer, x) for x in (a, b)))
 

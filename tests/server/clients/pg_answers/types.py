@@ -7,6 +7,28 @@ PostgreSQL. A statement whose rows may come in any order has an ORDER BY.
 TYPED statements are also compared by the types of their result columns, as psycopg sees
 them from each server (the type OIDs of RowDescription)."""
 
+_DATES = "(SELECT k, i, CASE WHEN k > 20 THEN DATE '2020-03-31' ELSE DATE '2020-01-31' END AS d FROM t) s"
+# date - date is integer, date +- interval a timestamp, date + integer a date: on the kernels (a date
+# column of a subquery: t has none), then on DataFusion (a window function; a date plus a column)
+DATE_ARITHMETIC: list[str] = [
+    f"SELECT k, d - DATE '2020-01-01', d + INTERVAL '1 month', d - INTERVAL '1 hour', INTERVAL '1 day 2 hours' + d, "
+    f"d + 1, d - 1 FROM {_DATES} ORDER BY k",
+    f"SELECT max(d - DATE '2020-01-01'), min(d + INTERVAL '1 hour'), sum(d - DATE '2020-01-01') FROM {_DATES}",
+    "SELECT DATE '2020-01-31' + INTERVAL '1 month', DATE '2020-01-01' + INTERVAL '1 hour', "
+    "DATE '2020-03-31' - INTERVAL '1 month', INTERVAL '1 day' + DATE '2020-02-28', DATE '2020-03-01' - DATE '2020-02-01'",
+    f"SELECT k, d - DATE '2020-01-01', d + INTERVAL '1 month', d - INTERVAL '1 hour', d + 1, "
+    f"row_number() OVER (ORDER BY k) FROM {_DATES} ORDER BY k",
+    "SELECT DATE '2020-01-31' + INTERVAL '1 month', DATE '2020-01-01' - INTERVAL '1 hour', "
+    "DATE '2020-03-01' - DATE '2020-02-01', row_number() OVER ()",
+    "SELECT k, (DATE '2020-01-05' + i) - DATE '2020-01-01', DATE '2020-01-31' + i + INTERVAL '1 month', "
+    "DATE '2020-01-31' + i, max(DATE '2020-01-01' + i - DATE '2019-12-31') OVER () FROM t WHERE i < 10 ORDER BY k",
+    # a CASE or coalesce() of a date + interval and a date is a timestamp
+    f"SELECT k, CASE WHEN i > 2 THEN d + INTERVAL '90 minutes' ELSE d END AS c, coalesce(d + INTERVAL '1 hour', d) "
+    f"FROM {_DATES} ORDER BY k",
+    f"SELECT k, CASE WHEN i > 2 THEN d + INTERVAL '90 minutes' ELSE d END AS c, coalesce(d + INTERVAL '1 hour', d), "
+    f"rank() OVER (ORDER BY k) FROM {_DATES} ORDER BY k",
+]
+
 CASES: list[str] = [
     # a cast to varchar(n) cuts to n characters
     "SELECT CAST('abcdef' AS VARCHAR(3)), 'héllo'::varchar(2), CAST('q' AS character varying(10)), "
@@ -24,6 +46,7 @@ CASES: list[str] = [
     "SELECT sum(r), avg(r) FROM t",
     "SELECT sum(r), power(2, 10) FROM t",
     "SELECT i > 1 AS g, sum(r) FROM t GROUP BY i > 1 ORDER BY 1",
+    *DATE_ARITHMETIC,
 ]
 
 TYPED: list[str] = [
@@ -44,4 +67,5 @@ TYPED: list[str] = [
     "SELECT k FROM t UNION SELECT '7' ORDER BY 1",
     "VALUES (1), ('2')",
     "SELECT CASE WHEN i > 2 THEN i ELSE '0' END AS c, COALESCE(i, '0') FROM t ORDER BY k",
+    *DATE_ARITHMETIC,
 ]
