@@ -25,7 +25,7 @@ EXTRACT_EPOCH = ("EXTRACT(EPOCH ...) is numeric in PostgreSQL 14+ (six fraction 
 DATE_TRUNC = "date_trunc of a date is timestamptz in PostgreSQL (the date becomes timestamptz); penstock's is timestamp"
 AVG_INT = "avg of an integer column is numeric in PostgreSQL; penstock's is double precision"
 NUMERIC_DIV = ("numeric division and avg(numeric) take PostgreSQL's result scale (select_div_scale: at least 16 "
-               "significant digits, rounded) in PostgreSQL; penstock keeps DataFusion's scale and truncates")
+               "significant digits, rounded) in PostgreSQL; penstock keeps DataFusion's scale (rounded on the kernels)")
 REAL_MIX = "real op integer/numeric constant is double precision in PostgreSQL (float8 operators); penstock's is real"
 WIDE_NUMERIC = ("PostgreSQL's numeric has no 38-digit limit and answers; penstock's decimal128 raises 22003 "
                 "(never narrows)")
