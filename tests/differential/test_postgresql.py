@@ -26,7 +26,6 @@ DATE_TRUNC = "date_trunc of a date is timestamptz in PostgreSQL (the date become
 AVG_INT = "avg of an integer column is numeric in PostgreSQL; penstock's is double precision"
 NUMERIC_DIV = ("numeric division and avg(numeric) take PostgreSQL's result scale (select_div_scale: at least 16 "
                "significant digits, rounded) in PostgreSQL; penstock keeps DataFusion's scale (rounded on the kernels)")
-REAL_MIX = "real op integer/numeric constant is double precision in PostgreSQL (float8 operators); penstock's is real"
 WIDE_NUMERIC = ("PostgreSQL's numeric has no 38-digit limit and answers; penstock's decimal128 raises 22003 "
                 "(never narrows)")
 
@@ -41,7 +40,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "null_avg_ignores": AVG_INT,
     "agg_global_d12": NUMERIC_DIV, "agg_global_d18": NUMERIC_DIV, "gb_dict_key": NUMERIC_DIV,
     "dec_avg": NUMERIC_DIV, "dec_division": NUMERIC_DIV, "ar_d12_div": NUMERIC_DIV,
-    "ar_dec_float_mix": REAL_MIX, "ar_f32": REAL_MIX,
     "param_in_projection": "smallint + $1 (an int2 parameter) is smallint in PostgreSQL; penstock's is bigint",
     "dec_product_overflow": WIDE_NUMERIC, "dec_sum_overflow": WIDE_NUMERIC,
     "err_date_infinity": "PostgreSQL answers 'infinity'::date (stored as INT32_MAX days); penstock refuses with 0A000",

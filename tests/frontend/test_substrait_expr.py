@@ -14,7 +14,7 @@ import pytest
 import penstock
 from penstock.frontend.session import Frontend
 from penstock.plan import types as T
-from penstock.plan.expr import Call, Expr, walk
+from penstock.plan.expr import Call, Expr, Literal, walk
 from penstock.plan.rel import Filter, Project, Rel
 
 DATES = pa.table({"id": pa.array([1, 2, 3], pa.int32()),
@@ -58,6 +58,34 @@ def conditions(rel: Rel) -> list[Expr]:
 ])
 def test_result_types_are_postgresql_types(frontend: Frontend, sql: str, types: list[T.DataType]) -> None:
     assert output_types(frontend, sql) == types
+
+
+REALS = pa.table({"r": pa.array([1.5, None], pa.float32()), "i": pa.array([2, 3], pa.int32()),
+                  "n": pa.array([100, 250], pa.decimal128(12, 2))})
+
+
+@pytest.mark.parametrize("sql, types", [
+    ("SELECT r + 1, r * 2.5, r - i, r / n, i * r FROM x", [T.FLOAT64] * 5),
+    ("SELECT (r + 1) * 2, -(r + 1), abs(r * i), coalesce(r + 1, r), CASE WHEN i > 2 THEN r ELSE r * 2 END FROM x",
+     [T.FLOAT64] * 5),
+    ("SELECT ceil(r), floor(r), round(r), sqrt(r) FROM x", [T.FLOAT64] * 4),
+    ("SELECT r + r, -r, abs(r), r * r, r + 1::real FROM x", [T.FLOAT32] * 5),
+])
+def test_real_beside_a_number_is_double_precision(sql: str, types: list[T.DataType]) -> None:
+    """As PostgreSQL resolves real + integer to float8's operator (frontend/real_results.py)."""
+    f = Frontend()
+    f.register_table("x", REALS)
+    assert output_types(f, sql) == types
+
+
+def test_the_integer_operand_is_cast_to_double_itself() -> None:
+    """Not through real: 16777217 has no float4, and PostgreSQL's r + 16777217 keeps it."""
+    f = Frontend()
+    f.register_table("x", REALS)
+    planned = f.plan("SELECT r + 16777217 FROM x")
+    assert isinstance(planned.ir, Project), planned.ir
+    literals = [e for e in walk(planned.ir.exprs[0]) if isinstance(e, Literal)]
+    assert [(lit.type, lit.value) for lit in literals] == [(T.FLOAT64, 16777217.0)]
 
 
 def test_a_timestamp_minus_a_date_is_left_to_datafusion(frontend: Frontend) -> None:

@@ -15,6 +15,8 @@ def test_a_supertype_only_where_penstock_types_apart() -> None:
     assert T.supertype([T.INT32, T.INT64, T.NULL]) == T.INT64  # date - date beside a bigint
     assert T.supertype([T.DATE, us]) == us  # date + interval beside a date
     assert T.supertype([us, ns, T.DATE]) == ns
+    assert T.supertype([T.FLOAT32, T.FLOAT64, T.NULL]) == T.FLOAT64  # real + 1 beside a real
+    assert T.supertype([T.FLOAT32, T.FLOAT32]) is None
     assert T.supertype([T.INT32, T.INT32]) is None and T.supertype([T.DATE, T.DATE]) is None
     assert T.supertype([T.DATE, T.INT32]) is None and T.supertype([T.NULL]) is None
 

@@ -122,9 +122,11 @@ def described_schema(schema: pa.Schema, translated: list[DataType] | None, repai
 
 def _retyped(planned: pa.DataType, translated: DataType) -> bool:
     """Whether a kernel's column is one DataFusion typed otherwise: bigint there and integer
-    here (date - date), date there and timestamp here (date + interval)."""
+    here (date - date), date there and timestamp here (date + interval), real there and
+    double here (real + 1)."""
     return (pa.types.is_int64(planned) and translated.kind is Kind.INT32) or \
-        (pa.types.is_date32(planned) and translated.kind is Kind.TIMESTAMP)
+        (pa.types.is_date32(planned) and translated.kind is Kind.TIMESTAMP) or \
+        (pa.types.is_float32(planned) and translated.kind is Kind.FLOAT64)  # real + 1 (real_results.py)
 
 
 def span() -> type_pb2.Type:

@@ -20,7 +20,7 @@ engine, tests/differential/test_queries.py, and found them):
   hex digits after a backslash and x, and backslashes as escapes (a constant without a backslash is safe;
   decode()'s own cast of its argument is not such a cast).
 Such a plan is refused (0A000) with the reason. Where only a result's type differs (date -
-date, date + interval: date_results.py) nothing is refused; the walk notes it (`retyped`)
+date, date + interval: date_results.py; real + 1, sqrt(real): real_results.py) nothing is refused; the walk notes it (`retyped`)
 and fallback_repair.py writes PostgreSQL's type in.
 
 The check walks the Substrait form of DataFusion's plan, deriving each relation's column
@@ -36,6 +36,7 @@ from substrait import algebra_pb2, plan_pb2
 
 from penstock.frontend.date_results import DAYS, TIMESTAMP, microseconds, nullable, postgresql_result, span
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
+from penstock.frontend.real_results import double_result, operand_types
 
 _INTEGERS = ("i8", "i16", "i32", "i64")
 _INEXACT = ("fp32", "fp64", "decimal")
@@ -139,6 +140,8 @@ class _Walker:
             typed = reads_typed_text(self.name(f.function_reference))  # pg_functions: x as text beside its type
             args = [self.expr(a.value.cast.input if (typed or decode and k == 0) and a.value.WhichOneof("rex_type") == "cast"
                               else a.value, inputs) for k, a in enumerate(f.arguments)]
+            args = operand_types(self.name(f.function_reference), f, args,  # real + 1: 1 as written
+                                 lambda e: _Walker(self.functions).expr(e, inputs))
             self.check_function(self.name(f.function_reference), f, args)
             return self.typed(self.name(f.function_reference), f, args)
         if kind == "window_function":
@@ -168,9 +171,13 @@ class _Walker:
 
     def typed(self, name: str, f: Any, args: list[Type]) -> Type:
         """A call's type: DataFusion's, or PostgreSQL's where they differ (date - date,
-        date + interval and what is computed from them: date_results.py), noting that the
+        date + interval and what is computed from them: date_results.py; real + 1 and
+        float8-only functions of real: real_results.py), noting that the
         plan is to be `retyped`."""
         how = postgresql_result(name, f, args)
+        if how is None and double_result(name, f, args):  # real beside a number, sqrt(real): real_results.py
+            self.retyped = True
+            return nullable("fp64")
         if how is None:
             return f.output_type
         self.retyped = True

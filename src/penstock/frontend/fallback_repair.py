@@ -13,7 +13,8 @@ plan of the fallback context (where the checked functions are registered). What 
 repaired (text cast to bytea, sums of wide decimals) is still refused with its reason.
 Floats and timestamps cast to text are written as PostgreSQL writes them, and EXTRACT of
 seconds keeps its fraction (pg_functions/text_output.py). date - date and date + interval
-are given PostgreSQL's types, integer and timestamp (date_results.py).
+are given PostgreSQL's types, integer and timestamp (date_results.py); real beside an
+integer or numeric, and float8-only functions of real, double precision (real_results.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from penstock.frontend.date_results import microseconds, postgresql_result, rety
 from penstock.frontend.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
 from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT
+from penstock.frontend.real_results import as_double, double_operands, double_result
 
 _NO_URN = 4294967295  # DataFusion's producer names functions without an extension URN
 
@@ -84,6 +86,8 @@ class _Repairer(_Walker):
         how = postgresql_result(name, f, args)
         if how is not None:  # date - date as integer, date + interval as timestamp, then checked as such
             retype(f, args, how)
+        elif double_result(name, f, args):  # real + 1, sqrt(real) in double precision (real_results.py)
+            as_double(f, args)
         out = f.output_type.WhichOneof("kind")
         values = [a.value for a in f.arguments]
         if out in INTEGER_TYPES and any(a is not None and a.WhichOneof("kind") in FLOAT_TYPES for a in args):
@@ -104,7 +108,8 @@ class _Repairer(_Walker):
 
     def expr(self, e: algebra_pb2.Expression, inputs: list[Any]) -> Any:
         """The walk's, and a CASE or coalesce() whose operands now mix dates and timestamps
-        (a date + interval beside a date) made one of timestamps (date_results.py)."""
+        (a date + interval beside a date) made one of timestamps (date_results.py), or reals
+        and doubles one of doubles (real_results.py)."""
         t = super().expr(e, inputs)
         kind = e.WhichOneof("rex_type")
         if kind == "if_then":
@@ -115,11 +120,16 @@ class _Repairer(_Walker):
         else:
             return t
         side = _Walker(self.functions)  # the operands' types as repaired, without repairing again
-        if not timestamp_operands(operands, [side.expr(o, inputs) for o in operands]):
+        types = [side.expr(o, inputs) for o in operands]
+        if timestamp_operands(operands, types):
+            common = microseconds()
+        elif double_operands(operands, types):  # real beside real + 1, now a double (real_results.py)
+            common = _type("fp64")
+        else:
             return t
         if kind == "scalar_function":
-            e.scalar_function.output_type.CopyFrom(microseconds())
-        return microseconds()
+            e.scalar_function.output_type.CopyFrom(common)
+        return common
 
     def check_cast(self, e: algebra_pb2.Expression, source: Any) -> None:
         target = e.cast.type.WhichOneof("kind")

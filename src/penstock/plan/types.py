@@ -209,7 +209,8 @@ def supertype(types: list[DataType]) -> DataType | None:
     """The one type that holds every value of `types` where penstock types them apart and
     DataFusion, which coerced them alike, did not: a decimal meeting integers (sum(bigint)
     is numeric here), integers of several widths (date - date is integer here, bigint
-    there), timestamps of several units (a computed timestamp is microseconds here), or
+    there), reals meeting doubles (real + 1 is double precision here, real there),
+    timestamps of several units (a computed timestamp is microseconds here), or
     dates meeting timestamps (date + interval is a timestamp here and a date there; in
     PostgreSQL a CASE or UNION of the two is a timestamp). None where they do not differ so."""
     known = [t for t in types if t.kind is not Kind.NULL]
@@ -219,6 +220,8 @@ def supertype(types: list[DataType]) -> DataType | None:
         return wider
     if len(kinds) > 1 and kinds <= set(INTEGER_KINDS):
         return max(known, key=integer_rank)
+    if kinds == {Kind.FLOAT32, Kind.FLOAT64}:  # real + 1 is double here (real_results.py) and real there
+        return FLOAT64
     units = {t.unit for t in known if t.kind is Kind.TIMESTAMP}
     if units and kinds <= {Kind.DATE, Kind.TIMESTAMP} and (len(units) > 1 or Kind.DATE in kinds):
         return timestamp(max(units, key=lambda u: TIMESTAMP_UNITS[u]))

@@ -16,6 +16,7 @@ import numpy as np
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
+from penstock.frontend.real_results import double_call, implicit_real
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -89,6 +90,11 @@ class ExprTranslator:
             if digits is False:
                 raise Unsupported("round with a non-constant precision")
             args[1] = Literal(T.INT32, digits)
+        if declared is not None and declared.kind is Kind.FLOAT32:  # real beside a number: double in PostgreSQL
+            written = [self.translate(a.value.cast.input) if implicit_real(a.value) else arg
+                       for a, arg in zip(f.arguments, args)]
+            if double_call(fn, written):
+                args, declared = [self._cast_to(a, T.FLOAT64) for a in written], T.FLOAT64
         result = declared or F.result_type(fn, [a.type for a in args])
         if fn in F.BINARY_FUNCTIONS:  # DataFusion's UDFs say binary: penstock knows the width
             result = F.result_type(fn, [a.type for a in args])
@@ -227,7 +233,8 @@ def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
     arguments whose types penstock widened (a sum(bigint) is numeric here, bigint there), a
     declared integer result would not hold the value; over arguments penstock types as
     PostgreSQL does where DataFusion does not (date - date is integer here, bigint there;
-    date + interval a timestamp here, a date there) the result follows them; and floor,
+    date + interval a timestamp here, a date there; real + 1 double precision here, real
+    there: real_results.py) the result follows them; and floor,
     ceil and round of a decimal keep one more integer digit (plan/functions.rounded_decimal_type)."""
     widened = fn in F.ARITHMETIC or fn in ("neg", "abs", "floor", "ceil", "round", "coalesce", "nullif")
     if widened and declared.is_integer and any(a.type.kind is Kind.DECIMAL for a in args):
@@ -237,7 +244,8 @@ def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
             ours = F.result_type(fn, [a.type for a in args])
         except Unsupported:  # a call only DataFusion's type describes (timestamp - timestamp)
             return False
-        if (declared.is_integer and ours.is_integer) or (declared.kind is Kind.DATE and ours.kind is Kind.TIMESTAMP):
+        if (declared.is_integer and ours.is_integer) or (declared.kind is Kind.DATE and ours.kind is Kind.TIMESTAMP) \
+                or (declared.kind is Kind.FLOAT32 and ours.kind is Kind.FLOAT64):
             return ours != declared
     # a decimal rounded to fewer fraction digits can carry into a new integer digit
     return fn in ("floor", "ceil", "round") and declared.kind is Kind.DECIMAL and args[0].type.kind is Kind.DECIMAL

@@ -29,6 +29,17 @@ DATE_ARITHMETIC: list[str] = [
     f"rank() OVER (ORDER BY k) FROM {_DATES} ORDER BY k",
 ]
 
+# real beside an integer or numeric is double precision, as are float8-only functions of real; real + real,
+# -real and abs(real) stay real: on the kernels, then on DataFusion (a window function). Not cbrt: DataFusion's
+# differs from the C library's in the last digit
+REAL_MIX: list[str] = [
+    "SELECT k, r + 1, r * 2.5, r - i, r / 4, k * r, r + r, -r, abs(r), (r + 1) * r FROM t ORDER BY k",
+    "SELECT k, ceil(r), floor(r), round(r), coalesce(r + 1, r) FROM t ORDER BY k",
+    "SELECT k, r + 1, r * 2.5, r + r, -r, ceil(r), trunc(r), sinh(r), row_number() OVER (ORDER BY k) "
+    "FROM t ORDER BY k",
+    "SELECT max(r + 1), sum(r * 2), sum(r) FROM t",
+]
+
 CASES: list[str] = [
     # a cast to varchar(n) cuts to n characters
     "SELECT CAST('abcdef' AS VARCHAR(3)), 'héllo'::varchar(2), CAST('q' AS character varying(10)), "
@@ -47,6 +58,7 @@ CASES: list[str] = [
     "SELECT sum(r), power(2, 10) FROM t",
     "SELECT i > 1 AS g, sum(r) FROM t GROUP BY i > 1 ORDER BY 1",
     *DATE_ARITHMETIC,
+    *REAL_MIX,
 ]
 
 TYPED: list[str] = [
@@ -68,4 +80,5 @@ TYPED: list[str] = [
     "VALUES (1), ('2')",
     "SELECT CASE WHEN i > 2 THEN i ELSE '0' END AS c, COALESCE(i, '0') FROM t ORDER BY k",
     *DATE_ARITHMETIC,
+    *REAL_MIX,
 ]
