@@ -148,3 +148,49 @@ def test_datafusion_answers_with_postgresql_types(db: penstock.Connection, sql: 
 def test_a_statement_is_described_with_the_types_it_answers(db: penstock.Connection, sql: str) -> None:
     """The PostgreSQL server's Describe of a prepared statement reads PlannedQuery.schema."""
     assert db.prepare(sql).planned.schema.types == db.sql(sql).to_arrow().schema.types
+
+
+OLD = pa.table({"id": pa.array([1, 2, 3, 4], pa.int32()),
+                "dt": pa.array([datetime.date(1677, 1, 1), datetime.date(500, 6, 1), datetime.date(2262, 12, 31), None])})
+
+
+@pytest.fixture(scope="module")
+def old() -> penstock.Connection:
+    db = penstock.connect(device="cpu")
+    db.register_arrow("o", OLD)
+    return db
+
+
+@pytest.mark.parametrize("sql, types, rows", [
+    # the fuzzer's case: date_trunc of a date in a window's ORDER BY (DataFusion cast it to nanoseconds: XX000)
+    ("SELECT id, min(CAST(27.5 AS DOUBLE PRECISION)) OVER (ORDER BY date_trunc('year', dt) NULLS FIRST, id DESC "
+     "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS m FROM o ORDER BY id",
+     [pa.int32(), pa.float64()], [(1, 27.5), (2, 27.5), (3, 27.5), (4, 27.5)]),
+    ("SELECT date_trunc('year', dt) AS y, date_trunc('week', dt) AS w, date_trunc('day', dt)::timestamp AS d, "
+     "rank() OVER (ORDER BY date_trunc('quarter', dt)) AS r FROM o ORDER BY id",
+     [pa.timestamp("us"), pa.timestamp("us"), pa.timestamp("us"), pa.int64()],
+     [(datetime.datetime(1677, 1, 1), datetime.datetime(1676, 12, 28), datetime.datetime(1677, 1, 1), 2),
+      (datetime.datetime(500, 1, 1), datetime.datetime(500, 5, 31), datetime.datetime(500, 6, 1), 1),
+      (datetime.datetime(2262, 1, 1), datetime.datetime(2262, 12, 29), datetime.datetime(2262, 12, 31), 3),
+      (None, None, None, 4)]),
+    ("SELECT CAST(dt AS TIMESTAMP) AS t, dt < TIMESTAMP '1900-01-01' AS b, row_number() OVER (ORDER BY id) AS n "
+     "FROM o ORDER BY id", [pa.timestamp("us"), pa.bool_(), pa.int64()],
+     [(datetime.datetime(1677, 1, 1), True, 1), (datetime.datetime(500, 6, 1), True, 2),
+      (datetime.datetime(2262, 12, 31), False, 3), (None, None, 4)]),
+])
+def test_dates_far_from_1970_on_datafusion(old: penstock.Connection, sql: str, types: list[pa.DataType],
+                                           rows: list[tuple[Any, ...]]) -> None:
+    """A date DataFusion casts to a timestamp of nanoseconds is cast to microseconds, and
+    date_trunc of it truncated by pg_functions/timestamp_trunc.py: PostgreSQL takes any date."""
+    result = old.sql(sql)
+    assert result.engine == "datafusion"
+    table = result.to_arrow()
+    assert table.schema.types == types
+    assert list(zip(*(c.to_pylist() for c in table.columns))) == rows
+
+
+def test_date_bin_keeps_nanoseconds(old: penstock.Connection) -> None:
+    """date_bin casts microseconds to nanoseconds itself (NULL outside their range): its dates
+    are left as DataFusion cast them, an error rather than a wrong NULL."""
+    with pytest.raises(penstock.QueryError):
+        old.sql("SELECT date_bin(INTERVAL '1 day', dt, TIMESTAMP '2000-01-01'), row_number() OVER () FROM o").to_arrow()

@@ -12,6 +12,9 @@ What DataFusion then planned over them follows: a CASE or coalesce() of such a t
 a date is a timestamp, and such a timestamp minus a date (DataFusion's date - date) an
 interval.
 
+A date DataFusion casts to a timestamp of nanoseconds (date_trunc('year', d)) is cast to one
+of microseconds instead (wide_date), so that any date PostgreSQL takes fits.
+
 `date + 30` stays a date, as PostgreSQL's date + integer is: DataFusion writes it as date +
 CAST(CAST(30 * 86400 AS Duration(s)) AS Interval), an interval cast from an integer.
 """
@@ -78,6 +81,18 @@ def timestamp_operands(operands: list[algebra_pb2.Expression], types: list[Type]
         if kind == "date":
             e.CopyFrom(cast(e, microseconds()))
     return True
+
+
+def wide_date(source: Type, to: type_pb2.Type, timestamps: bool = False) -> bool:
+    """Whether a cast of a value of type `source` to `to` is DataFusion's cast of a date to a
+    timestamp of nanoseconds (date_trunc's, date_bin's, a comparison's, CAST(d AS
+    timestamp)): it fails outside 1677-09-21..2262-04-11, where PostgreSQL's timestamps of
+    microseconds hold any date. fallback_repair.py casts such a date to microseconds, and
+    (`timestamps`) a timestamp of microseconds (date_trunc of such a date, cast AS timestamp)
+    is left in microseconds."""
+    kind = source.WhichOneof("kind") if source is not None else None
+    coarse = kind == "date" or timestamps and kind == "precision_timestamp" and source.precision_timestamp.precision <= 6
+    return coarse and to.WhichOneof("kind") == "precision_timestamp" and to.precision_timestamp.precision > 6
 
 
 def integer_days(e: algebra_pb2.Expression) -> bool:

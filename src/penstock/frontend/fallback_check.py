@@ -34,7 +34,7 @@ from typing import Any
 
 from substrait import algebra_pb2, plan_pb2
 
-from penstock.frontend.date_results import DAYS, TIMESTAMP, microseconds, nullable, postgresql_result, span
+from penstock.frontend.date_results import DAYS, TIMESTAMP, microseconds, nullable, postgresql_result, span, wide_date
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
 from penstock.frontend.real_results import double_result, operand_types
 
@@ -147,16 +147,21 @@ class _Walker:
         if kind == "window_function":
             for a in e.window_function.arguments:
                 self.expr(a.value, inputs)
+            for operand in [*e.window_function.partitions, *(s.expr for s in e.window_function.sorts)]:
+                self.expr(operand, inputs)  # OVER (ORDER BY date_trunc('year', d)) computes too
             return e.window_function.output_type
         if kind == "cast":
             source = self.expr(e.cast.input, inputs)
             self.check_cast(e, source)
             return e.cast.type
-        if kind == "if_then":
+        if kind == "if_then":  # typed as its branches (a CASE without ELSE as its THENs)
+            branches = []
             for clause in e.if_then.ifs:
                 self.expr(getattr(clause, "if"), inputs)
-                self.expr(clause.then, inputs)
-            return self.expr(getattr(e.if_then, "else"), inputs) if e.if_then.HasField("else") else None
+                branches.append(self.expr(clause.then, inputs))
+            if e.if_then.HasField("else"):
+                return self.expr(getattr(e.if_then, "else"), inputs)
+            return next((t for t in branches if t is not None), None)
         if kind == "singular_or_list":  # x IN (...): what is computed in it is checked too
             for operand in [e.singular_or_list.value, *e.singular_or_list.options]:
                 self.expr(operand, inputs)
@@ -185,6 +190,8 @@ class _Walker:
 
     def check_cast(self, e: algebra_pb2.Expression, source: Type) -> None:
         target = e.cast.type.WhichOneof("kind")
+        if wide_date(source, e.cast.type):  # a date cast to nanoseconds: recast to microseconds by the repair
+            self.retyped = True
         inexact = source is not None and source.WhichOneof("kind") in _INEXACT and not (
             source.WhichOneof("kind") == "decimal" and source.decimal.scale == 0)
         if target in _INTEGERS and inexact and not self._integral(e.cast.input) and self.hazard is None:

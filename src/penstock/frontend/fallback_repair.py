@@ -13,7 +13,9 @@ plan of the fallback context (where the checked functions are registered). What 
 repaired (text cast to bytea, sums of wide decimals) is still refused with its reason.
 Floats and timestamps cast to text are written as PostgreSQL writes them, and EXTRACT of
 seconds keeps its fraction (pg_functions/text_output.py). date - date and date + interval
-are given PostgreSQL's types, integer and timestamp (date_results.py); real beside an
+are given PostgreSQL's types, integer and timestamp, and a date cast to a timestamp of
+nanoseconds one of microseconds, date_trunc of it pg_functions/timestamp_trunc.py's
+(date_results.py); real beside an
 integer or numeric, and float8-only functions of real, double precision (real_results.py).
 """
 
@@ -24,10 +26,11 @@ from typing import Any
 from substrait import algebra_pb2, plan_pb2
 from substrait.extensions import extensions_pb2
 
-from penstock.frontend.date_results import microseconds, postgresql_result, retype, timestamp_operands
+from penstock.frontend.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
 from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT
+from penstock.frontend.pg_functions.timestamp_trunc import TIMESTAMP_TRUNC, UNITS
 from penstock.frontend.real_results import as_double, double_operands, double_result
 
 _NO_URN = 4294967295  # DataFusion's producer names functions without an extension URN
@@ -67,6 +70,7 @@ class _Repairer(_Walker):
                      for e in plan.extensions if e.HasField("extension_function")}
         super().__init__(functions)
         self.plan = plan
+        self._nanoseconds = False  # within date_bin(): dates stay cast to nanoseconds
 
     def anchor(self, name: str) -> int:
         """The plan's reference to function `name`, declared if it is not yet."""
@@ -83,6 +87,8 @@ class _Repairer(_Walker):
         return anchor
 
     def check_function(self, name: str, f: Any, args: list[Any]) -> None:
+        if name == "date_trunc" and self._truncates_wide_date(f, args):
+            return
         how = postgresql_result(name, f, args)
         if how is not None:  # date - date as integer, date + interval as timestamp, then checked as such
             retype(f, args, how)
@@ -106,12 +112,34 @@ class _Repairer(_Walker):
         else:
             super().check_function(name, f, args)
 
+    def _truncates_wide_date(self, f: Any, args: list[Any]) -> bool:
+        """date_trunc of a date now cast to microseconds (check_cast) typed so, and run by
+        pg_functions/timestamp_trunc.py where its unit is a constant DataFusion knows (its
+        own date_trunc computes weeks to years in nanoseconds, failing before 1677)."""
+        if len(args) != 2 or args[1] is None or args[1].WhichOneof("kind") != "precision_timestamp" or \
+                args[1].precision_timestamp.precision != 6 or \
+                f.output_type.WhichOneof("kind") != "precision_timestamp" or f.output_type.precision_timestamp.precision <= 6:
+            return False
+        f.output_type.CopyFrom(microseconds())
+        unit = f.arguments[0].value
+        if unit.WhichOneof("rex_type") == "literal" and unit.literal.WhichOneof("literal_type") == "string" and \
+                unit.literal.string.lower() in UNITS:
+            f.function_reference = self.anchor(TIMESTAMP_TRUNC)
+        return True
+
     def expr(self, e: algebra_pb2.Expression, inputs: list[Any]) -> Any:
         """The walk's, and a CASE or coalesce() whose operands now mix dates and timestamps
         (a date + interval beside a date) made one of timestamps (date_results.py), or reals
         and doubles one of doubles (real_results.py)."""
-        t = super().expr(e, inputs)
         kind = e.WhichOneof("rex_type")
+        if kind == "scalar_function" and self.name(e.scalar_function.function_reference) == "date_bin" and \
+                not self._nanoseconds:  # it casts microseconds to nanoseconds itself, NULL past 1677: its
+            self._nanoseconds = True  # dates stay nanoseconds, an error there rather than a wrong NULL
+            try:
+                return super().expr(e, inputs)
+            finally:
+                self._nanoseconds = False
+        t = super().expr(e, inputs)
         if kind == "if_then":
             operands = [c.then for c in e.if_then.ifs if c.HasField("then")]
             operands += [getattr(e.if_then, "else")] if e.if_then.HasField("else") else []
@@ -134,6 +162,9 @@ class _Repairer(_Walker):
     def check_cast(self, e: algebra_pb2.Expression, source: Any) -> None:
         target = e.cast.type.WhichOneof("kind")
         source_kind = source.WhichOneof("kind") if source is not None else None
+        if wide_date(source, e.cast.type, timestamps=True) and not self._nanoseconds:  # a date as microseconds, not nanoseconds: any date fits
+            e.cast.type.CopyFrom(microseconds())
+            return
         if target in _INTEGERS and source_kind in _INEXACT and not self._integral(e.cast.input):
             if source_kind == "decimal":  # cast(round(x) AS int): rounded half away from zero, as PostgreSQL
                 self._wrap(e.cast.input, "round", source)

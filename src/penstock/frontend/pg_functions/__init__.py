@@ -13,10 +13,11 @@ from __future__ import annotations
 from datafusion import SessionContext
 
 from penstock.frontend.pg_functions import (checked_arithmetic, math_functions, regex_functions, text_formatting,
-                                           text_output)
+                                           text_output, timestamp_trunc)
 
 
 def register(ctx: SessionContext) -> None:
     """Every PostgreSQL function of this package in `ctx`."""
-    for module in (checked_arithmetic, math_functions, regex_functions, text_formatting, text_output):
+    for module in (checked_arithmetic, math_functions, regex_functions, text_formatting, text_output,
+                   timestamp_trunc):
         module.register(ctx)

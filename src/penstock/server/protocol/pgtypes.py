@@ -105,7 +105,7 @@ def type_modifier(field: pa.Field) -> int:
 # -- text format ----------------------------------------------------------------------------------
 
 def timestamp_text(v: datetime.datetime, tz: bool = False) -> str:
-    out = v.strftime("%Y-%m-%d %H:%M:%S")
+    out = f"{v.year:04d}-{v:%m-%d %H:%M:%S}"  # strftime's %Y writes the year 500 as '500', PostgreSQL '0500'
     if v.microsecond:
         out += f".{v.microsecond:06d}".rstrip("0")
     return out + ("+00" if tz else "")

@@ -4,7 +4,19 @@ Each case is one statement over table `t` (columns i int4, f float8, k int8, r r
 test_postgresql_answers.py) or over none; psql must print the same for penstock as for
 PostgreSQL. A statement whose rows may come in any order has an ORDER BY."""
 
+_OLD_DATES = ("(SELECT k, CASE WHEN k < 20 THEN DATE '1677-01-01' WHEN k < 40 THEN DATE '0500-06-01' "
+              "WHEN k < 50 THEN DATE '2262-12-31' END AS d FROM t) s")
+
 CASES: list[str] = [
+    # date_trunc of a date before 1677-09-21 or after 2262-04-11 on DataFusion (its dates cast to
+    # microseconds, not nanoseconds); ::timestamp, as penstock's date_trunc of a date is not yet timestamptz
+    "SELECT k, min(CAST(27.5 AS DOUBLE PRECISION)) OVER (ORDER BY date_trunc('year', s.d) NULLS FIRST, s.k DESC "
+    f"ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM {_OLD_DATES} ORDER BY k",
+    "SELECT k, date_trunc('year', d)::timestamp, date_trunc('quarter', d)::timestamp, "
+    "date_trunc('month', d)::timestamp, date_trunc('week', d)::timestamp, date_trunc('day', d)::timestamp, "
+    f"rank() OVER (ORDER BY date_trunc('month', d)) FROM {_OLD_DATES} ORDER BY k",
+    f"SELECT k, CAST(d AS TIMESTAMP), d < TIMESTAMP '1900-01-01', row_number() OVER (ORDER BY k) FROM {_OLD_DATES} "
+    "ORDER BY k",
     # named windows: what a reference adds to the window, and PostgreSQL's copying rules
     "SELECT k, sum(k) OVER (w RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM t WINDOW w AS (ORDER BY k) "
     "ORDER BY k",
