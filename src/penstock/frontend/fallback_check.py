@@ -205,7 +205,8 @@ class _Walker:
                 "'\\x..' as hex digits (write decode(text, 'hex'))")
             self.flag(self.bytea_hazard)
         if target in ("string", "varchar") and source is not None and \
-                source.WhichOneof("kind") in ("fp32", "fp64", "timestamp", "precision_timestamp"):
+                source.WhichOneof("kind") in ("fp32", "fp64", "timestamp", "precision_timestamp", "timestamp_tz",
+                                              "precision_timestamp_tz"):
             self.flag(f"{_RUNS} writes {'timestamps' if 'timestamp' in source.WhichOneof('kind') else 'floats'} "
                       "as text otherwise than PostgreSQL ('2020-01-01T10:00:00', '1e20', '1.0')")
 

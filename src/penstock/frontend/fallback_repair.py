@@ -29,7 +29,7 @@ from substrait.extensions import extensions_pb2
 from penstock.frontend.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
-from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT
+from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT, TIMESTAMPTZ_TEXT
 from penstock.frontend.pg_functions.timestamp_trunc import TIMESTAMP_TRUNC, UNITS
 from penstock.frontend.real_results import as_double, double_operands, double_result
 
@@ -178,6 +178,12 @@ class _Repairer(_Walker):
         if target in ("string", "varchar") and source_kind in ("timestamp", "precision_timestamp"):
             e.cast.input.CopyFrom(_cast(e.cast.input, _microseconds()))
             self._replace_cast(e, TIMESTAMP_TEXT)
+            return
+        if target in ("string", "varchar") and source_kind in ("timestamp_tz", "precision_timestamp_tz"):
+            zoned = _type("precision_timestamp_tz")  # microseconds in UTC, what the function takes
+            zoned.precision_timestamp_tz.precision = 6
+            e.cast.input.CopyFrom(_cast(e.cast.input, zoned))
+            self._replace_cast(e, TIMESTAMPTZ_TEXT)  # '2020-01-01 10:00:00+00', not ISO's '...T10:00:00Z'
             return
         super().check_cast(e, source)
 

@@ -20,6 +20,7 @@ from datafusion import SessionContext, udf
 
 FLOAT_TEXT = {"fp64": "pg_text_fp64", "fp32": "pg_text_fp32"}
 TIMESTAMP_TEXT = "pg_text_timestamp"
+TIMESTAMPTZ_TEXT = "pg_text_timestamptz"
 FRACTIONAL_PART = "pg_date_part_fraction"
 _PER_SECOND = {"second": 1, "seconds": 1, "millisecond": 1_000, "milliseconds": 1_000, "microsecond": 1_000_000,
                "microseconds": 1_000_000}
@@ -56,9 +57,10 @@ def _floats_text(digits: int) -> Callable[[pa.Array], pa.Array]:
     return run
 
 
-def _timestamps_text(a: pa.Array) -> pa.Array:
+def _timestamps_text(a: pa.Array, zone: str = "") -> pa.Array:
     """'2020-01-01 10:00:00', with the fraction's trailing zeros dropped ('10:00:01.5');
-    a BC year as PostgreSQL writes it ('0044-03-15 00:00:00 BC')."""
+    a BC year as PostgreSQL writes it ('0044-03-15 00:00:00 BC'); `zone`, a timestamp with
+    time zone's offset, after the time ('+00': the session's TimeZone is UTC)."""
     micros = a.cast(pa.int64())
     valid = np.asarray(micros.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     whole = np.floor_divide(np.asarray(micros.fill_null(0).to_numpy(zero_copy_only=False)), 1_000_000)
@@ -71,11 +73,17 @@ def _timestamps_text(a: pa.Array) -> pa.Array:
         fraction = us % 1_000_000  # Python's modulo: the fraction after the second before
         if fraction:
             text += f".{fraction:06d}".rstrip("0")
+        text += zone
         if text.startswith("-"):  # an astronomical year: year 0 is 1 BC
             year, rest = text[1:].split("-", 1)
             text = f"{int(year) + 1:04d}-{rest} BC"
         out.append(text)
     return pa.array(out, pa.string())
+
+
+def _timestamptz_text(a: pa.Array) -> pa.Array:
+    """A timestamp with time zone as PostgreSQL writes it in UTC: '2020-01-01 10:00:00+00'."""
+    return _timestamps_text(a, "+00")
 
 
 def _fractional_part(field: pa.Array, a: pa.Array) -> pa.Array:
@@ -97,5 +105,7 @@ def register(ctx: SessionContext) -> None:
     ctx.register_udf(udf(_floats_text(15), [pa.float64()], pa.string(), "immutable", name=FLOAT_TEXT["fp64"]))
     ctx.register_udf(udf(_floats_text(6), [pa.float32()], pa.string(), "immutable", name=FLOAT_TEXT["fp32"]))
     ctx.register_udf(udf(_timestamps_text, [pa.timestamp("us")], pa.string(), "immutable", name=TIMESTAMP_TEXT))
+    ctx.register_udf(udf(_timestamptz_text, [pa.timestamp("us", tz="UTC")], pa.string(), "immutable",
+                         name=TIMESTAMPTZ_TEXT))
     ctx.register_udf(udf(_fractional_part, [pa.string(), pa.timestamp("us")], pa.float64(), "immutable",
                          name=FRACTIONAL_PART))

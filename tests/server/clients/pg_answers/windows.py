@@ -17,6 +17,9 @@ CASES: list[str] = [
     f"rank() OVER (ORDER BY date_trunc('month', d)) FROM {_OLD_DATES} ORDER BY k",
     f"SELECT k, CAST(d AS TIMESTAMP), d < TIMESTAMP '1900-01-01', row_number() OVER (ORDER BY k) FROM {_OLD_DATES} "
     "ORDER BY k",
+    # a timestamp with time zone cast to text on DataFusion: '+00', as PostgreSQL writes it in UTC
+    "SELECT CAST(CAST('2020-01-01 12:00:00+02' AS TIMESTAMPTZ) AS TEXT), "
+    "CAST(CAST('2020-01-01 12:00:00.25-03:30' AS TIMESTAMPTZ) AS TEXT), row_number() OVER ()",
     # named windows: what a reference adds to the window, and PostgreSQL's copying rules
     "SELECT k, sum(k) OVER (w RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM t WINDOW w AS (ORDER BY k) "
     "ORDER BY k",
