@@ -24,7 +24,7 @@ import pyarrow.types as pat
 from psycopg.adapt import Loader
 
 from fuzz.pg_values import register_loaders
-from fuzz.postgres import TYPE_NAMES, to_arrow_column
+from fuzz.postgres import TYPE_NAMES, load_table, to_arrow_column
 
 DATABASE = "differential"
 SESSION = ["SET TimeZone = 'UTC'", "SET DateStyle = 'ISO, MDY'", "SET IntervalStyle = 'postgres'",
@@ -32,35 +32,6 @@ SESSION = ["SET TimeZone = 'UTC'", "SET DateStyle = 'ISO, MDY'", "SET IntervalSt
 # the corpus tables; wide_arrow is wide again (penstock reads it from an Arrow IPC file)
 TABLES = ["wide", "wide_arrow", "wide_csv", "fact", "dim_a", "dim_b", "dim_date", "jl", "jr",
           "tiny", "empty", "dec"]
-
-
-def column_type(t: pa.DataType) -> str:
-    """The PostgreSQL type of a table column of Arrow type `t`.
-
-    Arrow int8 has no PostgreSQL type and becomes smallint (the narrowest there is). Arrow's
-    unsigned integers have none either: each becomes the narrowest signed type holding all of
-    its values (uint8 smallint, uint16 integer, uint32 bigint, uint64 numeric(20,0)), so the
-    values are exact, but arithmetic on such a column then takes that type's rules in
-    PostgreSQL; the corpus tables have no unsigned column today."""
-    if pat.is_dictionary(t):
-        return column_type(t.value_type)
-    signed = {pa.int8(): "smallint", pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint",
-              pa.uint8(): "smallint", pa.uint16(): "integer", pa.uint32(): "bigint",
-              pa.uint64(): "numeric(20,0)", pa.float32(): "real", pa.float64(): "double precision",
-              pa.bool_(): "boolean", pa.date32(): "date", pa.date64(): "date", pa.null(): "text"}
-    if t in signed:
-        return signed[t]
-    if pat.is_decimal(t):
-        return f"numeric({t.precision},{t.scale})"
-    if pat.is_string(t) or pat.is_large_string(t) or pat.is_string_view(t):
-        return "text"
-    if pat.is_binary(t) or pat.is_large_binary(t) or pat.is_binary_view(t) or pat.is_fixed_size_binary(t):
-        return "bytea"
-    if pat.is_timestamp(t):
-        return "timestamp with time zone" if t.tz else "timestamp without time zone"
-    if pat.is_time(t):
-        return "time without time zone"
-    raise TypeError(f"no PostgreSQL type for Arrow {t}")
 
 
 def as_penstock_reads(name: str, table: pa.Table) -> pa.Table:
@@ -147,18 +118,9 @@ class Postgres:
             self.conn.execute(stmt)
 
     def load(self, tables: dict[str, pa.Table]) -> None:
-        """CREATE TABLE with `column_type`s and COPY the rows in (text COPY of psycopg's own
-        adaptation: Decimal, float, date, datetime, bytes keep their exact values)."""
+        """Each table created and filled (fuzz/postgres.py load_table)."""
         for name, table in tables.items():
-            cols = ", ".join(f'"{f.name}" {column_type(f.type)}' for f in table.schema)
-            with self.conn.transaction():
-                self.conn.execute(f"DROP TABLE IF EXISTS {name}")
-                self.conn.execute(f"CREATE TABLE {name} ({cols})")
-                if table.num_rows:
-                    with self.conn.cursor().copy(f"COPY {name} FROM STDIN") as copy:
-                        for row in zip(*(c.to_pylist() for c in table.columns)):
-                            copy.write_row(row)
-            self.conn.execute(f"ANALYZE {name}")
+            load_table(self.conn, name, table)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> PgAnswer:
         """PostgreSQL's answer, or PgError with its SQLSTATE."""

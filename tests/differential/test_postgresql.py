@@ -15,9 +15,11 @@ from typing import Any, Iterator
 
 import pytest
 
+from fuzz.postgres import column_type
+
 from . import data, oracle
 from .oracle_postgresql import check_with_postgresql
-from .postgresql import TABLES, Postgres, as_penstock_reads, column_type, loaded_postgres
+from .postgresql import TABLES, Postgres, as_penstock_reads, loaded_postgres
 from .test_queries import load_corpus
 
 EXTRACT_EPOCH = ("EXTRACT(EPOCH ...) is numeric in PostgreSQL 14+ (six fraction digits for a timestamp, none for a "

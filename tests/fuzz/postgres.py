@@ -36,30 +36,45 @@ TEXT_TYPES = {"text", "varchar", "bpchar", "char", "name", "unknown"}
 
 
 def column_type(t: pa.DataType) -> str:
-    """The PostgreSQL type a table column of Arrow type `t` is created with."""
+    """The PostgreSQL type of a table column of Arrow type `t`.
+
+    Arrow int8 has no PostgreSQL type and becomes smallint (the narrowest there is). Arrow's
+    unsigned integers have none either: each becomes the narrowest signed type holding all of
+    its values (uint8 smallint, uint16 integer, uint32 bigint, uint64 numeric(20,0)), so the
+    values are exact, but arithmetic on such a column then takes that type's rules in
+    PostgreSQL; the corpus tables have no unsigned column today."""
     if pat.is_dictionary(t):
         return column_type(t.value_type)
-    if pat.is_int8(t) or pat.is_int16(t):
-        return "smallint"
-    if pat.is_int32(t):
-        return "integer"
-    if pat.is_int64(t):
-        return "bigint"
-    if pat.is_float32(t):
-        return "real"
-    if pat.is_float64(t):
-        return "double precision"
+    signed = {pa.int8(): "smallint", pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint",
+              pa.uint8(): "smallint", pa.uint16(): "integer", pa.uint32(): "bigint",
+              pa.uint64(): "numeric(20,0)", pa.float32(): "real", pa.float64(): "double precision",
+              pa.bool_(): "boolean", pa.date32(): "date", pa.date64(): "date", pa.null(): "text"}
+    if t in signed:
+        return signed[t]
     if pat.is_decimal(t):
         return f"numeric({t.precision},{t.scale})"
     if pat.is_string(t) or pat.is_large_string(t) or pat.is_string_view(t):
         return "text"
-    if pat.is_boolean(t):
-        return "boolean"
-    if pat.is_date(t):
-        return "date"
+    if pat.is_binary(t) or pat.is_large_binary(t) or pat.is_binary_view(t) or pat.is_fixed_size_binary(t):
+        return "bytea"
     if pat.is_timestamp(t):
-        return "timestamp with time zone" if t.tz else "timestamp"
+        return "timestamp with time zone" if t.tz else "timestamp without time zone"
+    if pat.is_time(t):
+        return "time without time zone"
     raise TypeError(f"no PostgreSQL type for Arrow {t}")
+
+def load_table(conn: Any, name: str, table: pa.Table) -> None:
+    """CREATE TABLE `name` with `column_type`s and COPY the rows in (text COPY of psycopg's
+    own adaptation: Decimal, float, date, datetime, bytes keep their exact values)."""
+    cols = ", ".join(f'"{f.name}" {column_type(f.type)}' for f in table.schema)
+    with conn.transaction():
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+        conn.execute(f"CREATE TABLE {name} ({cols})")
+        if table.num_rows:
+            with conn.cursor().copy(f"COPY {name} FROM STDIN") as copy:
+                for row in zip(*(c.to_pylist() for c in table.columns)):
+                    copy.write_row(row)
+    conn.execute(f"ANALYZE {name}")
 
 
 def arrow_type_name(t: pa.DataType) -> str:
@@ -188,19 +203,8 @@ class Postgres:
         for name, table in tables.items():
             if self.loaded.get(name) == id(table):
                 continue
-            self._load_table(name, table)
+            load_table(self.conn, name, table)
             self.loaded[name] = id(table)
-
-    def _load_table(self, name: str, table: pa.Table) -> None:
-        cols = ", ".join(f"{f.name} {column_type(f.type)}" for f in table.schema)
-        with self.conn.transaction():
-            self.conn.execute(f"DROP TABLE IF EXISTS {name}")
-            self.conn.execute(f"CREATE TABLE {name} ({cols})")
-            if table.num_rows:
-                with self.conn.cursor().copy(f"COPY {name} FROM STDIN") as copy:
-                    for row in zip(*(c.to_pylist() for c in table.columns)):
-                        copy.write_row(row)
-        self.conn.execute(f"ANALYZE {name}")
 
     def run(self, sql: str) -> PgAnswer:
         import psycopg
