@@ -27,6 +27,7 @@ TYPED = [
     ("CASE WHEN i > 2 THEN r + 1 ELSE r END", DOUBLE), ("ceil(r)", DOUBLE), ("floor(r)", DOUBLE),
     ("round(r)", DOUBLE), ("trunc(r)", DOUBLE), ("cbrt(r)", DOUBLE), ("sinh(r)", DOUBLE), ("atan2(r, r)", DOUBLE),
     ("exp(r)", DOUBLE), ("sign(r)", DOUBLE), ("max(r + 1)", DOUBLE), ("sum(r + 1)", DOUBLE),
+    ("ceil(ceil(r))", DOUBLE), ("floor(r + 1)", DOUBLE),
     ("r + r", REAL), ("-r", REAL), ("abs(r)", REAL), ("r * r", REAL), ("coalesce(r, 1)", REAL),
     ("r + 1::real", REAL), ("sum(r)", REAL), ("max(r)", REAL),
 ]

@@ -16,7 +16,7 @@ import numpy as np
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.real_results import double_call, implicit_real
+from penstock.frontend.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -247,6 +247,8 @@ def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
         if (declared.is_integer and ours.is_integer) or (declared.kind is Kind.DATE and ours.kind is Kind.TIMESTAMP) \
                 or (declared.kind is Kind.FLOAT32 and ours.kind is Kind.FLOAT64):
             return ours != declared
+    if fn in KERNEL_FUNCTIONS and declared.kind is Kind.FLOAT32 and args and args[0].type.kind is Kind.FLOAT64:
+        return True  # of a real call already made double (ceil(ceil(r))): double as well
     # a decimal rounded to fewer fraction digits can carry into a new integer digit
     return fn in ("floor", "ceil", "round") and declared.kind is Kind.DECIMAL and args[0].type.kind is Kind.DECIMAL
 
