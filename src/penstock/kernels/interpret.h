@@ -253,7 +253,7 @@ struct Machine {
             return;
           }
           break;
-        case OP_BUILD_STEP: {  // a: the keys' hash, y: slots, z: mask, w: multiplicity
+        case OP_BUILD_STEP: {  // a: the keys' hash, y: slots, z: mask, w: multiplicity; d: mode 1's count
           const int32_t mode = (int32_t)(int64_t)args[x];
           if (mode == 2) {
             atomic_add(arg_ptr<uint64_t>(args, w), (uint64_t)1);
@@ -263,8 +263,8 @@ struct Machine {
             if (!join_insert(arg_ptr<uint64_t>(args, y), args[z], (uint64_t)reg[a], i)) raise(err, ERR_TABLE_FULL);
             return;
           }
-          const int64_t same = join_count(arg_ptr<const uint64_t>(args, y), args[z], (uint64_t)reg[a], i);
-          if (same > 0) atomic_update_if(arg_ptr<int64_t>(args, w), same, [](int64_t u, int64_t v) { return u > v; });
+          null[d] = false;  // mode 1: the count MAX_UPDATE keeps the largest of
+          reg[d] = join_count(arg_ptr<const uint64_t>(args, y), args[z], (uint64_t)reg[a], i);
           break;
         }
         case OP_KEY_RANGE:

@@ -3,7 +3,7 @@
 Per build row: its keys; a NULL key only raises the has-NULL flag (mode 0); the keys' hash
 and partition; then by mode: 0 inserts the row, 2 counts the partition's rows, 1 records the
 key's range (one integer-like key) and keeps the largest count of rows that share a hash
-(its table slot's count: kernels/hash_table.h join_count). Text keys compile as before.
+(its table slot's count, kernels/hash_table.h join_count, read by the row its slot names). Text keys compile as before.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def _build(step: BuildHashTable, params: ParamTable, ranged: bool) -> Program:
         p.emit(Op.KEY_HASH, hashed, key, hashed, x=key_kind(t), y=1 if j == 0 else 0)
     p.emit(Op.BUILD_KEY_NULL, a=key_null, x=mode, y=part["has_null"])
     p.emit(Op.PART_CHECK, a=hashed, b=key_null, x=part["part_mask"], y=part["part_index"], z=-1)
-    p.emit(Op.BUILD_STEP, a=hashed, x=mode, y=part["slots"], z=part["mask"], w=part["multiplicity"])
+    same = p.reg()  # mode 1: the rows under the row's hash, where the row heads its chain
+    p.emit(Op.BUILD_STEP, same, hashed, x=mode, y=part["slots"], z=part["mask"], w=part["multiplicity"])
     if ranged:
         p.emit(Op.KEY_RANGE, a=keys[0], x=p.arg(JoinTablePart(join, "key_range")))
+    p.emit(Op.MAX_UPDATE, a=same, x=part["multiplicity"])
     return p

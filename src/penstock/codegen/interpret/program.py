@@ -140,7 +140,7 @@ UNARY = (Op.NOT, Op.NULL_TEST, Op.TO_DOUBLE, Op.DATE_PART)
 # instructions that write no register (their d word is 0, or a register they read)
 NO_RESULT = {Op.END, Op.FILTER, Op.COUNT, Op.AGG_GROUP, Op.AGG_GLOBAL, Op.CLAIM, Op.WRITE, Op.WRITE_TEXT, Op.JUMP,
              Op.JUMP_DECIDED, Op.PROBE_START, Op.PROBE_TEST, Op.PROBE_EXACT, Op.PROBE_NEXT, Op.MARK,
-             Op.ANTI_NULL_AWARE, Op.PART_CHECK, Op.DIRECT_ENTER, Op.JUMP_UNLESS_ARG, Op.BUILD_KEY_NULL, Op.BUILD_STEP,
+             Op.ANTI_NULL_AWARE, Op.PART_CHECK, Op.DIRECT_ENTER, Op.JUMP_UNLESS_ARG, Op.BUILD_KEY_NULL,
              Op.KEY_RANGE, Op.MAX_UPDATE, Op.CMP_FILTER}
 # the word of an instruction holding where it jumps (a position in the code, or -1)
 JUMP_WORDS = {Op.FILTER: 4, Op.AGG_GROUP: 4, Op.JUMP: 5, Op.JUMP_DECIDED: 5, Op.PROBE_TEST: 5, Op.PROBE_EXACT: 5,
