@@ -12,7 +12,7 @@ which the text does not say.
 
 from __future__ import annotations
 
-from penstock.frontend.sql_tokens import Token, closing, following, preceding, tokens, unquote
+from penstock.frontend.sql_tokens import Token, call_parentheses, following, tokens, unquote
 
 _SCALES = {"second": (9, 6), "seconds": (9, 6), "millisecond": (9, 3), "milliseconds": (9, 3),
            "microsecond": (9, 0), "microseconds": (9, 0)}
@@ -31,13 +31,10 @@ def extract_as_numeric(sql: str) -> str:
     for k, t in enumerate(toks):
         if t.kind != "word" or t.low not in ("extract", "date_part"):
             continue
-        before = preceding(toks, k)
-        open_at = following(toks, k + 1)
-        if (before >= 0 and toks[before].text == ".") or open_at >= len(toks) or toks[open_at].text != "(":
+        call = call_parentheses(toks, k)
+        if call is None:
             continue
-        close_at = closing(toks, open_at)
-        if close_at >= len(toks):
-            continue
+        open_at, close_at = call
         if t.low == "date_part":
             edits[k] = "CAST(" + t.text
             closes[close_at] = closes.get(close_at, "") + " AS DOUBLE PRECISION)"

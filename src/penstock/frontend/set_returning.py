@@ -11,7 +11,7 @@ constants, as PostgreSQL types it). In FROM it is DataFusion's table function al
 
 from __future__ import annotations
 
-from penstock.frontend.sql_tokens import Token, closing, following, preceding, tokens
+from penstock.frontend.sql_tokens import Token, call_parentheses, preceding, tokens
 
 SET_RETURNING = ("generate_series",)
 _CLAUSES = ("select", "from", "where", "group", "having", "order", "limit", "offset", "on", "join", "window",
@@ -27,13 +27,9 @@ def set_returning_in_select_lists(sql: str) -> str:
     for k, t in enumerate(toks):
         if t.kind != "word" or t.low not in SET_RETURNING:
             continue
-        before = preceding(toks, k)
-        open_at = following(toks, k + 1)
-        if (before >= 0 and toks[before].text == ".") or open_at >= len(toks) or toks[open_at].text != "(":
-            continue
-        close_at = closing(toks, open_at)
-        if close_at < len(toks) and _clause(toks, k) == "select":
-            ends[k] = close_at
+        call = call_parentheses(toks, k)
+        if call is not None and _clause(toks, k) == "select":
+            ends[k] = call[1]
     if not ends:
         return sql
     out: list[str] = []

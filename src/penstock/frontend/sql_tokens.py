@@ -83,6 +83,17 @@ def closing(toks: list[Token], i: int) -> int:
     return len(toks)
 
 
+def call_parentheses(toks: list[Token], i: int) -> tuple[int, int] | None:
+    """The indexes of the `(` and `)` of a call of the function named at i, where it is one:
+    not a qualified name's part (`t.extract`), and balanced."""
+    before = preceding(toks, i)
+    open_at = following(toks, i + 1)
+    if (before >= 0 and toks[before].text == ".") or open_at >= len(toks) or toks[open_at].text != "(":
+        return None
+    close_at = closing(toks, open_at)
+    return None if close_at >= len(toks) else (open_at, close_at)
+
+
 def cast_call(toks: list[Token], i: int) -> tuple[int, int, int] | None:
     """`CAST ( expr AS type )` at i: the indexes of its `(`, of the `AS` before the type and of
     its `)`; None when i starts no such call."""
