@@ -4,7 +4,7 @@ GPU's larger), and penstock and DuckDB connections over it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import duckdb
 import pyarrow as pa
@@ -44,3 +44,21 @@ def t_engines() -> Callable[[Written, str, int | None], Engines]:
         con.register("t", table)
         return db, con
     return engines
+
+
+@pytest.fixture
+def pipeline_launches(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], list[int]]:
+    """record(backend) -> the row counts of the pipeline kernels `backend`'s class launches
+    from then on (each launch still runs)."""
+    def record(backend: Any) -> list[int]:
+        launched: list[int] = []
+        launch = type(backend).launch
+
+        def recording(self: Any, kernel: Any, rows: int, args: Any) -> None:
+            if kernel.spec.name == "pipeline":
+                launched.append(rows)
+            launch(self, kernel, rows, args)
+
+        monkeypatch.setattr(type(backend), "launch", recording)
+        return launched
+    return record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 import numpy as np
@@ -107,23 +107,15 @@ def test_answers_do_not_depend_on_batch_boundaries(tmp_path: Path, device: str, 
 
 
 def test_a_batch_larger_than_one_launch_runs_as_row_ranges(tmp_path: Path, device: str,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          pipeline_launches: Callable[[Any], list[int]]) -> None:
     """A batch over pipeline_runner.LAUNCH_ROWS (2^31 rows; 2500 here, over two CPU tiles) runs
     as launches over row ranges (staged kernels queue row offsets within a launch): same
     answers as DuckDB."""
     from penstock.exec.pipeline import runner as pipeline_runner
 
     monkeypatch.setattr(pipeline_runner, "LAUNCH_ROWS", 2500)
-    be = get_backend(device)
-    launched: list[int] = []
-    launch = type(be).launch
-
-    def record(self: Any, kernel: Any, rows: int, args: Any) -> None:
-        if kernel.spec.name == "pipeline":
-            launched.append(rows)
-        launch(self, kernel, rows, args)
-
-    monkeypatch.setattr(type(be), "launch", record)
+    launched = pipeline_launches(get_backend(device))
     fact = events(5003)
     db = penstock.connect(device=device)
     db.register("e", write(fact, tmp_path / "e.arrow", "arrow", 10_000))

@@ -5,7 +5,7 @@ server's shutdown must not wait for the whole batch (exec/pipeline/runner.py).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -19,18 +19,11 @@ class Stopped(Exception):
     pass
 
 
-def test_a_probing_batch_is_cancelled_between_its_launches(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_probing_batch_is_cancelled_between_its_launches(monkeypatch: pytest.MonkeyPatch,
+                                                           pipeline_launches: Callable[[Any], list[int]]) -> None:
     be = get_backend("cpu")
     monkeypatch.setattr(type(be), "checked_launch_matches", 204_800)
-    launched: list[int] = []
-    launch = type(be).launch
-
-    def record(self: Any, kernel: Any, rows: int, args: Any) -> None:
-        if kernel.spec.name == "pipeline":
-            launched.append(rows)
-        launch(self, kernel, rows, args)
-
-    monkeypatch.setattr(type(be), "launch", record)
+    launched = pipeline_launches(be)
     db = penstock.connect(device="cpu")
     n = 10_000
     db.register_arrow("probe", pa.table({"k": np.arange(n) % 50, "v": np.arange(n)}))
