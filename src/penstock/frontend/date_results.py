@@ -138,7 +138,10 @@ def described_schema(schema: pa.Schema, translated: list[DataType] | None, repai
 def _retyped(planned: pa.DataType, translated: DataType) -> bool:
     """Whether a kernel's column is one DataFusion typed otherwise: bigint there and integer
     here (date - date), date there and timestamp here (date + interval), real there and
-    double here (real + 1)."""
+    double here (real + 1), double there and numeric here (avg of integers: plan/functions.py),
+    a decimal of another scale (a quotient at PostgreSQL's scale)."""
+    if translated.kind is Kind.DECIMAL and (pa.types.is_floating(planned) or pa.types.is_decimal(planned)):
+        return True
     return (pa.types.is_int64(planned) and translated.kind is Kind.INT32) or \
         (pa.types.is_date32(planned) and translated.kind is Kind.TIMESTAMP) or \
         (pa.types.is_float32(planned) and translated.kind is Kind.FLOAT64)  # real + 1 (real_results.py)

@@ -102,17 +102,48 @@ XPU_FN int64_t check_precision(int64_t v, int precision, int32_t* err) {
   return v;
 }
 
-// a (scale sa) / b (scale sb) at result scale sr, rounded half away from zero as
-// PostgreSQL's numeric division rounds (DataFusion's truncates).
+// The weight and first digit of v * 10^-scale in PostgreSQL's base-10000 digits (v > 0).
+XPU_FN void base10000_lead(uint128_t v, int32_t scale, int32_t* weight, int32_t* first) {
+  int32_t digits = 0;
+  for (uint128_t p = 1; p <= v && digits < 39; p *= 10) ++digits;  // v < 10^digits
+  const int32_t lead = digits - 1 - scale;  // the exponent of v's leading decimal digit
+  *weight = lead >= 0 ? lead / 4 : -((3 - lead) / 4);
+  int32_t shift = scale + 4 * *weight;  // v / 10^shift is the leading base-10000 digit
+  uint128_t d = v;
+  for (; shift > 0; --shift) d /= 10;
+  for (; shift < 0; ++shift) d *= 10;
+  *first = (int32_t)d;
+}
+
+// PostgreSQL's scale of a numeric quotient (select_div_scale): 16 significant digits at
+// least, counted from the estimated base-10000 weight of a / b, and never fewer fraction
+// digits than either operand has.
+XPU_FN int32_t pg_div_scale(uint128_t a, int32_t sa, uint128_t b, int32_t sb) {
+  int32_t wa = 0, fa = 0, wb = 0, fb = 0;
+  if (a != 0) base10000_lead(a, sa, &wa, &fa);
+  if (b != 0) base10000_lead(b, sb, &wb, &fb);
+  const int32_t qweight = wa - wb - (fa <= fb ? 1 : 0);
+  int32_t scale = 16 - 4 * qweight;
+  if (scale < sa) scale = sa;
+  if (scale < sb) scale = sb;
+  return scale < 0 ? 0 : scale;
+}
+
+// a (scale sa) / b (scale sb) held at scale sr: rounded half away from zero at PostgreSQL's
+// scale for these operands where that is no more than sr (DataFusion's truncates at sr).
 XPU_FN int64_t decimal_div(int64_t a, int sa, int64_t b, int sb, int sr, int32_t* err) {
   if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
+  const int32_t pg = pg_div_scale(a < 0 ? -(uint128_t)(int128_t)a : (uint128_t)a, sa,
+                                  b < 0 ? -(uint128_t)(int128_t)b : (uint128_t)b, sb);
+  const int32_t held = sr;
+  if (pg < sr) sr = pg;
   int shift = sr - sa + sb;
   int128_t num = a, den = b;
   for (int i = 0; i < shift; ++i) num *= 10;
   for (int i = 0; i < -shift; ++i) den *= 10;
   int128_t q = num / den, r = num % den;
   if (2 * (r < 0 ? -r : r) >= (den < 0 ? -den : den)) q += ((num < 0) != (den < 0)) ? -1 : 1;
-  return narrow_checked(q, err);
+  return rescale(narrow_checked(q, err), held - sr, err);
 }
 
 XPU_FN int64_t decimal_mul(int64_t a, int64_t b, int drop_digits, int32_t* err) {

@@ -12,8 +12,6 @@
 
 namespace xpu {
 
-typedef unsigned __int128 uint128_t;
-
 const int32_t MAX_DECIMAL_DIGITS = 38;
 
 XPU_FN int128_t i128_max() { return (int128_t)(((uint128_t)1 << 127) - 1); }
@@ -219,17 +217,21 @@ XPU_FN int128_t decimal_mul128(int128_t a, int128_t b, int32_t drop, int32_t* er
   U256 p = u256_product(magnitude128(a), magnitude128(b));
   return u256_signed(u256_drop_digits(p, drop), (a < 0) != (b < 0), err);
 }
-// a (scale sa) / b (scale sb) at result scale sr, rounded half away from zero like
-// decimal_div: the quotient to one more digit, which then decides the rounding.
+// a (scale sa) / b (scale sb) held at scale sr, rounded like decimal_div at PostgreSQL's
+// scale where that is no more than sr: the quotient to one more digit, which then decides
+// the rounding.
 XPU_FN int128_t decimal_div128(int128_t a, int32_t sa, int128_t b, int32_t sb, int32_t sr, int32_t* err) {
   if (b == 0) { raise(err, ERR_DIVISION_BY_ZERO); return 0; }
-  int32_t shift = sr - sa + sb + 1;
+  const int32_t pg = pg_div_scale(magnitude128(a), sa, magnitude128(b), sb);
+  const int32_t at = pg < sr ? pg : sr;
+  const int32_t shift = at - sa + sb + 1;
   U256 num = u256(magnitude128(a)), den = u256(magnitude128(b));
   if (shift >= 0 ? !u256_mul_pow10(num, shift) : !u256_mul_pow10(den, -shift)) {
     if (shift >= 0) { raise(err, ERR_OVERFLOW); return 0; }
     return 0;  // the divisor passed 256 bits: the quotient rounds to 0
   }
-  return u256_signed(u256_drop_digits(u256_div(num, den), 1), (a < 0) != (b < 0), err);
+  const int128_t q = u256_signed(u256_drop_digits(u256_div(num, den), 1), (a < 0) != (b < 0), err);
+  return at < sr ? rescale128(q, sr - at, err) : q;
 }
 // Compare a (scale sa) with b (scale sb) exactly: a value whose scaling passes 127 bits is
 // larger in magnitude than any decimal it is compared with.

@@ -70,6 +70,7 @@ typedef unsigned long long uint64_t;
 namespace xpu {
 
 typedef __int128 int128_t;
+typedef unsigned __int128 uint128_t;
 
 const int64_t NULL_ROW = -1;
 

@@ -7,6 +7,8 @@ plan leaves one out, following DataFusion's rules so both engines agree.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from penstock.errors import Unsupported
 from penstock.plan import types as T
 from penstock.plan.types import DataType, Kind
@@ -115,6 +117,8 @@ def arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
         return T.INT32  # PostgreSQL's date - date is integer (DataFusion's bigint)
     if a.is_float or b.is_float:
         return T.FLOAT64 if T.FLOAT64 in (a, b) or a.is_integer or b.is_integer else T.FLOAT32
+    if (a.kind is Kind.DECIMAL or b.kind is Kind.DECIMAL) and fn == "div":
+        return numeric_division_type(a, b)
     if a.kind is Kind.DECIMAL or b.kind is Kind.DECIMAL:
         return decimal_arithmetic_type(fn, as_decimal(a), as_decimal(b))
     if a.is_integer and b.is_integer:
@@ -129,7 +133,8 @@ def as_decimal(t: DataType) -> DataType:
 
 
 def decimal_arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
-    """DataFusion's decimal result rules (the same as Hive/Spark's)."""
+    """DataFusion's decimal result rules (the same as Hive/Spark's), except division:
+    PostgreSQL's (numeric_division_type)."""
     p1, s1, p2, s2 = a.precision, a.scale, b.precision, b.scale
     if fn in ("add", "sub"):
         scale = max(s1, s2)
@@ -137,8 +142,7 @@ def decimal_arithmetic_type(fn: str, a: DataType, b: DataType) -> DataType:
     if fn == "mul":
         return T.decimal(p1 + p2 + 1, s1 + s2)
     if fn == "div":
-        scale = max(6, s1 + p2 + 1)
-        return T.decimal(p1 - s1 + s2 + scale, scale)
+        return numeric_division_type(a, b)
     if fn == "mod":
         scale = max(s1, s2)
         return T.decimal(min(p1 - s1, p2 - s2) + scale, scale)
@@ -164,20 +168,45 @@ def aggregate_type(fn: str, arg: DataType | None) -> DataType:
         if arg.is_float:
             return T.FLOAT64
     if fn == "avg":
-        if arg.kind is Kind.DECIMAL:
-            return avg_decimal_type(arg)
-        if arg.is_numeric:
+        if arg.kind is Kind.DECIMAL or arg.is_integer:  # PostgreSQL: numeric, sum / count
+            return quotient_type(whole_digits(arg), scale_of(arg), 0)
+        if arg.is_float:
             return T.FLOAT64
     raise Unsupported(f"aggregate {fn}({arg})")
 
 
-def avg_decimal_type(arg: DataType) -> DataType:
-    """avg(decimal(p, s)): DataFusion's decimal(p + 4, s + 4), except that the four extra
-    fraction digits give way where 38 digits would not hold the integer part (DataFusion's
-    decimal(38, 12) for avg(decimal(38, 8)) cannot hold a mean of 10^27)."""
-    whole = arg.precision - arg.scale
-    scale = min(arg.scale + 4, max(T.MAX_DECIMAL_PRECISION - whole, arg.scale))
+# PostgreSQL gives a quotient at least 16 significant digits (select_div_scale), counted in
+# its base-10000 digits: 16 to 20 fraction digits for one near 1, fewer for a larger one.
+# A decimal column has one scale, so a quotient is computed at PostgreSQL's scale for its
+# own operands (kernels: pg_div_scale) and held at up to 20 fraction digits, fewer where
+# 38 digits must also hold the largest quotient's integer part.
+QUOTIENT_SCALE = 20
+
+
+def numeric_division_type(a: DataType, b: DataType, divisor: Decimal | None = None) -> DataType:
+    """numeric / numeric (an integer meeting a decimal counts as numeric): room for the
+    largest quotient (dividing by the smallest non-zero divisor, 10^-scale, or by the
+    constant `divisor`) and for PostgreSQL's fraction digits of one near 1."""
+    whole = whole_digits(a) + scale_of(b)
+    if divisor is not None and divisor != 0:
+        whole = max(1, whole_digits(a) - divisor.copy_abs().adjusted())
+    return quotient_type(whole, scale_of(a), scale_of(b))
+
+
+def quotient_type(whole: int, *operand_scales: int) -> DataType:
+    scale = max(*operand_scales, min(QUOTIENT_SCALE, T.MAX_DECIMAL_PRECISION - whole))
     return T.decimal(whole + scale, scale)
+
+
+def whole_digits(t: DataType) -> int:
+    """The integer digits a value of `t` may have."""
+    if t.kind is Kind.DECIMAL:
+        return max(1, t.precision - t.scale)
+    return {Kind.INT8: 3, Kind.INT16: 5, Kind.INT32: 10, Kind.INT64: 19}[t.kind]
+
+
+def scale_of(t: DataType) -> int:
+    return t.scale if t.kind is Kind.DECIMAL else 0
 
 
 def aggregate_result_type(fn: str, arg: DataType | None, declared: DataType | None) -> DataType:

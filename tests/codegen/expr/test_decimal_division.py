@@ -1,7 +1,9 @@
-"""Decimal division and avg round their last digit half away from zero, as PostgreSQL's
-numeric division does (DataFusion's truncates): kernels/arith.h decimal_div for 64-bit
-operands, kernels/decimal.h decimal_div128 for wide ones, both compiled and interpreted.
-The quotients' scales are the planner's; PostgreSQL's own scale rule is a separate matter."""
+"""Decimal division and avg round their last digit half away from zero at PostgreSQL's scale
+for the operands (select_div_scale), as PostgreSQL's numeric division does (DataFusion's
+truncates at its own scale): kernels/arith.h decimal_div for 64-bit operands,
+kernels/decimal.h decimal_div128 for wide ones, both compiled and interpreted. The column's
+scale (plan/functions.numeric_division_type) holds that scale; the real PostgreSQL's answers
+are compared in tests/differential/test_postgresql.py."""
 
 from __future__ import annotations
 
@@ -23,12 +25,31 @@ NUMBERS = pa.table({
 })
 
 
+def pg_scale(numerator: Decimal, denominator: Decimal) -> int:
+    """PostgreSQL's select_div_scale, written from its source's description: the quotient's
+    weight estimated from each operand's first base-10000 digit, 16 significant digits, and
+    no fewer fraction digits than either operand shows."""
+    def lead(v: Decimal) -> tuple[int, int]:
+        if v == 0:
+            return 0, 0
+        exponent = v.copy_abs().adjusted()  # of the leading decimal digit
+        weight = exponent // 4
+        return weight, int(v.copy_abs().scaleb(-4 * weight))
+    (wa, fa), (wb, fb) = lead(numerator), lead(denominator)
+    qweight = wa - wb - (1 if fa <= fb else 0)
+    shown = [-v.as_tuple().exponent for v in (numerator, denominator)]  # type: ignore[operator]
+    return max(0, 16 - 4 * qweight, *shown)
+
+
 def rounded(numerator: Decimal | list[Decimal], denominator: Decimal, scale: int) -> Decimal:
+    """numerator / denominator rounded half away from zero at PostgreSQL's scale, or at
+    `scale` (the column's) where that is smaller."""
     with localcontext() as exact:
         exact.prec = 90
         if isinstance(numerator, list):
             numerator = sum(numerator, Decimal(0))
-        return (numerator / denominator).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)  # half away from zero
+        at = min(scale, pg_scale(numerator, denominator))
+        return (numerator / denominator).quantize(Decimal(1).scaleb(-at), rounding=ROUND_HALF_UP)  # half away from zero
 
 
 def connect(mode: str, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -58,3 +79,23 @@ def test_an_average_rounds_its_last_digit(mode: str, monkeypatch: pytest.MonkeyP
         scale = result.schema.field(column).type.scale
         values = [v for v, a in zip(NUMBERS.column(name).to_pylist(), NUMBERS.column("a").to_pylist()) if a > 0]
         assert result.column(column).to_pylist() == [rounded(values, Decimal(len(values)), scale)], column
+
+
+@pytest.mark.parametrize("numerator, denominator, quotient", [
+    ("2", "3.0", "0.66666666666666666667"),  # a quotient below 1: 20 digits
+    ("12345678901234567890", "123", "100371373180768845"),  # a large one: none
+    ("1.00", "7", "0.14285714285714285714"),
+    ("19999.0", "10000", "1.99990000000000000000"),  # first digits 1 and 1: weight estimated one low
+    ("20000.0", "10001", "1.9998000199980002"),
+    ("-5.0", "6", "-0.83333333333333333333"),  # rounded half away from zero
+])
+def test_postgresql_scale_of_a_quotient(numerator: str, denominator: str, quotient: str) -> None:
+    """Quotients of constants and of columns, as PostgreSQL 15 prints them (values equal)."""
+    db = penstock.connect(device="cpu")
+    n, d = Decimal(numerator), Decimal(denominator)
+    def column(v: Decimal) -> pa.Array:  # as narrow as the value: room for 20 fraction digits in a quotient
+        scale = max(0, -v.as_tuple().exponent)  # type: ignore[operator]
+        return pa.array([v], pa.decimal128(len(v.as_tuple().digits), scale))
+    db.register_arrow("q", pa.table({"n": column(n), "d": column(d)}))
+    assert db.sql("SELECT n / d AS v FROM q").to_arrow().column("v").to_pylist() == [Decimal(quotient)]
+    assert db.sql(f"SELECT {numerator} / {denominator} AS v").to_arrow().column("v").to_pylist() == [Decimal(quotient)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-
+from decimal import Decimal
 from typing import Callable
 
 import numpy as np
@@ -83,6 +83,8 @@ class ExprTranslator:
             return self._interval_arithmetic(fn, args, declared)
         if fn in F.COMPARISONS and len(args) == 2:
             args = [as_date(args[0], args[1]), as_date(args[1], args[0])]
+        if (fn in F.COMPARISONS or fn in F.ARITHMETIC) and any(a.type.kind is Kind.DECIMAL for a in args):
+            args = [self._exact_constant(a.value, arg) for a, arg in zip(f.arguments, args)]
         if fn == "sub" and {a.type.kind for a in args} == {Kind.DATE, Kind.TIMESTAMP}:  # DataFusion's date - date
             raise Unsupported("a timestamp minus a date, an interval (date + interval is a timestamp)")
         if fn == "round" and len(args) > 1:
@@ -100,7 +102,19 @@ class ExprTranslator:
             result = F.result_type(fn, [a.type for a in args])
         if declared is not None and _retyped(fn, declared, args):
             result = F.result_type(fn, [a.type for a in args])
+        if fn == "div" and result.kind is Kind.DECIMAL:
+            result = F.numeric_division_type(args[0].type, args[1].type, _constant_number(args[1]))
         return Call(result, fn, tuple(args))
+
+    def _exact_constant(self, e: Expression, arg: Expr) -> Expr:
+        """An integer or decimal constant that DataFusion cast to double beside a numeric
+        it types double (avg of integers, numeric in PostgreSQL and penstock), uncast:
+        PostgreSQL keeps `avg(x) * 2` and `avg(x) > 1.5` numeric."""
+        if arg.type.is_float and e.WhichOneof("rex_type") == "cast":
+            constant = self.translate(e.cast.input)  # a literal, or one cast to integer (folded)
+            if isinstance(constant, Literal) and (constant.type.is_integer or constant.type.kind is Kind.DECIMAL):
+                return constant
+        return arg
 
     def _like(self, args: list[Expr], case_insensitive: bool) -> Expr:
         escape = None
@@ -236,6 +250,8 @@ def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
     date + interval a timestamp here, a date there; real + 1 double precision here, real
     there: real_results.py) the result follows them; and floor,
     ceil and round of a decimal keep one more integer digit (plan/functions.rounded_decimal_type)."""
+    if fn in F.ARITHMETIC and any(a.type.kind is Kind.DECIMAL for a in args) and not any(a.type.is_float for a in args):
+        return True  # numeric arithmetic (a numeric avg, double in DataFusion; PostgreSQL's quotient scale)
     widened = fn in F.ARITHMETIC or fn in ("neg", "abs", "floor", "ceil", "round", "coalesce", "nullif")
     if widened and declared.is_integer and any(a.type.kind is Kind.DECIMAL for a in args):
         return True
@@ -335,6 +351,15 @@ def _microseconds(declared: DataType, args: list[Expr]) -> DataType:
     if declared != T.timestamp("ns") or any(a.type == declared and not _is_null(a) for a in args):
         return declared
     return T.timestamp("us")
+
+
+def _constant_number(e: Expr) -> Decimal | None:
+    """The value of an integer or decimal constant, else None."""
+    if not isinstance(e, Literal) or not isinstance(e.value, int) or isinstance(e.value, bool):
+        return None
+    if e.type.kind is Kind.DECIMAL:
+        return T.from_scaled(e.value, e.type.scale)
+    return Decimal(e.value) if e.type.is_integer else None
 
 
 def _is_null(e: Expr) -> bool:
