@@ -82,6 +82,14 @@ def _rows(table: pa.Table) -> list[tuple[Any, ...]]:
     return [tuple(r.values()) for r in table.to_pylist()]
 
 
+def _same(ours: Any, duck: Any) -> bool:
+    """Equal; penstock's numeric avg (PostgreSQL's exact quotient) beside DuckDB's double
+    agrees to the double's precision."""
+    if isinstance(ours, Decimal) and isinstance(duck, float):
+        return abs(float(ours) - duck) <= 1e-15 * max(1.0, abs(duck))
+    return bool(ours == duck) or (ours != ours and duck != duck)
+
+
 @pytest.mark.parametrize("sql, duck_sql", CASES, ids=[c[0][:60] for c in CASES])
 def test_fuzzer_regression(device: str, sql: str, duck_sql: str | None) -> None:
     tables = _tables()
@@ -91,7 +99,8 @@ def test_fuzzer_regression(device: str, sql: str, duck_sql: str | None) -> None:
         db.register_arrow(name, t)
         con.register(name, t)
     for _ in range(3):  # some were races: every run must agree
-        assert _rows(db.sql(sql).to_arrow()) == [tuple(r) for r in con.sql(duck_sql or sql).fetchall()]
+        got, want = _rows(db.sql(sql).to_arrow()), [tuple(r) for r in con.sql(duck_sql or sql).fetchall()]
+        assert len(got) == len(want) and all(_same(a, b) for r, w in zip(got, want) for a, b in zip(r, w)), (got, want)
 
 
 @pytest.mark.parametrize("op", ["INTERSECT ALL", "EXCEPT ALL"])

@@ -140,7 +140,7 @@ def _retyped(planned: pa.DataType, translated: DataType) -> bool:
     here (date - date), date there and timestamp here (date + interval), real there and
     double here (real + 1), double there and numeric here (avg of integers: plan/functions.py),
     a decimal of another scale (a quotient at PostgreSQL's scale)."""
-    if translated.kind is Kind.DECIMAL and (pa.types.is_floating(planned) or pa.types.is_decimal(planned)):
+    if (pa.types.is_floating(planned) or pa.types.is_decimal(planned)) and translated.kind is Kind.DECIMAL:
         return True
     return (pa.types.is_int64(planned) and translated.kind is Kind.INT32) or \
         (pa.types.is_date32(planned) and translated.kind is Kind.TIMESTAMP) or \
