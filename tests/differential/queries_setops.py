@@ -21,7 +21,8 @@ QUERIES: list[Q] = [
     # ---- UNION ALL / UNION / INTERSECT / EXCEPT
     Q("union_all_simple", "SELECT k FROM wide WHERE id < 100 UNION ALL SELECT x FROM tiny"),
     Q("union_all_widen", "SELECT i8 AS v FROM wide WHERE id < 50 UNION ALL SELECT i64 FROM wide WHERE id >= 3950",
-      note="int8 and int64 branches", fallback_error="XX000"),
+      note="int8 and int64 branches (the narrower cast to bigint first: DataFusion's engine could not widen it "
+      "in a UNION ALL, XX000)"),
     Q("union_all_three", "SELECT 'w' AS src, s FROM wide WHERE id < 30 UNION ALL SELECT 't', s FROM tiny "
       "UNION ALL SELECT 'e', s FROM empty"),
     Q("union_all_empty", "SELECT x, s FROM empty UNION ALL SELECT x, s FROM tiny"),
@@ -40,6 +41,13 @@ QUERIES: list[Q] = [
       note="a hash semi join on null-safe keys: coalesce(x, zero) and x IS NULL"),
     Q("except_multi_col_nulls", "SELECT k, sd FROM wide EXCEPT SELECT k, sd FROM wide WHERE id % 2 = 0"),
     Q("intersect_dates_decimals", "SELECT dt, d12 FROM wide INTERSECT SELECT dt, d12 FROM wide WHERE id < 2000"),
+    Q("intersect_widens", "SELECT i16 AS v FROM wide INTERSECT SELECT i64 FROM wide WHERE id < 2000",
+      note="bigint, the common type, not the left side's smallint (frontend/set_operation_types.py)"),
+    Q("except_null_left", "SELECT NULL AS v EXCEPT SELECT i16 FROM wide", note="NULL takes smallint from the right"),
+    Q("except_numeric_beside_integer", "SELECT i32 AS v FROM wide WHERE id < 100 EXCEPT SELECT d12 FROM wide",
+      note="numeric: the integers cast to it on the left"),
+    Q("union_float_beside_numeric", "SELECT d12 AS v FROM wide WHERE id < 30 UNION SELECT f64 FROM wide WHERE id < 30",
+      note="double precision (the category's preferred type), where DataFusion makes a decimal"),
     Q("intersect_float_residual", "SELECT f32, k FROM wide WHERE id < 500 INTERSECT SELECT f32, k FROM wide "
       "WHERE id < 300", note="the float column stays a residual beside the integer key"),
 

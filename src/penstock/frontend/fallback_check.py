@@ -10,8 +10,9 @@ engine, tests/differential/test_queries.py, and found them):
   22003 (constants are checked here: only a constant that overflows is refused);
 - float division by zero, Infinity in DataFusion and 22012 in PostgreSQL (a divisor
   written NULLIF(x, 0), or a nonzero constant, is safe);
-- sum(bigint), a wrapping bigint in DataFusion and an exact numeric in PostgreSQL, and
-  sum() of decimals past 28 digits, which DataFusion lets overflow;
+- sum(bigint), a wrapping bigint in DataFusion and an exact numeric in PostgreSQL (as a
+  window function too: retyped), and sum() of decimals past 28 digits, which DataFusion
+  lets overflow;
 - EXTRACT of seconds, milliseconds, microseconds or epoch, whose fraction DataFusion drops;
 - timestamps and floats cast to text, which DataFusion writes otherwise
   ('2020-01-01T10:00:00', '1e20', '1.0' where PostgreSQL writes '2020-01-01 10:00:00',
@@ -102,7 +103,8 @@ class _Walker:
                 args = [self.expr(a.value, inputs) for a in m.measure.arguments]
                 if self.name(m.measure.function_reference) == "sum" and args:
                     self.check_sum(args[0], m.measure.arguments[0].value, inputs)
-                measures.append(m.measure.output_type)
+                count = self.name(m.measure.function_reference) == "count"  # its type unwritten: bigint
+                measures.append(nullable("i64") if count else m.measure.output_type)
             types = keys + measures if len(r.groupings) <= 1 else []  # grouping sets: layout not derived
         elif kind in ("join", "cross"):
             left, right = self.rel(r.left), self.rel(r.right)
@@ -145,11 +147,10 @@ class _Walker:
             self.check_function(self.name(f.function_reference), f, args)
             return self.typed(self.name(f.function_reference), f, args)
         if kind == "window_function":
-            for a in e.window_function.arguments:
-                self.expr(a.value, inputs)
+            args = [self.expr(a.value, inputs) for a in e.window_function.arguments]
             for operand in [*e.window_function.partitions, *(s.expr for s in e.window_function.sorts)]:
                 self.expr(operand, inputs)  # OVER (ORDER BY date_trunc('year', d)) computes too
-            return e.window_function.output_type
+            return self.window_type(e.window_function, args, inputs)
         if kind == "cast":
             source = self.expr(e.cast.input, inputs)
             self.check_cast(e, source)
@@ -187,6 +188,26 @@ class _Walker:
             return f.output_type
         self.retyped = True
         return nullable("i32") if how == DAYS else microseconds() if how == TIMESTAMP else span()
+
+    def window_type(self, w: Any, args: list[Type], inputs: list[Type]) -> Type:
+        """A window function's type: DataFusion's, but sum(bigint) OVER (...) is numeric, as
+        PostgreSQL's exact sum (DataFusion's wraps a bigint): the plan is to be `retyped`,
+        fallback_repair.py sums the values as numeric."""
+        if self.name(w.function_reference) == "sum" and self.sums_bigint(w.arguments, args, inputs):
+            self.retyped = True
+            return exact_sum()
+        return w.output_type
+
+    def sums_bigint(self, arguments: Any, args: list[Type], inputs: list[Type]) -> bool:
+        """Whether a sum's one argument is bigint as written (not sum(int4), whose values
+        DataFusion widens to bigint: bigint in PostgreSQL too)."""
+        if len(args) != 1 or args[0] is None or args[0].WhichOneof("kind") != "i64":
+            return False
+        value = arguments[0].value
+        if value.WhichOneof("rex_type") == "cast":
+            source = _Walker(self.functions).expr(value.cast.input, inputs)
+            return source is None or source.WhichOneof("kind") not in ("i8", "i16", "i32")
+        return True
 
     def check_cast(self, e: algebra_pb2.Expression, source: Type) -> None:
         target = e.cast.type.WhichOneof("kind")
@@ -281,6 +302,14 @@ def _literal_type(lit: algebra_pb2.Expression.Literal) -> Type:
         getattr(t, _TEMPORAL_LITERALS[kind]).SetInParent()
         return t
     return None
+
+
+def exact_sum() -> Type:
+    """numeric(38, 0), the type a sum of bigint values is taken in (PostgreSQL's numeric:
+    38 digits of 64-bit values cannot overflow in practice)."""
+    t = nullable("decimal")
+    t.decimal.precision, t.decimal.scale = 38, 0
+    return t
 
 
 _TEMPORAL_LITERALS = {"date": "date", "interval_day_to_second": "interval_day",

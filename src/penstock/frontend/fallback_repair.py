@@ -6,7 +6,8 @@ become the checked functions of pg_functions/checked_arithmetic.py (22003 on ove
 float division one that raises 22012 for a zero divisor, a float cast to an integer type
 one that rounds as PostgreSQL does (and raises 22003 past the type's range), a numeric cast
 to an integer type a cast of round() (DataFusion rounds decimals half away from zero, as
-PostgreSQL does), and sum(bigint) a sum of the values as numeric (PostgreSQL's exact sum).
+PostgreSQL does), and sum(bigint), an aggregate or over a window, a sum of the values as
+numeric (PostgreSQL's exact sum).
 
 The repair works on the plan's Substrait form, which DataFusion reads back into a logical
 plan of the fallback context (where the checked functions are registered). What cannot be
@@ -226,6 +227,16 @@ class _Repairer(_Walker):
             cast.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
             value.CopyFrom(cast)
             m.measure.output_type.CopyFrom(numeric)
+
+    def window_type(self, w: Any, args: list[Any], inputs: list[Any]) -> Any:
+        """sum(bigint) OVER (...) as sum(CAST(x AS decimal(38, 0))), as _repair_sums."""
+        out = super().window_type(w, args, inputs)
+        if self.name(w.function_reference) == "sum" and self.sums_bigint(w.arguments, args, inputs):
+            value = w.arguments[0].value
+            cast = _cast(value, out)
+            cast.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
+            value.CopyFrom(cast)
+        return out
 
     def rel_types(self, rel: algebra_pb2.Rel) -> list[Any]:
         """A relation's column types, derived without repairing (a side walk)."""

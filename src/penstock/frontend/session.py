@@ -21,6 +21,7 @@ from substrait import plan_pb2
 from penstock.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, QueryError, Unsupported
 from penstock.frontend import binary_functions, pg_functions
 from penstock.frontend.bytea_literals import bytea_literals
+from penstock.frontend.call_types import listed_argument_types, postgresql_call_types
 from penstock.frontend.clock import pin_clock
 from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
@@ -35,6 +36,7 @@ from penstock.frontend.extract_types import extract_as_numeric
 from penstock.frontend.join_using import merged_join_columns
 from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.ranking_types import ranking_as_postgresql_types
+from penstock.frontend.set_operation_types import coerced_schemas, common_set_types
 from penstock.frontend.set_returning import set_returning_in_select_lists
 from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
@@ -177,8 +179,10 @@ class Frontend:
         slotted = slot_params(params)
         values = _param_values(slotted.planning)
         instant = at or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        typed = lambda s: resolve_unknown_literals(  # noqa: E731 - 'x' in a UNION takes its column's type
-            s, planned_types(lambda q: _sql(self.ctx, rewritten_sql(q), values)))
+        dataframe = lambda q: _sql(self.ctx, rewritten_sql(q), values)  # noqa: E731
+        schemas, listed = coerced_schemas(dataframe, self.ctx), listed_argument_types(dataframe)  # (both texts')
+        typed = lambda s: postgresql_call_types(common_set_types(  # noqa: E731 - PostgreSQL's types of set
+            resolve_unknown_literals(s, planned_types(dataframe)), schemas), listed)  # operations, NULLIF, lead/lag
         resolved = typed(sql)
         text = rewritten_sql(merged_join_columns(pin_clock(resolved, instant) or resolved, self.columns_of))
         named = name_select_list(sql)  # names from the user's text (current_date is "current_date")
