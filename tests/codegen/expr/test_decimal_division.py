@@ -99,3 +99,16 @@ def test_postgresql_scale_of_a_quotient(numerator: str, denominator: str, quotie
     db.register_arrow("q", pa.table({"n": column(n), "d": column(d)}))
     assert db.sql("SELECT n / d AS v FROM q").to_arrow().column("v").to_pylist() == [Decimal(quotient)]
     assert db.sql(f"SELECT {numerator} / {denominator} AS v").to_arrow().column("v").to_pylist() == [Decimal(quotient)]
+
+
+def test_avg_of_integers_and_numerics_is_numeric() -> None:
+    """PostgreSQL's avg(smallint | integer | bigint | numeric) is numeric, a typed NULL's too;
+    avg(float8) stays double precision."""
+    db = penstock.connect(device="cpu")
+    db.register_arrow("v", pa.table({"i2": pa.array([1, 2, 2], pa.int16()), "i8": pa.array([1, 2, 2], pa.int64()),
+                                     "f": pa.array([1.0, 2.0, 2.0])}))
+    result = db.sql("SELECT avg(i2) AS a, avg(i8) AS b, avg(CAST(NULL AS INTEGER)) AS c, avg(f) AS d, "
+                    "avg(i2) * 3 AS e FROM v").to_arrow()
+    assert [pa.types.is_decimal(f.type) for f in result.schema] == [True, True, True, False, True]
+    assert result.to_pylist() == [{"a": Decimal("1.6666666666666667"), "b": Decimal("1.6666666666666667"),
+                                   "c": None, "d": 5 / 3, "e": Decimal("5.0000000000000001")}]

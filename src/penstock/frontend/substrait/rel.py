@@ -193,6 +193,10 @@ class RelTranslator:
         if fn == "avg" and isinstance(arg, Cast) and arg.type.is_float and (
                 arg.arg.type.is_integer or arg.arg.type.kind is Kind.DECIMAL):
             arg = arg.arg  # DataFusion's coercion: PostgreSQL averages the exact values (128-bit sums)
+        elif fn == "avg" and isinstance(arg, Literal) and arg.value is None and arg.type.is_float and \
+                f.arguments[0].value.WhichOneof("rex_type") == "cast":
+            inner = tr.translate(f.arguments[0].value.cast.input)  # avg(CAST(NULL AS integer)): numeric
+            arg = inner if inner.type.is_integer or inner.type.kind is Kind.DECIMAL else arg
         if fn == "sum" and isinstance(arg, Cast) and arg.type.kind is Kind.INT64 and arg.arg.type.is_integer \
                 and arg.arg.type.kind is not Kind.INT64:
             return AggCall(fn, arg, T.INT64, distinct)  # sum(smallint), sum(integer): PostgreSQL's bigint
