@@ -40,6 +40,10 @@ TABLE = pa.table({
 SET_OPERATIONS = [
     # INTERSECT / EXCEPT: the widest integer, not the left side's
     "SELECT i2 FROM t INTERSECT SELECT id FROM t",
+    # an item in parentheses cast whole: its closing parenthesis is not the end of the list
+    "(SELECT CAST(dt AS TIMESTAMP) AS c0 FROM t) UNION ALL (SELECT (dt + INTERVAL '3 years') AS c0 FROM t "
+    "WHERE (CAST((-4) AS TEXT) LIKE '-%')) ORDER BY 1",
+    "SELECT (i2) AS c0 FROM t UNION SELECT (id) FROM t ORDER BY 1",
     "SELECT i2 AS c0, i4 AS c1 FROM t EXCEPT SELECT id, i2 FROM t WHERE id > 2",
     "(SELECT CAST(i4 AS SMALLINT) AS c0, i2 AS c1 FROM t) INTERSECT (SELECT id AS c0, NULL AS c1 FROM t)",
     # numeric beside an integer, a float beside numeric

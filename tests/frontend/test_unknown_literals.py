@@ -43,6 +43,9 @@ STATEMENTS = [
     "SELECT COALESCE(NULL, 'a')",
     "SELECT 1.5 INTERSECT SELECT '1.50'",
     "SELECT k FROM t EXCEPT SELECT '10' ORDER BY 1",
+    # a select item in parentheses: its closing parenthesis is not the end of the list
+    "SELECT (k) AS a FROM t UNION SELECT '7' ORDER BY 1",
+    "(SELECT (k + 1) AS a FROM t WHERE k > 10) UNION ALL (SELECT (2) AS a FROM t WHERE (k) > 20) ORDER BY 1",
 ]
 
 

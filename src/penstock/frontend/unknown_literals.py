@@ -124,8 +124,9 @@ def _items(toks: list[Token], depth: list[int], start: int) -> list[list[list[in
         if distinct and k < len(toks) and toks[k].low == "on":
             k = following(toks, closing(toks, following(toks, k + 1)) + 1)
     end = k
-    while end < len(toks) and not (depth[end] == d and (toks[end].low in _LIST_END or toks[end].text == ")")) \
-            and depth[end] >= d:
+    # the list ends at FROM (or another clause) at its own depth, or at the parenthesis closing its
+    # branch, whose depth is lower (an item's own closing parenthesis is at the item's depth)
+    while end < len(toks) and not (depth[end] == d and toks[end].low in _LIST_END) and depth[end] >= d:
         end += 1
     return [_split(toks, depth, k, end, d)]
 
