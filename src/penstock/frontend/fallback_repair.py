@@ -59,8 +59,28 @@ def repaired(plan: plan_pb2.Plan) -> tuple[plan_pb2.Plan, str | None]:
     copy.CopyFrom(plan)
     repairer = _Repairer(copy)
     for rel in copy.relations:
-        repairer.rel(rel.root.input if rel.HasField("root") else rel.rel)
+        root = rel.root.input if rel.HasField("root") else rel.rel
+        _shared_grouping_keys(root)
+        repairer.rel(root)
     return copy, repairer.hazard
+
+
+def _shared_grouping_keys(rel: algebra_pb2.Rel) -> None:
+    """DataFusion writes each GROUP BY key twice: in the aggregate's shared list, which the
+    repair walks, and in the grouping's deprecated own list, which this protobuf does not know
+    (kept as unknown bytes) and DataFusion reads back first. The second copy is dropped, so a
+    repaired key (checked arithmetic) is the one that runs."""
+    kind = rel.WhichOneof("rel_type")
+    if kind is None:
+        return
+    body = getattr(rel, kind)
+    if kind == "aggregate":
+        for grouping in body.groupings:
+            grouping.DiscardUnknownFields()
+    for field, value in body.ListFields():
+        if field.message_type is algebra_pb2.Rel.DESCRIPTOR:
+            for child in ([value] if isinstance(value, algebra_pb2.Rel) else value):
+                _shared_grouping_keys(child)
 
 
 class _Repairer(_Walker):
