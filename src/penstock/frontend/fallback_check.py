@@ -13,6 +13,8 @@ engine, tests/differential/test_queries.py, and found them):
 - sum(bigint), a wrapping bigint in DataFusion and an exact numeric in PostgreSQL (as a
   window function too: retyped), and sum() of decimals past 28 digits, which DataFusion
   lets overflow;
+- avg() of integers and numerics, a double in DataFusion (a decimal truncated at its own
+  scale) and PostgreSQL's numeric quotient (retyped: fallback_repair.py divides an exact sum);
 - EXTRACT of seconds, milliseconds, microseconds or epoch, whose fraction DataFusion drops;
 - timestamps and floats cast to text, which DataFusion writes otherwise
   ('2020-01-01T10:00:00', '1e20', '1.0' where PostgreSQL writes '2020-01-01 10:00:00',
@@ -38,6 +40,8 @@ from substrait import algebra_pb2, plan_pb2
 from penstock.frontend.date_results import DAYS, TIMESTAMP, microseconds, nullable, postgresql_result, span, wide_date
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
 from penstock.frontend.real_results import double_result, operand_types
+from penstock.frontend.substrait.types import from_substrait_type
+from penstock.plan.functions import aggregate_type
 
 _INTEGERS = ("i8", "i16", "i32", "i64")
 _INEXACT = ("fp32", "fp64", "decimal")
@@ -104,7 +108,9 @@ class _Walker:
                 if self.name(m.measure.function_reference) == "sum" and args:
                     self.check_sum(args[0], m.measure.arguments[0].value, inputs)
                 count = self.name(m.measure.function_reference) == "count"  # its type unwritten: bigint
-                measures.append(nullable("i64") if count else m.measure.output_type)
+                avg = self.numeric_avg(self.name(m.measure.function_reference), m.measure.arguments, inputs)
+                self.retyped |= avg is not None
+                measures.append(nullable("i64") if count else avg[2] if avg is not None else m.measure.output_type)
             types = keys + measures if len(r.groupings) <= 1 else []  # grouping sets: layout not derived
         elif kind in ("join", "cross"):
             left, right = self.rel(r.left), self.rel(r.right)
@@ -191,12 +197,38 @@ class _Walker:
 
     def window_type(self, w: Any, args: list[Type], inputs: list[Type]) -> Type:
         """A window function's type: DataFusion's, but sum(bigint) OVER (...) is numeric, as
-        PostgreSQL's exact sum (DataFusion's wraps a bigint): the plan is to be `retyped`,
-        fallback_repair.py sums the values as numeric."""
+        PostgreSQL's exact sum (DataFusion's wraps a bigint), and so is avg() of integers or
+        numerics (DataFusion's is a double, or a decimal truncated at its own scale): the plan
+        is to be `retyped`, fallback_repair.py sums the values as numeric (and divides)."""
         if self.name(w.function_reference) == "sum" and self.sums_bigint(w.arguments, args, inputs):
             self.retyped = True
             return exact_sum()
+        avg = self.numeric_avg(self.name(w.function_reference), w.arguments, inputs)
+        if avg is not None:  # avg of integers or numerics: numeric, as an aggregate (rel)
+            self.retyped = True
+            return avg[2]
         return w.output_type
+
+    def numeric_avg(self, name: str, arguments: Any,
+                    inputs: list[Type]) -> tuple[algebra_pb2.Expression, Type, Type] | None:
+        """For avg(x) of an integer or numeric x: x (without DataFusion's cast to double), its
+        type, and PostgreSQL's numeric type of the average, sized as the kernels' is
+        (plan/functions.aggregate_type), so that both engines describe it alike. None for
+        any other call: avg of floats is double precision in both."""
+        if name != "avg" or len(arguments) != 1:
+            return None
+        x = arguments[0].value
+        if x.WhichOneof("rex_type") == "cast" and x.cast.type.WhichOneof("kind") == "fp64":
+            x = x.cast.input
+        t = _Walker(self.functions).expr(x, inputs)
+        if t is None and x.WhichOneof("rex_type") == "literal" and x.literal.WhichOneof("literal_type") == "null":
+            t = x.literal.null  # avg(CAST(NULL AS integer)): numeric too
+        if t is None or t.WhichOneof("kind") not in (*_INTEGERS, "decimal"):
+            return None
+        average = aggregate_type("avg", from_substrait_type(t))
+        out = nullable("decimal")
+        out.decimal.precision, out.decimal.scale = average.precision, average.scale
+        return x, t, out
 
     def sums_bigint(self, arguments: Any, args: list[Type], inputs: list[Type]) -> bool:
         """Whether a sum's one argument is bigint as written (not sum(int4), whose values

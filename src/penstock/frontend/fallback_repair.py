@@ -7,7 +7,9 @@ float division one that raises 22012 for a zero divisor, a float cast to an inte
 one that rounds as PostgreSQL does (and raises 22003 past the type's range), a numeric cast
 to an integer type a cast of round() (DataFusion rounds decimals half away from zero, as
 PostgreSQL does), and sum(bigint), an aggregate or over a window, a sum of the values as
-numeric (PostgreSQL's exact sum).
+numeric (PostgreSQL's exact sum), and avg() of integers and numerics, an aggregate or over a
+window, PostgreSQL's numeric quotient of that exact sum by the count (pg_numeric_avg of
+pg_functions/numeric_functions.py). A RANGE frame's offset needs care (frame_exclusion.py).
 
 The repair works on the plan's Substrait form, which DataFusion reads back into a logical
 plan of the fallback context (where the checked functions are registered). What cannot be
@@ -28,25 +30,32 @@ from substrait import algebra_pb2, plan_pb2
 from substrait.extensions import extensions_pb2
 
 from penstock.frontend.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
+from penstock.frontend.frame_exclusion import substrait_range_offsets, unsigned_range_key
 from penstock.frontend.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
+from penstock.frontend.pg_functions.numeric_functions import NUMERIC_AVG, numeric_avg_call
 from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PART, TIMESTAMP_TEXT, TIMESTAMPTZ_TEXT
 from penstock.frontend.pg_functions.timestamp_trunc import TIMESTAMP_TRUNC, UNITS
 from penstock.frontend.real_results import as_double, double_operands, double_result
+from penstock.frontend.real_sums import cast_column, column, project_over
 
 _NO_URN = 4294967295  # DataFusion's producer names functions without an extension URN
 
 
-def for_the_fallback(plan: plan_pb2.Plan, has_markers: bool = False) -> tuple[str | None, plan_pb2.Plan | None]:
+def for_the_fallback(plan: plan_pb2.Plan, has_markers: bool = False,
+                     range_offsets: int = 0) -> tuple[str | None, plan_pb2.Plan | None]:
     """What DataFusion may run of `plan`: (None, None) where it answers as PostgreSQL would
     as it is; (None, repaired plan) where the differences could be written out; (hazard,
-    None) where one could not (or the plan's bytea parameters are markers, bound later: then
-    a result DataFusion types otherwise keeps DataFusion's type)."""
+    None) where one could not (or the plan's bytea parameters are markers, bound later, or
+    its Substrait form lost some of the statement's `range_offsets`, frame_exclusion.py:
+    then a result DataFusion types otherwise keeps DataFusion's type)."""
     checked = walk(plan)
     hazard = checked.hazard
     if hazard is None and not checked.retyped:
         return None, None
     if has_markers:
+        return hazard, None
+    if substrait_range_offsets(plan) < range_offsets:  # a frame would be read back as UNBOUNDED
         return hazard, None
     fixed, left = repaired(plan)
     return (None, fixed) if left is None else (left, None)
@@ -161,6 +170,14 @@ class _Repairer(_Walker):
             finally:
                 self._nanoseconds = False
         t = super().expr(e, inputs)
+        if kind == "window_function":  # its arguments repaired; avg of integers or numerics as numeric
+            w = e.window_function
+            if not unsigned_range_key(w, _Walker(self.functions).expr(w.sorts[0].expr, inputs) if w.sorts else None,
+                                      self.anchor):
+                self.flag("DataFusion, which would run it, would read a RANGE frame's offset back from Substrait "
+                          "as an unsigned bigint beside a key that is no integer")
+            self._window_avg(e, inputs)
+            return t
         if kind == "if_then":
             operands = [c.then for c in e.if_then.ifs if c.HasField("then")]
             operands += [getattr(e.if_then, "else")] if e.if_then.HasField("else") else []
@@ -226,7 +243,69 @@ class _Repairer(_Walker):
     def rel(self, rel: algebra_pb2.Rel) -> list[Any]:
         if rel.WhichOneof("rel_type") == "aggregate":
             self._repair_sums(rel.aggregate)
-        return super().rel(rel)
+            types = super().rel(rel)
+            self._aggregate_avgs(rel)  # after the walk: the avg's sums are no user's sums to check
+            return types
+        types = super().rel(rel)
+        if rel.WhichOneof("rel_type") == "set":  # a numeric avg beside a double: double, as PostgreSQL's
+            kinds = [[t.WhichOneof("kind") if t is not None else None for t in self.rel_types(i)]
+                     for i in rel.set.inputs]
+            floats = {c for ks in kinds for c, k in enumerate(ks) if k in FLOAT_TYPES}
+            for i, ks in zip(rel.set.inputs, kinds):
+                if numeric := [c for c in floats if c < len(ks) and ks[c] == "decimal"]:
+                    project_over(i, len(ks), len(ks), {c: cast_column(c, "fp64") for c in numeric})
+        return types
+
+    def _window_avg(self, e: algebra_pb2.Expression, inputs: list[Any]) -> None:
+        """avg(x) OVER w of an integer or numeric x as PostgreSQL's numeric (DataFusion's is a
+        double, or a decimal truncated at its own scale): sum(x) OVER w, exact, divided by
+        count(x) OVER w (the same window, any frame) as numeric_avg divides them."""
+        w = e.window_function
+        avg = self.numeric_avg(self.name(w.function_reference), w.arguments, inputs)
+        if avg is None:
+            return
+        total, count = algebra_pb2.Expression(), algebra_pb2.Expression()
+        total.window_function.CopyFrom(w)
+        count.window_function.CopyFrom(w)
+        self._sum_and_count(total.window_function, count.window_function, avg[0], avg[1])
+        e.CopyFrom(numeric_avg_call(total, count, _scale(avg[1]), avg[2], self.anchor(NUMERIC_AVG)))
+
+    def _aggregate_avgs(self, rel: algebra_pb2.Rel) -> None:
+        """avg(x) of integers or numerics among an aggregate's measures as PostgreSQL's numeric:
+        the measure becomes sum(x), a count(x) of the same DISTINCT and FILTER is added after
+        the measures, and a projection above divides them, the columns left where they were."""
+        agg = rel.aggregate
+        if agg.common.HasField("emit") or (len(agg.groupings) > 1 and not agg.grouping_expressions):
+            return  # a remapped output, or an old form of grouping sets: left as DataFusion's
+        keys = (len(agg.groupings[0].expression_references) if len(agg.groupings) == 1
+                else len(agg.grouping_expressions) + 1 if agg.groupings else 0)  # grouping sets: and their id
+        width, inputs = keys + len(agg.measures), self.rel_types(agg.input)
+        avgs = []
+        for j, m in enumerate(list(agg.measures)):
+            avg = self.numeric_avg(self.name(m.measure.function_reference), m.measure.arguments, inputs)
+            if avg is not None:
+                count = agg.measures.add()
+                count.CopyFrom(m)
+                self._sum_and_count(m.measure, count.measure, avg[0], avg[1])
+                avgs.append((keys + j, avg))
+        if avgs:  # (the counts are columns width, width + 1, ...)
+            divide = self.anchor(NUMERIC_AVG)
+            project_over(rel, width + len(avgs), width, {c: numeric_avg_call(column(c), column(width + k), _scale(t),
+                                                                             out, divide)
+                                                         for k, (c, (_, t, out)) in enumerate(avgs)})
+
+    def _sum_and_count(self, total: Any, count: Any, x: algebra_pb2.Expression, t: Any) -> None:
+        """`total` (an avg's call, aggregate or window) made sum(CAST(x AS numeric(38, s))),
+        PostgreSQL's exact sum of x's values, and `count` count(x)."""
+        value = algebra_pb2.Expression()
+        value.CopyFrom(x)
+        exact = _decimal(38, _scale(t))
+        for call, name, argument, out in ((total, "sum", _cast(value, exact), exact),
+                                          (count, "count", value, _type("i64"))):
+            del call.arguments[:]
+            call.arguments.add().value.CopyFrom(argument)
+            call.function_reference = self.anchor(name)
+            call.output_type.CopyFrom(out)
 
     def _repair_sums(self, aggregate: algebra_pb2.AggregateRel) -> None:
         """sum(bigint) as sum(CAST(x AS decimal(38, 0))): PostgreSQL's sum of bigint is an
@@ -283,6 +362,16 @@ def _type(kind: str) -> Any:
     getattr(t, kind).SetInParent()
     getattr(t, kind).nullability = type_pb2.Type.NULLABILITY_NULLABLE
     return t
+
+
+def _decimal(precision: int, scale: int) -> Any:
+    t = _type("decimal")
+    t.decimal.precision, t.decimal.scale = precision, scale
+    return t
+
+
+def _scale(t: Any) -> int:
+    return t.decimal.scale if t.WhichOneof("kind") == "decimal" else 0
 
 
 def _microseconds() -> Any:

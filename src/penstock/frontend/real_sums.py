@@ -8,6 +8,9 @@ and the fallback runs that plan (read back into its context, as fallback_repair.
 
 Both engines sum in double and round once; PostgreSQL adds in float4 (float4pl), so a sum
 of many values may differ from PostgreSQL's in its last bits (it is the more exact one).
+
+The projection over a relation (project_over, cast_column, column) serves fallback_repair.py too:
+avg()'s sum divided by its count above an aggregate, a numeric beside a double in a UNION.
 """
 
 from __future__ import annotations
@@ -67,19 +70,35 @@ def _wrap_aggregate(rel: algebra_pb2.Rel, functions: dict[int, str]) -> bool:
     if not real:
         return False
     width = keys + len(agg.measures)
+    project_over(rel, width, width, {column: cast_column(column, "fp32") for column in real})
+    return True
+
+
+def project_over(rel: algebra_pb2.Rel, inputs: int, width: int, columns: dict[int, algebra_pb2.Expression]) -> None:
+    """`rel` (of `inputs` columns) replaced by a projection of its first `width` columns in
+    which columns[i], an expression over rel's columns, stands in place of column i."""
     project = algebra_pb2.Rel()
     project.project.input.CopyFrom(rel)
-    mapping = []
-    for column in range(width):
-        if column not in real:
-            mapping.append(column)
-            continue
-        cast = project.project.expressions.add().cast
-        cast.type.fp32.nullability = type_pb2.Type.NULLABILITY_NULLABLE
-        cast.input.selection.direct_reference.struct_field.field = column
-        cast.input.selection.root_reference.SetInParent()
-        cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
-        mapping.append(width + len(project.project.expressions) - 1)
+    mapping = list(range(width))
+    for column, e in columns.items():
+        project.project.expressions.add().CopyFrom(e)
+        mapping[column] = inputs + len(project.project.expressions) - 1
     project.project.common.emit.output_mapping.extend(mapping)
     rel.CopyFrom(project)
-    return True
+
+
+def cast_column(i: int, kind: str) -> algebra_pb2.Expression:
+    """CAST(column i AS kind), `kind` a Substrait type without parameters (fp32, fp64)."""
+    e = algebra_pb2.Expression()
+    getattr(e.cast.type, kind).nullability = type_pb2.Type.NULLABILITY_NULLABLE
+    e.cast.input.CopyFrom(column(i))
+    e.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
+    return e
+
+
+def column(i: int) -> algebra_pb2.Expression:
+    """A reference to column `i` of a relation's input."""
+    e = algebra_pb2.Expression()
+    e.selection.direct_reference.struct_field.field = i
+    e.selection.root_reference.SetInParent()
+    return e

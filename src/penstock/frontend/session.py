@@ -26,7 +26,7 @@ from penstock.frontend.clock import pin_clock
 from penstock.frontend.function_errors import planner_over
 from penstock.frontend.pg_rules import check_before_planning, check_planned
 from penstock.frontend.real_sums import real_sums
-from penstock.frontend.frame_exclusion import frame_exclusions
+from penstock.frontend.frame_exclusion import frame_exclusions, range_offsets
 from penstock.frontend.date_results import described_schema
 from penstock.frontend.fallback_check import walk
 from penstock.frontend.fallback_repair import for_the_fallback, repaired
@@ -241,8 +241,8 @@ class Frontend:
         except Exception as e:  # a plan shape the translator does not know: say so, loudly
             ir, reason = None, f"penstock could not translate the plan ({type(e).__name__}: {e})"
         # a plan DataFusion will run: what would it answer unlike PostgreSQL?
-        hazard, fixed = for_the_fallback(substrait, bool(slotted.markers)) if ir is None and substrait is not None \
-            else (None, None)
+        hazard, fixed = for_the_fallback(substrait, bool(slotted.markers), range_offsets(attempt)) \
+            if ir is None and substrait is not None else (None, None)
         if ir is None and substrait is not None and hazard is None and not slotted.markers:  # sum(real) is real
             fixed = real_sums(fixed if fixed is not None else substrait) or fixed
         if ir is not None:  # PostgreSQL's types for date - date and date + interval, as the rows will have them

@@ -11,6 +11,9 @@ signature, so:
   the value's scale (1.50 as '1.50'), and compute exactly with Python's decimal.
 - trim_scale would have to give each value its own scale; an Arrow decimal column has one,
   so it raises 0A000 rather than print another scale.
+- pg_numeric_avg is no PostgreSQL function but its avg() of integers and numerics (sum /
+  count in numeric division) for a plan DataFusion runs: frontend/fallback_repair.py writes
+  avg(x) there, over a window too, as the division of an exact sum(x) by count(x).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Callable
 
 import pyarrow as pa
 from datafusion import SessionContext, udf
+from substrait import algebra_pb2, type_pb2
 
 from penstock.frontend.pg_functions.pg_error import PgFunctionError
 from penstock.frontend.pg_functions.math_functions import floats
@@ -82,6 +86,68 @@ def _div(a: pa.Array, b: pa.Array) -> pa.Array:
             raise PgFunctionError("22003", "value overflows numeric format")
         out.append(quotient)
     return pa.array(out, pa.decimal128(MAX_DIGITS, 0))
+
+
+NUMERIC_AVG = "pg_numeric_avg"
+
+
+def _numeric_avg(total: pa.Array, count: pa.Array, scale: pa.Array, held: pa.Array) -> pa.Array:
+    """avg() as PostgreSQL's numeric_avg and int8_avg answer it: the exact sum (as text, of
+    `scale` fraction digits) divided by the count, rounded half away from zero at
+    select_div_scale's scale for these two operands, or at the column's `held` scale where
+    that is smaller (as the kernels' decimal_div does); as text that the plan casts to the
+    column's decimal (a UDF has one return type, the column's scale varies). NULL where no
+    value was summed."""
+    n = max(len(total), len(count))
+    s, at_most = (int(a[0].as_py()) if len(a) else 0 for a in (scale, held))  # constants
+    out: list[str | None] = []
+    for text, rows in zip(_rows(total, n), _rows(count, n)):
+        if text is None or not rows:
+            out.append(None)
+            continue
+        c = int(str(rows))
+        whole, _, fraction = str(text).strip().partition(".")
+        unscaled = int(whole + fraction.ljust(s, "0")[:s])  # the sum exactly, as an integer of scale s
+        at = min(at_most, division_scale(unscaled, s, c, 0))
+        q, r = divmod(abs(unscaled) * 10 ** (at - s), c)
+        digits = str(q + (1 if 2 * r >= c else 0)).rjust(at + 1, "0")
+        sign = "-" if unscaled < 0 and digits.strip("0") else ""
+        out.append(sign + (f"{digits[:-at]}.{digits[-at:]}" if at else digits))
+    return pa.array(out, pa.utf8())
+
+
+def numeric_avg_call(total: algebra_pb2.Expression, count: algebra_pb2.Expression, scale: int,
+                     out: type_pb2.Type, function: int) -> algebra_pb2.Expression:
+    """The Substrait expression of an avg in its column type `out` (a decimal) from the exact
+    sum `total` of values of `scale` fraction digits and their `count`: CAST(pg_numeric_avg(
+    CAST(total AS text), count, scale, out's scale) AS out), `function` the plan's reference
+    to pg_numeric_avg."""
+    call = algebra_pb2.Expression()
+    call.cast.type.CopyFrom(out)
+    f = call.cast.input.scalar_function
+    f.function_reference = function
+    f.output_type.string.nullability = type_pb2.Type.NULLABILITY_NULLABLE
+    f.arguments.add().value.cast.type.CopyFrom(f.output_type)
+    f.arguments[0].value.cast.input.CopyFrom(total)
+    f.arguments.add().value.CopyFrom(count)
+    for k in (scale, out.decimal.scale):
+        f.arguments.add().value.literal.i32 = k
+    return call
+
+
+def division_scale(a: int, sa: int, b: int, sb: int) -> int:
+    """PostgreSQL's scale of a numeric quotient a / b (select_div_scale) for integers a and b
+    of scales sa and sb, as kernels/arith.h pg_div_scale: 16 significant digits, counted
+    from the base-10000 weight of the quotient estimated from each operand's first
+    base-10000 digit, and no fewer fraction digits than either operand has."""
+    def lead(v: int, scale: int) -> tuple[int, int]:  # base-10000 weight and first digit of v * 10^-scale
+        if v == 0:
+            return 0, 0
+        weight = (len(str(abs(v))) - 1 - scale) // 4
+        shift = scale + 4 * weight
+        return weight, abs(v) // 10 ** shift if shift >= 0 else abs(v) * 10 ** -shift
+    (wa, fa), (wb, fb) = lead(a, sa), lead(b, sb)
+    return max(16 - 4 * (wa - wb - (1 if fa <= fb else 0)), sa, sb, 0)
 
 
 def _scale_of(text: str) -> int:
@@ -174,3 +240,4 @@ def register(ctx: SessionContext) -> None:
     ctx.register_udf(udf(_trim_scale, [text], pa.decimal128(MAX_DIGITS, 0), "immutable", name="trim_scale"))
     ctx.register_udf(udf(_width_bucket, [f8, f8, f8, i64], pa.int32(), "immutable", name="width_bucket"))
     ctx.register_udf(udf(_factorial, [i64], pa.decimal128(MAX_DIGITS, 0), "immutable", name="factorial"))
+    ctx.register_udf(udf(_numeric_avg, [text, i64, pa.int32(), pa.int32()], text, "immutable", name=NUMERIC_AVG))
