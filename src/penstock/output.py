@@ -24,8 +24,11 @@ def text_value(v: Any) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, datetime.datetime):  # PostgreSQL's spelling: no trailing zeros in the fraction
+        zoned = v.tzinfo is not None  # a timestamptz: in UTC, the session's zone, with its '+00'
+        if zoned:
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
         text = v.isoformat(sep=" ")
-        return text.rstrip("0") if v.microsecond else text
+        return (text.rstrip("0") if v.microsecond else text) + ("+00" if zoned else "")
     if isinstance(v, datetime.time) and v.microsecond:
         return v.isoformat().rstrip("0")
     return str(v)
@@ -85,8 +88,11 @@ def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
 
 
 def plain_types(table: pa.Table) -> pa.Table:
-    """DataFusion's view types as the plain Arrow types penstock's own results use."""
+    """DataFusion's view types as the plain Arrow types penstock's own results use, and its
+    timestamps with time zone (nanoseconds, '+00:00', an AT TIME ZONE's zone) as penstock's
+    timestamptz: microseconds in UTC, the same instants."""
     fields = []
+    zoned = False
     for f in table.schema:
         t = f.type
         if pa.types.is_dictionary(t):  # a file's dictionary column, as DataFusion read it
@@ -95,6 +101,10 @@ def plain_types(table: pa.Table) -> pa.Table:
             t = pa.string()
         elif pa.types.is_binary_view(t):
             t = pa.binary()
+        elif pa.types.is_timestamp(t) and t.tz is not None:
+            zoned = zoned or t.unit == "ns"
+            t = pa.timestamp("us", tz="UTC")
         fields.append(pa.field(f.name, t, f.nullable))
     schema = pa.schema(fields)
-    return table if schema.equals(table.schema) else table.cast(schema)
+    # nanoseconds to microseconds drops digits PostgreSQL's timestamps do not hold
+    return table if schema.equals(table.schema) else table.cast(schema, safe=not zoned)

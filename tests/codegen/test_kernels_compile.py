@@ -32,6 +32,8 @@ QUERIES = {
              "WHERE d BETWEEN DATE '2019-01-01' AND DATE '2021-12-31'",
     "decimals": "SELECT grp, sum(m) AS s, avg(m) AS a, sum(m * 2) AS s2, min(m / 3) AS mn, max(m) AS mx "
                 "FROM t WHERE m > 0.10 GROUP BY grp",
+    "timestamptz": "SELECT CAST(zs AS TIMESTAMPTZ) AS a, CAST(z AS VARCHAR) AS b, date_trunc('month', d) AS c, "
+                   "z AT TIME ZONE '+05' AS e, z < ts AS f FROM t",
     "casts": "SELECT CAST(num AS INT) AS a, CAST(id AS VARCHAR) AS b, CAST(x AS BIGINT) AS c, "
              "CAST(d AS VARCHAR) AS e, CAST(m AS DOUBLE) AS f FROM t",
     "distinct_aggregates": "SELECT grp, count(DISTINCT id) AS n, sum(DISTINCT i32) AS s, count(*) AS c, "
@@ -60,6 +62,8 @@ def db() -> Any:
         "d": pa.array([datetime.date(2020, 1, 1), None, datetime.date(2021, 3, 4), datetime.date(2019, 5, 6)]),
         "ts": pa.array([datetime.datetime(2020, 1, 1, 5, 6, 7), None, datetime.datetime(2021, 3, 4),
                         datetime.datetime(2019, 5, 6, 23, 59)], pa.timestamp("us")),
+        "z": pa.array([datetime.datetime(2020, 1, 1, 5, 6, 7), None, None, None], pa.timestamp("us", tz="UTC")),
+        "zs": ["2020-01-01 05:06:07+05:30", None, "1999-12-31 23:59Z", "2000-01-01 00:00:00.5-08"],
         "m": pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("2.25"), decimal.Decimal("-3.00")],
                       pa.decimal128(12, 2)),
     }))

@@ -154,6 +154,10 @@ OLD = pa.table({"id": pa.array([1, 2, 3, 4], pa.int32()),
                 "dt": pa.array([datetime.date(1677, 1, 1), datetime.date(500, 6, 1), datetime.date(2262, 12, 31), None])})
 
 
+def _utc(year: int, month: int, day: int) -> datetime.datetime:
+    return datetime.datetime(year, month, day, tzinfo=datetime.timezone.utc)
+
+
 @pytest.fixture(scope="module")
 def old() -> penstock.Connection:
     db = penstock.connect(device="cpu")
@@ -166,12 +170,13 @@ def old() -> penstock.Connection:
     ("SELECT id, min(CAST(27.5 AS DOUBLE PRECISION)) OVER (ORDER BY date_trunc('year', dt) NULLS FIRST, id DESC "
      "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS m FROM o ORDER BY id",
      [pa.int32(), pa.float64()], [(1, 27.5), (2, 27.5), (3, 27.5), (4, 27.5)]),
+    # date_trunc of a date is timestamptz, as in PostgreSQL (the session's time zone is UTC)
     ("SELECT date_trunc('year', dt) AS y, date_trunc('week', dt) AS w, date_trunc('day', dt)::timestamp AS d, "
      "rank() OVER (ORDER BY date_trunc('quarter', dt)) AS r FROM o ORDER BY id",
-     [pa.timestamp("us"), pa.timestamp("us"), pa.timestamp("us"), pa.int64()],
-     [(datetime.datetime(1677, 1, 1), datetime.datetime(1676, 12, 28), datetime.datetime(1677, 1, 1), 2),
-      (datetime.datetime(500, 1, 1), datetime.datetime(500, 5, 31), datetime.datetime(500, 6, 1), 1),
-      (datetime.datetime(2262, 1, 1), datetime.datetime(2262, 12, 29), datetime.datetime(2262, 12, 31), 3),
+     [pa.timestamp("us", tz="UTC"), pa.timestamp("us", tz="UTC"), pa.timestamp("us"), pa.int64()],
+     [(_utc(1677, 1, 1), _utc(1676, 12, 28), datetime.datetime(1677, 1, 1), 2),
+      (_utc(500, 1, 1), _utc(500, 5, 31), datetime.datetime(500, 6, 1), 1),
+      (_utc(2262, 1, 1), _utc(2262, 12, 29), datetime.datetime(2262, 12, 31), 3),
       (None, None, None, 4)]),
     ("SELECT CAST(dt AS TIMESTAMP) AS t, dt < TIMESTAMP '1900-01-01' AS b, row_number() OVER (ORDER BY id) AS n "
      "FROM o ORDER BY id", [pa.timestamp("us"), pa.bool_(), pa.int64()],

@@ -70,10 +70,11 @@ def test_now_is_one_value_per_statement_and_new_in_the_next() -> None:
     db.register_arrow("t", table())
     sql = "SELECT now() AS a, current_timestamp AS b, localtimestamp AS c, current_date AS d, x FROM t"
     first = db.sql(sql).to_arrow()
-    assert len(set(first.column("a").to_pylist() + first.column("b").to_pylist()
-                   + first.column("c").to_pylist())) == 1
-    at = first.column("a")[0].as_py()
-    utc = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    assert len(set(first.column("a").to_pylist() + first.column("b").to_pylist())) == 1
+    at = first.column("a")[0].as_py()  # timestamptz, as in PostgreSQL; localtimestamp is its UTC time
+    assert first.schema.field("a").type == pa.timestamp("us", tz="UTC")
+    assert set(first.column("c").to_pylist()) == {at.replace(tzinfo=None)}
+    utc = datetime.datetime.now(datetime.timezone.utc)
     assert abs((utc - at).total_seconds()) < 60
     assert first.column("d")[0].as_py() == at.date()
     second = db.sql(sql).to_arrow()
@@ -84,4 +85,4 @@ def test_clock_words_inside_strings_names_and_qualified_columns_stay() -> None:
     at = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901)
     assert pin_clock("SELECT 'now()', \"now\", t.current_date FROM t", at) is None
     assert pin_clock("SELECT current_timestamp(2), now()", at) == (
-        "SELECT TIMESTAMP '2026-01-02 03:04:05.680000', TIMESTAMP '2026-01-02 03:04:05.678901'")
+        "SELECT TIMESTAMPTZ '2026-01-02 03:04:05.680000', TIMESTAMPTZ '2026-01-02 03:04:05.678901'")

@@ -3,9 +3,9 @@
 DataFusion turns now() into a constant in its expression simplifier, which penstock turns
 off (it folds integer overflow by wrapping), and then cannot evaluate it. So the statement's
 text gets the values instead, fixed when the statement starts: every use in a statement
-sees the same instant, and the next statement a new one. Timestamps are UTC and without a
-time zone (penstock's kernels have no timestamptz): `now()` prints as PostgreSQL prints it
-in a UTC session, without the `+00`.
+sees the same instant, and the next statement a new one. As in PostgreSQL, now(),
+current_timestamp and their kin are timestamptz (in UTC, the session's zone: '+00' when
+printed), localtimestamp a timestamp without time zone.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def _value(name: str, at: datetime.datetime, precision: int | None) -> str:
         at = at.replace(microsecond=0) + datetime.timedelta(microseconds=micros)
     if name in ("current_time", "localtime"):
         return f"TIME '{at.time().isoformat()}'"
-    return f"TIMESTAMP '{at.isoformat(sep=' ')}'"
+    kind = "TIMESTAMP" if name == "localtimestamp" else "TIMESTAMPTZ"
+    return f"{kind} '{at.isoformat(sep=' ')}'"
 
 
 def pin_clock(sql: str, at: datetime.datetime) -> str | None:

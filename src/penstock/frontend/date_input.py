@@ -6,9 +6,10 @@ text is read here, with a port of PostgreSQL's ParseDateTime / DecodeDateTime (d
 the parts date and timestamp input use), and written back in ISO for whichever engine runs
 the statement (frontend/input_constants.py). Errors are PostgreSQL's: 22007 for text that is
 no date, 22008 for a field or a date out of range. Years are astronomical in the result
-(1 BC is year 0, written '-0000'... as DataFusion reads signed years); time zones written
-after a timestamp are read and ignored, as PostgreSQL ignores them for timestamp without
-time zone. 'infinity' is refused (0A000): Arrow's date32 and timestamps cannot hold it.
+(1 BC is year 0, written '-0000'... as DataFusion reads signed years); a time zone written
+after a timestamp is ignored, as PostgreSQL ignores it for timestamp without time zone, and
+a timestamptz is written as its time in UTC (the session's zone). 'infinity' is refused
+(0A000): Arrow's date32 and timestamps cannot hold it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from penstock.errors import DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT, QueryError
 from penstock.frontend.julian_calendar import (DATE_END_JULIAN, JULIAN_FIRST, MONTH_DAYS, TIMESTAMP_END_JULIAN,
                                               from_julian_day, is_leap, iso_date, julian_day, time_text)
+from penstock.frontend.time_zones import iso_offset
 
 _MONTHS = {name: k + 1 for k, names in enumerate([
     ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
@@ -59,6 +61,7 @@ class _Fields:
     bc: bool = False
     meridian: str = ""
     special: str = ""
+    offset: int = 0  # a zone written after the time, seconds east of UTC (timestamptz takes it off)
 
     def mark(self, *names: str) -> None:
         if self.seen & set(names):
@@ -259,6 +262,7 @@ def _decode(text: str) -> _Fields:
             if not re.fullmatch(r"[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?", value):
                 raise _Bad
             f.mark("tz")
+            f.offset = iso_offset(value)
         elif kind == "number":
             if pending in ("j", "jd", "julian"):
                 f.mark("year", "month", "day")
@@ -366,12 +370,14 @@ def _time_of_day(text: str) -> str | None:
 
 
 def read(text: str, type_name: str, now: datetime.datetime) -> str | None:
-    """`text` as a constant of `type_name` ('date', 'timestamp' or 'time') in the ISO form
-    both engines read; `now` is the statement's instant (UTC) for 'now', 'today' and kin.
+    """`text` as a constant of `type_name` ('date', 'timestamp', 'timestamptz' or 'time') in
+    the ISO form both engines read (a timestamptz as its time in UTC, without a zone: the
+    session's); `now` is the statement's instant (UTC) for 'now', 'today' and kin.
     None: a time left as written."""
     if type_name == "time":
         return _time_of_day(text)
-    label = {"date": "date", "timestamp": "timestamp", "time": "time"}[type_name]
+    label = {"date": "date", "timestamp": "timestamp", "timestamptz": "timestamp with time zone",
+             "time": "time"}[type_name]
     try:
         f = _decode(text)
         if f.special in ("infinity", "-infinity"):
@@ -400,9 +406,15 @@ def read(text: str, type_name: str, now: datetime.datetime) -> str | None:
         if not {"year", "month", "day"} <= f.seen:
             raise _Bad
         jd = julian_day(f.year, f.month, f.day)
-        if f.hour == 24 and type_name == "timestamp":  # 24:00:00 is the next day's midnight
+        if f.hour == 24 and type_name != "date":  # 24:00:00 is the next day's midnight
             f.year, f.month, f.day = from_julian_day(jd + 1)
             f.hour = 0
+        if type_name == "timestamptz" and f.offset:  # the instant, in UTC
+            seconds = julian_day(f.year, f.month, f.day) * 86400 + f.hour * 3600 + f.minute * 60 + f.second - f.offset
+            day, rest = divmod(seconds, 86400)
+            f.year, f.month, f.day = from_julian_day(day)
+            f.hour, f.minute, f.second = rest // 3600, rest // 60 % 60, rest % 60
+            jd = day
         end = DATE_END_JULIAN if type_name == "date" else TIMESTAMP_END_JULIAN
         if not JULIAN_FIRST <= jd < end:
             raise QueryError(f'{label} out of range: "{text}"', DATETIME_FIELD_OVERFLOW)

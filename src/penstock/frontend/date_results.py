@@ -91,8 +91,10 @@ def wide_date(source: Type, to: type_pb2.Type, timestamps: bool = False) -> bool
     (`timestamps`) a timestamp of microseconds (date_trunc of such a date, cast AS timestamp)
     is left in microseconds."""
     kind = source.WhichOneof("kind") if source is not None else None
-    coarse = kind == "date" or timestamps and kind == "precision_timestamp" and source.precision_timestamp.precision <= 6
-    return coarse and to.WhichOneof("kind") == "precision_timestamp" and to.precision_timestamp.precision > 6
+    coarse = kind == "date" or timestamps and kind in ("precision_timestamp", "precision_timestamp_tz") and \
+        getattr(source, kind).precision <= 6  # a date_trunc of a date is timestamptz (zoned_fallback.py)
+    target = to.WhichOneof("kind")  # a timestamp, or a timestamptz (CAST(d AS timestamptz))
+    return coarse and target in ("precision_timestamp", "precision_timestamp_tz") and getattr(to, target).precision > 6
 
 
 def integer_days(e: algebra_pb2.Expression) -> bool:
@@ -140,6 +142,8 @@ def _retyped(planned: pa.DataType, translated: DataType) -> bool:
     here (date - date), date there and timestamp here (date + interval), real there and
     double here (real + 1), double there and numeric here (avg of integers: plan/functions.py),
     a decimal of another scale (a quotient at PostgreSQL's scale)."""
+    if pa.types.is_timestamp(planned) and translated.kind is Kind.TIMESTAMP:  # a timestamptz here, a timestamp
+        return (planned.tz is not None) != translated.zoned  # there, or the reverse (frontend/substrait/zoned.py)
     if (pa.types.is_floating(planned) or pa.types.is_decimal(planned)) and translated.kind is Kind.DECIMAL:
         return True
     return (pa.types.is_int64(planned) and translated.kind is Kind.INT32) or \

@@ -40,6 +40,7 @@ from substrait import algebra_pb2, plan_pb2
 from penstock.frontend.date_results import DAYS, TIMESTAMP, microseconds, nullable, postgresql_result, span, wide_date
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
 from penstock.frontend.real_results import double_result, operand_types
+from penstock.frontend.zoned_fallback import pg_type as zoned_type
 from penstock.frontend.substrait.types import from_substrait_type
 from penstock.plan.functions import aggregate_type
 
@@ -186,6 +187,10 @@ class _Walker:
         date + interval and what is computed from them: date_results.py; real + 1 and
         float8-only functions of real: real_results.py), noting that the
         plan is to be `retyped`."""
+        zoned = zoned_type(name, f, args, self.functions)  # timestamptz: zoned_fallback.py
+        if zoned is not None:
+            self.retyped = True
+            return zoned
         how = postgresql_result(name, f, args)
         if how is None and double_result(name, f, args):  # real beside a number, sqrt(real): real_results.py
             self.retyped = True

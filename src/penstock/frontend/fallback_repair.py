@@ -38,6 +38,9 @@ from penstock.frontend.pg_functions.text_output import FLOAT_TEXT, FRACTIONAL_PA
 from penstock.frontend.pg_functions.timestamp_trunc import TIMESTAMP_TRUNC, UNITS
 from penstock.frontend.real_results import as_double, double_operands, double_result
 from penstock.frontend.real_sums import cast_column, column, project_over
+from penstock.frontend.substrait.zoned import truncates_a_date
+from penstock.frontend.zoned_fallback import as_zoned, repair_at_zone, unmarked
+from penstock.frontend.zoned_fallback import zoned as zoned_micros
 
 _NO_URN = 4294967295  # DataFusion's producer names functions without an extension URN
 
@@ -117,6 +120,8 @@ class _Repairer(_Walker):
         return anchor
 
     def check_function(self, name: str, f: Any, args: list[Any]) -> None:
+        if repair_at_zone(name, f, args, self.anchor):  # AT TIME ZONE (zoned_fallback.py)
+            return
         if name == "date_trunc" and self._truncates_wide_date(f, args):
             return
         how = postgresql_result(name, f, args)
@@ -162,6 +167,12 @@ class _Repairer(_Walker):
         (a date + interval beside a date) made one of timestamps (date_results.py), or reals
         and doubles one of doubles (real_results.py)."""
         kind = e.WhichOneof("rex_type")
+        while unmarked(e, self.name):  # date_trunc's coalesce() (zoned_rewrites.py) is no call to run
+            kind = e.WhichOneof("rex_type")
+        if kind == "scalar_function" and self.name(e.scalar_function.function_reference) == "date_trunc" and \
+                truncates_a_date(e.scalar_function, self.functions):  # of a date: timestamptz (zoned_fallback.py)
+            super().expr(e, inputs)
+            return as_zoned(e)
         if kind == "scalar_function" and self.name(e.scalar_function.function_reference) == "date_bin" and \
                 not self._nanoseconds:  # it casts microseconds to nanoseconds itself, NULL past 1677: its
             self._nanoseconds = True  # dates stay nanoseconds, an error there rather than a wrong NULL
@@ -201,7 +212,7 @@ class _Repairer(_Walker):
         target = e.cast.type.WhichOneof("kind")
         source_kind = source.WhichOneof("kind") if source is not None else None
         if wide_date(source, e.cast.type, timestamps=True) and not self._nanoseconds:  # a date as microseconds, not nanoseconds: any date fits
-            e.cast.type.CopyFrom(microseconds())
+            e.cast.type.CopyFrom(zoned_micros() if target == "precision_timestamp_tz" else microseconds())
             return
         if target in _INTEGERS and source_kind in _INEXACT and not self._integral(e.cast.input):
             if source_kind == "decimal":  # cast(round(x) AS int): rounded half away from zero, as PostgreSQL

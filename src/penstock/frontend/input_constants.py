@@ -22,7 +22,7 @@ from penstock.frontend.sql_tokens import Token, cast_call, following, literal, p
 
 _INTEGERS = {"int2": ("smallint", 16), "smallint": ("smallint", 16), "int4": ("integer", 32), "int": ("integer", 32),
              "integer": ("integer", 32), "int8": ("bigint", 64), "bigint": ("bigint", 64)}
-_DATES = {"date": "date", "timestamp": "timestamp", "time": "time"}
+_DATES = {"date": "date", "timestamp": "timestamp", "time": "time", "timestamptz": "timestamptz"}
 _WORDS = ("int", "date", "time", "smallint", "bigint", "numeric", "decimal")  # one is in every statement this reads
 _NUMERICS = ("numeric", "decimal")
 _SPECIAL_NUMERIC = ("nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf")
@@ -42,6 +42,10 @@ def typed_strings(toks: list[Token]) -> Iterator[tuple[int, str]]:
             call = cast_call(toks, preceding(toks, before))
             if call is not None and following(toks, call[0] + 1) == k and following(toks, k + 1) == call[1]:
                 type_at = following(toks, call[1] + 1)
+        zoned = _zone_words(toks, before)  # TIMESTAMP WITH TIME ZONE 'x'
+        if type_at is None and zoned is not None:
+            yield k, zoned
+            continue
         if type_at is None and before >= 0 and toks[before].kind == "word" and toks[before].low in _DATES:
             prior = preceding(toks, before)
             if prior < 0 or toks[prior].kind != "cast":  # `x::date 'y'` is no typed constant
@@ -56,6 +60,16 @@ def typed_strings(toks: list[Token]) -> Iterator[tuple[int, str]]:
         if name in ("timestamp", "time") and with_at < len(toks) and toks[with_at].low == "with":
             name += "tz"
         yield k, name
+
+
+def _zone_words(toks: list[Token], end: int) -> str | None:
+    """'timestamptz' where the tokens ending at `end` are TIMESTAMP WITH TIME ZONE."""
+    words = []
+    k = end
+    while k >= 0 and len(words) < 4 and toks[k].kind == "word":
+        words.append(toks[k].low)
+        k = preceding(toks, k)
+    return "timestamptz" if words == ["zone", "time", "with", "timestamp"] else None
 
 
 def input_constants(sql: str, now: datetime.datetime) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from penstock.frontend.sql_tokens import Token, cast_call, closing, following, tokens
+from penstock.frontend.zoned_rewrites import at_time_zone_item
 
 PRIVATE = "__penstock_column_"
 
@@ -189,6 +190,11 @@ def figure_name(toks: list[Token], sig: list[int]) -> str:
         return _case_name(toks, sig)
     if first.kind == "word" and first.low == "exists":
         return "exists"
+    if at_time_zone_item(toks, sig):  # x AT TIME ZONE 'z' is PostgreSQL's timezone('z', x)
+        return "timezone"
+    if len(sig) == 5 and toks[sig[4]].kind == "string" and [toks[k].low for k in sig[:4]] in (
+            ["timestamp", "with", "time", "zone"], ["timestamp", "without", "time", "zone"]):
+        return "timestamptz" if toks[sig[1]].low == "with" else "timestamp"  # TIMESTAMP WITH TIME ZONE '...'
     if first.kind == "word" and first.low == "cast" and len(sig) > 1 and toks[sig[1]].text == "(":
         return "?column?"  # a CAST the splitter did not take apart
     # a function call: name ( ... ) spanning the item, possibly schema-qualified

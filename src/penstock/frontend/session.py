@@ -51,6 +51,7 @@ from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBST
 from penstock.frontend.table_access import scanned_tables
 from penstock.frontend.unicode_strings import unicode_strings
 from penstock.frontend.varchar_casts import varchar_lengths
+from penstock.frontend.zoned_rewrites import zoned_rewrites
 from penstock.frontend.unknown_literals import planned_types, resolve_unknown_literals
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
@@ -346,14 +347,14 @@ def rewritten_sql(sql: str) -> str:
     return sql
 
 
-# In this order: U&'' strings decoded; named windows written out; EXCLUDE NO OTHERS dropped (others refused); PostgreSQL's functions given their typed forms
+# In this order: U&'' strings decoded; AT TIME ZONE and date_trunc's argument kept for timestamptz (zoned_rewrites.py); named windows written out; EXCLUDE NO OTHERS dropped (others refused); PostgreSQL's functions given their typed forms
 # (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
 # functions of select lists unnested; EXTRACT numeric and date_part double precision; casts
 # to varchar(n) cut to n characters; long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
 # the bytea functions' arguments cast to bytea; numeric functions given their argument's
 # type (pg_functions/math_functions.py).
 REWRITES: tuple[Callable[[str], str], ...] = (
-    unicode_strings, inline_named_windows, frame_exclusions, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
+    unicode_strings, zoned_rewrites, inline_named_windows, frame_exclusions, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
     varchar_lengths, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
 
 
@@ -394,8 +395,8 @@ def _scalar(value: Any) -> Any:
         scale = max(-exponent, 0) if isinstance(exponent, int) else 0
         digits = max(len(value.as_tuple().digits), scale + 1)
         return pa.scalar(value, type=pa.decimal128(max(digits, 1), scale))
-    if isinstance(value, datetime.datetime):
-        return pa.scalar(value, type=pa.timestamp("us"))
+    if isinstance(value, datetime.datetime):  # an aware one is a timestamptz, as psycopg sends it
+        return pa.scalar(value, type=pa.timestamp("us", tz="UTC" if value.tzinfo is not None else None))
     if isinstance(value, datetime.date):
         return pa.scalar(value, type=pa.date32())
     return value

@@ -38,7 +38,10 @@ def physical(value: Any, t: DataType) -> Any:
     if t.kind is Kind.DECIMAL and isinstance(value, decimal.Decimal):
         return to_scaled(value, t.scale)
     if t.kind is Kind.TIMESTAMP and isinstance(value, datetime.datetime):
-        # pandas.Timestamp (nanosecond statistics) keeps what datetime cannot in .nanosecond
+        # pandas.Timestamp (nanosecond statistics) keeps what datetime cannot in .nanosecond;
+        # a zoned column's statistics are instants (timestamptz counts from 1970 in UTC)
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc)
         delta = value.replace(tzinfo=None) - datetime.datetime(1970, 1, 1)
         per_second = _UNITS[t.unit]
         return ((delta.days * 86_400 + delta.seconds) * per_second + delta.microseconds * per_second // 10**6

@@ -70,7 +70,8 @@ XPU_FN void put_date(SmallText& t, int64_t days) {
   put_uint(t, (uint64_t)c.day, 2);
 }
 XPU_FN SmallText date_text(int64_t days) { SmallText t = empty_text(); put_date(t, days); put_era(t, days); return t; }
-XPU_FN SmallText timestamp_text(int64_t ts, int64_t per_second) {
+// `zoned`: a timestamp with time zone, written as PostgreSQL writes it in UTC ('+00' before a BC)
+XPU_FN SmallText timestamp_text(int64_t ts, int64_t per_second, bool zoned = false) {
   SmallText t = empty_text();
   int64_t per_day = per_second * SECONDS_PER_DAY;
   int64_t days = floor_div(ts, per_day);
@@ -90,6 +91,7 @@ XPU_FN SmallText timestamp_text(int64_t ts, int64_t per_second) {
     put_char(t, '.');
     put_uint(t, (uint64_t)frac, digits);
   }
+  if (zoned) { put_char(t, '+'); put_char(t, '0'); put_char(t, '0'); }
   put_era(t, days);
   return t;
 }
@@ -367,10 +369,47 @@ XPU_FN int64_t date_days(DateFields& f, int32_t* err) {
   }
   return days_from_civil(f.y, f.m, f.d);
 }
-// The day of the text, and in *units the time of day (a date's text may hold one: PostgreSQL
-// reads '1999-01-08 04:05' as a date too).
+// A time zone after a timestamptz's time of day, as seconds east of UTC: +hh, +hhmm, +hh:mm,
+// +hh:mm:ss (or -), Z, UTC or GMT; 22007 for another (PostgreSQL's zone names are read in
+// constants only: frontend/date_input.py).
 template <class S>
-XPU_FN int64_t parse_day_and_time(const S& s, int64_t per_second, int64_t* units_out, int32_t* err) {
+XPU_FN int64_t zone_offset(Cursor<S>& c, int32_t* err) {
+  c.skip_blanks();
+  const uint8_t sign = c.peek();
+  if (sign != '+' && sign != '-') {
+    const char* names[] = {"utc", "gmt", "z"};
+    for (int32_t k = 0; k < 3; ++k) {
+      int32_t j = 0;
+      while (names[k][j] && c.i + j < c.s.len() && (c.s.at(c.i + j) | 0x20) == (uint8_t)names[k][j]) ++j;
+      const uint8_t next = c.i + j < c.s.len() ? (uint8_t)(c.s.at(c.i + j) | 0x20) : 0;
+      const bool word_ends = !(next >= 'a' && next <= 'z');
+      if (!names[k][j] && word_ends) { c.i += j; return 0; }
+    }
+    return 0;  // no zone: the session's, UTC
+  }
+  ++c.i;
+  int64_t h = 0, m = 0, sec = 0;
+  const int32_t n = digit_run(c, &h);
+  if (n == 4) { m = h % 100; h /= 100; }
+  else if (n < 1 || n > 2) { raise(err, ERR_INVALID_DATETIME); return 0; }
+  if (n <= 2 && c.peek() == ':') {
+    ++c.i;
+    if (digit_run(c, &m) != 2) { raise(err, ERR_INVALID_DATETIME); return 0; }
+    if (c.peek() == ':') {
+      ++c.i;
+      if (digit_run(c, &sec) != 2) { raise(err, ERR_INVALID_DATETIME); return 0; }
+    }
+  }
+  if (h > 15 || m > 59 || sec > 59) { raise(err, ERR_DATETIME); return 0; }
+  const int64_t east = h * 3600 + m * 60 + sec;
+  return sign == '-' ? -east : east;
+}
+// The day of the text, and in *units the time of day (a date's text may hold one: PostgreSQL
+// reads '1999-01-08 04:05' as a date too); with `zone`, a time zone after the time is read
+// into it (seconds east of UTC).
+template <class S>
+XPU_FN int64_t parse_day_and_time(const S& s, int64_t per_second, int64_t* units_out, int32_t* err,
+                                  int64_t* zone = nullptr) {
   Cursor<S> c{s, 0};
   c.skip_blanks();
   DateFields f = parse_date_fields(c, err);
@@ -411,6 +450,10 @@ XPU_FN int64_t parse_day_and_time(const S& s, int64_t per_second, int64_t* units
       }
       if (h > 24 || mi > 59 || se > 60 || (h == 24 && (mi || se || frac))) { raise(err, ERR_DATETIME); return 0; }
       units = (h * 3600 + mi * 60 + se) * per_second + frac;
+      if (zone) {
+        *zone = zone_offset(c, err);
+        if (*err) return 0;
+      }
     } else {
       c.i = at;
     }
@@ -429,6 +472,13 @@ XPU_FN int64_t parse_timestamp(const S& s, int64_t per_second, int32_t* err) {
   int64_t units = 0;
   const int64_t days = parse_day_and_time(s, per_second, &units, err);
   return days * per_second * SECONDS_PER_DAY + units;
+}
+// A timestamp with time zone: the instant, its zone's offset taken off (none written: UTC).
+template <class S>
+XPU_FN int64_t parse_timestamptz(const S& s, int64_t per_second, int32_t* err) {
+  int64_t units = 0, zone = 0;
+  const int64_t days = parse_day_and_time(s, per_second, &units, err, &zone);
+  return days * per_second * SECONDS_PER_DAY + units - zone * per_second;
 }
 template <class S>
 XPU_FN bool parse_bool(const S& s, int32_t* err) {

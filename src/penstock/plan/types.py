@@ -7,6 +7,11 @@ timestamp unit, a binary value's width. Decimals are scaled integers: 64-bit up 
 precision raises SQLSTATE 22003 instead of wrapping, and a value is never narrowed. Binary values
 (bytea) are what similarity search works on: a column of them is Arrow's
 fixed_size_binary(N) (a signature of N bytes); constants and parameters may have any length.
+A timestamp with time zone (PostgreSQL's timestamptz) is a timestamp marked `zoned`: the
+same integer count of units since 1970-01-01 00:00 UTC, so every kernel that compares,
+hashes, sorts or truncates a timestamp serves it unchanged (penstock's session time zone is
+UTC, where the two agree on every field). Only its type differs: Arrow's timestamp(unit,
+tz='UTC') in results, '+00' in its text.
 """
 
 from __future__ import annotations
@@ -51,12 +56,13 @@ class DataType:
     scale: int = 0  # decimals
     unit: str = ""  # timestamps: s, ms, us, ns
     width: int = 0  # binary: bytes per value when every value has the same length, else 0
+    zoned: bool = False  # timestamps: with time zone (timestamptz), instants in UTC
 
     def __str__(self) -> str:
         if self.kind is Kind.DECIMAL:
             return f"decimal({self.precision},{self.scale})"
         if self.kind is Kind.TIMESTAMP:
-            return f"timestamp[{self.unit}]"
+            return f"timestamptz[{self.unit}]" if self.zoned else f"timestamp[{self.unit}]"
         if self.kind is Kind.BINARY:
             return f"binary({self.width})" if self.width else "binary"
         return self.kind.value
@@ -121,8 +127,24 @@ def decimal(precision: int, scale: int) -> DataType:
     return DataType(Kind.DECIMAL, precision=min(precision, MAX_DECIMAL_PRECISION), scale=scale)
 
 
-def timestamp(unit: str = "us") -> DataType:
-    return DataType(Kind.TIMESTAMP, unit=unit)
+def timestamp(unit: str = "us", zoned: bool = False) -> DataType:
+    """timestamp [without time zone]; `zoned`: timestamp with time zone (timestamptz)."""
+    return DataType(Kind.TIMESTAMP, unit=unit, zoned=zoned)
+
+
+def timestamptz(unit: str = "us") -> DataType:
+    return DataType(Kind.TIMESTAMP, unit=unit, zoned=True)
+
+
+def is_zoned(t: DataType) -> bool:
+    """Whether `t` is a timestamp with time zone."""
+    return t.kind is Kind.TIMESTAMP and t.zoned
+
+
+def same_values(a: DataType, b: DataType) -> bool:
+    """Whether a value of type `a` is the same value of type `b`: the same type, or a
+    timestamp with and one without time zone of one unit (a cast between them keeps it)."""
+    return a == b or (a.kind is Kind.TIMESTAMP and b.kind is Kind.TIMESTAMP and a.unit == b.unit)
 
 
 def binary(width: int = 0) -> DataType:
@@ -153,10 +175,8 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         return decimal(t.precision, t.scale)
     if pa.types.is_fixed_size_binary(t):
         return binary(t.byte_width)
-    if pa.types.is_timestamp(t):
-        if t.tz is not None:
-            raise Unsupported(f"timestamp with time zone column {where}".strip())
-        return timestamp(t.unit)
+    if pa.types.is_timestamp(t):  # a zone's values are UTC instants whatever it names: timestamptz
+        return timestamp(t.unit, zoned=t.tz is not None)
     raise Unsupported(f"type {t} {where}".strip())
 
 
@@ -165,7 +185,7 @@ def to_arrow(t: DataType) -> pa.DataType:
     if t.kind is Kind.DECIMAL:
         return pa.decimal128(max(t.precision, 1), t.scale)
     if t.kind is Kind.TIMESTAMP:
-        return pa.timestamp(t.unit)
+        return pa.timestamp(t.unit, tz="UTC") if t.zoned else pa.timestamp(t.unit)
     if t.kind is Kind.BINARY:
         return pa.binary(t.width) if t.width else pa.binary()
     return _TO_ARROW[t.kind]
@@ -210,9 +230,12 @@ def supertype(types: list[DataType]) -> DataType | None:
     DataFusion, which coerced them alike, did not: a decimal meeting integers (sum(bigint)
     is numeric here), integers of several widths (date - date is integer here, bigint
     there), reals meeting doubles (real + 1 is double precision here, real there),
-    timestamps of several units (a computed timestamp is microseconds here), or
+    timestamps of several units (a computed timestamp is microseconds here),
     dates meeting timestamps (date + interval is a timestamp here and a date there; in
-    PostgreSQL a CASE or UNION of the two is a timestamp). None where they do not differ so."""
+    PostgreSQL a CASE or UNION of the two is a timestamp), or a timestamp with time zone
+    meeting one without or a date (date_trunc of a date is timestamptz here, timestamp
+    there; PostgreSQL resolves the mix to timestamptz, its preferred type). None where they
+    do not differ so."""
     known = [t for t in types if t.kind is not Kind.NULL]
     kinds = {t.kind for t in known}
     wider = integer_or_decimal_supertype(known)
@@ -223,8 +246,10 @@ def supertype(types: list[DataType]) -> DataType | None:
     if kinds == {Kind.FLOAT32, Kind.FLOAT64}:  # real + 1 is double here (real_results.py) and real there
         return FLOAT64
     units = {t.unit for t in known if t.kind is Kind.TIMESTAMP}
-    if units and kinds <= {Kind.DATE, Kind.TIMESTAMP} and (len(units) > 1 or Kind.DATE in kinds):
-        return timestamp(max(units, key=lambda u: TIMESTAMP_UNITS[u]))
+    zoned = any(is_zoned(t) for t in known)
+    mixed = zoned and any(not is_zoned(t) for t in known)
+    if units and kinds <= {Kind.DATE, Kind.TIMESTAMP} and (len(units) > 1 or Kind.DATE in kinds or mixed):
+        return timestamp(max(units, key=lambda u: TIMESTAMP_UNITS[u]), zoned)
     return None
 
 

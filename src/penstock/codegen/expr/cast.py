@@ -8,6 +8,7 @@ from penstock.codegen.expr import decimals
 from penstock.codegen.cpp_types import INT_LIMITS, SMALLTEXT, STRVIEW, per_second, scalar_type
 from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
+from penstock.plan import types as T
 from penstock.plan.expr import Cast
 from penstock.plan.types import DataType, Kind
 
@@ -19,6 +20,8 @@ def compile_cast(g: ExprGen, e: Cast) -> Val:
     src, dst = a.type, e.type
     if src == dst:
         return a
+    if T.same_values(src, dst):  # timestamp <-> timestamptz: one count of units from 1970 UTC
+        return Val(a.v, a.n, dst, a.cpp)
     if src.kind is Kind.NULL:
         return g.literal(None, dst)
     if dst.kind is Kind.STRING:
@@ -95,7 +98,7 @@ def to_text(g: ExprGen, a: Val) -> str:
     if src.kind is Kind.DATE:
         return f"xpu::date_text({a.v})"
     if src.kind is Kind.TIMESTAMP:
-        return f"xpu::timestamp_text({a.v}, {per_second(src)}LL)"
+        return f"xpu::timestamp_text({a.v}, {per_second(src)}LL{', true' if src.zoned else ''})"
     raise Unsupported(f"cast from {src} to text")
 
 
@@ -112,7 +115,8 @@ def from_text(g: ExprGen, a: Val, dst: DataType) -> str:
     if dst.kind is Kind.DATE:
         return f"(int32_t)xpu::parse_date({a.v}, {err})"
     if dst.kind is Kind.TIMESTAMP:
-        return f"xpu::parse_timestamp({a.v}, {per_second(dst)}LL, {err})"
+        parse = "parse_timestamptz" if dst.zoned else "parse_timestamp"  # a zone after the time read
+        return f"xpu::{parse}({a.v}, {per_second(dst)}LL, {err})"
     if dst.kind is Kind.BOOL:
         return f"xpu::parse_bool({a.v}, {err})"
     raise Unsupported(f"cast from text to {dst}")

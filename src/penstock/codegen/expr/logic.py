@@ -7,6 +7,7 @@ from penstock.codegen.cpp_types import STRVIEW, common_text_type, per_second, sc
 from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.errors import Unsupported
 from penstock.plan.expr import Call, Case, Cast, Expr, InList
+from penstock.plan import types as T
 from penstock.plan.types import BOOL, DataType, Kind
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -64,7 +65,7 @@ def comparison(g: ExprGen, a: Val, b: Val) -> str:
         sa = a.type.scale if ka is Kind.DECIMAL else 0
         sb = b.type.scale if kb is Kind.DECIMAL else 0
         return f"xpu::decimal_cmp((xpu::int128_t){x}, {sa}, (xpu::int128_t){y}, {sb})"
-    if {ka, kb} <= {Kind.DATE, Kind.TIMESTAMP} and a.type != b.type:  # exact, whatever the units
+    if {ka, kb} <= {Kind.DATE, Kind.TIMESTAMP} and not T.same_values(a.type, b.type):  # exact, whatever the units
         (x, sa), (y, sb) = _seconds(a), _seconds(b)
         return f"xpu::decimal_cmp({x}, {sa}, {y}, {sb})"
     if ka is not kb and {ka, kb} & {Kind.DATE, Kind.TIMESTAMP}:
@@ -82,7 +83,7 @@ def _seconds(v: Val) -> tuple[str, int]:
 def equality(g: ExprGen, a: Val, b: Val) -> str:
     if (a.type.kind, b.type.kind) in ((Kind.STRING, Kind.STRING), (Kind.BINARY, Kind.BINARY)):
         return f"xpu::str_eq({a.v}, {b.v})"
-    if a.type == b.type and not a.type.is_float and a.cpp == b.cpp:
+    if T.same_values(a.type, b.type) and not a.type.is_float and a.cpp == b.cpp:
         return f"(({a.v}) == ({b.v}))"
     return f"({comparison(g, a, b)} == 0)"
 
@@ -125,7 +126,7 @@ def assign(g: ExprGen, target: str, target_cpp: str, val: Val, result: DataType)
     """C++ expression converting `val` to the declared type of a CASE/COALESCE result."""
     if result.kind is not Kind.STRING:
         rescaled = Kind.DECIMAL in (val.type.kind, result.kind) or result.kind is Kind.TIMESTAMP
-        if val.type != result and rescaled and val.type.kind is not Kind.NULL:
+        if not T.same_values(val.type, result) and rescaled and val.type.kind is not Kind.NULL:
             from penstock.codegen.expr.cast import convert
 
             return convert(g, val, result)  # rescaled, and range-checked where it narrows

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from penstock.codegen.expr.logic import unwiden
 from penstock.codegen.interpret.program import Label, NotInterpretable, Op, Reg
 from penstock.plan.expr import Call, Case, Cast, Expr, InList
+from penstock.plan import types as T
 from penstock.plan.types import DataType, Kind
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def coalesce(exprs: ExprProgram, e: Call) -> Reg:
 def converted(exprs: ExprProgram, e: Expr, result: DataType) -> Reg:
     """expr.logic.assign: a CASE or COALESCE argument as the result's type."""
     t = e.type
-    if t == result or t.kind is Kind.NULL or (t.kind is Kind.STRING and result.kind is Kind.STRING):
+    if T.same_values(t, result) or t.kind is Kind.NULL or (t.kind is Kind.STRING and result.kind is Kind.STRING):
         return exprs.compile(e)
     if Kind.STRING in (t.kind, result.kind):
         raise NotInterpretable(f"{t} as {result}")

@@ -232,7 +232,7 @@ class ExprProgram:
             mode = 2
         elif ka is not kb and {ka, kb} & {Kind.DATE, Kind.TIMESTAMP}:
             raise NotInterpretable(f"comparison of {ta} with {tb}")
-        elif ta.kind is Kind.TIMESTAMP and ta != tb:
+        elif ta.kind is Kind.TIMESTAMP and not T.same_values(ta, tb):
             raise NotInterpretable("timestamps of different units")
         else:
             mode = 0
@@ -332,7 +332,7 @@ class ExprProgram:
     def cast(self, e: Cast) -> Reg:
         """expr.cast.compile_cast and convert, for numbers, and text literals as dates."""
         p, src, dst = self.program, e.arg.type, e.type
-        if src == dst:
+        if T.same_values(src, dst):  # timestamp <-> timestamptz too: the same count of units
             return self.compile(e.arg)
         if src.kind is Kind.NULL:
             return self.literal(None, dst)

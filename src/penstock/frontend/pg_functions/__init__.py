@@ -13,11 +13,11 @@ from __future__ import annotations
 from datafusion import SessionContext
 
 from penstock.frontend.pg_functions import (checked_arithmetic, math_functions, regex_functions, text_formatting,
-                                           text_output, timestamp_trunc)
+                                           text_output, time_zone_functions, timestamp_trunc)
 
 
 def register(ctx: SessionContext) -> None:
     """Every PostgreSQL function of this package in `ctx`."""
     for module in (checked_arithmetic, math_functions, regex_functions, text_formatting, text_output,
-                   timestamp_trunc):
+                   timestamp_trunc, time_zone_functions):
         module.register(ctx)

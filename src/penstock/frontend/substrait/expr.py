@@ -17,6 +17,7 @@ from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
 from penstock.frontend.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
+from penstock.frontend.substrait import zoned
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -70,12 +71,15 @@ class ExprTranslator:
             return self._like(args, case_insensitive=(name == "ilike"))
         if name == "decode":
             return _decoded(args)
+        special = zoned.translated(name, args)  # AT TIME ZONE, date_trunc's coalesce() (frontend/zoned_rewrites.py)
+        if special is not None:
+            return special
         if name == "arrow_cast" and declared is not None:  # a cast written so for its name (frontend/named_casts.py)
             return self._cast_to(args[0], declared)
         if name in ("date_part", "datepart", "extract"):
             return self._date_function("date_part", args, declared)
         if name == "date_trunc":
-            return self._date_function("date_trunc", args, declared)
+            return zoned.truncated(self._date_function("date_trunc", args, declared), f, self.functions)
         fn = F.SUBSTRAIT_NAMES.get(name)
         if fn is None:
             raise Unsupported(f"function {name}")
@@ -155,8 +159,9 @@ class ExprTranslator:
             raise Unsupported("interval arithmetic other than date/timestamp +- constant")
         if base.type.kind is Kind.DATE:
             result = T.DATE if integer_days(iv) else T.timestamp("us")
-        else:  # DataFusion's type, unless it thought the base a date (a date + interval below)
+        else:  # DataFusion's unit, unless it thought the base a date (a date + interval below); the base's zone
             result = declared if declared is not None and declared.kind is Kind.TIMESTAMP else base.type
+            result = T.timestamp(result.unit, base.type.zoned)
         if value is None:
             return Literal(result, None)
         assert isinstance(value, Interval)
@@ -261,7 +266,8 @@ def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
         except Unsupported:  # a call only DataFusion's type describes (timestamp - timestamp)
             return False
         if (declared.is_integer and ours.is_integer) or (declared.kind is Kind.DATE and ours.kind is Kind.TIMESTAMP) \
-                or (declared.kind is Kind.FLOAT32 and ours.kind is Kind.FLOAT64):
+                or (declared.kind is Kind.FLOAT32 and ours.kind is Kind.FLOAT64) \
+                or (declared.kind is Kind.TIMESTAMP and ours.kind is Kind.TIMESTAMP and declared.zoned != ours.zoned):
             return ours != declared
     if fn in KERNEL_FUNCTIONS and declared.kind is Kind.FLOAT32 and args and args[0].type.kind is Kind.FLOAT64:
         return True  # of a real call already made double (ceil(ceil(r))): double as well
@@ -348,9 +354,10 @@ def _microseconds(declared: DataType, args: list[Expr]) -> DataType:
     """DataFusion types computed timestamps (casts, date_trunc of a date, date + interval)
     in nanoseconds, which end in 1677 and 2262; PostgreSQL's timestamps are microseconds
     from 4713 BC, so a timestamp computed from anything but nanoseconds is microseconds."""
-    if declared != T.timestamp("ns") or any(a.type == declared and not _is_null(a) for a in args):
+    if declared.kind is not Kind.TIMESTAMP or declared.unit != "ns" or \
+            any(a.type.kind is Kind.TIMESTAMP and a.type.unit == "ns" and not _is_null(a) for a in args):
         return declared
-    return T.timestamp("us")
+    return T.timestamp("us", declared.zoned)
 
 
 def _constant_number(e: Expr) -> Decimal | None:

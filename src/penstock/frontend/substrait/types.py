@@ -27,11 +27,12 @@ def from_substrait_type(t: type_pb2.Type) -> DataType:
         return T.decimal(t.decimal.precision, t.decimal.scale)
     if kind == "timestamp":
         return T.timestamp("us")
-    if kind == "precision_timestamp":
-        unit = _PRECISION_UNITS.get(t.precision_timestamp.precision)
+    if kind in ("precision_timestamp", "precision_timestamp_tz"):  # the zone is not carried: UTC
+        precision = getattr(t, kind).precision
+        unit = _PRECISION_UNITS.get(precision)
         if unit is None:
-            raise Unsupported(f"timestamp precision {t.precision_timestamp.precision}")
-        return T.timestamp(unit)
+            raise Unsupported(f"timestamp precision {precision}")
+        return T.timestamp(unit, zoned=kind.endswith("_tz"))
     if kind == "fixed_binary":
         return T.binary(t.fixed_binary.length)
     if kind == "binary":
@@ -70,11 +71,12 @@ def literal_value(lit: algebra_pb2.Expression.Literal) -> tuple[Any, DataType]:
         return raw, T.decimal(lit.decimal.precision, lit.decimal.scale)
     if kind == "timestamp":
         return int(lit.timestamp), T.timestamp("us")
-    if kind == "precision_timestamp":
-        unit = _PRECISION_UNITS.get(lit.precision_timestamp.precision)
+    if kind in ("precision_timestamp", "precision_timestamp_tz"):
+        stamp = getattr(lit, kind)
+        unit = _PRECISION_UNITS.get(stamp.precision)
         if unit is None:
             raise Unsupported("timestamp literal precision")
-        return int(lit.precision_timestamp.value), T.timestamp(unit)
+        return int(stamp.value), T.timestamp(unit, zoned=kind.endswith("_tz"))
     if kind == "interval_day_to_second":
         iv = lit.interval_day_to_second
         precision = iv.precision or 6

@@ -31,7 +31,7 @@ _PLACEHOLDER = re.compile(r"\$(\d+)")
 _UTC_SUFFIX = re.compile(r"^(\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)?)\s*[+-]00(?::?00)?$")
 _SQL_TYPES = {"int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "REAL", "float8": "DOUBLE",
               "numeric": "DECIMAL(38,10)", "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP",
-              "timestamptz": "TIMESTAMP", "text": "VARCHAR", "varchar": "VARCHAR", "bpchar": "VARCHAR",
+              "timestamptz": "TIMESTAMPTZ", "text": "VARCHAR", "varchar": "VARCHAR", "bpchar": "VARCHAR",
               "name": "VARCHAR", "bytea": "BYTEA", "oid": "BIGINT", "char": "VARCHAR"}
 
 
@@ -72,8 +72,10 @@ def literal(value: Any, oid: int = 0) -> str:
         scale = max(-exponent, 0)
         precision = min(max(len(digits) + max(exponent, 0), scale + 1, 1), 38)
         return f"CAST('{value}' AS DECIMAL({precision},{min(scale, precision)}))"
-    if isinstance(value, datetime.datetime):
-        return f"TIMESTAMP '{value.replace(tzinfo=None).isoformat(sep=' ')}'"
+    if isinstance(value, datetime.datetime):  # a timestamptz as its time in UTC, the session's zone
+        zoned = value.tzinfo is not None or (BY_OID.get(oid) is not None and BY_OID[oid].name == "timestamptz")
+        value = value.astimezone(datetime.timezone.utc) if value.tzinfo is not None else value
+        return f"{'TIMESTAMPTZ' if zoned else 'TIMESTAMP'} '{value.replace(tzinfo=None).isoformat(sep=' ')}'"
     if isinstance(value, datetime.date):
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, (bytes, bytearray, memoryview)):
