@@ -11,6 +11,12 @@ a statement so written only after DataFusion refused it for a duplicate name
 Rewritten: `CAST(expr AS type)` and `operand::type`, where the operand of `::` is a name (`t.k`),
 a literal, or a parenthesised expression or call. A type DataFusion's `arrow_cast` cannot name
 exactly as the cast would (checked by planning both) leaves its cast as written.
+
+Every statement: an avg() whose whole argument is a cast to double precision (`avg(x::float8)`)
+has it written as `arrow_cast` (float_averages). DataFusion casts an integer or numeric
+argument of avg to double itself, and the translator looks through that cast to average the
+exact values as numeric, PostgreSQL's avg(integer); a cast the statement writes asks for
+PostgreSQL's avg(float8), double precision, and under its own name stays one.
 """
 
 from __future__ import annotations
@@ -19,11 +25,48 @@ from typing import Callable
 
 import pyarrow as pa
 
-from penstock.frontend.sql_tokens import Token, cast_call, closing, following, tokens
+from penstock.frontend.sql_tokens import Token, call_parentheses, cast_call, closing, following, tokens
 
 DUPLICATE_NAME = "duplicate unqualified field name"
 # words that continue a type's name after `::` (double precision, timestamp with time zone)
 TYPE_WORDS = {"precision", "varying", "with", "without", "time", "zone"}
+
+
+FLOAT8_NAMES = {"float8", "float", "double precision", "double"}
+
+
+def float_averages(sql: str) -> str:
+    """`sql` with each avg() whose whole argument is a cast to double precision written
+    `avg(arrow_cast(x, 'Float64'))` (see the module's docstring)."""
+    toks = tokens(sql)
+    edits: list[tuple[int, int, str]] = []  # (first token, token after, replacement)
+    for i, t in enumerate(toks):
+        if t.kind != "word" or t.low != "avg" or (edits and i < edits[-1][1]):
+            continue
+        parens = call_parentheses(toks, i)
+        if parens is None:
+            continue
+        start, close_at = following(toks, parens[0] + 1), parens[1]
+        if start < close_at and toks[start].low in ("distinct", "all"):
+            start = following(toks, start + 1)
+        argument = "".join(x.text for x in toks[start:close_at]).strip()
+        rewritten = casts_as_arrow_cast(argument, _float8)
+        if rewritten is not None and _one_call(rewritten):
+            edits.append((start, close_at, rewritten))
+    for start, end, text in reversed(edits):
+        toks[start:end] = [Token("word", text)]
+    return "".join(x.text for x in toks) if edits else sql
+
+
+def _float8(sql_type: str) -> str | None:
+    return "Float64" if " ".join(sql_type.lower().split()) in FLOAT8_NAMES else None
+
+
+def _one_call(text: str) -> bool:
+    """Whether `text` is one arrow_cast(...) call and nothing else."""
+    toks = [t for t in tokens(text) if t.kind not in ("ws", "comment")]
+    return len(toks) > 2 and toks[0].low == "arrow_cast" and toks[1].text == "(" and \
+        closing(toks, 1) == len(toks) - 1
 
 
 def refused_for_a_duplicate_name(error: Exception) -> bool:

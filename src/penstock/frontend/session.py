@@ -38,7 +38,7 @@ from penstock.frontend.named_windows import inline_named_windows
 from penstock.frontend.ranking_types import ranking_as_postgresql_types
 from penstock.frontend.set_operation_types import coerced_schemas, common_set_types
 from penstock.frontend.set_returning import set_returning_in_select_lists
-from penstock.frontend.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
+from penstock.frontend.named_casts import casts_as_arrow_cast, float_averages, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.pg_functions.math_functions import typed_calls
 from penstock.frontend.pg_functions.pg_error import marked as marked_error
@@ -350,12 +350,13 @@ def rewritten_sql(sql: str) -> str:
 # In this order: U&'' strings decoded; AT TIME ZONE and date_trunc's argument kept for timestamptz (zoned_rewrites.py); named windows written out; EXCLUDE NO OTHERS dropped (others refused); PostgreSQL's functions given their typed forms
 # (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
 # functions of select lists unnested; EXTRACT numeric and date_part double precision; casts
-# to varchar(n) cut to n characters; long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
+# to varchar(n) cut to n characters; avg(x::float8)'s own cast named (named_casts.py); long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
 # the bytea functions' arguments cast to bytea; numeric functions given their argument's
 # type (pg_functions/math_functions.py).
 REWRITES: tuple[Callable[[str], str], ...] = (
     unicode_strings, zoned_rewrites, inline_named_windows, frame_exclusions, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
-    varchar_lengths, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments, typed_calls)
+    varchar_lengths, float_averages, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments,
+    typed_calls)
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

@@ -103,12 +103,15 @@ def test_postgresql_scale_of_a_quotient(numerator: str, denominator: str, quotie
 
 def test_avg_of_integers_and_numerics_is_numeric() -> None:
     """PostgreSQL's avg(smallint | integer | bigint | numeric) is numeric, a typed NULL's too;
-    avg(float8) stays double precision."""
+    avg(float8) stays double precision, an integer the statement casts to float8 included
+    (frontend/named_casts.float_averages)."""
     db = penstock.connect(device="cpu")
     db.register_arrow("v", pa.table({"i2": pa.array([1, 2, 2], pa.int16()), "i8": pa.array([1, 2, 2], pa.int64()),
                                      "f": pa.array([1.0, 2.0, 2.0])}))
     result = db.sql("SELECT avg(i2) AS a, avg(i8) AS b, avg(CAST(NULL AS INTEGER)) AS c, avg(f) AS d, "
-                    "avg(i2) * 3 AS e FROM v").to_arrow()
-    assert [pa.types.is_decimal(f.type) for f in result.schema] == [True, True, True, False, True]
+                    "avg(i2) * 3 AS e, avg(i2::float8) AS g, avg(CAST(i8 AS double precision)) AS h FROM v").to_arrow()
+    assert [pa.types.is_decimal(f.type) for f in result.schema] == [True, True, True, False, True, False, False]
     assert result.to_pylist() == [{"a": Decimal("1.6666666666666667"), "b": Decimal("1.6666666666666667"),
-                                   "c": None, "d": 5 / 3, "e": Decimal("5.0000000000000001")}]
+                                   "c": None, "d": 5 / 3, "e": Decimal("5.0000000000000001"), "g": 5 / 3, "h": 5 / 3}]
+    window = db.sql("SELECT avg(i8::float8) OVER () AS w FROM v").to_arrow()  # on the fallback engine
+    assert window.schema.field("w").type == pa.float64() and window.column("w").to_pylist() == [5 / 3] * 3

@@ -191,7 +191,8 @@ class RelTranslator:
             arg = Case(arg.type, ((cond, arg),), None)
         declared = from_substrait_type(f.output_type) if f.HasField("output_type") else None
         if fn == "avg" and isinstance(arg, Cast) and arg.type.is_float and (
-                arg.arg.type.is_integer or arg.arg.type.kind is Kind.DECIMAL):
+                arg.arg.type.is_integer or arg.arg.type.kind is Kind.DECIMAL) and \
+                f.arguments[0].value.WhichOneof("rex_type") == "cast":  # (the statement's own: arrow_cast)
             arg = arg.arg  # DataFusion's coercion: PostgreSQL averages the exact values (128-bit sums)
         elif fn == "avg" and isinstance(arg, Literal) and arg.value is None and arg.type.is_float and \
                 f.arguments[0].value.WhichOneof("rex_type") == "cast":
