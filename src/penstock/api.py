@@ -24,11 +24,11 @@ from penstock.exec.metrics import QueryMetrics
 from penstock.exec.spill.off_device import SpillLimits
 from penstock.explain import explain_request, explain_text
 from penstock.frontend import table_functions
-from penstock.frontend.clock import reads_clock
+from penstock.frontend.rewrites.clock import reads_clock
 from penstock.frontend.param_slots import runtime_values, shape
 from penstock.frontend.session import Frontend, fold_identifier
 from penstock.frontend.table_access import check_reads, reading_as  # noqa: F401 - the server's way in
-from penstock.frontend.sql_errors import translate_error
+from penstock.frontend.errors.sql_errors import translate_error
 from penstock.io import TableReader, open_table
 from penstock.io.column_cache import cache_of, table_key
 from penstock.io.parquet.device.scan import PARQUET_DECODE

@@ -9,8 +9,8 @@ from typing import Callable
 from penstock.device.base import Backend
 from penstock.errors import PenstockError, Unsupported
 from penstock.exec.compiled_plan import CompiledPlan, compile_plan
-from penstock.frontend.fallback_repair import for_the_fallback
-from penstock.frontend.frame_exclusion import range_offsets
+from penstock.frontend.fallback.fallback_repair import for_the_fallback
+from penstock.frontend.rewrites.frame_exclusion import range_offsets
 from penstock.frontend.session import PlannedQuery
 from penstock.plan.physical import PhysicalPlan
 from penstock.plan.planner import PhysicalPlanner
@@ -45,7 +45,7 @@ def compile_planned(planned: PlannedQuery, backend: Backend, row_count: Callable
         prepared.physical = prepared.compiled = None
     if prepared.compiled is None and planned.ir is not None and planned.substrait is not None:
         # translated but not compiled, it falls back: what DataFusion would answer otherwise
-        # than PostgreSQL is repaired, or refused (frontend/fallback_repair.py)
+        # than PostgreSQL is repaired, or refused (frontend/fallback/fallback_repair.py)
         planned.hazard, planned.repaired = for_the_fallback(planned.substrait, bool(planned.markers),
                                                             range_offsets(planned.attempt))
     return prepared

@@ -81,7 +81,7 @@ def test_an_invariant_error_is_raised_only_where_a_row_reaches_it(device: str) -
         db.sql(reached).to_arrow()
     assert raised.value.sqlstate == "22012"
     # a bad date constant is refused whether a row reaches it or not, as PostgreSQL reads
-    # constants when it parses the statement (frontend/input_constants.py)
+    # constants when it parses the statement (frontend/constants/input_constants.py)
     for bound in (5000, 500):
         with pytest.raises(QueryError) as raised:
             db.sql(f"SELECT count(*) FROM t WHERE x > {bound} AND d > CAST('not a date' AS DATE)").to_arrow()

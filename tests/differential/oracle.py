@@ -395,7 +395,7 @@ def check_on_fallback(db: Connection, duck: Any, q: Q) -> None:
     fallback check refuses the query (then no other answer can reach a user)."""
     import pyarrow as pa
 
-    from penstock.frontend.fallback_check import fallback_hazard
+    from penstock.frontend.fallback.fallback_check import fallback_hazard
 
     try:
         prepared = db.prepare(q.sql, list(q.params) if q.params else None)

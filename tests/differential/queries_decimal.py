@@ -37,7 +37,7 @@ QUERIES: list[Q] = [
     Q("dec_filter_mixed_scales", "SELECT id FROM dec WHERE d38 < d20 OR d9 >= d38z ORDER BY id",
       note="exact comparison across scales and widths"),
     Q("dec_filter_float", "SELECT id FROM dec WHERE abs(d38) < 1e15 ORDER BY id",
-      note="1e15 is numeric, as in PostgreSQL (frontend/literals.py): compared exactly on both engines"),
+      note="1e15 is numeric, as in PostgreSQL (frontend/constants/literals.py): compared exactly on both engines"),
     Q("dec_filter_double", "SELECT id FROM dec WHERE abs(d38) < CAST(1e15 AS DOUBLE PRECISION) ORDER BY id",
       note="DataFusion compares as decimal(38,15), which cannot hold the large values: compared exactly",
       fallback_error="22003"),

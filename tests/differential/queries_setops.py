@@ -42,7 +42,7 @@ QUERIES: list[Q] = [
     Q("except_multi_col_nulls", "SELECT k, sd FROM wide EXCEPT SELECT k, sd FROM wide WHERE id % 2 = 0"),
     Q("intersect_dates_decimals", "SELECT dt, d12 FROM wide INTERSECT SELECT dt, d12 FROM wide WHERE id < 2000"),
     Q("intersect_widens", "SELECT i16 AS v FROM wide INTERSECT SELECT i64 FROM wide WHERE id < 2000",
-      note="bigint, the common type, not the left side's smallint (frontend/set_operation_types.py)"),
+      note="bigint, the common type, not the left side's smallint (frontend/rewrites/set_operation_types.py)"),
     Q("except_null_left", "SELECT NULL AS v EXCEPT SELECT i16 FROM wide", note="NULL takes smallint from the right"),
     Q("except_numeric_beside_integer", "SELECT i32 AS v FROM wide WHERE id < 100 EXCEPT SELECT d12 FROM wide",
       note="numeric: the integers cast to it on the left"),

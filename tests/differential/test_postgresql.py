@@ -23,7 +23,7 @@ from .postgresql import TABLES, Postgres, as_penstock_reads, loaded_postgres
 from .test_queries import load_corpus
 
 EXTRACT_EPOCH = ("EXTRACT(EPOCH ...) is numeric in PostgreSQL 14+ (six fraction digits for a timestamp, none for a "
-                 "date); penstock's is double precision (frontend/extract_types.py leaves it)")
+                 "date); penstock's is double precision (frontend/rewrites/extract_types.py leaves it)")
 NARROW_QUOTIENT = ("a quotient of a 38-digit numeric: PostgreSQL's has 16 to 20 fraction digits (select_div_scale); "
                    "penstock's decimal128 must keep room for the integer part, and rounds at the operands' scale")
 WIDE_NUMERIC = ("PostgreSQL's numeric has no 38-digit limit and answers; penstock's decimal128 raises 22003 "

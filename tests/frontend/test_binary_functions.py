@@ -46,7 +46,7 @@ def test_fallback_length_mismatch_is_22026() -> None:
     table = pa.table({"sig": pa.array([b"\x01\x02"], pa.binary(2))})
     frontend = Frontend()
     frontend.fallback_ctx.register_record_batches("t", [table.to_batches()])
-    from penstock.frontend.sql_errors import translate_error
+    from penstock.frontend.errors.sql_errors import translate_error
 
     sql = "SELECT hamming_distance(CAST((sig) AS BYTEA), CAST((decode('01', 'hex')) AS BYTEA)) FROM t"
     with pytest.raises(Exception) as raised:

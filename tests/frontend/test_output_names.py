@@ -1,4 +1,4 @@
-"""Output column names (frontend/output_names.py) and now() (frontend/clock.py), with a real
+"""Output column names (frontend/output_names.py) and now() (frontend/rewrites/clock.py), with a real
 PostgreSQL server as the oracle for the names: each statement runs on both, and penstock's
 result columns must be named as PostgreSQL's cursor describes them, duplicates included."""
 
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import penstock
-from penstock.frontend.clock import pin_clock
+from penstock.frontend.rewrites.clock import pin_clock
 from server.pg_cluster import connected_cluster
 
 if TYPE_CHECKING:  # the GPU machine collects this module without psycopg (its tests need PostgreSQL)

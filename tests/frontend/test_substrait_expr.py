@@ -72,7 +72,7 @@ REALS = pa.table({"r": pa.array([1.5, None], pa.float32()), "i": pa.array([2, 3]
     ("SELECT r + r, -r, abs(r), r * r, r + 1::real FROM x", [T.FLOAT32] * 5),
 ])
 def test_real_beside_a_number_is_double_precision(sql: str, types: list[T.DataType]) -> None:
-    """As PostgreSQL resolves real + integer to float8's operator (frontend/real_results.py)."""
+    """As PostgreSQL resolves real + integer to float8's operator (frontend/result_types/real_results.py)."""
     f = Frontend()
     f.register_table("x", REALS)
     assert output_types(f, sql) == types

@@ -16,8 +16,8 @@ import pytest
 
 import penstock
 from penstock import QueryError, Unsupported
-from penstock.frontend.time_zones import arrow_zone
-from penstock.frontend.zoned_rewrites import zoned_rewrites
+from penstock.frontend.constants.time_zones import arrow_zone
+from penstock.frontend.rewrites.zoned_rewrites import zoned_rewrites
 from penstock.plan import types as T
 from server.pg_cluster import connected_cluster
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from penstock.frontend.sql_tokens import Token, cast_call, closing, following, tokens
-from penstock.frontend.zoned_rewrites import at_time_zone_item
+from penstock.frontend.rewrites.zoned_rewrites import at_time_zone_item
 
 PRIVATE = "__penstock_column_"
 

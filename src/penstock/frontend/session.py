@@ -20,39 +20,39 @@ from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, QueryError, Unsupported
 from penstock.frontend import binary_functions, pg_functions
-from penstock.frontend.bytea_literals import bytea_literals
-from penstock.frontend.call_types import listed_argument_types, postgresql_call_types
-from penstock.frontend.clock import pin_clock
-from penstock.frontend.function_errors import planner_over
-from penstock.frontend.pg_rules import check_before_planning, check_planned
-from penstock.frontend.real_sums import real_sums
-from penstock.frontend.frame_exclusion import frame_exclusions, range_offsets
-from penstock.frontend.date_results import described_schema
-from penstock.frontend.fallback_check import walk
-from penstock.frontend.fallback_repair import for_the_fallback, repaired
-from penstock.frontend.literals import check_float_constants, numeric_literals
+from penstock.frontend.constants.bytea_literals import bytea_literals
+from penstock.frontend.rewrites.call_types import listed_argument_types, postgresql_call_types
+from penstock.frontend.rewrites.clock import pin_clock
+from penstock.frontend.errors.function_errors import planner_over
+from penstock.frontend.errors.pg_rules import check_before_planning, check_planned
+from penstock.frontend.result_types.real_sums import real_sums
+from penstock.frontend.rewrites.frame_exclusion import frame_exclusions, range_offsets
+from penstock.frontend.result_types.date_results import described_schema
+from penstock.frontend.fallback.fallback_check import walk
+from penstock.frontend.fallback.fallback_repair import for_the_fallback, repaired
+from penstock.frontend.constants.literals import check_float_constants, numeric_literals
 from penstock.frontend.logical_plan_reads import null_aware_flags, refuse_multiset_set_operations
-from penstock.frontend.extract_types import extract_as_numeric
-from penstock.frontend.join_using import merged_join_columns
-from penstock.frontend.named_windows import inline_named_windows
-from penstock.frontend.ranking_types import ranking_as_postgresql_types
-from penstock.frontend.set_operation_types import coerced_schemas, common_set_types
-from penstock.frontend.set_returning import set_returning_in_select_lists
-from penstock.frontend.named_casts import casts_as_arrow_cast, float_averages, refused_for_a_duplicate_name, type_names
+from penstock.frontend.rewrites.extract_types import extract_as_numeric
+from penstock.frontend.rewrites.join_using import merged_join_columns
+from penstock.frontend.rewrites.named_windows import inline_named_windows
+from penstock.frontend.result_types.ranking_types import ranking_as_postgresql_types
+from penstock.frontend.rewrites.set_operation_types import coerced_schemas, common_set_types
+from penstock.frontend.rewrites.set_returning import set_returning_in_select_lists
+from penstock.frontend.rewrites.named_casts import casts_as_arrow_cast, float_averages, refused_for_a_duplicate_name, type_names
 from penstock.frontend.output_names import name_select_list
 from penstock.frontend.pg_functions.math_functions import typed_calls
 from penstock.frontend.pg_functions.pg_error import marked as marked_error
 from penstock.frontend.pg_functions.sql_rewrite import rewrite as pg_rewrite
 from penstock.frontend.param_slots import slot_params
-from penstock.frontend.sql_errors import translate_error
+from penstock.frontend.errors.sql_errors import translate_error
 from penstock.frontend.substrait.rel import RelTranslator
-from penstock.frontend.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_CONSTANTS, SUBSTRAIT_DEPTH,
+from penstock.frontend.rewrites.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_CONSTANTS, SUBSTRAIT_DEPTH,
                                                balance_chains, check_depth, constants)
 from penstock.frontend.table_access import scanned_tables
-from penstock.frontend.unicode_strings import unicode_strings
-from penstock.frontend.varchar_casts import varchar_lengths
-from penstock.frontend.zoned_rewrites import zoned_rewrites
-from penstock.frontend.unknown_literals import planned_types, resolve_unknown_literals
+from penstock.frontend.constants.unicode_strings import unicode_strings
+from penstock.frontend.rewrites.varchar_casts import varchar_lengths
+from penstock.frontend.rewrites.zoned_rewrites import zoned_rewrites
+from penstock.frontend.constants.unknown_literals import planned_types, resolve_unknown_literals
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
 
@@ -96,7 +96,7 @@ class Frontend:
         self.ctx.remove_optimizer_rule("eliminate_group_by_constant")
         # It hoists a repeated expression into a projection below, constants too: two
         # round(x, 2) became round(x, __common_expr_1), a precision penstock cannot compile
-        # (integer constants are CAST(2 AS INTEGER), frontend/integer_literals.py). The
+        # (integer constants are CAST(2 AS INTEGER), frontend/constants/integer_literals.py). The
         # kernels fuse each pipeline's expressions; a repeated one costs them nothing.
         self.ctx.remove_optimizer_rule("common_sub_expression_eliminate")
         # What a query penstock's kernels cannot run is run by: DataFusion with every rule
@@ -255,14 +255,14 @@ class Frontend:
 
     def columns_of(self, query: str) -> list[str] | None:
         """The column names of a query (`SELECT * FROM <one FROM item>`), or None where
-        DataFusion cannot plan it on its own (frontend/join_using.py)."""
+        DataFusion cannot plan it on its own (frontend/rewrites/join_using.py)."""
         try:
             return list(_sql(self.ctx, rewritten_sql(query), None).schema().names)
         except Exception:  # noqa: BLE001 - a correlated or otherwise dependent item: left as written
             return None
 
     def cast_type_names(self, sql_type: str) -> str | None:
-        """arrow_cast's name for a SQL type (frontend/named_casts.py), as DataFusion plans it."""
+        """arrow_cast's name for a SQL type (frontend/rewrites/named_casts.py), as DataFusion plans it."""
         if self._cast_names is None:
             self._cast_names = type_names(lambda t: self._planned_type(f"CAST(NULL AS {t})"),
                                           lambda name: self._planned_type(f"arrow_cast(NULL, '{name}')"))

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
 from penstock.explain import explain_request
-from penstock.frontend.statement_shape import check_depth
+from penstock.frontend.rewrites.statement_shape import check_depth
 from penstock.server.emulation import pg_catalog
 from penstock.server.access.privileges import Role, parse_grant
 from penstock.server.database import Database
@@ -130,7 +130,7 @@ def is_query(sql: str) -> bool:
 
 def require_query(sql: str, where: str) -> str:
     """`sql` when it is a query (not nested past the limits: 54001 before any rewrite
-    walks it, frontend/statement_shape.py); else the syntax error PostgreSQL gives for a
+    walks it, frontend/rewrites/statement_shape.py); else the syntax error PostgreSQL gives for a
     statement that is not one (EXPLAIN DROP ..., COPY (CREATE ...) TO STDOUT, DECLARE c
     CURSOR FOR SET ...)."""
     if is_query(sql):

@@ -4,7 +4,7 @@ DataFusion wraps integer +, -, * and negation on overflow (2147483647 + 1 is -21
 divides a float by zero into Infinity and truncates a double cast to an integer type; for
 each PostgreSQL raises 22003 or 22012, or rounds to the nearest even integer. A plan that
 falls back to DataFusion has such calls replaced by the functions here
-(frontend/fallback_repair.py rewrites its Substrait form), so the fallback answers as
+(frontend/fallback/fallback_repair.py rewrites its Substrait form), so the fallback answers as
 PostgreSQL does instead of being refused.
 
 Each function has one signature (a Python UDF takes exactly one): one per operation and

@@ -12,7 +12,7 @@ signature, so:
 - trim_scale would have to give each value its own scale; an Arrow decimal column has one,
   so it raises 0A000 rather than print another scale.
 - pg_numeric_avg is no PostgreSQL function but its avg() of integers and numerics (sum /
-  count in numeric division) for a plan DataFusion runs: frontend/fallback_repair.py writes
+  count in numeric division) for a plan DataFusion runs: frontend/fallback/fallback_repair.py writes
   avg(x) there, over a window too, as the division of an exact sum(x) by count(x).
 """
 

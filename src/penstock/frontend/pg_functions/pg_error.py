@@ -2,7 +2,7 @@
 
 An exception raised in a Python UDF reaches penstock as DataFusion's text (`PyErr { ...
 ValueError('...') }`), at planning (constant folding) or while the fallback runs. The
-message carries its SQLSTATE between markers; frontend/sql_errors.py finds the marker first
+message carries its SQLSTATE between markers; frontend/errors/sql_errors.py finds the marker first
 and raises the QueryError with that SQLSTATE and message, whatever DataFusion wrapped it in.
 """
 

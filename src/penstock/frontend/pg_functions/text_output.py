@@ -4,7 +4,7 @@ A float cast to text on DataFusion is Rust's shortest form ('1e20', '1.0' where 
 writes '1e+20', '1'), a timestamp is ISO 8601 with a 'T'; the server writes result values in
 PostgreSQL's text format too. Both use these functions, so a value reads the same whichever
 way it leaves. The UDFs here replace such casts in plans DataFusion runs
-(frontend/fallback_repair.py).
+(frontend/fallback/fallback_repair.py).
 """
 
 from __future__ import annotations

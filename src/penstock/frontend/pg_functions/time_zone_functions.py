@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from datafusion import SessionContext, udf
 
-from penstock.frontend.time_zones import local_offset, offset_seconds
+from penstock.frontend.constants.time_zones import local_offset, offset_seconds
 
 TIMESTAMP_AT_ZONE = "pg_timestamp_at_zone"  # timestamp AT TIME ZONE z: timestamptz
 TIMESTAMPTZ_AT_ZONE = "pg_timestamptz_at_zone"  # timestamptz AT TIME ZONE z: timestamp

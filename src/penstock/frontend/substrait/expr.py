@@ -16,7 +16,7 @@ import numpy as np
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
+from penstock.frontend.result_types.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
 from penstock.frontend.substrait import zoned
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
@@ -71,10 +71,10 @@ class ExprTranslator:
             return self._like(args, case_insensitive=(name == "ilike"))
         if name == "decode":
             return _decoded(args)
-        special = zoned.translated(name, args)  # AT TIME ZONE, date_trunc's coalesce() (frontend/zoned_rewrites.py)
+        special = zoned.translated(name, args)  # AT TIME ZONE, date_trunc's coalesce() (frontend/rewrites/zoned_rewrites.py)
         if special is not None:
             return special
-        if name == "arrow_cast" and declared is not None:  # a cast written so for its name (frontend/named_casts.py)
+        if name == "arrow_cast" and declared is not None:  # a cast written so for its name (frontend/rewrites/named_casts.py)
             return self._cast_to(args[0], declared)
         if name in ("date_part", "datepart", "extract"):
             return self._date_function("date_part", args, declared)
@@ -224,7 +224,7 @@ class ExprTranslator:
 
 def _decoded(args: list[Expr]) -> Expr:
     """decode(constant, 'hex' | 'base64'), how bytea constants and parameters reach the plan
-    (frontend/bytea_literals.py), as the bytes it stands for."""
+    (frontend/constants/bytea_literals.py), as the bytes it stands for."""
     import base64
     import binascii
 

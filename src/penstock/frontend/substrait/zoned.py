@@ -20,7 +20,7 @@ from dataclasses import replace
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
-from penstock.frontend.time_zones import offset_seconds
+from penstock.frontend.constants.time_zones import offset_seconds
 from penstock.plan import types as T
 from penstock.plan.expr import Call, Cast, Expr, Literal
 from penstock.plan.types import Kind
@@ -40,7 +40,7 @@ def translated(name: str, args: list[Expr]) -> Expr | None:
 
 def at_zone(args: list[Expr]) -> str | None:
     """The zone of an arrow_cast call that is zoned_rewrites.py's AT TIME ZONE, else None
-    (an arrow_cast frontend/named_casts.py wrote for CAST(x AS timestamptz) names the session's)."""
+    (an arrow_cast frontend/rewrites/named_casts.py wrote for CAST(x AS timestamptz) names the session's)."""
     if len(args) != 2 or not isinstance(args[1], Literal) or not isinstance(args[1].value, str):
         return None
     m = _ZONE.fullmatch(args[1].value)

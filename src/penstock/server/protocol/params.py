@@ -57,7 +57,7 @@ def literal(value: Any, oid: int = 0) -> str:
             return f"CAST({value} AS {_SQL_TYPES[t.name]})" if value >= 0 else f"CAST(({value}) AS {_SQL_TYPES[t.name]})"
         return str(value) if value >= 0 else f"({value})"
     if isinstance(value, float):
-        # an exponent keeps it a double constant (frontend/literals.py), parsed exactly
+        # an exponent keeps it a double constant (frontend/constants/literals.py), parsed exactly
         sql_type = "REAL" if BY_OID.get(oid) is BY_OID[700] else "DOUBLE"
         if math.isnan(value) or math.isinf(value):
             text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")

@@ -26,7 +26,7 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
      lambda m: (" NOT" if m.group(1) else "") + (" ILIKE " if m.group(2) else " LIKE ")),
     # postgres_fdw: constants compared with varchar/char columns are cast ::character varying or
     # ::bpchar, types DataFusion does not know; strings compare by bytes either way. A length
-    # stays (::varchar(n) cuts to n characters: frontend/varchar_casts.py)
+    # stays (::varchar(n) cuts to n characters: frontend/rewrites/varchar_casts.py)
     (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:character\s+varying|varchar)\s*(\(\s*\d+\s*\))(?!\s*\[)", re.I),
      lambda m: "::varchar" + m.group(1)),
     (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:(?:character\s+varying|varchar)\b(?!\s*\()"

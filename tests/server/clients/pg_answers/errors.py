@@ -4,7 +4,7 @@ Each case is one statement over table `t` (columns i int4, f float8, k int8, r r
 test_postgresql_answers.py) or over none; psql must print the same for penstock as for
 PostgreSQL. A statement whose rows may come in any order has an ORDER BY. json and jsonb,
 which penstock refuses (0A000) where PostgreSQL answers, are tested in
-tests/frontend/test_pg_rules.py."""
+tests/frontend/errors/test_pg_rules.py."""
 
 CASES: list[str] = [
     "SELECT nosuch_function(k) FROM t",

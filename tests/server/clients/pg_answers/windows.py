@@ -30,6 +30,6 @@ CASES: list[str] = [
     "SELECT sum(k) OVER (w ORDER BY i) FROM t WINDOW w AS (ORDER BY k)",
     "SELECT sum(k) OVER (w ORDER BY i) FROM t WINDOW w AS (ROWS UNBOUNDED PRECEDING)",
     # a frame's exclusion: NO OTHERS is the default (the others are refused with 0A000:
-    # tests/frontend/test_frame_exclusion.py)
+    # tests/frontend/rewrites/test_frame_exclusion.py)
     "SELECT k, sum(k) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE NO OTHERS) FROM t ORDER BY k",
 ]
