@@ -47,6 +47,10 @@ STATEMENTS = [
     # a GROUP BY key that overflows: the key DataFusion runs is the repaired one, not its own copy
     "SELECT i * 2 AS a, count(*) OVER () AS r FROM t GROUP BY 1",
     "SELECT i * 2 AS a, count(*) OVER () AS r FROM t WHERE i < 100 GROUP BY 1 ORDER BY a",
+    # LIKE ... ESCAPE 'c': DataFusion runs only a backslash escape (like_escapes.py)
+    "SELECT v, v LIKE 'a#%b' ESCAPE '#' AS m, v ILIKE 'A#_B' ESCAPE '#' AS k, v LIKE 'a\\b' ESCAPE '#' AS e, "
+    "row_number() OVER (ORDER BY v) AS n FROM (VALUES ('a%b'), ('a_b'), ('a#b'), ('a\\b')) x(v) ORDER BY v",
+    "SELECT v LIKE 'a\\%' AS m, row_number() OVER (ORDER BY v) AS n FROM (VALUES ('a%'), ('a%b')) x(v) ORDER BY v",
     # float division by zero
     "SELECT x / (x - 0.5::float8) AS a, rank() OVER (ORDER BY x) AS n FROM t ORDER BY n",
     "SELECT x / (x - 2.5::float8) AS a, rank() OVER (ORDER BY x) AS n FROM t WHERE x < 0 ORDER BY n",

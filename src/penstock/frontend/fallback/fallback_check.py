@@ -287,6 +287,10 @@ class _Walker:
                 values[0].literal.string.lower() in _FRACTIONAL_PARTS:
             self.flag(f"{_RUNS} drops the fraction of EXTRACT({values[0].literal.string.upper()} ...) "
                       "that PostgreSQL keeps")
+        elif name in ("like", "ilike") and len(values) == 3 and not (  # (no ESCAPE: a NULL, the backslash)
+                values[2].WhichOneof("rex_type") == "literal" and (values[2].literal.HasField("null")
+                                                                   or values[2].literal.string == "\\")):
+            self.flag(f"{_RUNS} LIKE with an ESCAPE other than a backslash only for a constant pattern")
 
     def check_sum(self, arg: Type, e: algebra_pb2.Expression, inputs: list[Type]) -> None:
         kind = arg.WhichOneof("kind") if arg is not None else None

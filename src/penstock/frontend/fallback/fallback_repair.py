@@ -31,6 +31,7 @@ from substrait.extensions import extensions_pb2
 
 from penstock.frontend.result_types.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.rewrites.frame_exclusion import substrait_range_offsets, unsigned_range_key
+from penstock.frontend.fallback.like_escapes import with_backslash_escape
 from penstock.frontend.fallback.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
 from penstock.frontend.pg_functions.numeric_functions import NUMERIC_AVG, numeric_avg_call
@@ -120,6 +121,8 @@ class _Repairer(_Walker):
         return anchor
 
     def check_function(self, name: str, f: Any, args: list[Any]) -> None:
+        if name in ("like", "ilike"):
+            with_backslash_escape(f)  # ESCAPE 'c' (like_escapes.py)
         if repair_at_zone(name, f, args, self.anchor):  # AT TIME ZONE (zoned_fallback.py)
             return
         if name == "date_trunc" and self._truncates_wide_date(f, args):
