@@ -7,17 +7,14 @@ raises Unsupported with a reason a user can read.
 
 from __future__ import annotations
 
-import math
-import re
-from decimal import Decimal
 from typing import Callable
 
-import numpy as np
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
 from penstock.frontend.result_types.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
 from penstock.frontend.substrait import zoned
+from penstock.frontend.substrait.constants import constant_integer, constant_interval, constant_number, fold_numeric_cast
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -107,7 +104,7 @@ class ExprTranslator:
         if declared is not None and _retyped(fn, declared, args):
             result = F.result_type(fn, [a.type for a in args])
         if fn == "div" and result.kind is Kind.DECIMAL:
-            result = F.numeric_division_type(args[0].type, args[1].type, _constant_number(args[1]))
+            result = F.numeric_division_type(args[0].type, args[1].type, constant_number(args[1]))
         return Call(result, fn, tuple(args))
 
     def _exact_constant(self, e: Expression, arg: Expr) -> Expr:
@@ -309,47 +306,6 @@ def as_date(e: Expr, other: Expr) -> Expr:
     return Call(T.DATE, "add_interval", e.args)
 
 
-def constant_interval(e: Expr) -> Interval | None | bool:
-    """The value of a constant interval expression, None for NULL, False if not constant.
-
-    DataFusion spells `date + 30` as date + CAST(CAST(30 * 86400 AS Duration(s)) AS
-    Interval), and (with its constant folding off, see session.py) leaves that unfolded:
-    integers cast to an interval are seconds.
-    """
-    if isinstance(e, Literal):
-        if e.value is None:
-            return None
-        if isinstance(e.value, Interval):
-            return e.value
-        return False
-    if isinstance(e, Cast) and e.type.kind is Kind.INTERVAL:
-        inner = e.arg
-        if inner.type.kind is Kind.INTERVAL:
-            return constant_interval(inner)
-        seconds = constant_integer(inner)
-        if seconds is None or seconds is False:
-            return None if seconds is None else False
-        return Interval(0, int(seconds) * 1_000_000)
-    return False
-
-
-def constant_integer(e: Expr) -> int | None | bool:
-    """The value of a constant integer expression (literals, + - *), None for NULL, False if
-    not constant."""
-    if isinstance(e, Literal):
-        return e.value if e.value is None or isinstance(e.value, int) else False
-    if isinstance(e, Cast) and e.type.is_integer:
-        return constant_integer(e.arg)
-    if isinstance(e, Call) and e.fn in ("add", "sub", "mul") and len(e.args) == 2:
-        a, b = constant_integer(e.args[0]), constant_integer(e.args[1])
-        if a is False or b is False:
-            return False
-        if a is None or b is None:
-            return None
-        return a + b if e.fn == "add" else a - b if e.fn == "sub" else a * b
-    return False
-
-
 def _microseconds(declared: DataType, args: list[Expr]) -> DataType:
     """DataFusion types computed timestamps (casts, date_trunc of a date, date + interval)
     in nanoseconds, which end in 1677 and 2262; PostgreSQL's timestamps are microseconds
@@ -360,58 +316,5 @@ def _microseconds(declared: DataType, args: list[Expr]) -> DataType:
     return T.timestamp("us", declared.zoned)
 
 
-def _constant_number(e: Expr) -> Decimal | None:
-    """The value of an integer or decimal constant, else None."""
-    if not isinstance(e, Literal) or not isinstance(e.value, int) or isinstance(e.value, bool):
-        return None
-    if e.type.kind is Kind.DECIMAL:
-        return T.from_scaled(e.value, e.type.scale)
-    return Decimal(e.value) if e.type.is_integer else None
-
-
 def _is_null(e: Expr) -> bool:
     return isinstance(e, Literal) and e.value is None
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
-    """CAST of a numeric literal to an integer, decimal or float type, computed exactly now (DataFusion's
-    own constant folding is off). None when it is not such a cast or would not fit: then
-    the kernel evaluates it and raises as PostgreSQL would."""
-    import decimal
-
-    src = lit.type
-    if src.is_integer and target.is_integer and isinstance(lit.value, int):
-        # CAST(2 AS INTEGER) is the int4 2; a widening cast stays one, for the rules that
-        # read it (sum(integer) is bigint, plan/functions.py)
-        half = 1 << (8 * target.byte_width - 1)
-        narrowing = target.byte_width <= src.byte_width
-        return Literal(target, lit.value) if narrowing and -half <= lit.value < half else None
-    if not ((src.is_numeric or src.kind is Kind.STRING) and (target.kind is Kind.DECIMAL or target.is_float)):
-        return None
-    if src.kind is Kind.STRING:  # CAST('1.50' AS DECIMAL(3,2)): how numeric constants are written
-        text = str(lit.value).strip()
-        if not _NUMBER.fullmatch(text):
-            return None  # the kernel raises 22P02 for it, or reads a special value
-        exact = decimal.Decimal(text)
-    elif src.kind is Kind.DECIMAL:
-        exact = T.from_scaled(int(lit.value), src.scale)  # type: ignore[call-overload]
-    elif src.is_float:
-        if lit.value != lit.value or lit.value in (float("inf"), float("-inf")):
-            return None
-        exact = decimal.Decimal(lit.value)  # the float's exact binary value
-    else:
-        exact = T.from_scaled(int(lit.value), 0)  # type: ignore[call-overload]
-    if target.is_float:
-        value = float(exact)
-        with np.errstate(over="ignore"):  # past real's range: infinity, refused below
-            narrowed = float(np.float32(value)) if target.kind is Kind.FLOAT32 else value
-        if math.isinf(narrowed) or (narrowed == 0.0 and exact != 0):
-            return None  # past the type's range, or rounded to zero: the kernel raises 22003
-        return Literal(target, narrowed)
-    scaled = T.to_scaled(exact, target.scale)
-    if abs(scaled) >= 10 ** target.precision:
-        return None
-    return Literal(target, int(scaled))
