@@ -177,7 +177,7 @@ def _field(node: Node, f: Fields, date: dt.date | None) -> tuple[int | None, int
     if date is None:  # the rest needs a calendar day
         if k in ("TZ", "TZH", "TZM", "OF"):
             return None, 0, ""
-        raise PgFunctionError(INVALID_DATETIME_FORMAT, f'invalid format specification for an interval value')
+        raise PgFunctionError(INVALID_DATETIME_FORMAT, 'invalid format specification for an interval value')
     iso_year, iso_week, iso_day = date.isocalendar()
     doy = date.timetuple().tm_yday
     dow = (date.weekday() + 1) % 7  # Sunday 0

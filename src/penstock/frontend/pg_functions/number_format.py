@@ -341,7 +341,7 @@ def to_number(text: str, fmt: str) -> Decimal:
             point_seen = True
     if not digits:
         if text.strip() and not any(c.isdigit() for c in text):
-            raise PgFunctionError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type numeric: " "')
+            raise PgFunctionError(INVALID_TEXT_REPRESENTATION, 'invalid input syntax for type numeric: " "')
         return Decimal(0)
     number = Decimal("".join(digits)).scaleb(-post)
     if t.multi:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from substrait import algebra_pb2, type_pb2
+from substrait import algebra_pb2
 
 from penstock.frontend.result_types.date_results import cast, nullable
 from penstock.plan.expr import Expr
