@@ -32,7 +32,7 @@ from penstock.server.protocol.scram import MECHANISM, AuthFailed, ScramExchange,
 from penstock.server.protocol.tls_files import check_key_file
 from penstock.server.session import Session
 from penstock.server.settings import Limits, Settings
-from penstock.server.protocol.wire import (CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST, Body, ClientGone, Out,
+from penstock.server.protocol.wire import (CANCEL_REQUEST, GSSENC_REQUEST, SSL_REQUEST, Body, ClientGone, Out,
                                   ProtocolViolation, read_message, read_startup, startup_parameters)
 from penstock.errors import QueryError
 

@@ -19,7 +19,7 @@ from penstock.errors import QUERY_CANCELED, PenstockError, QueryError
 from penstock.server.commands import Outcome, SessionState, run_statement
 from penstock.server.protocol.extended import Extended
 from penstock.server.protocol.results import copy_lines, data_row_blocks, describe
-from penstock.server.settings import REPORTED, Settings
+from penstock.server.settings import REPORTED
 from penstock.server.statements import split_statements_at
 from penstock.server.access.limits import check_statement_size
 from penstock.server.protocol.wire import ClientGone, Out, ProtocolViolation, read_message, utf8_error_text

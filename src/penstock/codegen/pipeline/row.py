@@ -10,7 +10,7 @@ dictionary indices.
 
 from __future__ import annotations
 
-from penstock.codegen.cpp_types import KEY_TEXT, STORAGE, STRVIEW, scalar_type
+from penstock.codegen.cpp_types import KEY_TEXT, STORAGE, scalar_type
 from penstock.codegen.expr.generator import ExprGen, Val
 from penstock.codegen.kernel import (DATA, DICT_DATA, DICT_HASHES, DICT_OFFSETS, DICT_RECORDS, STRIDE,
                                      VALIDITY, VALUES, BuildPart, InputPart, ParamTable, Role)
