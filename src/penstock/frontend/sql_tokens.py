@@ -70,6 +70,19 @@ def is_at(toks: list[Token], i: int, text: str) -> bool:
     return 0 <= i < len(toks) and toks[i].low == text
 
 
+def depths(toks: list[Token]) -> list[int]:
+    """Each token's parenthesis depth (an opening parenthesis is at its outer depth, a closing
+    one too)."""
+    out, depth = [], 0
+    for t in toks:
+        if t.text in (")", "]"):
+            depth -= 1
+        out.append(depth)
+        if t.text in ("(", "["):
+            depth += 1
+    return out
+
+
 def closing(toks: list[Token], i: int) -> int:
     """Index of the parenthesis closing the one at i (len(toks) if unbalanced)."""
     depth = 0

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from penstock.errors import INVALID_TEXT_REPRESENTATION, QueryError
 from penstock.frontend.constants.input_constants import integer_input
-from penstock.frontend.sql_tokens import Token, closing, following, tokens, unquote
+from penstock.frontend.sql_tokens import Token, closing, depths, following, tokens, unquote
 
 # text of a query -> the types of its result columns, or None where DataFusion cannot plan it
 Planner = Callable[[str], "list[pa.DataType] | None"]
@@ -44,7 +44,7 @@ def resolve_unknown_literals(sql: str, plan_types: Planner) -> str:
     if "'" not in sql or not _HINT.search(sql):
         return sql
     toks = tokens(sql)
-    depth = _depths(toks)
+    depth = depths(toks)
     edits: dict[int, str] = {}
     for chain, outer in _chains(toks, depth):
         _resolve_chain(toks, chain, outer, plan_types, edits)
@@ -52,18 +52,6 @@ def resolve_unknown_literals(sql: str, plan_types: Planner) -> str:
 
 
 # -- structure -----------------------------------------------------------------------------------
-
-def _depths(toks: list[Token]) -> list[int]:
-    """Each token's parenthesis depth (an opening parenthesis is at its outer depth)."""
-    out, d = [], 0
-    for t in toks:
-        if t.text in (")", "]"):
-            d -= 1
-        out.append(d)
-        if t.text in ("(", "["):
-            d += 1
-    return out
-
 
 def _chains(toks: list[Token], depth: list[int]) -> list[tuple[list[int], bool]]:
     """Each query body: the starts (SELECT or VALUES) of its branches, and whether it is the
@@ -102,7 +90,7 @@ def _joined_by_set_op(toks: list[Token], depth: list[int], a: int, b: int) -> bo
     return any(depth[j] == depth[a] and toks[j].low in _SET_OPS for j in range(a + 1, b))
 
 
-def _items(toks: list[Token], depth: list[int], start: int) -> list[list[list[int]]]:
+def select_items(toks: list[Token], depth: list[int], start: int) -> list[list[list[int]]]:
     """The select list (one row) or VALUES rows of the branch starting at `start`: rows of
     items, each item the indexes of its significant tokens."""
     d = depth[start]
@@ -162,8 +150,8 @@ def _typed_elsewhere(toks: list[Token], item: list[int]) -> bool:
 
 def _resolve_chain(toks: list[Token], chain: list[int], outer: bool, plan_types: Planner,
                    edits: dict[int, str]) -> None:
-    depth = _depths(toks)
-    rows = [row for start in chain for row in _items(toks, depth, start)]
+    depth = depths(toks)
+    rows = [row for start in chain for row in select_items(toks, depth, start)]
     if not rows or any(len(row) != len(rows[0]) for row in rows):
         return  # PostgreSQL's 42601 (each UNION query must have the same number of columns) is DataFusion's too
     wanted: dict[int, list[int]] = {}  # column -> its string constants

@@ -14,7 +14,7 @@ UNION).
 from __future__ import annotations
 
 from penstock.errors import QueryError
-from penstock.frontend.sql_tokens import Token, following, tokens
+from penstock.frontend.sql_tokens import Token, closing, depths, following, tokens
 
 WINDOWING_ERROR = "42P20"
 _SPEC_WORDS = ("partition", "order", "rows", "range", "groups")
@@ -27,7 +27,7 @@ def inline_named_windows(sql: str) -> str:
     if "window" not in low or "over" not in low:
         return sql
     toks = tokens(sql)
-    depth = _depths(toks)
+    depth = depths(toks)
     replaced: dict[int, str] = {}  # token index -> its new text
     dropped: set[int] = set()  # tokens folded into a replacement
     for at, t in enumerate(toks):
@@ -38,29 +38,6 @@ def inline_named_windows(sql: str) -> str:
     if not replaced:
         return sql
     return "".join(replaced.get(i, t.text) for i, t in enumerate(toks) if i not in dropped)
-
-
-def _depths(toks: list[Token]) -> list[int]:
-    out, depth = [], 0
-    for t in toks:
-        if t.text in (")", "]"):
-            depth -= 1
-        out.append(depth)
-        if t.text in ("(", "["):
-            depth += 1
-    return out
-
-
-def _closing(toks: list[Token], i: int) -> int:
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j].text == "(":
-            depth += 1
-        elif toks[j].text == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(toks)
 
 
 def _definitions(toks: list[Token], at: int) -> dict[str, list[Token]]:
@@ -74,7 +51,7 @@ def _definitions(toks: list[Token], at: int) -> dict[str, list[Token]]:
         open_at = following(toks, as_at + 1)
         if as_at >= len(toks) or toks[as_at].low != "as" or open_at >= len(toks) or toks[open_at].text != "(":
             return out
-        close_at = _closing(toks, open_at)
+        close_at = closing(toks, open_at)
         out[name] = _resolved(toks[open_at + 1:close_at], out)
         comma = following(toks, close_at + 1)
         if comma >= len(toks) or toks[comma].text != ",":
@@ -140,7 +117,7 @@ def _inline(toks: list[Token], depth: list[int], at: int, definitions: dict[str,
         if toks[j].kind in ("word", "ident") and _name(toks[j]) in definitions:  # OVER w
             replaced[j] = "(" + "".join(x.text for x in definitions[_name(toks[j])]) + ")"
         elif toks[j].text == "(":  # OVER (w ...)
-            close = _closing(toks, j)
+            close = closing(toks, j)
             spec = toks[j + 1:close]
             resolved = _resolved(spec, definitions) if _names_a_window(spec, definitions) else spec
             if resolved is not spec:

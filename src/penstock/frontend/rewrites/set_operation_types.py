@@ -26,8 +26,8 @@ import pyarrow as pa
 
 from penstock.frontend.result_types.common_types import common_type, needs_cast, sql_name
 from penstock.frontend.output_names import _alias_index
-from penstock.frontend.sql_tokens import Token, closing, following, preceding, tokens
-from penstock.frontend.constants.unknown_literals import _depths, _items
+from penstock.frontend.sql_tokens import Token, closing, depths, following, preceding, tokens
+from penstock.frontend.constants.unknown_literals import select_items
 
 # text of a query -> its result schema (after DataFusion's type coercion), or None where
 # DataFusion cannot plan it
@@ -45,7 +45,7 @@ def common_set_types(sql: str, plan_schema: SchemaPlanner) -> str:
     if not any(op in low for op in _SET_OPS) or "recursive" in low:
         return sql
     toks = tokens(sql)
-    depth = _depths(toks)
+    depth = depths(toks)
     chains = _chains(toks, depth)
     if not chains:
         return sql
@@ -188,7 +188,7 @@ def _cast_branch(toks: list[Token], depth: list[int], span: Span, schema: pa.Sch
     """The branch's columns in `casts` cast to their types: each item of a plain SELECT
     list, or the whole branch wrapped in a SELECT of casts."""
     s, e = _unparenthesised(toks, *span)
-    items = _items(toks, depth, s)[0] if toks[s].low == "select" and not _set_op_within(toks, depth, s, e) else []
+    items = select_items(toks, depth, s)[0] if toks[s].low == "select" and not _set_op_within(toks, depth, s, e) else []
     if len(items) == len(schema) and all(item and toks[item[-1]].text != "*" for item in items):
         for c, target in casts.items():
             item = items[c]
