@@ -28,6 +28,7 @@ from penstock.frontend.errors.pg_rules import check_before_planning, check_plann
 from penstock.frontend.result_types.real_sums import real_sums
 from penstock.frontend.rewrites.frame_exclusion import frame_exclusions, range_offsets
 from penstock.frontend.result_types.date_results import described_schema
+from penstock.frontend.result_types.empty_results import TypingContext, is_empty, typed_as_written
 from penstock.frontend.fallback.fallback_check import walk
 from penstock.frontend.fallback.fallback_repair import for_the_fallback, repaired
 from penstock.frontend.constants.literals import check_float_constants, numeric_literals
@@ -76,10 +77,12 @@ class PlannedQuery:
 
 class Frontend:
     def __init__(self, target_partitions: int | None = None):
-        config = (SessionConfig()
-                  .set("datafusion.sql_parser.dialect", "PostgreSQL")
-                  .set("datafusion.sql_parser.recursion_limit", str(MAX_DEPTH))
-                  .set("datafusion.execution.time_zone", "+00:00"))
+        settings = {"datafusion.sql_parser.dialect": "PostgreSQL",
+                    "datafusion.sql_parser.recursion_limit": str(MAX_DEPTH),
+                    "datafusion.execution.time_zone": "+00:00"}
+        config = SessionConfig()
+        for key, value in settings.items():
+            config = config.set(key, value)
         if target_partitions:
             config = config.with_target_partitions(target_partitions)
         self.ctx = SessionContext(config)
@@ -104,7 +107,8 @@ class Frontend:
         # are (its reader cannot cast their dictionaries away to the plain schema).
         self.config = config
         self.fallback_ctx = SessionContext(config)
-        for ctx in (self.ctx, self.fallback_ctx):
+        self.typing = TypingContext(settings)  # the plan as written, for an empty result's types
+        for ctx in (self.ctx, self.fallback_ctx, self.typing.ctx):
             register_functions(ctx)
         self.fields: dict[str, list[Field]] = {}
         self.version = 0  # bumps on every (de)registration; part of the plan cache key
@@ -157,10 +161,12 @@ class Frontend:
         if name in self.fields:
             self.ctx.deregister_table(quoted(name))
             self.fallback_ctx.deregister_table(quoted(name))
+            self.typing.deregister(quoted(name))
             del self.fields[name]
             self.version += 1
 
     def _remember(self, name: str, schema: pa.Schema) -> None:
+        self.typing.register(quoted(name), schema)
         fields = []
         for f in schema:
             try:
@@ -236,6 +242,8 @@ class Frontend:
                                   "compiles (a kernel passes a few hundred constants)")
             substrait = self.substrait(logical)
             ir = self.translate(logical, substrait, slotted.markers)
+            if is_empty(ir):  # LIMIT 0, WHERE false: the types of the plan as written
+                ir = typed_as_written(ir, lambda: _sql(self.typing.ctx, attempt, values).optimized_logical_plan(), self)
             reason = None
         except Unsupported as e:
             ir, reason = None, str(e)

@@ -41,6 +41,7 @@ from penstock.frontend.result_types.date_results import DAYS, TIMESTAMP, microse
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
 from penstock.frontend.result_types.real_results import double_result, operand_types
 from penstock.frontend.fallback.zoned_fallback import pg_type as zoned_type
+from penstock.frontend.fallback.signed_years import signed_year
 from penstock.frontend.substrait.types import from_substrait_type
 from penstock.plan.functions import aggregate_type
 
@@ -248,8 +249,8 @@ class _Walker:
 
     def check_cast(self, e: algebra_pb2.Expression, source: Type) -> None:
         target = e.cast.type.WhichOneof("kind")
-        if wide_date(source, e.cast.type):  # a date cast to nanoseconds: recast to microseconds by the repair
-            self.retyped = True
+        if wide_date(source, e.cast.type) or signed_year(e):  # a date cast to nanoseconds, or one before
+            self.retyped = True  # year 1: recast to microseconds, or written as its value, by the repair
         inexact = source is not None and source.WhichOneof("kind") in _INEXACT and not (
             source.WhichOneof("kind") == "decimal" and source.decimal.scale == 0)
         if target in _INTEGERS and inexact and not self._integral(e.cast.input) and self.hazard is None:

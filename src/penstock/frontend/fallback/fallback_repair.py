@@ -32,6 +32,7 @@ from substrait.extensions import extensions_pb2
 from penstock.frontend.result_types.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.rewrites.frame_exclusion import substrait_range_offsets, unsigned_range_key
 from penstock.frontend.fallback.like_escapes import with_backslash_escape
+from penstock.frontend.fallback.signed_years import as_value
 from penstock.frontend.fallback.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
 from penstock.frontend.pg_functions.numeric_functions import NUMERIC_AVG, numeric_avg_call
@@ -170,6 +171,8 @@ class _Repairer(_Walker):
         (a date + interval beside a date) made one of timestamps (date_results.py), or reals
         and doubles one of doubles (real_results.py)."""
         kind = e.WhichOneof("rex_type")
+        if kind == "cast" and as_value(e):  # a date before year 1, now its value (signed_years.py)
+            kind = "literal"
         while unmarked(e, self.name):  # date_trunc's coalesce() (zoned_rewrites.py) is no call to run
             kind = e.WhichOneof("rex_type")
         if kind == "scalar_function" and self.name(e.scalar_function.function_reference) == "date_trunc" and \
