@@ -404,6 +404,8 @@ class ExprGen(MoreExprs):
         if b.bound is None:
             return a
         if op == "/":
+            if "wide_quotients" in self.avoid and a.bound * 10**b.s >= 1e18:
+                return a  # penstock's quotient of 38-digit types holds 18 integer digits (plan/functions.py)
             t, d = "({0} / NULLIF({1}, 0))", "(CAST({0} AS DOUBLE) / CAST(NULLIF({1}, 0) AS DOUBLE))"
             return Node(t, d, "dec", (a, b), bound=None, p=38, s=6, approx=True, tag="div")
         if op == "*":

@@ -35,6 +35,7 @@ FEATURE_CLASSES = {
     "limit_numeric": "xn alone (38-digit numeric(38,0) values)",
     "limit_dates": "dates and timestamps at their limits (0001-01-01, 9999-12-31, 1677/2262): xdt, xts, literals",
     "numeric_division": "numeric / numeric and avg(numeric): PostgreSQL's result scale",
+    "wide_quotients": "numeric / numeric whose quotient may pass 10^18 (penstock raises 22003 past 18 integer digits)",
     "using_merged_refs": "unqualified references to USING/NATURAL merged columns (SELECT * still merges them)",
     "windows": "window functions, inline and named windows (WINDOW w AS, OVER w, OVER (w ...)), frames",
     "window_exclude": "frame EXCLUDE clauses",
@@ -42,7 +43,7 @@ FEATURE_CLASSES = {
     "fallback_overflow": "integer overflow (risky nodes) in window queries, which run on the fallback engine",
     "using_joins": "JOIN ... USING and NATURAL [LEFT|RIGHT|FULL] JOIN, also with SELECT *",
 }
-DUCKDB_BATCH_AVOID = frozenset(["literal_forms", "limit_columns", "windows", "using_joins"])
+DUCKDB_BATCH_AVOID = frozenset(["literal_forms", "limit_columns", "windows", "using_joins", "wide_quotients"])
 
 
 @dataclass

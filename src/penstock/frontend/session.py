@@ -11,7 +11,7 @@ import datetime
 import decimal
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext, SQLOptions
@@ -20,39 +20,30 @@ from substrait import plan_pb2
 
 from penstock.errors import FEATURE_NOT_SUPPORTED, INTERNAL_ERROR, QueryError, Unsupported
 from penstock.frontend import binary_functions, pg_functions
-from penstock.frontend.constants.bytea_literals import bytea_literals
 from penstock.frontend.rewrites.call_types import listed_argument_types, postgresql_call_types
 from penstock.frontend.rewrites.clock import pin_clock
 from penstock.frontend.errors.function_errors import planner_over
 from penstock.frontend.errors.pg_rules import check_before_planning, check_planned
 from penstock.frontend.result_types.real_sums import real_sums
-from penstock.frontend.rewrites.frame_exclusion import frame_exclusions, range_offsets
+from penstock.frontend.rewrites.frame_exclusion import range_offsets
 from penstock.frontend.result_types.date_results import described_schema
 from penstock.frontend.result_types.empty_results import TypingContext, is_empty, typed_as_written
 from penstock.frontend.fallback.fallback_check import walk
 from penstock.frontend.fallback.fallback_repair import for_the_fallback, repaired
-from penstock.frontend.constants.literals import check_float_constants, numeric_literals
+from penstock.frontend.constants.literals import check_float_constants
 from penstock.frontend.logical_plan_reads import null_aware_flags, refuse_multiset_set_operations
-from penstock.frontend.rewrites.extract_types import extract_as_numeric
 from penstock.frontend.rewrites.join_using import merged_join_columns
-from penstock.frontend.rewrites.named_windows import inline_named_windows
-from penstock.frontend.result_types.ranking_types import ranking_as_postgresql_types
 from penstock.frontend.rewrites.set_operation_types import coerced_schemas, common_set_types
-from penstock.frontend.rewrites.set_returning import set_returning_in_select_lists
-from penstock.frontend.rewrites.named_casts import casts_as_arrow_cast, float_averages, refused_for_a_duplicate_name, type_names
+from penstock.frontend.rewrites.named_casts import casts_as_arrow_cast, refused_for_a_duplicate_name, type_names
+from penstock.frontend.statement_text import rewritten_sql
 from penstock.frontend.output_names import name_select_list
-from penstock.frontend.pg_functions.math_functions import typed_calls
 from penstock.frontend.pg_functions.pg_error import marked as marked_error
-from penstock.frontend.pg_functions.sql_rewrite import rewrite as pg_rewrite
 from penstock.frontend.param_slots import slot_params
 from penstock.frontend.errors.sql_errors import translate_error
 from penstock.frontend.substrait.rel import RelTranslator
 from penstock.frontend.rewrites.statement_shape import (MAX_DEPTH, SUBSTRAIT_BYTES, SUBSTRAIT_CONSTANTS, SUBSTRAIT_DEPTH,
-                                               balance_chains, check_depth, constants)
+                                               check_depth, constants)
 from penstock.frontend.table_access import scanned_tables
-from penstock.frontend.constants.unicode_strings import unicode_strings
-from penstock.frontend.rewrites.varchar_casts import varchar_lengths
-from penstock.frontend.rewrites.zoned_rewrites import zoned_rewrites
 from penstock.frontend.constants.unknown_literals import planned_types, resolve_unknown_literals
 from penstock.plan import types as T
 from penstock.plan.rel import Field, Rel
@@ -346,25 +337,6 @@ def fold_identifier(name: str) -> str:
 def quoted(name: str) -> str:
     """The identifier DataFusion parses back to exactly `name`."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def rewritten_sql(sql: str) -> str:
-    """The text DataFusion plans: each rewrite of REWRITES in turn."""
-    for rewrite in REWRITES:
-        sql = rewrite(sql)
-    return sql
-
-
-# In this order: U&'' strings decoded; AT TIME ZONE and date_trunc's argument kept for timestamptz (zoned_rewrites.py); named windows written out; EXCLUDE NO OTHERS dropped (others refused); PostgreSQL's functions given their typed forms
-# (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
-# functions of select lists unnested; EXTRACT numeric and date_part double precision; casts
-# to varchar(n) cut to n characters; avg(x::float8)'s own cast named (named_casts.py); long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
-# the bytea functions' arguments cast to bytea; numeric functions given their argument's
-# type (pg_functions/math_functions.py).
-REWRITES: tuple[Callable[[str], str], ...] = (
-    unicode_strings, zoned_rewrites, inline_named_windows, frame_exclusions, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
-    varchar_lengths, float_averages, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments,
-    typed_calls)
 
 
 # Only queries reach DataFusion: its DDL (CREATE EXTERNAL TABLE, DROP), DML (COPY TO a file,

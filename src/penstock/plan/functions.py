@@ -168,8 +168,9 @@ def aggregate_type(fn: str, arg: DataType | None) -> DataType:
         if arg.is_float:
             return T.FLOAT64
     if fn == "avg":
-        if arg.kind is Kind.DECIMAL or arg.is_integer:  # PostgreSQL: numeric, sum / count
-            return quotient_type(whole_digits(arg), scale_of(arg), 0)
+        if arg.kind is Kind.DECIMAL or arg.is_integer:  # PostgreSQL: numeric, sum / count; a mean
+            whole = whole_digits(arg)  # is no larger than its values: room for all their digits
+            return quotient_type(whole, scale_of(arg), whole_reserved=whole)
         if arg.is_float:
             return T.FLOAT64
     raise Unsupported(f"aggregate {fn}({arg})")
@@ -178,22 +179,31 @@ def aggregate_type(fn: str, arg: DataType | None) -> DataType:
 # PostgreSQL gives a quotient at least 16 significant digits (select_div_scale), counted in
 # its base-10000 digits: 16 to 20 fraction digits for one near 1, fewer for a larger one.
 # A decimal column has one scale, so a quotient is computed at PostgreSQL's scale for its
-# own operands (kernels: pg_div_scale) and held at up to 20 fraction digits, fewer where
-# 38 digits must also hold the largest quotient's integer part.
+# own operands (kernels: pg_div_scale) and held at up to 20 fraction digits. A quotient's
+# integer part gets the digits the largest quotient may need (its dividend's, and as many
+# more as its divisor has fraction digits), but never more than QUOTIENT_WHOLE of the 38
+# where that would take fraction digits away: a / b over numeric(38, 2) keeps PostgreSQL's
+# 20 digits of a ratio near 1, and a quotient of 10^18 or more there raises 22003 (one
+# column of 38 digits cannot hold both). A quotient by a constant, and an average (no
+# larger than its values), keep all the integer digits they may need.
 QUOTIENT_SCALE = 20
+QUOTIENT_WHOLE = 18
 
 
 def numeric_division_type(a: DataType, b: DataType, divisor: Decimal | None = None) -> DataType:
     """numeric / numeric (an integer meeting a decimal counts as numeric): room for the
     largest quotient (dividing by the smallest non-zero divisor, 10^-scale, or by the
     constant `divisor`) and for PostgreSQL's fraction digits of one near 1."""
-    whole = whole_digits(a) + scale_of(b)
-    if divisor is not None and divisor != 0:
+    if divisor is not None and divisor != 0:  # a constant divisor bounds the quotient exactly
         whole = max(1, whole_digits(a) - divisor.copy_abs().adjusted())
-    return quotient_type(whole, scale_of(a), scale_of(b))
+        return quotient_type(whole, scale_of(a), scale_of(b), whole_reserved=whole)
+    return quotient_type(whole_digits(a) + scale_of(b), scale_of(a), scale_of(b))
 
 
-def quotient_type(whole: int, *operand_scales: int) -> DataType:
+def quotient_type(whole: int, *operand_scales: int, whole_reserved: int = QUOTIENT_WHOLE) -> DataType:
+    """A quotient of up to `whole` integer digits at PostgreSQL's scale: the integer part
+    given at most `whole_reserved` digits where the fraction would otherwise lose some."""
+    whole = min(whole, max(whole_reserved, T.MAX_DECIMAL_PRECISION - QUOTIENT_SCALE))
     scale = max(*operand_scales, min(QUOTIENT_SCALE, T.MAX_DECIMAL_PRECISION - whole))
     return T.decimal(whole + scale, scale)
 

@@ -54,11 +54,24 @@ def typed_as_written(ir: Rel, plan_as_written: Callable[[], Any], planner: Writt
     except Exception:  # noqa: BLE001 - a shape only the optimizer removes: keep DataFusion's types
         return ir
     types = _translated_types(logical, substrait, planner) or _fallback_types(substrait, planner)
-    if types is None or len(types) != len(ir.fields):
-        return ir
+    if types is None or len(types) != len(ir.fields) or \
+            not all(_retypes(f.type, t) for f, t in zip(ir.fields, types)):
+        return ir  # columns that do not line up (another order of the written plan's): as planned
     fields = [Field(f.name, t) for f, t in zip(ir.fields, types)]
     arrays = [pa.array([], type=T.to_arrow(f.type)) for f in fields]
     return Values(pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(fields))]), fields)
+
+
+_NUMBERS = (T.Kind.INT8, T.Kind.INT16, T.Kind.INT32, T.Kind.INT64, T.Kind.FLOAT32, T.Kind.FLOAT64, T.Kind.DECIMAL)
+
+
+def _retypes(planned: T.DataType, written: T.DataType) -> bool:
+    """Whether `written` may be PostgreSQL's type of a column DataFusion typed `planned`: the
+    same kind, numbers of two kinds (sum(bigint) numeric, sum(real) real), or a timestamp and
+    a timestamptz (date_trunc of a date)."""
+    if planned.kind is written.kind or planned.kind is T.Kind.NULL:
+        return True
+    return planned.kind in _NUMBERS and written.kind in _NUMBERS
 
 
 def _translated_types(logical: Any, substrait: plan_pb2.Plan, planner: WrittenPlanner) -> list[T.DataType] | None:
