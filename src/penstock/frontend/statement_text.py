@@ -16,6 +16,7 @@ from penstock.frontend.rewrites.extract_types import extract_as_numeric
 from penstock.frontend.rewrites.frame_exclusion import frame_exclusions
 from penstock.frontend.rewrites.named_casts import float_averages
 from penstock.frontend.rewrites.named_windows import inline_named_windows
+from penstock.frontend.rewrites.numeric_casts import unconstrained_numeric_casts
 from penstock.frontend.rewrites.set_returning import set_returning_in_select_lists
 from penstock.frontend.rewrites.statement_shape import balance_chains
 from penstock.frontend.rewrites.varchar_casts import varchar_lengths
@@ -32,10 +33,11 @@ def rewritten_sql(sql: str) -> str:
 # In this order: U&'' strings decoded; AT TIME ZONE and date_trunc's argument kept for timestamptz (zoned_rewrites.py); named windows written out; EXCLUDE NO OTHERS dropped (others refused); PostgreSQL's functions given their typed forms
 # (pg_functions/sql_rewrite.py); ranking functions cast to PostgreSQL's types; set-returning
 # functions of select lists unnested; EXTRACT numeric and date_part double precision; casts
-# to varchar(n) cut to n characters; avg(x::float8)'s own cast named (named_casts.py); long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
+# to varchar(n) cut to n characters; avg(x::float8)'s own cast named (named_casts.py); casts to
+# numeric without a precision marked (numeric_casts.py); long AND/OR chains balanced; constants typed as PostgreSQL types them; bytea constants read;
 # the bytea functions' arguments cast to bytea; numeric functions given their argument's
 # type (pg_functions/math_functions.py).
 REWRITES: tuple[Callable[[str], str], ...] = (
     unicode_strings, zoned_rewrites, inline_named_windows, frame_exclusions, pg_rewrite, ranking_as_postgresql_types, set_returning_in_select_lists, extract_as_numeric,
-    varchar_lengths, float_averages, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments,
+    varchar_lengths, float_averages, unconstrained_numeric_casts, balance_chains, numeric_literals, bytea_literals, binary_functions.binary_arguments,
     typed_calls)

@@ -55,6 +55,15 @@ STATEMENTS = [
     "SELECT DATE '1999-01-08 BC' - DATE '1970-01-01' AS a, CAST(TIMESTAMP '1999-01-08 04:05:06 BC' AS DATE) "
     "- DATE '1970-01-01' AS c, DATE 'January 8, 99 BC' < DATE '0001-01-01' AS e, row_number() OVER () AS n "
     "FROM t WHERE i = 1",
+    # numeric division at PostgreSQL's scale, in the kernels' column type (numeric_repairs.py)
+    "SELECT d / 3 AS a, n / d AS c, i / 7.0 AS e, n / w AS f, row_number() OVER (ORDER BY g, i) AS r FROM t "
+    "WHERE g = 1 ORDER BY r",
+    "SELECT g, sum(d) * 100.0 / sum(sum(d)) OVER () AS share FROM t GROUP BY g ORDER BY g",
+    "SELECT d / (d - d) AS a, row_number() OVER () AS r FROM t",
+    "SELECT CAST(NULL AS numeric) / d AS a, d / NULLIF(d, 0) AS c, rank() OVER (ORDER BY i) AS r FROM t ORDER BY r",
+    # casts to numeric without a precision: the operand's scale (numeric_casts.py)
+    "SELECT i::numeric AS a, s::numeric + 1 AS c, '1.50'::numeric AS e, x::numeric AS f, "
+    "row_number() OVER (ORDER BY i) AS r FROM t ORDER BY r",
     # float division by zero
     "SELECT x / (x - 0.5::float8) AS a, rank() OVER (ORDER BY x) AS n FROM t ORDER BY n",
     "SELECT x / (x - 2.5::float8) AS a, rank() OVER (ORDER BY x) AS n FROM t WHERE x < 0 ORDER BY n",

@@ -41,6 +41,7 @@ from penstock.frontend.result_types.date_results import DAYS, TIMESTAMP, microse
 from penstock.frontend.pg_functions.sql_rewrite import reads_typed_text
 from penstock.frontend.result_types.real_results import double_result, operand_types
 from penstock.frontend.fallback.zoned_fallback import pg_type as zoned_type
+from penstock.frontend.fallback.numeric_repairs import retyped_numeric
 from penstock.frontend.fallback.signed_years import signed_year
 from penstock.frontend.substrait.types import from_substrait_type
 from penstock.plan.functions import aggregate_type
@@ -112,7 +113,9 @@ class _Walker:
                 count = self.name(m.measure.function_reference) == "count"  # its type unwritten: bigint
                 avg = self.numeric_avg(self.name(m.measure.function_reference), m.measure.arguments, inputs)
                 self.retyped |= avg is not None
-                measures.append(nullable("i64") if count else avg[2] if avg is not None else m.measure.output_type)
+                written = m.measure.output_type if m.measure.output_type.WhichOneof("kind") else \
+                    _unwritten_type(self.name(m.measure.function_reference), args)
+                measures.append(nullable("i64") if count else avg[2] if avg is not None else written)
             types = keys + measures if len(r.groupings) <= 1 else []  # grouping sets: layout not derived
         elif kind in ("join", "cross"):
             left, right = self.rel(r.left), self.rel(r.right)
@@ -213,6 +216,8 @@ class _Walker:
         if avg is not None:  # avg of integers or numerics: numeric, as an aggregate (rel)
             self.retyped = True
             return avg[2]
+        if w.output_type.WhichOneof("kind") is None:  # DataFusion's producer may leave it unset
+            return _unwritten_type(self.name(w.function_reference), args)
         return w.output_type
 
     def numeric_avg(self, name: str, arguments: Any,
@@ -279,6 +284,8 @@ class _Walker:
     def check_function(self, name: str, f: Any, args: list[Type]) -> None:
         out = f.output_type.WhichOneof("kind")
         values = [a.value for a in f.arguments]
+        if retyped_numeric(name, f, args):  # numeric division, a cast to numeric (numeric_repairs.py)
+            self.retyped = True
         if name in _WRAPPING and out in _INTEGERS and not _constant_fits(name, values, out):
             self.flag(f"{_RUNS} wraps integer overflow in +, - and * where PostgreSQL raises 22003")
         elif name == "divide" and out in ("fp32", "fp64") and len(values) == 2 and not self._safe_divisor(values[1]):
@@ -342,6 +349,22 @@ def _literal_type(lit: algebra_pb2.Expression.Literal) -> Type:
         return t
     if kind in _TEMPORAL_LITERALS:  # what date_results.py looks for
         getattr(t, _TEMPORAL_LITERALS[kind]).SetInParent()
+        return t
+    return None
+
+
+def _unwritten_type(name: str, args: list[Type]) -> Type:
+    """An aggregate or window function's type where the plan does not say it (DataFusion's
+    producer leaves it out), as DataFusion types it; None where it is not one of these."""
+    if name in ("count", "row_number", "rank", "dense_rank", "ntile"):
+        return nullable("i64")
+    if not args or args[0] is None:
+        return None
+    if name in ("min", "max", "first_value", "last_value", "nth_value", "lag", "lead"):
+        return args[0]
+    if name == "sum" and args[0].WhichOneof("kind") == "decimal":
+        t = nullable("decimal")
+        t.decimal.precision, t.decimal.scale = min(38, args[0].decimal.precision + 10), args[0].decimal.scale
         return t
     return None
 

@@ -32,6 +32,7 @@ from substrait.extensions import extensions_pb2
 from penstock.frontend.result_types.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.rewrites.frame_exclusion import substrait_range_offsets, unsigned_range_key
 from penstock.frontend.fallback.like_escapes import with_backslash_escape
+from penstock.frontend.fallback.numeric_repairs import repair_numeric
 from penstock.frontend.fallback.signed_years import as_value
 from penstock.frontend.fallback.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
@@ -187,6 +188,13 @@ class _Repairer(_Walker):
             finally:
                 self._nanoseconds = False
         t = super().expr(e, inputs)
+        if kind == "scalar_function":  # numeric division, a cast to numeric (numeric_repairs.py)
+            side = _Walker(self.functions)
+            args = [side.expr(a.value, inputs) for a in e.scalar_function.arguments]
+            fixed = repair_numeric(e, self.name(e.scalar_function.function_reference), args,
+                                   lambda x: side.expr(x, inputs), self.anchor)
+            if fixed is not None:
+                return fixed
         if kind == "window_function":  # its arguments repaired; avg of integers or numerics as numeric
             w = e.window_function
             if not unsigned_range_key(w, _Walker(self.functions).expr(w.sorts[0].expr, inputs) if w.sorts else None,

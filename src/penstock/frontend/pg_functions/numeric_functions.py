@@ -116,6 +116,61 @@ def _numeric_avg(total: pa.Array, count: pa.Array, scale: pa.Array, held: pa.Arr
     return pa.array(out, pa.utf8())
 
 
+NUMERIC_DIV = "pg_numeric_div"
+
+
+def _numeric_div(dividend: pa.Array, dividend_scale: pa.Array, divisor: pa.Array, divisor_scale: pa.Array,
+                 held: pa.Array) -> pa.Array:
+    """numeric / numeric as PostgreSQL's numeric_div answers it: the operands (as text, of
+    the given scales) divided exactly, rounded half away from zero at select_div_scale's
+    scale for these two values, or at the column's `held` scale where that is smaller (as the
+    kernels' decimal_div does); as text that the plan casts to the column's decimal. A zero
+    divisor raises 22012."""
+    n = max(len(dividend), len(divisor))
+    sa, sb, at_most = (int(a[0].as_py()) if len(a) else 0 for a in (dividend_scale, divisor_scale, held))
+    out: list[str | None] = []
+    for a_text, b_text in zip(_rows(dividend, n), _rows(divisor, n)):
+        if a_text is None or b_text is None:
+            out.append(None)
+            continue
+        a, b = _unscaled(str(a_text), sa), _unscaled(str(b_text), sb)
+        if b == 0:
+            raise PgFunctionError("22012", "division by zero")
+        at = min(at_most, division_scale(a, sa, b, sb))
+        numerator, denominator = abs(a) * 10 ** (at + sb), abs(b) * 10 ** sa  # a/b at scale `at`
+        q, r = divmod(numerator, denominator)
+        digits = str(q + (1 if 2 * r >= denominator else 0)).rjust(at + 1, "0")
+        sign = "-" if (a < 0) != (b < 0) and digits.strip("0") else ""
+        out.append(sign + (f"{digits[:-at]}.{digits[-at:]}" if at else digits))
+    return pa.array(out, pa.utf8())
+
+
+def _unscaled(text: str, scale: int) -> int:
+    """A decimal's text as the integer of its value times 10^scale (its fraction has at most
+    `scale` digits)."""
+    whole, _, fraction = text.strip().partition(".")
+    return int(whole + fraction.ljust(scale, "0")[:scale])
+
+
+def numeric_div_call(dividend: algebra_pb2.Expression, divisor: algebra_pb2.Expression, scales: tuple[int, int],
+                     out: type_pb2.Type, function: int) -> algebra_pb2.Expression:
+    """The Substrait expression of numeric division in its column type `out` (a decimal):
+    CAST(pg_numeric_div(CAST(dividend AS text), its scale, CAST(divisor AS text), its scale,
+    out's scale) AS out), `function` the plan's reference to pg_numeric_div."""
+    call = algebra_pb2.Expression()
+    call.cast.type.CopyFrom(out)
+    f = call.cast.input.scalar_function
+    f.function_reference = function
+    f.output_type.string.nullability = type_pb2.Type.NULLABILITY_NULLABLE
+    for operand, scale in ((dividend, scales[0]), (divisor, scales[1])):
+        text = f.arguments.add().value
+        text.cast.type.CopyFrom(f.output_type)
+        text.cast.input.CopyFrom(operand)
+        f.arguments.add().value.literal.i32 = scale
+    f.arguments.add().value.literal.i32 = out.decimal.scale
+    return call
+
+
 def numeric_avg_call(total: algebra_pb2.Expression, count: algebra_pb2.Expression, scale: int,
                      out: type_pb2.Type, function: int) -> algebra_pb2.Expression:
     """The Substrait expression of an avg in its column type `out` (a decimal) from the exact
@@ -229,9 +284,18 @@ def _factorial(a: pa.Array) -> pa.Array:
     return pa.array([None if v is None else decimal.Decimal(v) for v in out], pa.decimal128(MAX_DIGITS, 0))
 
 
+# A cast to numeric without a precision (frontend/rewrites/numeric_casts.py), around the cast
+# DataFusion plans (decimal(38, 10)): the kernels give it its operand's scale, the fallback
+# runs it as it is.
+UNCONSTRAINED_NUMERIC = "pg_numeric"
+DEFAULT_NUMERIC = pa.decimal128(38, 10)
+
+
 def register(ctx: SessionContext) -> None:
     """This module's functions in `ctx`, under PostgreSQL's names."""
     i64, text, f8 = pa.int64(), pa.utf8(), pa.float64()
+    ctx.register_udf(udf(lambda values: values, [DEFAULT_NUMERIC], DEFAULT_NUMERIC, "immutable",
+                         name=UNCONSTRAINED_NUMERIC))
     ctx.register_udf(udf(_gcd_lcm(False), [i64, i64, text, text], i64, "immutable", name="gcd"))
     ctx.register_udf(udf(_gcd_lcm(True), [i64, i64, text, text], i64, "immutable", name="lcm"))
     ctx.register_udf(udf(_div, [text, text], pa.decimal128(MAX_DIGITS, 0), "immutable", name="div"))
@@ -241,3 +305,5 @@ def register(ctx: SessionContext) -> None:
     ctx.register_udf(udf(_width_bucket, [f8, f8, f8, i64], pa.int32(), "immutable", name="width_bucket"))
     ctx.register_udf(udf(_factorial, [i64], pa.decimal128(MAX_DIGITS, 0), "immutable", name="factorial"))
     ctx.register_udf(udf(_numeric_avg, [text, i64, pa.int32(), pa.int32()], text, "immutable", name=NUMERIC_AVG))
+    i32 = pa.int32()
+    ctx.register_udf(udf(_numeric_div, [text, i32, text, i32, i32], text, "immutable", name=NUMERIC_DIV))

@@ -92,15 +92,28 @@ def arrow_type_name(t: pa.DataType) -> str | None:
     return None
 
 
+# what a cast's SQL type is rewritten by: a function from the operand's text, or None
+Writer = Callable[[str], Callable[[str], str] | None]
+
+
 def casts_as_arrow_cast(sql: str, type_name: Callable[[str], str | None]) -> str | None:
     """`sql` with its casts written as arrow_cast; `type_name` gives arrow_cast's name for a
     SQL type's text (None: leave that cast). None when nothing was rewritten."""
+    def writer(sql_type: str) -> Callable[[str], str] | None:
+        name = type_name(sql_type)
+        return None if name is None else (lambda operand: f"arrow_cast({operand}, '{name}')")
+    return casts_rewritten(sql, writer)
+
+
+def casts_rewritten(sql: str, writer: Writer) -> str | None:
+    """`sql` with each cast whose SQL type's text `writer` takes written by the function it
+    gives (from the operand's text, itself so rewritten); None when nothing was rewritten."""
     toks = tokens(sql)
     out: list[tuple[int, str]] = []  # (the first token it stands for, text)
     changed = False
     i = 0
     while i < len(toks):
-        rewritten = _cast_call(toks, i, type_name) or _double_colon(toks, i, type_name)
+        rewritten = _cast_call(toks, i, writer) or _double_colon(toks, i, writer)
         if rewritten is None:
             out.append((i, toks[i].text))
             i += 1
@@ -113,23 +126,23 @@ def casts_as_arrow_cast(sql: str, type_name: Callable[[str], str | None]) -> str
     return "".join(text for _, text in out) if changed else None
 
 
-def _cast_call(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[int, str, int] | None:
-    """CAST ( expr AS type ) at i: (i, arrow_cast(...), the index after it)."""
+def _cast_call(toks: list[Token], i: int, writer: Writer) -> tuple[int, str, int] | None:
+    """CAST ( expr AS type ) at i: (i, its rewriting, the index after it)."""
     call = cast_call(toks, i)
     if call is None:
         return None
     open_at, as_at, close_at = call
-    name = type_name("".join(t.text for t in toks[as_at + 1:close_at]).strip())
-    if name is None:
+    write = writer("".join(t.text for t in toks[as_at + 1:close_at]).strip())
+    if write is None:
         return None
     operand = "".join(t.text for t in toks[open_at + 1:as_at])
-    inner = casts_as_arrow_cast(operand, type_name)
-    return i, f"arrow_cast({(inner if inner is not None else operand).strip()}, '{name}')", close_at + 1
+    inner = casts_rewritten(operand, writer)
+    return i, write((inner if inner is not None else operand).strip()), close_at + 1
 
 
-def _double_colon(toks: list[Token], i: int, type_name: Callable[[str], str | None]) -> tuple[int, str, int] | None:
-    """operand :: type at i (the `::`): (the operand's first token, arrow_cast(operand, ...),
-    the index after the type)."""
+def _double_colon(toks: list[Token], i: int, writer: Writer) -> tuple[int, str, int] | None:
+    """operand :: type at i (the `::`): (the operand's first token, its rewriting, the index
+    after the type)."""
     if toks[i].kind != "cast":
         return None
     start = _operand_start(toks, i)
@@ -147,17 +160,25 @@ def _double_colon(toks: list[Token], i: int, type_name: Callable[[str], str | No
         stop = closing(toks, at) + 1
         if stop > len(toks):
             return None
-    name = type_name("".join(t.text for t in toks[end:stop]).strip())
-    if name is None:
+    write = writer("".join(t.text for t in toks[end:stop]).strip())
+    if write is None:
         return None
     operand = "".join(t.text for t in toks[start:i]).strip()
-    inner = casts_as_arrow_cast(operand, type_name)
-    return start, f"arrow_cast({inner if inner is not None else operand}, '{name}')", stop
+    inner = casts_rewritten(operand, writer)
+    return start, write(inner if inner is not None else operand), stop
 
 
 def _operand_start(toks: list[Token], i: int) -> int | None:
     """The first token of the operand that ends just before i: a dotted name, a literal, or a
-    parenthesised expression with the name of the function it calls."""
+    parenthesised expression with the name of the function it calls; where that is itself
+    the type of a cast (`'42'::int2::numeric`), the whole cast."""
+    start = _item_start(toks, i)
+    if start is not None and start > 0 and toks[start - 1].kind == "cast" and toks[start].kind == "word":
+        return _operand_start(toks, start - 1)
+    return start
+
+
+def _item_start(toks: list[Token], i: int) -> int | None:
     j = i - 1
     if j < 0 or toks[j].kind in ("ws", "comment"):
         return None

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
 from penstock.frontend.substrait.types import Interval
+from penstock.plan import functions as F
 from penstock.plan import types as T
 from penstock.plan.expr import Call, Cast, Expr, Literal
 from penstock.plan.types import DataType, Kind
@@ -111,3 +112,27 @@ def fold_numeric_cast(lit: Literal, target: DataType) -> Literal | None:
     if abs(scaled) >= 10 ** target.precision:
         return None
     return Literal(target, int(scaled))
+
+
+def unconstrained_numeric_type(source: Expr) -> DataType | None:
+    """The numeric type a cast of `source` to numeric without a precision takes, as close to
+    PostgreSQL's value-by-value scale as one column gets: an integer's digits at scale 0, a
+    numeric's own type, a text constant's own digits and scale; None for anything else
+    (DataFusion's decimal(38, 10) stands)."""
+    t = source.type
+    if t.is_integer:
+        return T.decimal(F.whole_digits(t), 0)
+    if t.kind is Kind.DECIMAL:
+        return t
+    if isinstance(source, Literal) and isinstance(source.value, str):
+        try:
+            value = Decimal(source.value.strip())
+        except InvalidOperation:
+            return None  # the cast raises 22P02 as it is
+        if not value.is_finite():
+            return None
+        sign, digits, exponent = value.as_tuple()
+        scale = max(0, -int(exponent))
+        precision = max(len(digits) + max(0, int(exponent)), scale, 1)
+        return T.decimal(precision, scale) if precision <= T.MAX_DECIMAL_PRECISION else None
+    return None

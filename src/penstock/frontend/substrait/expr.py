@@ -12,9 +12,11 @@ from typing import Callable
 from substrait import algebra_pb2
 
 from penstock.errors import Unsupported
+from penstock.frontend.pg_functions.numeric_functions import UNCONSTRAINED_NUMERIC
 from penstock.frontend.result_types.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
 from penstock.frontend.substrait import zoned
-from penstock.frontend.substrait.constants import constant_integer, constant_interval, constant_number, fold_numeric_cast
+from penstock.frontend.substrait.constants import (constant_integer, constant_interval, constant_number, fold_numeric_cast,
+                                                   unconstrained_numeric_type)
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -73,6 +75,8 @@ class ExprTranslator:
             return special
         if name == "arrow_cast" and declared is not None:  # a cast written so for its name (frontend/rewrites/named_casts.py)
             return self._cast_to(args[0], declared)
+        if name == UNCONSTRAINED_NUMERIC and len(args) == 1:  # frontend/rewrites/numeric_casts.py
+            return self._unconstrained_numeric(f.arguments[0].value, args[0])
         if name in ("date_part", "datepart", "extract"):
             return self._date_function("date_part", args, declared)
         if name == "date_trunc":
@@ -106,6 +110,16 @@ class ExprTranslator:
         if fn == "div" and result.kind is Kind.DECIMAL:
             result = F.numeric_division_type(args[0].type, args[1].type, constant_number(args[1]))
         return Call(result, fn, tuple(args))
+
+    def _unconstrained_numeric(self, e: Expression, cast: Expr) -> Expr:
+        """CAST(x AS numeric) without a precision (`cast`, Substrait's `e`), typed by x: its
+        integer digits at scale 0, its own numeric type, a text constant's digits; else
+        DataFusion's decimal(38, 10)."""
+        if e.WhichOneof("rex_type") != "cast":
+            return cast
+        source = self.translate(e.cast.input)
+        typed = unconstrained_numeric_type(source)
+        return cast if typed is None else self._cast_to(source, typed)
 
     def _exact_constant(self, e: Expression, arg: Expr) -> Expr:
         """An integer or decimal constant that DataFusion cast to double beside a numeric

@@ -53,6 +53,16 @@ CASES: list[str] = [
     "SELECT i + 1, k + 1 FROM t WHERE i < 10 ORDER BY k",
     "SELECT 10 / 4, 10 % 4, -7 / 2, 7 / -2",
     "SELECT sum(i) / 4 FROM t WHERE i < 10",
+    # a cast to numeric without a precision keeps its operand's scale (rewrites/numeric_casts.py)
+    "SELECT '42'::int2::numeric, 42::numeric, 1.50::numeric, '1.50'::numeric, CAST(7 AS decimal), k::numeric "
+    "FROM t WHERE k < 30 ORDER BY k",
+    "SELECT k::numeric, k::numeric * 2, sum(k::numeric) OVER (ORDER BY k) FROM t WHERE k < 30 ORDER BY k",
+    # numeric division on the fallback engine: PostgreSQL's scale, not DataFusion's (fallback/numeric_repairs.py);
+    # quotients below 1, whose PostgreSQL scale (20) is the column's, so that both print the same digits
+    "SELECT k, CAST(k AS numeric(10, 2)) / 300, k / 700.0, row_number() OVER (ORDER BY k) FROM t WHERE k < 30 "
+    "ORDER BY k",
+    "SELECT i > 1 AS g, sum(k) * 1.0 / sum(sum(k)) OVER () FROM t GROUP BY i > 1 ORDER BY 1",
+    "SELECT 1.0 / (k - k), row_number() OVER () FROM t",
     # sum(real) printed as real (float4's shortest digits)
     "SELECT sum(r), avg(r) FROM t",
     "SELECT sum(r), power(2, 10) FROM t",
