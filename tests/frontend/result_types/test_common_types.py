@@ -76,6 +76,9 @@ CALLS = [
     "SELECT NULLIF(f4, d), NULLIF(d, f4), NULLIF(f4, f8), NULLIF(f8, f4) FROM t",
     "SELECT NULLIF(i4, f4), NULLIF(f4, i4), NULLIF(CAST(16777217 AS INTEGER), f4) FROM t",
     "SELECT NULLIF(dt, ts), NULLIF(ts, dt), NULLIF(i4, d) FROM t",
+    # COALESCE, GREATEST, LEAST: a numeric beside a float is the float
+    "SELECT COALESCE(d, f8) AS a, GREATEST(d, f4) AS b, LEAST(i4, d, f8) AS c, COALESCE(d, i4) AS e FROM t",
+    "SELECT COALESCE(NULL, d, f8) AS a, GREATEST(d * 2, f8 / 2) AS b, COALESCE(d, '7') AS c FROM t",
     # lead/lag: the common type of the value and the default
     "SELECT id, lead(i2, 3, 9235) OVER (ORDER BY id) FROM t",
     "SELECT id, lag(i2, 1, 99999) OVER (ORDER BY id) FROM t",

@@ -15,8 +15,8 @@ a number beside a float is compared as double precision (real where a is real).
 
 The rewrites that use these rules (set_operation_types.py, call_types.py) cast the inputs
 whose type differs to the resolved one; types these rules do not cover are left alone.
-COALESCE, GREATEST, LEAST and CASE keep DataFusion's typing for now (numeric beside a float
-stays a decimal there): a probe per call would be needed, as call_types.py makes for NULLIF.
+COALESCE, GREATEST and LEAST of a numeric beside a float are cast to the float by
+call_types.py; CASE keeps DataFusion's typing (numeric beside a float stays a decimal there).
 """
 
 from __future__ import annotations

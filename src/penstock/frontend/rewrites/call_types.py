@@ -1,4 +1,4 @@
-"""NULLIF, lead and lag typed as PostgreSQL types them (issue 54).
+"""NULLIF, lead, lag, COALESCE, GREATEST and LEAST typed as PostgreSQL types them (issue 54).
 
 - NULLIF(a, b) answers a's type where PostgreSQL has an `=` operator for the two types as
   they are (common_types.nullif_rule): NULLIF(1, bigint_col) is integer, where DataFusion
@@ -7,6 +7,8 @@
   the value and the default take their common type, so lead(smallint_col, 1, 9235) is
   integer and lag(bigint_col, 1, 1.5) numeric, where DataFusion keeps the value's type and
   casts the default to it (to 1, or an error past smallint).
+- COALESCE, GREATEST and LEAST of a numeric beside a float are the float (PostgreSQL's
+  common type, select_common_type), where DataFusion makes them a decimal.
 
 Before planning, each such call's argument types are found by planning the statement with
 the call renamed to PROBE_FUNCTION, whose refusal lists them (function_errors.py); the
@@ -19,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from penstock.frontend.result_types.common_types import common_type, listed_kind, listed_type, needs_cast, nullif_rule, sql_name
+from penstock.frontend.result_types.common_types import (common_type, kind, listed_kind, listed_type, needs_cast,
+                                                          nullif_rule, sql_name)
 from penstock.frontend.errors.function_errors import PROBE_FUNCTION, listed_types
 from penstock.frontend.sql_tokens import Token, call_parentheses, tokens
 
@@ -27,7 +30,8 @@ from penstock.frontend.sql_tokens import Token, call_parentheses, tokens
 # call, or None where planning it says nothing about them
 ListedTypes = Callable[[str], "list[str] | None"]
 
-_NAMES = ("nullif", "lead", "lag")
+_NAMES = ("nullif", "lead", "lag", "coalesce", "greatest", "least")
+_COMMON = ("coalesce", "greatest", "least")
 Edit = tuple["str | None", dict[int, str]]  # (the type the call is cast to, argument -> its cast's type)
 
 
@@ -112,7 +116,23 @@ def _decide(toks: list[Token], name: str, args: list[tuple[int, int]], listed: l
         if target is None or value is None or not needs_cast(value, target):
             return None
         return None, {0: sql_name(target), 2: sql_name(target)}
+    if name in _COMMON and len(args) >= 2:
+        return _common_casts(toks, args, [listed_type(x) for x in listed])
     return None
+
+
+def _common_casts(toks: list[Token], args: list[tuple[int, int]], types: list[Any]) -> Edit | None:
+    """COALESCE, GREATEST, LEAST of a numeric beside a float: each argument cast to the float
+    type, PostgreSQL's common type (DataFusion's is a decimal); any other mix is typed alike
+    by both and left as it is."""
+    if any(t is None for t in types):
+        return None
+    target = common_type(types)
+    if target is None or kind(target) not in ("float4", "float8") or not any(kind(t) == "numeric" for t in types):
+        return None
+    casts = {a: sql_name(target) for a, t in enumerate(types)
+             if needs_cast(t, target) and not (args[a][0] == args[a][1] and toks[args[a][0]].kind == "string")}
+    return (None, casts) if casts else None
 
 
 def _apply(toks: list[Token], k: int, close_at: int, args: list[tuple[int, int]], edit: Edit) -> str:
