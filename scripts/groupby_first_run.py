@@ -1,5 +1,5 @@
-"""First run against repeats of a large aggregation with the columns cached (issue 15's
-third target): `SELECT id6, sum(v1) FROM x GROUP BY id6` over --rows rows with --groups
+"""First run against repeats of a large aggregation with the columns cached:
+`SELECT id6, sum(v1) FROM x GROUP BY id6` over --rows rows with --groups
 groups, in a fresh process with an empty kernel cache (the installation's kernels kept) per
 setting of PENSTOCK_INTERPRET, its first run then three repeats.
 
