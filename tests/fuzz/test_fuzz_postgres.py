@@ -37,15 +37,11 @@ MIN_OK = 0.6  # at least this share of the cases must be compared (not skipped) 
 # the classes that still differ, each with the first difference the fuzzer found (see
 # tests/fuzz/README.md, "Against PostgreSQL")
 PG_BATCH_AVOID = frozenset([
-    "window_exclude",     # OVER (... EXCLUDE TIES): 42601 syntax error at EXCLUDE
     "limit_numeric",      # numeric(38,0) with 38 digits met with numeric(18,4): 22003 overflow
-    "limit_dates",        # date_trunc of a date before 1677 on the fallback engine: XX000 (Timestamp(ns))
-    "numeric_division",   # numeric / numeric, avg(numeric): DataFusion's scale, not PostgreSQL's
-    "fallback_overflow",  # int2 * int2 past 32767 on the fallback engine (windows): no 22003
+    "numeric_division",   # avg(numeric(38, 8)): its 30 integer digits leave 8 fraction digits, PostgreSQL's 16
 ])
-# table values left out (tables.build's `avoid`): dates before 1677 make date_trunc fail
-# with XX000 (Timestamp(ns)) on the fallback engine, which runs every window query
-PG_BATCH_TABLES_AVOID = frozenset(["early_dates"])
+# table values left out (tables.build's `avoid`): none
+PG_BATCH_TABLES_AVOID: frozenset[str] = frozenset()
 
 
 _ENGINES: dict[str, Engines] = {}
