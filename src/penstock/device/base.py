@@ -266,7 +266,8 @@ class Backend(ABC):
         with self._compile_lock:
             if self._upgrades is None:
                 self._upgrades = Upgrades(lambda spec, path: self.build(spec, path, quick=False),
-                                          self.upgrade_workers(), self.cancel_builds, self._no_foreground_builds)
+                                          self.upgrade_workers(), self.cancel_builds, self._no_foreground_builds,
+                                          self.hand_off_builds)
             return self._upgrades
 
     def wait_for_start_up(self, timeout: float) -> bool:
@@ -320,6 +321,13 @@ class Backend(ABC):
 
     def cancel_builds(self) -> None:
         """Stop builds in progress (at exit); a backend whose builds run in-process cannot."""
+
+    def hand_off_builds(self, jobs: list[tuple[KernelSpec, Path]]) -> bool:
+        """At exit: have the optimised builds of `jobs` (kernel, cache entry) finished and
+        cached after this process is gone; whether they will be. A backend that cannot
+        (NVRTC builds run in-process) says False, and its builds are waited for or cancelled
+        (device/tiers.Upgrades.close)."""
+        return False
 
     def prepare_quick_builds(self, spec: KernelSpec) -> None:
         """Make what quick builds of kernels like `spec` share (`penstock prebuild`)."""

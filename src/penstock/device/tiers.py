@@ -15,8 +15,12 @@ A kernel the plan interpreter covers (device/interpreter.py) skips the quick bui
 interpreted at once, and its optimised build is queued here the same way.
 
 Both builds go to the on-disk cache under their own names, written atomically: a process
-that exits or is killed while an optimised build runs leaves the quick build, never half a
-file, and the next process queues the optimised build again.
+killed while an optimised build runs leaves the quick build, never half a file, and the next
+process queues the optimised build again. A process that exits normally hands the optimised
+builds still queued or running to a detached child where the backend can (the CPU backend's
+g++ compiles, device/cpu/detached.py): the child caches them after the process is gone, so
+a command-line process's repeat (`penstock sql` run twice) finds them built. Builds that
+cannot be handed off (NVRTC's, in-process) are waited for up to EXIT_WAIT seconds.
 
 On the CPU backend an optimised build starts only once no query is running (or after
 Backend.UPGRADE_DEFER seconds of waiting): g++ and the query's threads share the cores, and
@@ -63,8 +67,11 @@ class Upgrades:
     """Optimised builds of kernels now running from quick builds, made by daemon threads."""
 
     def __init__(self, build: Callable[[KernelSpec, Path], None], workers: int,
-                 cancel: Callable[[], None] | None = None, gate: Callable[[], None] | None = None):
+                 cancel: Callable[[], None] | None = None, gate: Callable[[], None] | None = None,
+                 hand_off: Callable[[list[tuple[KernelSpec, Path]]], bool] | None = None):
         self.build = build
+        # at exit, the builds queued or running go on elsewhere (the CPU's detached g++ child)
+        self.hand_off = hand_off
         self.cancel = cancel  # stops builds in progress at exit (the CPU backend's g++ children)
         # waits while a query compiles its kernels: an optimised build must not slow the quick
         # builds of the query that is waiting for them (two cores: g++ processes compete)
@@ -72,7 +79,7 @@ class Upgrades:
         self.workers = max(1, workers)
         self.jobs: queue.Queue[tuple[KernelSpec, Path] | None] = queue.Queue()
         self.lock = threading.Lock()
-        self.queued: set[str] = set()  # digests queued or being built
+        self.queued: dict[str, tuple[KernelSpec, Path]] = {}  # digests queued or being built
         self.ready: dict[str, Path] = {}  # digest -> the optimised build, on disk
         self.failed: dict[str, str] = {}  # digest -> why (the quick build then stays)
         self.idle = threading.Condition(self.lock)
@@ -84,7 +91,7 @@ class Upgrades:
         with self.lock:
             if spec.digest in self.queued or spec.digest in self.ready or self.closing:
                 return
-            self.queued.add(spec.digest)
+            self.queued[spec.digest] = (spec, path)
             if len(self.threads) < self.workers:
                 thread = self._worker()
                 self.threads.append(thread)
@@ -114,6 +121,8 @@ class Upgrades:
             spec, path = job
             try:
                 self.gate()
+                if self.closing:  # handed off or dropped at exit
+                    return
                 if not path.exists():
                     self.build(spec, path)
                 with self.lock:
@@ -123,7 +132,7 @@ class Upgrades:
                     self.failed[spec.digest] = str(e)[-2000:]
             finally:
                 with self.lock:
-                    self.queued.discard(spec.digest)
+                    self.queued.pop(spec.digest, None)
                     self.idle.notify_all()
 
     def take(self, digest: str) -> Path | None:
@@ -142,18 +151,28 @@ class Upgrades:
             return self.idle.wait_for(lambda: not self.queued, timeout)
 
     def close(self) -> None:
-        """At exit: no new builds. A build in progress is cancelled where the backend can
-        (its thread then cleans up its temporary files); NVRTC cannot be cancelled, so a GPU
+        """At exit: no new builds. The builds queued or in progress are handed off where the
+        backend can (hand_off: the CPU backend's detached g++ child caches them after this
+        process is gone); then a build in progress is cancelled where the backend can (its
+        thread then cleans up its temporary files); NVRTC cannot be cancelled, so a GPU
         build in progress is waited for, up to EXIT_WAIT seconds. Left running, a worker
         went on in NVRTC and the driver's linker while the interpreter and CUDA were torn
         down: pytest processes that had compiled their kernels cold ended in a segmentation
         fault after every test passed (H200). Its file is written atomically either way,
         so nothing half-made stays."""
         with self.lock:
+            if self.closing:
+                return
             self.closing = True
             threads = list(self.threads)
+            pending = list(self.queued.values())
         for _ in threads:
             self.jobs.put(None)
+        if pending and self.hand_off is not None:
+            try:
+                self.hand_off(pending)
+            except Exception:  # noqa: BLE001 - at exit: the next process queues them again
+                pass
         if self.cancel is not None:
             self.cancel()
         deadline = time.monotonic() + (2.0 if self.cancel is not None else EXIT_WAIT)

@@ -17,13 +17,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from penstock.device.base import Backend
 from penstock.device.cpu.batch import batch_source, batches, entry_symbol
-from penstock.device.cpu.pch import precompiled, split_prelude
+from penstock.device.cpu import detached
+from penstock.device.cpu.pch import already_precompiled, precompiled, split_prelude
 from penstock.device.kernel_spec import KERNELS_DIR, CompiledKernel, KernelSpec
 from penstock.errors import PenstockError
 
@@ -168,21 +169,38 @@ class HostBackend(Backend):
         with tempfile.TemporaryDirectory(prefix="penstock-cc-") as tmp:
             src = Path(tmp) / "kernel.cpp"
             out = Path(tmp) / "kernel.so"
-            prelude, body = split_prelude(spec.source)
-            headers = precompiled(self._compiler, pch_flags(flags), prelude) if USE_PCH else None
-            if headers is not None:  # the body alone, after the precompiled prelude (cpu/pch.py)
-                src.write_text(body)
-                include = [f"-I{headers}", "-include", "prelude.h"]
-            else:
-                src.write_text(spec.source)
-                include = []
-            cmd = [self._compiler, *flags, f"-I{KERNELS_DIR}", *include, "-x", "c++", str(src), "-o", str(out)]
-            returncode, stderr = self._run(cmd)
+            command, text = self._command(spec, flags, precompiled)
+            src.write_text(text)
+            returncode, stderr = self._run([*command, "-x", "c++", str(src), "-o", str(out)])
             if returncode != 0:
                 raise PenstockError(f"g++ could not compile generated kernel {spec.name}:\n{stderr[-4000:]}")
             tmp_target = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             shutil.copyfile(out, tmp_target)
             os.replace(tmp_target, target)
+
+    def _command(self, spec: KernelSpec, flags: list[str],
+                 header: Callable[[str, list[str], str], Path | None]) -> tuple[list[str], str]:
+        """g++'s command for `spec` up to its source and output, and the source to compile:
+        the body alone after the precompiled prelude where `header` gives one (cpu/pch.py),
+        else the whole kernel."""
+        prelude, body = split_prelude(spec.source)
+        headers = header(self._compiler, pch_flags(flags), prelude) if USE_PCH else None
+        base = [self._compiler, *flags, f"-I{KERNELS_DIR}"]
+        if headers is not None:
+            return [*base, f"-I{headers}", "-include", "prelude.h"], body
+        return base, spec.source
+
+    def hand_off_builds(self, jobs: list[tuple[KernelSpec, Path]]) -> bool:
+        """At exit: the optimised builds of `jobs` go to a detached child that caches them
+        after this process is gone (device/cpu/detached.py). A precompiled header not built
+        yet is not built now: the child then compiles whole kernels."""
+        if not detached.enabled():
+            return False
+        prepared = []
+        for spec, path in jobs:
+            command, text = self._command(spec, CXX_FLAGS, already_precompiled)
+            prepared.append((command, text, path))
+        return detached.hand_off(prepared, self.upgrade_workers())
 
     def _run(self, cmd: list[str]) -> tuple[int, str]:
         """Run g++, remembered so that cancel_builds can stop it."""

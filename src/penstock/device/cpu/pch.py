@@ -45,11 +45,23 @@ def pch_root() -> Path:
     return installation_dir() / "pch"
 
 
+def _folder(compiler: str, flags: list[str], prelude: str) -> Path:
+    key = hashlib.sha256("\n".join([compiler, *flags, headers_digest(), prelude]).encode()).hexdigest()[:24]
+    return pch_root() / key
+
+
+def already_precompiled(compiler: str, flags: list[str], prelude: str) -> Path | None:
+    """The header's directory if it is built, building nothing (a process at exit, handing
+    its builds to a detached child, device/cpu/detached.py, must not start one itself)."""
+    target = _folder(compiler, flags, prelude)
+    return target if (target / "prelude.h.gch").is_file() else None
+
+
 def precompiled(compiler: str, flags: list[str], prelude: str) -> Path | None:
     """The directory holding prelude.h and its .gch for these flags (built now if missing),
     or None when g++ cannot precompile it (the kernel then compiles without)."""
-    key = hashlib.sha256("\n".join([compiler, *flags, headers_digest(), prelude]).encode()).hexdigest()[:24]
-    target = pch_root() / key
+    target = _folder(compiler, flags, prelude)
+    key = target.name
     if (target / "prelude.h.gch").is_file():
         return target
     with _LOCK:
