@@ -240,10 +240,24 @@ XPU_FN int32_t decimal_cmp128(int128_t a, int32_t sa, int128_t b, int32_t sb) {
   if (sb < sa && !scale_up128(b, sa - sb, &b)) return b < 0 ? 1 : -1;
   return a < b ? -1 : (a > b ? 1 : 0);
 }
+// The double nearest v / 10^scale, as PostgreSQL's numeric to float8 (strtod of its text):
+// m / 10^scale in two doubles, m = hi + lo exactly and the quotient's error taken back with
+// an fma, so that 0.66666666666666666667 is 0.6666666666666666 and not the next double.
 XPU_FN double decimal128_to_double(int128_t v, int32_t scale) {
-  uint128_t p = pow10_u128(scale), m = magnitude128(v);
-  double whole = (double)(m / p), frac = (double)(m % p) / (double)p;
-  return v < 0 ? -(whole + frac) : whole + frac;
+  const uint128_t m = magnitude128(v);
+  double q;
+  if (scale <= 22) {  // 10^scale is exact in a double
+    const double p = (double)pow10_u128(scale);
+    const double hi = (double)m;
+    const double lo = (double)((int128_t)(m - (uint128_t)hi));  // m - hi, exact in 128 bits
+    q = hi / p;
+    const double r = fma(-q, p, hi) + lo;  // what q misses of m, to within hi's last bits
+    q += r / p;
+  } else {
+    const uint128_t p = pow10_u128(scale);
+    q = (double)(m / p) + (double)(m % p) / (double)p;
+  }
+  return v < 0 ? -q : q;
 }
 XPU_FN int128_t double_to_decimal128(double x, int32_t scale, int32_t precision, int32_t* err) {
   if (!is_finite(x)) { raise(err, ERR_OVERFLOW); return 0; }

@@ -7,6 +7,7 @@ are compared in tests/differential/test_postgresql.py."""
 
 from __future__ import annotations
 
+import random
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
@@ -132,3 +133,23 @@ def test_avg_of_integers_and_numerics_is_numeric() -> None:
                                    "c": None, "d": 5 / 3, "e": Decimal("5.0000000000000001"), "g": 5 / 3, "h": 5 / 3}]
     window = db.sql("SELECT avg(i8::float8) OVER () AS w FROM v").to_arrow()  # on the fallback engine
     assert window.schema.field("w").type == pa.float64() and window.column("w").to_pylist() == [5 / 3] * 3
+
+
+@pytest.mark.parametrize("mode", ["0", "always"])
+def test_a_wide_decimal_as_double_is_the_nearest_double(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CAST(numeric AS double precision) of 128-bit decimals is the double nearest the value,
+    as PostgreSQL's (strtod of the numeric's text): kernels/decimal.h decimal128_to_double."""
+    rng = random.Random(11)
+    with localcontext() as exact:
+        exact.prec = 60
+        values = [Decimal("0.66666666666666666667"), Decimal("-0.33333333333333333333"),
+                  Decimal("12345678901234567.89012345678901234567")]
+        values += [Decimal(rng.randrange(-10 ** 36, 10 ** 36)).scaleb(-rng.randrange(0, 38)) for _ in range(2000)]
+        for scale in (20, 8):
+            column = pa.array([v.quantize(Decimal(1).scaleb(-scale)) for v in values if abs(v) < 10 ** (37 - scale)],
+                              pa.decimal128(38, scale))
+            db = connect(mode, monkeypatch)
+            db.register_arrow("w", pa.table({"d": column}))
+            got = db.sql("SELECT CAST(d AS double precision) AS f FROM w").to_arrow().column("f").to_pylist()
+            wrong = [(v, g) for v, g in zip(column.to_pylist(), got) if g != float(v)]
+            assert not wrong, wrong[:5]

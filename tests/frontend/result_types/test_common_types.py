@@ -79,6 +79,11 @@ CALLS = [
     # COALESCE, GREATEST, LEAST: a numeric beside a float is the float
     "SELECT COALESCE(d, f8) AS a, GREATEST(d, f4) AS b, LEAST(i4, d, f8) AS c, COALESCE(d, i4) AS e FROM t",
     "SELECT COALESCE(NULL, d, f8) AS a, GREATEST(d * 2, f8 / 2) AS b, COALESCE(d, '7') AS c FROM t",
+    # CASE: a numeric beside a float is the float (substrait/expr.py; fallback/numeric_repairs.py)
+    "SELECT CASE WHEN i4 > 1 THEN d ELSE f8 END AS a, CASE WHEN i4 > 1 THEN d ELSE f4 END AS b, "
+    "CASE i2 WHEN 1 THEN 1.5 WHEN 2 THEN f8 END AS c, CASE WHEN i4 > 1 THEN d ELSE 2 END AS e FROM t",
+    "SELECT CASE WHEN i4 > 1 THEN d / 3 ELSE f8 END AS a, CASE WHEN i4 > 1 THEN 1.5 ELSE f4 END AS b, "
+    "row_number() OVER (ORDER BY id) AS r FROM t",
     # lead/lag: the common type of the value and the default
     "SELECT id, lead(i2, 3, 9235) OVER (ORDER BY id) FROM t",
     "SELECT id, lag(i2, 1, 99999) OVER (ORDER BY id) FROM t",

@@ -32,7 +32,7 @@ from substrait.extensions import extensions_pb2
 from penstock.frontend.result_types.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.rewrites.frame_exclusion import substrait_range_offsets, unsigned_range_key
 from penstock.frontend.fallback.like_escapes import with_backslash_escape
-from penstock.frontend.fallback.numeric_repairs import repair_numeric
+from penstock.frontend.fallback.numeric_repairs import float_case, repair_numeric
 from penstock.frontend.fallback.signed_years import as_value
 from penstock.frontend.fallback.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
@@ -216,6 +216,8 @@ class _Repairer(_Walker):
             common = microseconds()
         elif double_operands(operands, types):  # real beside real + 1, now a double (real_results.py)
             common = _type("fp64")
+        elif kind == "if_then" and (floated := float_case(operands, lambda x: side.expr(x, inputs))) is not None:
+            common = floated  # numeric beside a float: the float (numeric_repairs.py)
         else:
             return t
         if kind == "scalar_function":

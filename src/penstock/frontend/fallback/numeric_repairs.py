@@ -7,7 +7,9 @@ pg_numeric_div (pg_functions/numeric_functions.py), PostgreSQL's quotient at its
 the column type the kernels give it (plan/functions.numeric_division_type). A cast to
 numeric without a precision, marked pg_numeric(CAST(x AS numeric)) by
 frontend/rewrites/numeric_casts.py, takes x's scale as on the kernels
-(substrait/constants.unconstrained_numeric_type), not DataFusion's decimal(38, 10).
+(substrait/constants.unconstrained_numeric_type), not DataFusion's decimal(38, 10). A CASE
+of a numeric beside a float is the float (float_case), as on the kernels
+(substrait/expr.float_as_decimal).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from substrait import algebra_pb2
 from penstock.frontend.pg_functions.numeric_functions import NUMERIC_DIV, UNCONSTRAINED_NUMERIC, numeric_div_call
 from penstock.frontend.result_types.date_results import nullable
 from penstock.frontend.substrait.constants import unconstrained_numeric_type
+from penstock.frontend.substrait.expr import float_as_decimal
 from penstock.frontend.substrait.types import from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -98,3 +101,23 @@ def _decimal(t: T.DataType) -> Any:
     out = nullable("decimal")
     out.decimal.precision, out.decimal.scale = t.precision, t.scale
     return out
+
+
+def float_case(operands: list[algebra_pb2.Expression], operand_type: Callable[[algebra_pb2.Expression], Any]) -> Any:
+    """CASE branches `operands` of which DataFusion made a decimal by casting a float to it:
+    each cast to the float instead, in place (double precision where any such float is,
+    else real); the float's type, or None where no branch is such a cast."""
+    kinds = [getattr(operand_type(o.cast.input), "WhichOneof", lambda _: None)("kind")
+             for o in operands if float_as_decimal(o)]
+    if not any(k in ("fp32", "fp64") for k in kinds):
+        return None
+    to = nullable("fp64" if "fp64" in kinds else "fp32")
+    for o in operands:
+        if o.WhichOneof("rex_type") == "cast" and o.cast.type.WhichOneof("kind") == "decimal":
+            o.cast.type.CopyFrom(to)
+        else:
+            inner = algebra_pb2.Expression()
+            inner.CopyFrom(o)
+            o.cast.type.CopyFrom(to)
+            o.cast.input.CopyFrom(inner)
+    return to

@@ -188,23 +188,35 @@ class ExprTranslator:
         if clauses and not clauses[0].HasField("then"):
             # DataFusion writes CASE x WHEN a THEN ... as an IfThen whose first clause holds x
             operand = self.translate(getattr(clauses.pop(0), "if"))
-        whens = []
+        conditions = []
         for c in clauses:
             cond = self.translate(getattr(c, "if"))
-            if operand is not None:
-                cond = Call(T.BOOL, "eq", (operand, cond))
-            whens.append((cond, self.translate(c.then)))
-        otherwise = self.translate(getattr(e, "else")) if e.HasField("else") else None
-        return Case(_case_type(whens, otherwise), tuple(whens), otherwise)
+            conditions.append(Call(T.BOOL, "eq", (operand, cond)) if operand is not None else cond)
+        return self._case(conditions, [c.then for c in clauses], getattr(e, "else") if e.HasField("else") else None)
 
     def _switch_expression(self, e: Expression.SwitchExpression) -> Expr:
         match = self.translate(e.match)
-        whens = []
+        conditions: list[Expr] = []
         for c in e.ifs:
             value, t = literal_value(getattr(c, "if"))
-            whens.append((Call(T.BOOL, "eq", (match, Literal(t, value))), self.translate(c.then)))
-        otherwise = self.translate(getattr(e, "else")) if e.HasField("else") else None
-        return Case(_case_type(whens, otherwise), tuple(whens), otherwise)
+            conditions.append(Call(T.BOOL, "eq", (match, Literal(t, value))))
+        return self._case(conditions, [c.then for c in e.ifs], getattr(e, "else") if e.HasField("else") else None)
+
+    def _case(self, conditions: list[Expr], thens: list[Expression], otherwise: Expression | None) -> Expr:
+        """CASE of these branches (Substrait's); numeric beside a float is the float, as
+        PostgreSQL's common type, where DataFusion cast the float to a decimal
+        (float_as_decimal; found in Substrait, as translating folds a constant's cast)."""
+        branches = thens + ([otherwise] if otherwise is not None else [])
+        floats = [self.translate(b.cast.input) for b in branches if float_as_decimal(b)]
+        to = None
+        if any(f.type.is_float for f in floats):
+            to = T.FLOAT64 if any(f.type.kind is Kind.FLOAT64 for f in floats) else T.FLOAT32
+        values = [self._cast_to(self.translate(b.cast.input if to is not None and b.WhichOneof("rex_type") == "cast"
+                                               and from_substrait_type(b.cast.type).kind is Kind.DECIMAL else b), to)
+                  if to is not None else self.translate(b) for b in branches]
+        whens = list(zip(conditions, values[:len(thens)]))
+        rest = values[len(thens)] if otherwise is not None else None
+        return Case(_case_type(whens, rest), tuple(whens), rest)
 
     def _singular_or_list(self, e: Expression.SingularOrList) -> Expr:
         value = self.translate(e.value)
@@ -284,6 +296,14 @@ def _retyped(fn: str, declared: DataType, args: list[Expr]) -> bool:
         return True  # of a real call already made double (ceil(ceil(r))): double as well
     # a decimal rounded to fewer fraction digits can carry into a new integer digit
     return fn in ("floor", "ceil", "round") and declared.kind is Kind.DECIMAL and args[0].type.kind is Kind.DECIMAL
+
+
+def float_as_decimal(e: Expression) -> bool:
+    """Whether `e` is a cast to a decimal, as DataFusion casts a float beside a decimal in a
+    CASE (the caller checks that what is cast is a float). A cast the statement writes, to
+    numeric with a precision, reads the same; one without (`f::numeric`) is marked
+    (frontend/rewrites/numeric_casts.py) and stays numeric."""
+    return e.WhichOneof("rex_type") == "cast" and e.cast.type.WhichOneof("kind") == "decimal"
 
 
 def _case_type(whens: list[tuple[Expr, Expr]], otherwise: Expr | None) -> DataType:
