@@ -202,3 +202,21 @@ def test_cli_as_a_subprocess_with_arrow_on_a_pipe(sample_parquet: Path) -> None:
     done = subprocess.run(cmd + ["SELECT nocol FROM t"], capture_output=True, env=env, timeout=120)
     assert done.returncode != 0
     assert "ERROR:" in done.stderr.decode() and "42703" in done.stderr.decode()
+
+
+def test_json_output_keeps_columns_that_share_a_name(capsys: Any, sample_parquet: Path) -> None:
+    code, out, err = run(capsys, "sql", "--device", "cpu", "-t", f"t={sample_parquet}", "--format", "json",
+                         "SELECT id, id, id * 10 AS id_1, grp AS id FROM t WHERE id = 2")
+    assert code == 0, err
+    assert json.loads(out) == [{"id": 2, "id_2": 2, "id_1": 20, "id_3": "b"}]
+
+
+def test_csv_table_options_sniffing_and_encoding(capsys: Any, tmp_path: Path) -> None:
+    path = tmp_path / "sales.csv"
+    path.write_bytes(b"city;amount\nZ\xfcrich;1,5\nK\xf6ln;2\n")  # ";" sniffed; "1,5" (a decimal comma) is text
+    code, out, err = run(capsys, "sql", "--device", "cpu", "-t", f"t={path}?encoding=latin-1", "--format", "json",
+                         "SELECT city, amount FROM t ORDER BY city")
+    assert code == 0, err
+    assert json.loads(out) == [{"city": "Köln", "amount": "2"}, {"city": "Zürich", "amount": "1,5"}]
+    code, _, err = run(capsys, "sql", "--device", "cpu", "-t", f"t={path}?encoding=klingon", "SELECT 1")
+    assert code != 0 and "unknown CSV encoding" in err

@@ -37,7 +37,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
     (("sql", "-o", "nodir/x.csv", "SELECT 1 AS a"), ("nodir/x.csv", "No such file")),
     (("sql", "SELEC 1"), ("syntax error",)),
     (("user", "add", "bad:name", "--users", "users.txt", "--password-stdin"), ("bad:name",)),
-    (("sql", "-t", "t=x.csv?quote=|", "SELECT 1"), ("unknown option", "quote")),
+    (("sql", "-t", "t=x.csv?compression=gzip", "SELECT 1"), ("unknown option", "compression")),
     (("sql", "-t", "t=x.csv?header=maybe", "SELECT 1"), ("header", "maybe")),
 ])
 def test_a_mistake_is_one_line_and_a_nonzero_exit(tmp_path: Path, argv: tuple[str, ...],

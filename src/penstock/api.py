@@ -134,20 +134,23 @@ class Connection:
 
     # -- catalog ------------------------------------------------------------------------------
     def register(self, name: str, path: str | os.PathLike[str], format: str | None = None,
-                 schema: pa.Schema | None = None, delimiter: str = ",", header: bool = True,
-                 skip_bad_rows: bool = False) -> None:
+                 schema: pa.Schema | None = None, delimiter: str | None = None, header: bool | None = None,
+                 skip_bad_rows: bool = False, quote: str | None = None, escape: str | None = None,
+                 encoding: str = "utf-8") -> None:
         """A file, a directory or a glob of Parquet, Arrow IPC/Feather or CSV files, as table `name`;
-        `schema` declares a CSV file's column types instead of inferring them. For CSV:
-        `delimiter`, `header` (without one, columns are column1, column2, ... unless
-        declared) and `skip_bad_rows` (rows that do not parse or convert are left out and
-        counted in `skipped_rows(name)`, instead of raising 22P02/22P04).
+        `schema` declares a CSV file's column types instead of inferring them from a sample
+        (a header-only file has none to infer: declare them). For CSV: `delimiter`, `quote`,
+        `escape` ("" for none) and `header` (without one, columns are column1, column2, ...
+        unless declared) are sniffed from the file where not given; `encoding` is utf-8,
+        latin-1 or windows-1252; `skip_bad_rows` (rows that do not parse, decode or convert
+        are left out and counted in `skipped_rows(name)`, instead of raising 22P02/22021/22P04).
 
         `name` is an SQL identifier, folded as PostgreSQL folds it: "Sales" is table sales
         (FROM Sales, FROM sales), and '"Sales"' (quoted) keeps its case (FROM "Sales")."""
         name = fold_identifier(name)
         from penstock.io.csv.reader import CsvOptions
 
-        reader = open_table(path, format, schema, CsvOptions(delimiter, header, skip_bad_rows))
+        reader = open_table(path, format, schema, CsvOptions(delimiter, header, skip_bad_rows, quote, escape, encoding))
         location = os.fspath(path)
         extension = None
         if os.path.isdir(location):

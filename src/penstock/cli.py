@@ -86,8 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     def query_args(q: argparse.ArgumentParser) -> None:
         q.add_argument("-t", "--table", action="append", default=[], metavar="NAME=PATH[?OPTIONS]",
-                       help="register a file, directory or glob as a table (repeatable); OPTIONS for CSV: "
-                       "format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true")
+                       help="register a file, directory or glob as a table (repeatable); OPTIONS for CSV "
+                       "(delimiter, quote, escape and header are sniffed when not given): "
+                       "format=csv&delimiter=;&quote=\"&escape=\\&header=false&encoding=latin-1"
+                       "&columns=a int,b text&skip_bad_rows=true")
         q.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
         q.add_argument("--strict", action="store_true", help="fail instead of falling back to DataFusion")
         q.add_argument("-f", "--file", help="read the SQL from a file ('-' for standard input)")
@@ -95,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("sql", help="run a query and print its result")
     query_args(q)
-    q.add_argument("--format", default="table", choices=FORMATS)
+    q.add_argument("--format", default="table", choices=FORMATS,
+                   help="json: an array of objects, one per row; a column name seen before gets "
+                   "_1, _2, ... (SELECT x, x gives keys x and x_1)")
     q.add_argument("-o", "--output", help="write the result to a file instead of standard output")
     q.set_defaults(run=cmd_sql)
 
@@ -162,11 +166,12 @@ def connect_with_tables(args: argparse.Namespace):  # type: ignore[no-untyped-de
     return db
 
 
-TABLE_OPTIONS = ("format", "delimiter", "header", "columns", "skip_bad_rows")
+TABLE_OPTIONS = ("format", "delimiter", "quote", "escape", "header", "encoding", "columns", "skip_bad_rows")
 
 
 def table_options(query: str, spec: str) -> dict[str, Any]:
-    """-t t=data.txt?format=csv&delimiter=;&header=false&columns=a int,b text&skip_bad_rows=true"""
+    """-t t=data.txt?format=csv&delimiter=;&header=false&encoding=latin-1&columns=a int,b text&skip_bad_rows=true
+    (delimiter=\\t for a tab; quote= or escape= with no value for none)"""
     from penstock.io.csv.reader import flag
 
     out: dict[str, Any] = {}

@@ -68,6 +68,23 @@ def _json_value(v: Any) -> Any:
     return v
 
 
+def json_keys(names: list[str]) -> list[str]:
+    """JSON object keys for a result's columns: a name seen before gets the first of _1,
+    _2, ... that no column is named, so SELECT x, x keeps both columns as keys x and x_1
+    (a JSON object with a repeated key would lose one of them)."""
+    taken = set(names)
+    seen: set[str] = set()
+    keys = []
+    for name in names:
+        key, n = name, 0
+        while key in seen or (n and key in taken):
+            n += 1
+            key = f"{name}_{n}"
+        seen.add(key)
+        keys.append(key)
+    return keys
+
+
 def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
     if fmt == "table":
         out.write((format_table(table) + "\n").encode())
@@ -76,7 +93,9 @@ def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
         pcsv.write_csv(table, buf)
         out.write(buf.getvalue())
     elif fmt == "json":
-        rows = [{k: _json_value(v) for k, v in r.items()} for r in table.to_pylist()]
+        keys = json_keys(table.column_names)
+        columns = [c.to_pylist() for c in table.columns]  # by position: names may repeat
+        rows = [{k: _json_value(v) for k, v in zip(keys, row)} for row in zip(*columns)]
         out.write((json.dumps(rows, indent=1) + "\n").encode())
     elif fmt == "arrow":
         sink = pa.BufferOutputStream()

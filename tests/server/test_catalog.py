@@ -165,12 +165,16 @@ def test_table_types_as_declared(data: Path) -> None:
 
 def test_csv_options_survive_a_restart_and_bad_ones_are_refused(data: Path) -> None:
     (data / "semi.txt").write_text("1;x\n2;y\nbad;z\n")
+    (data / "latin.csv").write_bytes(b"name|n\ncaf\xe9|1\n")
     s = start_server(data)
     try:
         run(s, "CREATE EXTERNAL TABLE semi (a int, b text) STORED AS CSV LOCATION 'semi.txt' "
                "OPTIONS (delimiter ';', header 'false', skip_bad_rows 'true')")
+        run(s, "CREATE EXTERNAL TABLE latin STORED AS CSV LOCATION 'latin.csv' OPTIONS (encoding 'latin-1')")
         with pytest.raises(psycopg.errors.SyntaxError, match="not recognized"):
-            run(s, "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION 'semi.txt' OPTIONS (quote '|')")
+            run(s, "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION 'semi.txt' OPTIONS (compression 'gzip')")
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown CSV encoding"):
+            run(s, "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION 'semi.txt' OPTIONS (encoding 'ebcdic')")
         with pytest.raises(psycopg.errors.SyntaxError, match="CSV tables only"):
             run(s, "CREATE EXTERNAL TABLE y STORED AS ARROW LOCATION 'sample.arrow' OPTIONS (delimiter ';')")
     finally:
@@ -178,6 +182,7 @@ def test_csv_options_survive_a_restart_and_bad_ones_are_refused(data: Path) -> N
     s = start_server(data)
     try:
         assert run(s, "select a, b from semi order by a") == [(1, "x"), (2, "y")]
+        assert run(s, "select name, n from latin") == [("café", 1)]  # '|' sniffed, Latin-1 decoded
     finally:
         stop_server(s)
 

@@ -73,7 +73,7 @@ def guess_format(files: list[Path], location: str) -> str:
 def open_table(location: str | os.PathLike[str], format: str | None = None,
                schema: pa.Schema | None = None, csv: Any = None) -> TableReader:
     """The table at `location`; `schema` declares a CSV file's column types (else inferred),
-    `csv` its io.csv.CsvOptions (delimiter, header, skip_bad_rows)."""
+    `csv` its io.csv.CsvOptions (delimiter, quote, escape, header, encoding, skip_bad_rows)."""
     location = os.fspath(location)
     files = list_files(location)
     fmt = (format or guess_format(files, location)).lower()

@@ -42,7 +42,7 @@ class TableEntry:
     columns: list[tuple[str, str]] | None = None  # declared (name, SQL type), if any
     created_by: str = "external"  # external | ctas (penstock owns the files)
     comment: str | None = None
-    options: dict[str, str] = field(default_factory=dict)  # CSV: delimiter, header, skip_bad_rows
+    options: dict[str, str] = field(default_factory=dict)  # CSV: delimiter, quote, escape, header, encoding, skip_bad_rows
     owner: str | None = None  # None: the administrators' (tables from before owners existed)
     readers: list[str] = field(default_factory=list)  # users granted SELECT; "public": everyone
 
@@ -180,12 +180,17 @@ def check_declared(entry: TableEntry, schema: pa.Schema) -> None:
             raise QueryError(f'column "{name}" is declared {sql_type} but {entry.location} has {have}', "42804")
 
 
-CSV_OPTIONS = ("delimiter", "header", "skip_bad_rows")
+CSV_OPTIONS = ("delimiter", "quote", "escape", "header", "encoding", "skip_bad_rows")
+_TEXT_OPTIONS = ("delimiter", "quote", "escape", "encoding")
 
 
 def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
-    """CREATE EXTERNAL TABLE ... OPTIONS (delimiter ';', header 'false', skip_bad_rows 'true'),
-    checked: CSV tables only, known keys, a one-character delimiter, boolean flags."""
+    """CREATE EXTERNAL TABLE ... OPTIONS (delimiter ';', header 'false', encoding 'latin-1',
+    skip_bad_rows 'true'), checked: CSV tables only, known keys, a one-character delimiter
+    (quote and escape: one or none), a known encoding, boolean flags. Options not given are
+    sniffed from the file when it is opened."""
+    from penstock.io.csv.sniff import encoding_name
+
     for key, value in options.items():
         if key not in CSV_OPTIONS:
             raise QueryError(f'option "{key}" not recognized (CSV tables take {", ".join(CSV_OPTIONS)})', "42601")
@@ -193,7 +198,14 @@ def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
             raise QueryError(f'option "{key}" applies to CSV tables only', "42601")
         if key == "delimiter" and len(value) != 1:
             raise QueryError(f"delimiter must be one character, not {value!r}", "22023")
-        if key != "delimiter":
+        if key in ("quote", "escape") and len(value) > 1:
+            raise QueryError(f"{key} must be one character or empty, not {value!r}", "22023")
+        if key == "encoding":
+            try:
+                encoding_name(value)
+            except ValueError as e:
+                raise QueryError(str(e), "22023") from None
+        if key not in _TEXT_OPTIONS:
             try:
                 flag(value)
             except ValueError:
@@ -203,4 +215,4 @@ def csv_options(fmt: str, options: dict[str, str]) -> dict[str, str]:
 
 def register_options(options: dict[str, str]) -> dict[str, object]:
     """The catalog's CSV options as Connection.register's keywords (checked by csv_options)."""
-    return {key: value if key == "delimiter" else flag(value) for key, value in options.items()}
+    return {key: value if key in _TEXT_OPTIONS else flag(value) for key, value in options.items()}
