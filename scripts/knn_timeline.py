@@ -26,7 +26,7 @@ from gpu_timeline import device_ops, print_op_timeline, print_ops_by_name  # scr
 
 import penstock
 from penstock.bench.knn import SQL, generate
-from penstock.knn_search import one_pass
+from penstock.connection.knn_search import one_pass
 
 
 def main() -> None:

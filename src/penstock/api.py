@@ -17,12 +17,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
+from penstock.connection.explain import explain_request, explain_text
+from penstock.connection.plain_types import plain_types
+from penstock.connection.prepared import Prepared, compile_planned
+from penstock.connection.streaming import ResultStream, open_stream
+from penstock.connection.watched import watched
 from penstock.device import get_backend
 from penstock.errors import FEATURE_NOT_SUPPORTED, PenstockError, QueryError, Unsupported
 from penstock.exec.executor import Executor
 from penstock.exec.metrics import QueryMetrics
 from penstock.exec.spill.off_device import SpillLimits
-from penstock.explain import explain_request, explain_text
 from penstock.frontend import table_functions
 from penstock.frontend.rewrites.clock import reads_clock
 from penstock.frontend.param_slots import runtime_values, shape
@@ -34,12 +38,8 @@ from penstock.io.column_cache import cache_of, table_key
 from penstock.io.parquet.device.scan import PARQUET_DECODE
 from penstock.io.read.read_path import READ_PATHS
 from penstock.io.memory import MemoryTable
-from penstock.output import plain_types
 from penstock.plan.physical import PhysicalPlan
-from penstock.prepared import Prepared, compile_planned
 from penstock.plan.types import to_arrow
-from penstock.streaming import ResultStream, open_stream
-from penstock.watched import watched
 
 PLAN_CACHE_SIZE = 256
 
@@ -112,8 +112,8 @@ class Connection:
             raise PenstockError(f"parquet_decode={parquet_decode!r}: use one of {', '.join(PARQUET_DECODE)}")
         self.executor = Executor(self.backend, self._table, gpu_memory_limit, io, parquet_decode)
         self.executor.host_memory_limit, self.executor.spill_dir = host_memory_limit, spill_dir
-        if warm_up:  # the process's start-up work, once (process_warm_up.py)
-            from penstock.process_warm_up import start
+        if warm_up:  # the process's start-up work, once (connection/process_warm_up.py)
+            from penstock.connection.process_warm_up import start
 
             start(self.backend)
 
@@ -239,7 +239,7 @@ class Connection:
             return found
         self.backend.warm_up_stop.set()  # a real query: the process warm-up gives way
         if table_functions.mentions(sql):  # knn_hamming(...) in FROM: answered, then planned by name
-            from penstock.knn_search import answer_call
+            from penstock.connection.knn_search import answer_call
 
             sql = table_functions.rewrite(sql, lambda call: answer_call(self, call))
         planned = self.frontend.plan(sql, params)
@@ -331,15 +331,15 @@ class Connection:
         """The k rows of `table` nearest each query signature (bytes, an Arrow binary array or
         a (queries, bytes) uint8 array) by Hamming distance over the bytea `column`, ties by
         `id`, as one table: query (its position), id, distance, rank. `where`: a filter in SQL.
-        Returns penstock.knn_search.KnnResult (.table, .engine). docs/similarity.md."""
-        from penstock.knn_search import knn_hamming
+        Returns penstock.connection.knn_search.KnnResult (.table, .engine). docs/similarity.md."""
+        from penstock.connection.knn_search import knn_hamming
 
         return knn_hamming(self, table, column, queries, k, id, where)
 
     def stream(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None,
                check: Callable[[], None] | None = None, memory_limit: int | None = None,
                spill: SpillLimits | None = None) -> ResultStream:
-        """Run one query and hand its result out piece by piece (penstock/streaming.py): a
+        """Run one query and hand its result out piece by piece (penstock/connection/streaming.py): a
         result bigger than memory can go to a client or a file as it is made."""
         return open_stream(self, sql, params, check, memory_limit, spill)
 
@@ -390,7 +390,7 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
         kernels on a GPU, with nvCOMP; by pyarrow on the CPU backend), 'device', 'host'.
     warm_up: the process's first connection plans a few queries on a thread of its own,
         running nothing, so the first real query does not pay the planner's and code
-        generators' first use (process_warm_up.py)."""
+        generators' first use (connection/process_warm_up.py)."""
     return Connection(device=device, strict=strict, gpu_memory_limit=gpu_memory_limit, cache=cache,
                       cache_limit=cache_limit, io=io, parquet_decode=parquet_decode, memory_limit=memory_limit,
                       host_memory_limit=host_memory_limit, spill_dir=spill_dir, warm_up=warm_up)

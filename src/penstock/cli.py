@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from penstock.errors import PenstockError, QueryError, Unsupported
-from penstock.explain import explain_request
-from penstock.output import FORMATS, format_table, write_result
+from penstock.commands.output import FORMATS, format_table, write_result
+from penstock.connection.explain import explain_request
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_commands(sub, positive)
 
     from penstock.server.cli import add_commands
-    from penstock.sort_command import add_sort_command
+    from penstock.commands.sort_command import add_sort_command
 
     add_commands(sub)
     add_sort_command(sub)
@@ -278,7 +278,7 @@ def cmd_gen_tpch(args: argparse.Namespace) -> int:
 def cmd_prebuild(args: argparse.Namespace) -> int:
     from penstock.device import get_backend
     from penstock.device.kernel_cache import installation_dir
-    from penstock.warm_up import ready_installation
+    from penstock.commands.warm_up import ready_installation
 
     backend = get_backend(args.device, None)
     kernels, seconds, library = ready_installation(backend)

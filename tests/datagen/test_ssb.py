@@ -33,7 +33,7 @@ from penstock.datagen import ssb as ssb_module
 from penstock.datagen.ssb import ROWS_PER_GROUP, exact_groups
 from penstock.datagen.ssb_lineorder import ORDER_DAYS, retail_price, sparse_orderkey
 from penstock.datagen.ssb_tables import SCHEMAS, TABLES, SsbSizes
-from penstock.progress import Progress
+from penstock.datagen.progress import Progress
 
 SEL_SF = 0.2  # 1.2 M lineorder rows, 400 suppliers, 6,000 customers, 40,000 parts
 LAST_ORDER_DATE = 19980802  # 1998-12-31 minus dbgen's 151 days

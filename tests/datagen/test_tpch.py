@@ -34,7 +34,7 @@ from penstock.datagen import tpch as tpch_module
 from penstock.datagen.ssb import table_path
 from penstock.datagen.tpch_tables import SCHEMAS, TABLES, table_rows
 from penstock.errors import PenstockError
-from penstock.progress import Progress
+from penstock.datagen.progress import Progress
 
 SF = 0.01
 LINEITEM_ROWS = 60_175  # dbgen's lineitem at SF 0.01 (1..7 lines per order, seeded)

@@ -282,7 +282,7 @@ def test_select_1_stays_quick_beside_a_heavy_statement(server: Served) -> None:
 
 def test_statement_timeout_stops_a_datafusion_aggregate(server: Served) -> None:
     """DataFusion hands an aggregate's one batch back after its whole run: the wait for it is
-    watched (penstock/watched.py), so the timeout answers at once, as a cancel does."""
+    watched (penstock/connection/watched.py), so the timeout answers at once, as a cancel does."""
     with server.connect("bob") as conn:
         conn.execute("SET statement_timeout = '200ms'")
         elapsed, _ = timed(lambda: expect_error(conn, "SELECT count(*) FROM generate_series(1, 3000000000)", "57014"))

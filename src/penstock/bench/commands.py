@@ -42,7 +42,7 @@ def add_bench_commands(sub: Any, positive: Callable[[str], float]) -> None:
         bs.add_argument("--out", default="bench-results", help="directory for the .txt, .json and .png reports")
         bs.set_defaults(run=cmd_bench, suite=name)
     from penstock.bench.spill import add_spill_bench
-    from penstock.sort_command import parse_size
+    from penstock.commands.sort_command import parse_size
 
     add_spill_bench(bsub, parse_size)
     from penstock.bench.knn import add_knn_bench

@@ -11,7 +11,7 @@ on-disk kernel cache. What belongs to the installation rather than to a query (k
 query shapes, the CPU backend's precompiled header) is kept. `fresh_first_run` starts such a process and returns what it measured:
 the query's wall time and its phases (planning, compiling, executing), the process's own
 start (imports, device, registration, caching, and the start-up work the first connection
-starts: process_warm_up.py, device/gpu/preload.py, which the query waits for) apart.
+starts: connection/process_warm_up.py, device/gpu/preload.py, which the query waits for) apart.
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
     # what an installed penstock holds (`penstock prebuild`): a first run compiles only its
     # query's kernels (the regimes' first run over Parquet took 11.9 s on a fresh H200, where
     # 0.74 s on one the test suite had left the installation's kernels on)
-    from penstock.warm_up import ready_installation_logged
+    from penstock.commands.warm_up import ready_installation_logged
 
     ready_installation_logged(db.backend, log)
     result = KnnResult(rows, bits, k, db.backend.describe(), device_copy_gbps(db.backend))
@@ -165,7 +165,7 @@ def run_knn(rows: int, bits: int, k: int, batches: list[int], device: str, direc
             result.times.append(EngineTimes(engine, batch, best / batch * 1e3, same, "one statement a query"))
             log(f"penstock: batch {batch}: {best / batch * 1e3:.3f} ms a query")
         from penstock.exec.order import knn_gpu_batch as gpu_batch
-        from penstock.knn_search import one_pass
+        from penstock.connection.knn_search import one_pass
 
         searches = [("knn_hamming", lambda batch: db.knn_hamming("t", "sig", queries[:batch], k))]
         if db.backend.name == "gpu" and not gpu_batch.ENABLED:  # the GPU's one pass beside the default

@@ -204,7 +204,7 @@ def _page_cache(files: dict[str, Path], device: str, sql: str, queries: np.ndarr
 
 def _check(found: Any, k: int, truth: list[list[int]], batch: int) -> tuple[bool, str]:
     """Distances equal numpy's for the checked queries; the engine the answer names."""
-    from penstock.knn_search import KnnResult
+    from penstock.connection.knn_search import KnnResult
 
     if isinstance(found, KnnResult):  # knn_hamming's answer
         return distances_match(found.table, k, truth, batch), found.engine

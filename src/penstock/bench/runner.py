@@ -177,7 +177,7 @@ def _run_tier(suite: Suite, tier: str, sf: float, fmt: str, data: Path, files: d
     # library warm-up, cold first runs paid CuPy's compiles too: Q3 4.1 s cold, 0.77 s warm).
     # Then, once per process, not per query shape: CUDA libraries load and CuPy compiles its
     # own helper kernels. A small query of another shape pays that, not a benchmark query.
-    from penstock.warm_up import ready_installation_logged
+    from penstock.commands.warm_up import ready_installation_logged
 
     ready_installation_logged(db.backend, log)
     started = time.perf_counter()

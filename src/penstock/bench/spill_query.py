@@ -174,7 +174,7 @@ def run_spill_query(case: str, rows: int, groups: int, memory_limit: int, direct
     # what the installation holds (`penstock prebuild`: kernels no query shapes, the library
     # kernels the device paths use), made here if missing, as installing penstock does;
     # before the timed connection, whose budget the warm-up's connections would replace
-    from penstock.warm_up import ready_installation_logged
+    from penstock.commands.warm_up import ready_installation_logged
 
     ready_installation_logged(penstock.connect(device=device).backend, log)
     db = penstock.connect(device=device, memory_limit=memory_limit, spill_dir=directory / "spill")

@@ -47,7 +47,7 @@ from penstock.datagen.ssb_tables import (
     part_chunks,
     supplier_chunks,
 )
-from penstock.progress import Progress
+from penstock.datagen.progress import Progress
 
 FORMATS: dict[str, str] = {"parquet": "parquet", "arrow": "arrow", "csv": "csv"}
 ROWS_PER_GROUP = CHUNK_ROWS  # Parquet row group / Arrow record batch size (1,048,576)

@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from penstock.datagen.ssb import ROWS_PER_GROUP, exact_groups, table_path
 from penstock.datagen.tpch_tables import SCHEMAS, TABLES, table_rows
 from penstock.errors import PenstockError
-from penstock.progress import Progress
+from penstock.datagen.progress import Progress
 
 FORMATS = ("parquet", "arrow", "csv")
 PARQUET_CODECS = ("snappy", "zstd", "lz4", "gzip", "none")  # pyarrow's names

@@ -87,7 +87,7 @@ class Backend(ABC):
         self._queries = 0  # queries executing now (Executor.run)
         self._foreground_done = threading.Condition()
         self._interpreters: Any = None  # device/interpreter.Interpreters, made on first use
-        # the process's start-up work (process_warm_up.py), started by its first connection
+        # the process's start-up work (connection/process_warm_up.py), started by its first connection
         self.warm_up_thread: Any = None
         self.warm_up_lock = threading.Lock()
         self.warm_up_stop = threading.Event()  # set when a query starts planning

@@ -99,7 +99,7 @@ class Upgrades:
         self.jobs.put((spec, path))
 
     def start_workers(self) -> None:
-        """Start every worker now (a process's start-up work, process_warm_up.py). Started by
+        """Start every worker now (a process's start-up work, connection/process_warm_up.py). Started by
         the first submits instead, each thread's start waited for the GIL inside the query
         that queued it: 8 starts, about 2 ms of a cold TPC-H Q2 on the H200."""
         with self.lock:

@@ -5,7 +5,7 @@
     JOIN photos p ON p.id = k.id
 
 DataFusion plans no table function penstock's kernels could run, so the call is answered
-first (a batch of k-NN searches, penstock/knn_search.py) and its rows become a table of the
+first (a batch of k-NN searches, penstock/connection/knn_search.py) and its rows become a table of the
 connection under a name derived from the call; the statement is planned with that name in
 the call's place. Arguments are constants: the table, its signature column, the queries'
 table, their signature column, k, and optionally the two id columns (default 'id') and a

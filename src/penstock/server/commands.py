@@ -16,8 +16,9 @@ from typing import Callable
 
 import pyarrow as pa
 
+from penstock.connection.explain import explain_request
+from penstock.connection.streaming import ResultStream
 from penstock.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, QueryError
-from penstock.explain import explain_request
 from penstock.frontend.rewrites.statement_shape import check_depth
 from penstock.server.emulation import pg_catalog
 from penstock.server.access.privileges import Role, parse_grant
@@ -26,7 +27,6 @@ from penstock.server.query_runner import describe_engine
 from penstock.server.settings import Settings
 from penstock.server.statements import (CopyCommand, CreateExternal, parse_copy, parse_create, parse_cursor,
                                         parse_drop, parse_set, strip_comments, words)
-from penstock.streaming import ResultStream
 
 QUERY_WORDS = {"SELECT", "WITH", "VALUES", "TABLE"}
 IN_FAILED_TRANSACTION = "25P02"

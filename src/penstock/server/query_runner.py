@@ -23,14 +23,15 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from penstock.api import Connection, Result, plain_types
+from penstock.api import Connection, Result
+from penstock.connection.plain_types import plain_types
+from penstock.connection.streaming import ResultStream, finished
+from penstock.connection.watched import cancellable
 from penstock.errors import OUT_OF_MEMORY, QueryError
 from penstock.exec.result_stream import streams
 from penstock.exec.spill.off_device import SpillLimits
 from penstock.server.admission import Admission, Grant
 from penstock.server.rewrites.rewrite import rewrite
-from penstock.streaming import ResultStream, finished
-from penstock.watched import cancellable
 
 KERNELS_SHARE = 3  # quarters of a host cap for the kernels' queries; the rest is DataFusion's pool
 
@@ -60,7 +61,7 @@ class QueryRunner:
     def plan(self, sql: str, params: dict[str, bytes] | None, check: Callable[[], None]) -> tuple[str, Any]:
         """The statement as the planner reads it, and its plan: made on a worker thread, so
         a cancel or the statement's timeout answers the client while a slow plan is made
-        (penstock/watched.py); the plan cache keeps it for the run that follows."""
+        (penstock/connection/watched.py); the plan cache keeps it for the run that follows."""
         def work() -> tuple[str, Any]:
             text = self.memo(("planner", sql), lambda: planner_sql(sql))
             return text, self.conn.prepare(text, params)
@@ -104,7 +105,7 @@ class QueryRunner:
                max_wait: float | None = None, cancelled: threading.Event | None = None,
                session_limit: int | None = None, params: dict[str, bytes] | None = None,
                spill: SpillLimits | None = None) -> Executed:
-        """A query whose result goes to the client as it is made (penstock/streaming.py),
+        """A query whose result goes to the client as it is made (penstock/connection/streaming.py),
         under the same admission as `execute`; the slot is held until the stream ends.
         (A plan that cannot stream runs through `execute`, with its retry alone.)"""
         sql, prepared = self.plan(sql, params, check)

@@ -22,7 +22,7 @@ from penstock.exec.order import knn_gpu_batch, knn_gpu_method
 from penstock.codegen.knn_gpu_kernels import group_shape
 from penstock.exec.order.knn_gpu_batch import Candidates, GpuKnnBatchSearch, NO_BOUND
 from penstock.exec.order.knn_gpu_method import choose_method
-from penstock.knn_search import KnnResult
+from penstock.connection.knn_search import KnnResult
 from tests.exec.order.test_knn_batch import answers, brute_force, make_table, table_db
 
 

@@ -208,7 +208,7 @@ def test_abandoned_consumer_releases_the_thread() -> None:
     assert not wait_until_gone(started)
 
 
-# -- a producer that pushes (a query writing its result: penstock/streaming.py) ---------------
+# -- a producer that pushes (a query writing its result: penstock/connection/streaming.py) ---------------
 
 def test_a_pushing_producer_is_held_back_by_a_slow_consumer() -> None:
     made: list[int] = []

@@ -18,7 +18,7 @@ does too, in PostgreSQL's order and words:
 - no aggregate in a SELECT that reads the reference directly (42P19).
 
 A recursive query that legitimately never ends is not refused: statement_timeout and
-cancel stop it while DataFusion runs it (penstock/watched.py).
+cancel stop it while DataFusion runs it (penstock/connection/watched.py).
 """
 
 from __future__ import annotations

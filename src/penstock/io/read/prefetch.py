@@ -30,7 +30,7 @@ class ReadAhead(Generic[T]):
     the thread (call it also when the items are never consumed).
 
     A producer that hands items over as it makes them (a query writing its result, see
-    penstock/streaming.py) is given as `pushes`: called in the thread with this ReadAhead,
+    penstock/connection/streaming.py) is given as `pushes`: called in the thread with this ReadAhead,
     whose `push` waits while `depth` items are waiting and raises Stopped once the consumer
     has stopped (as `check` does between items).
 

@@ -7,7 +7,7 @@ plan beyond its statement_timeout or a cancel.
 - Statements longer than max_statement_bytes are refused with 54000 before anything parses
   them (a 60 MB literal took 61 s and 1.8 GB of rewriting and planning).
 - Planning is one native call into DataFusion that cannot stop midway: it runs watched
-  (penstock/watched.py), so a cancel or the statement's timeout answers at once. Threads
+  (penstock/connection/watched.py), so a cancel or the statement's timeout answers at once. Threads
   get PLANNING_STACK of stack (address space, touched only as used): DataFusion walks
   expression trees recursively.
 """

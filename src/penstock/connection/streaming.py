@@ -26,7 +26,7 @@ from penstock.exec.result_stream import QUEUE_BATCHES, output, slices, streams
 from penstock.io.read.prefetch import ReadAhead
 
 if TYPE_CHECKING:
-    from penstock.api import Connection
+    from penstock.connection.interface import Connection
 
 
 @dataclass

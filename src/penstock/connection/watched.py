@@ -7,6 +7,11 @@ Python. So the call runs on a worker thread while the waiting thread keeps calli
 the caller at once, and the worker's result, when it comes, is dropped (a stream is closed
 at its next batch). The worker gets a copy of the waiting thread's context (the server's
 table reader, frontend/table_access.py).
+
+It lives with the Connection's parts, the lowest place all its users may import: the
+Connection watches DataFusion's batches with it (api.py) and the server watches planning
+(server/query_runner.py), both above this package; the frontend only names it (a recursive
+query that never ends stops here), and it needs nothing of the layers below.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ a bar that counts rows and shows a rate and an ETA is a few dozen lines.
 The bar writes to stderr (so stdout stays clean for results), redraws at most a few times a
 second (so ``update`` is cheap enough to call once per batch), and stays silent when stderr
 is not a terminal -- logs and CI output are not filled with carriage returns -- unless
-``force=True``. ``enabled=False`` silences it completely.
+``force=True``. ``enabled=False`` silences it completely. The data generators here are its
+only users.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""penstock/warm_up.py, which `penstock prebuild` runs on a GPU: every query runs on penstock's
+"""penstock/commands/warm_up.py, which `penstock prebuild` runs on a GPU: every query runs on penstock's
 own engine (strict: none falls back to DataFusion), with and without a small budget, and the
 device is left without a budget."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from penstock import warm_up
+from penstock.commands import warm_up
 
 
 def test_the_warm_up_queries_run_on_penstock_and_leave_no_budget(device: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Connection.stream() (penstock/streaming.py): a result piece by piece, equal to sql()'s,
+"""Connection.stream() (penstock/connection/streaming.py): a result piece by piece, equal to sql()'s,
 in file order, with its schema before the first piece; errors midway; closing early; the
 DataFusion fallback and plans that cannot stream."""
 

@@ -28,7 +28,7 @@ from penstock.io.column_cache import table_key
 from penstock.plan.types import Kind
 
 if TYPE_CHECKING:
-    from penstock.api import Connection
+    from penstock.connection.interface import Connection
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import penstock
-from penstock.process_warm_up import QUERIES, warm_host_sorts, warm_process
+from penstock.connection.process_warm_up import QUERIES, warm_host_sorts, warm_process
 
 
 def test_every_query_plans_and_its_kernels_are_generated_without_compiling(tmp_path: Path,

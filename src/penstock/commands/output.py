@@ -104,26 +104,3 @@ def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
         out.write(sink.getvalue().to_pybytes())
     else:
         raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(FORMATS)}")
-
-
-def plain_types(table: pa.Table) -> pa.Table:
-    """DataFusion's view types as the plain Arrow types penstock's own results use, and its
-    timestamps with time zone (nanoseconds, '+00:00', an AT TIME ZONE's zone) as penstock's
-    timestamptz: microseconds in UTC, the same instants."""
-    fields = []
-    zoned = False
-    for f in table.schema:
-        t = f.type
-        if pa.types.is_dictionary(t):  # a file's dictionary column, as DataFusion read it
-            t = t.value_type
-        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-            t = pa.string()
-        elif pa.types.is_binary_view(t):
-            t = pa.binary()
-        elif pa.types.is_timestamp(t) and t.tz is not None:
-            zoned = zoned or t.unit == "ns"
-            t = pa.timestamp("us", tz="UTC")
-        fields.append(pa.field(f.name, t, f.nullable))
-    schema = pa.schema(fields)
-    # nanoseconds to microseconds drops digits PostgreSQL's timestamps do not hold
-    return table if schema.equals(table.schema) else table.cast(schema, safe=not zoned)
