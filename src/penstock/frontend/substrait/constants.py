@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 
 from penstock.frontend.substrait.types import Interval
+from penstock.frontend.constants.julian_calendar import MONTH_DAYS, is_leap, julian_day
 from penstock.plan import functions as F
 from penstock.plan import types as T
 from penstock.plan.expr import Call, Cast, Expr, Literal
@@ -136,3 +137,45 @@ def unconstrained_numeric_type(source: Expr) -> DataType | None:
         precision = max(len(digits) + max(0, int(exponent)), scale, 1)
         return T.decimal(precision, scale) if precision <= T.MAX_DECIMAL_PRECISION else None
     return None
+
+
+_ISO_STAMP = re.compile(r"(-?\d{4,})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?)?")
+_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_EPOCH_JULIAN = 2440588  # 1970-01-01
+
+
+def fold_temporal_cast(lit: Literal, target: DataType) -> Literal | None:
+    """CAST of a text constant in ISO form (as frontend/constants/date_input.py writes every
+    date and timestamp constant back, now() pinned to the statement's instant among them) to
+    a date or timestamp, computed now: `SELECT now()` then needs no kernel that parses text.
+    None for any other text or a field out of range: the kernel reads it, and raises as
+    PostgreSQL does."""
+    if lit.type.kind is not Kind.STRING or not isinstance(lit.value, str) or \
+            target.kind not in (Kind.DATE, Kind.TIMESTAMP):
+        return None
+    match = _ISO_STAMP.fullmatch(lit.value.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction = match.groups()
+    y, m, d = int(year), int(month), int(day)
+    if not 1 <= m <= 12 or not 1 <= d <= MONTH_DAYS[m - 1] + (1 if m == 2 and is_leap(y) else 0):
+        return None
+    days = julian_day(y, m, d) - _EPOCH_JULIAN
+    if target.kind is Kind.DATE:
+        return Literal(target, days) if hour is None else None
+    h, mi, sec = int(hour or 0), int(minute or 0), int(second or 0)
+    if h > 23 or mi > 59 or sec > 59:
+        return None
+    per_second = _UNITS_PER_SECOND.get(target.unit)
+    if per_second is None:
+        return None
+    digits = (fraction or "").ljust(6, "0")
+    micros = ((days * 24 + h) * 60 + mi) * 60 * 1_000_000 + sec * 1_000_000 + int(digits)
+    value = micros * per_second // 1_000_000 if per_second >= 1_000_000 else None
+    if value is None:
+        if micros % (1_000_000 // per_second):
+            return None  # a fraction finer than the unit: the kernel rounds it
+        value = micros // (1_000_000 // per_second)
+    if not -(1 << 63) <= value < (1 << 63):
+        return None
+    return Literal(target, value)

@@ -16,7 +16,7 @@ from penstock.frontend.pg_functions.numeric_functions import UNCONSTRAINED_NUMER
 from penstock.frontend.result_types.real_results import KERNEL_FUNCTIONS, double_call, implicit_real
 from penstock.frontend.substrait import zoned
 from penstock.frontend.substrait.constants import (constant_integer, constant_interval, constant_number, fold_numeric_cast,
-                                                   unconstrained_numeric_type)
+                                                   fold_temporal_cast, unconstrained_numeric_type)
 from penstock.frontend.substrait.types import Interval, from_substrait_type, literal_value
 from penstock.plan import functions as F
 from penstock.plan import types as T
@@ -235,7 +235,7 @@ class ExprTranslator:
             return arg
         if arg.type.is_binary and target.is_binary:  # fixed_size_binary(N) as bytea: the same bytes
             return arg
-        folded = fold_numeric_cast(arg, target) if isinstance(arg, Literal) else None
+        folded = (fold_numeric_cast(arg, target) or fold_temporal_cast(arg, target)) if isinstance(arg, Literal) else None
         return folded if folded is not None else Cast(target, arg)
 
     def _subquery(self, e: Expression.Subquery) -> Expr:
