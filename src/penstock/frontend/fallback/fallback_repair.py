@@ -34,6 +34,7 @@ from penstock.frontend.rewrites.frame_exclusion import substrait_range_offsets, 
 from penstock.frontend.fallback.like_escapes import with_backslash_escape
 from penstock.frontend.fallback.numeric_repairs import float_case, repair_numeric
 from penstock.frontend.fallback.signed_years import as_value
+from penstock.frontend.fallback.substrait_values import cast_to, decimal_scale, decimal_type, microseconds_type, nullable_type
 from penstock.frontend.fallback.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
 from penstock.frontend.pg_functions.checked_arithmetic import FLOAT_TYPES, INTEGER_TYPES, arithmetic_name
 from penstock.frontend.pg_functions.numeric_functions import NUMERIC_AVG, numeric_avg_call
@@ -137,7 +138,7 @@ class _Repairer(_Walker):
         out = f.output_type.WhichOneof("kind")
         values = [a.value for a in f.arguments]
         if out in INTEGER_TYPES and any(a is not None and a.WhichOneof("kind") in FLOAT_TYPES for a in args):
-            f.output_type.CopyFrom(_type("fp64"))  # an argument repaired into a double (EXTRACT's
+            f.output_type.CopyFrom(nullable_type("fp64"))  # an argument repaired into a double (EXTRACT's
             return                                # seconds): DataFusion's own arithmetic on doubles
         if name in ("add", "subtract", "multiply", "negate") and out in INTEGER_TYPES and \
                 not _constant_fits(name, values, out):
@@ -146,9 +147,9 @@ class _Repairer(_Walker):
             f.function_reference = self.anchor(arithmetic_name("divide", out))
         elif name == "date_part" and len(values) == 2 and values[0].WhichOneof("rex_type") == "literal" and \
                 values[0].literal.string.lower() in _FRACTIONAL_PARTS:  # the fraction kept, as in the kernels
-            f.arguments[1].value.CopyFrom(_cast(values[1], _microseconds()))
+            f.arguments[1].value.CopyFrom(cast_to(values[1], microseconds_type()))
             f.function_reference = self.anchor(FRACTIONAL_PART)
-            f.output_type.CopyFrom(_type("fp64"))
+            f.output_type.CopyFrom(nullable_type("fp64"))
         else:
             super().check_function(name, f, args)
 
@@ -215,7 +216,7 @@ class _Repairer(_Walker):
         if timestamp_operands(operands, types):
             common = microseconds()
         elif double_operands(operands, types):  # real beside real + 1, now a double (real_results.py)
-            common = _type("fp64")
+            common = nullable_type("fp64")
         elif kind == "if_then" and (floated := float_case(operands, lambda x: side.expr(x, inputs))) is not None:
             common = floated  # numeric beside a float: the float (numeric_repairs.py)
         else:
@@ -241,13 +242,13 @@ class _Repairer(_Walker):
             self._replace_cast(e, FLOAT_TEXT[source_kind])
             return
         if target in ("string", "varchar") and source_kind in ("timestamp", "precision_timestamp"):
-            e.cast.input.CopyFrom(_cast(e.cast.input, _microseconds()))
+            e.cast.input.CopyFrom(cast_to(e.cast.input, microseconds_type()))
             self._replace_cast(e, TIMESTAMP_TEXT)
             return
         if target in ("string", "varchar") and source_kind in ("timestamp_tz", "precision_timestamp_tz"):
-            zoned = _type("precision_timestamp_tz")  # microseconds in UTC, what the function takes
+            zoned = nullable_type("precision_timestamp_tz")  # microseconds in UTC, what the function takes
             zoned.precision_timestamp_tz.precision = 6
-            e.cast.input.CopyFrom(_cast(e.cast.input, zoned))
+            e.cast.input.CopyFrom(cast_to(e.cast.input, zoned))
             self._replace_cast(e, TIMESTAMPTZ_TEXT)  # '2020-01-01 10:00:00+00', not ISO's '...T10:00:00Z'
             return
         super().check_cast(e, source)
@@ -295,7 +296,7 @@ class _Repairer(_Walker):
         total.window_function.CopyFrom(w)
         count.window_function.CopyFrom(w)
         self._sum_and_count(total.window_function, count.window_function, avg[0], avg[1])
-        e.CopyFrom(numeric_avg_call(total, count, _scale(avg[1]), avg[2], self.anchor(NUMERIC_AVG)))
+        e.CopyFrom(numeric_avg_call(total, count, decimal_scale(avg[1]), avg[2], self.anchor(NUMERIC_AVG)))
 
     def _aggregate_avgs(self, rel: algebra_pb2.Rel) -> None:
         """avg(x) of integers or numerics among an aggregate's measures as PostgreSQL's numeric:
@@ -317,7 +318,7 @@ class _Repairer(_Walker):
                 avgs.append((keys + j, avg))
         if avgs:  # (the counts are columns width, width + 1, ...)
             divide = self.anchor(NUMERIC_AVG)
-            project_over(rel, width + len(avgs), width, {c: numeric_avg_call(column(c), column(width + k), _scale(t),
+            project_over(rel, width + len(avgs), width, {c: numeric_avg_call(column(c), column(width + k), decimal_scale(t),
                                                                              out, divide)
                                                          for k, (c, (_, t, out)) in enumerate(avgs)})
 
@@ -326,9 +327,9 @@ class _Repairer(_Walker):
         PostgreSQL's exact sum of x's values, and `count` count(x)."""
         value = algebra_pb2.Expression()
         value.CopyFrom(x)
-        exact = _decimal(38, _scale(t))
-        for call, name, argument, out in ((total, "sum", _cast(value, exact), exact),
-                                          (count, "count", value, _type("i64"))):
+        exact = decimal_type(38, decimal_scale(t))
+        for call, name, argument, out in ((total, "sum", cast_to(value, exact), exact),
+                                          (count, "count", value, nullable_type("i64"))):
             del call.arguments[:]
             call.arguments.add().value.CopyFrom(argument)
             call.function_reference = self.anchor(name)
@@ -347,9 +348,9 @@ class _Repairer(_Walker):
             arg = _Walker(self.functions).expr(value, inputs)
             if arg is None or arg.WhichOneof("kind") != "i64":
                 continue
-            numeric = _type("decimal")
+            numeric = nullable_type("decimal")
             numeric.decimal.precision, numeric.decimal.scale = 38, 0
-            cast = _cast(value, numeric)
+            cast = cast_to(value, numeric)
             cast.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
             value.CopyFrom(cast)
             m.measure.output_type.CopyFrom(numeric)
@@ -359,7 +360,7 @@ class _Repairer(_Walker):
         out = super().window_type(w, args, inputs)
         if self.name(w.function_reference) == "sum" and self.sums_bigint(w.arguments, args, inputs):
             value = w.arguments[0].value
-            cast = _cast(value, out)
+            cast = cast_to(value, out)
             cast.cast.failure_behavior = algebra_pb2.Expression.Cast.FAILURE_BEHAVIOR_THROW_EXCEPTION
             value.CopyFrom(cast)
         return out
@@ -374,43 +375,9 @@ class _Repairer(_Walker):
         inner = algebra_pb2.Expression()
         inner.CopyFrom(e)
         if cast_first is not None and cast_first != "fp64":
-            inner = _cast(inner, _type("fp64"))
+            inner = cast_to(inner, nullable_type("fp64"))
         call = algebra_pb2.Expression()
         call.scalar_function.function_reference = self.anchor(function)
         call.scalar_function.arguments.add().value.CopyFrom(inner)
         call.scalar_function.output_type.CopyFrom(output)
         e.CopyFrom(call)
-
-
-def _type(kind: str) -> Any:
-    from substrait import type_pb2
-
-    t = type_pb2.Type()
-    getattr(t, kind).SetInParent()
-    getattr(t, kind).nullability = type_pb2.Type.NULLABILITY_NULLABLE
-    return t
-
-
-def _decimal(precision: int, scale: int) -> Any:
-    t = _type("decimal")
-    t.decimal.precision, t.decimal.scale = precision, scale
-    return t
-
-
-def _scale(t: Any) -> int:
-    return t.decimal.scale if t.WhichOneof("kind") == "decimal" else 0
-
-
-def _microseconds() -> Any:
-    """Substrait's timestamp of microseconds, what the text and EXTRACT functions take."""
-    t = _type("precision_timestamp")
-    t.precision_timestamp.precision = 6
-    return t
-
-
-def _cast(e: algebra_pb2.Expression, to: Any) -> algebra_pb2.Expression:
-    """CAST(e AS to), a new expression."""
-    cast = algebra_pb2.Expression()
-    cast.cast.type.CopyFrom(to)
-    cast.cast.input.CopyFrom(e)
-    return cast
