@@ -203,7 +203,7 @@ def numeric_division_type(a: DataType, b: DataType, divisor: Decimal | None = No
 def quotient_type(whole: int, *operand_scales: int, whole_reserved: int = QUOTIENT_WHOLE) -> DataType:
     """A quotient of up to `whole` integer digits at PostgreSQL's scale: the integer part
     given at most `whole_reserved` digits where the fraction would otherwise lose some."""
-    whole = min(whole, max(whole_reserved, T.MAX_DECIMAL_PRECISION - QUOTIENT_SCALE))
+    whole = min(whole, whole_reserved)
     scale = max(*operand_scales, min(QUOTIENT_SCALE, T.MAX_DECIMAL_PRECISION - whole))
     return T.decimal(whole + scale, scale)
 

@@ -43,6 +43,7 @@ from penstock.frontend.result_types.real_results import double_result, operand_t
 from penstock.frontend.fallback.zoned_fallback import pg_type as zoned_type
 from penstock.frontend.fallback.numeric_repairs import retyped_numeric
 from penstock.frontend.fallback.signed_years import signed_year
+from penstock.frontend.fallback.substrait_values import decimal_type
 from penstock.frontend.substrait.types import from_substrait_type
 from penstock.plan.functions import aggregate_type
 
@@ -254,7 +255,7 @@ class _Walker:
 
     def check_cast(self, e: algebra_pb2.Expression, source: Type) -> None:
         target = e.cast.type.WhichOneof("kind")
-        if wide_date(source, e.cast.type) or signed_year(e):  # a date cast to nanoseconds, or one before
+        if wide_date(source, e.cast.type) or signed_year(e) is not None:  # a date cast to nanoseconds, or one before
             self.retyped = True  # year 1: recast to microseconds, or written as its value, by the repair
         inexact = source is not None and source.WhichOneof("kind") in _INEXACT and not (
             source.WhichOneof("kind") == "decimal" and source.decimal.scale == 0)
@@ -363,9 +364,7 @@ def _unwritten_type(name: str, args: list[Type]) -> Type:
     if name in ("min", "max", "first_value", "last_value", "nth_value", "lag", "lead"):
         return args[0]
     if name == "sum" and args[0].WhichOneof("kind") == "decimal":
-        t = nullable("decimal")
-        t.decimal.precision, t.decimal.scale = min(38, args[0].decimal.precision + 10), args[0].decimal.scale
-        return t
+        return decimal_type(min(38, args[0].decimal.precision + 10), args[0].decimal.scale)
     return None
 
 

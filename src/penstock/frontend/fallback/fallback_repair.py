@@ -32,7 +32,7 @@ from substrait.extensions import extensions_pb2
 from penstock.frontend.result_types.date_results import microseconds, postgresql_result, retype, timestamp_operands, wide_date
 from penstock.frontend.rewrites.frame_exclusion import substrait_range_offsets, unsigned_range_key
 from penstock.frontend.fallback.like_escapes import with_backslash_escape
-from penstock.frontend.fallback.numeric_repairs import float_case, repair_numeric
+from penstock.frontend.fallback.numeric_repairs import NUMERIC_REPAIRS, float_case, repair_numeric
 from penstock.frontend.fallback.signed_years import as_value
 from penstock.frontend.fallback.substrait_values import cast_to, decimal_scale, decimal_type, microseconds_type, nullable_type
 from penstock.frontend.fallback.fallback_check import _FRACTIONAL_PARTS, _INEXACT, _INTEGERS, _Walker, _constant_fits, walk
@@ -189,11 +189,11 @@ class _Repairer(_Walker):
             finally:
                 self._nanoseconds = False
         t = super().expr(e, inputs)
-        if kind == "scalar_function":  # numeric division, a cast to numeric (numeric_repairs.py)
+        name = self.name(e.scalar_function.function_reference) if kind == "scalar_function" else ""
+        if name in NUMERIC_REPAIRS:  # numeric division, a cast to numeric (numeric_repairs.py)
             side = _Walker(self.functions)
             args = [side.expr(a.value, inputs) for a in e.scalar_function.arguments]
-            fixed = repair_numeric(e, self.name(e.scalar_function.function_reference), args,
-                                   lambda x: side.expr(x, inputs), self.anchor)
+            fixed = repair_numeric(e, name, args, lambda x: side.expr(x, inputs), self.anchor)
             if fixed is not None:
                 return fixed
         if kind == "window_function":  # its arguments repaired; avg of integers or numerics as numeric

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from substrait import algebra_pb2
 
 from penstock.frontend.pg_functions.numeric_functions import NUMERIC_DIV, UNCONSTRAINED_NUMERIC, numeric_div_call
-from penstock.frontend.result_types.date_results import nullable
+from penstock.frontend.fallback.substrait_values import decimal_type, nullable_type
 from penstock.frontend.substrait.constants import unconstrained_numeric_type
 from penstock.frontend.substrait.expr import float_as_decimal
 from penstock.frontend.substrait.types import from_substrait_type, literal_value
@@ -29,6 +29,7 @@ from penstock.plan import types as T
 from penstock.plan.expr import Literal
 
 _NUMBERS = ("decimal", "i8", "i16", "i32", "i64")
+NUMERIC_REPAIRS = (UNCONSTRAINED_NUMERIC, "divide")  # the calls this module may rewrite
 
 
 def retyped_numeric(name: str, f: algebra_pb2.Expression.ScalarFunction, args: list[Any]) -> bool:
@@ -53,7 +54,7 @@ def repair_numeric(e: algebra_pb2.Expression, name: str, args: list[Any],
     a, b = (from_substrait_type(t) for t in args)
     divisor = _constant(f.arguments[1].value)
     result = F.numeric_division_type(a, b, divisor)
-    out = _decimal(result)
+    out = decimal_type(result.precision, result.scale)
     dividend, divisor_expr = (x.value for x in f.arguments)
     call = numeric_div_call(dividend, divisor_expr, (F.scale_of(a), F.scale_of(b)), out, anchor(NUMERIC_DIV))
     e.CopyFrom(call)
@@ -78,7 +79,7 @@ def _unconstrained(e: algebra_pb2.Expression, operand_type: Callable[[algebra_pb
     if typed is None:
         e.CopyFrom(marked)
         return marked.cast.type
-    marked.cast.type.CopyFrom(_decimal(typed))
+    marked.cast.type.CopyFrom(decimal_type(typed.precision, typed.scale))
     e.CopyFrom(marked)
     return e.cast.type
 
@@ -97,21 +98,17 @@ def _constant(e: algebra_pb2.Expression) -> Decimal | None:
     return None
 
 
-def _decimal(t: T.DataType) -> Any:
-    out = nullable("decimal")
-    out.decimal.precision, out.decimal.scale = t.precision, t.scale
-    return out
 
 
 def float_case(operands: list[algebra_pb2.Expression], operand_type: Callable[[algebra_pb2.Expression], Any]) -> Any:
     """CASE branches `operands` of which DataFusion made a decimal by casting a float to it:
     each cast to the float instead, in place (double precision where any such float is,
     else real); the float's type, or None where no branch is such a cast."""
-    kinds = [getattr(operand_type(o.cast.input), "WhichOneof", lambda _: None)("kind")
-             for o in operands if float_as_decimal(o)]
+    types = [operand_type(o.cast.input) for o in operands if float_as_decimal(o)]
+    kinds = [t.WhichOneof("kind") for t in types if t is not None]
     if not any(k in ("fp32", "fp64") for k in kinds):
         return None
-    to = nullable("fp64" if "fp64" in kinds else "fp32")
+    to = nullable_type("fp64" if "fp64" in kinds else "fp32")
     for o in operands:
         if o.WhichOneof("rex_type") == "cast" and o.cast.type.WhichOneof("kind") == "decimal":
             o.cast.type.CopyFrom(to)

@@ -15,42 +15,44 @@ import re
 
 from substrait import algebra_pb2
 
-from penstock.frontend.constants.julian_calendar import julian_day
+from penstock.frontend.substrait.constants import fold_temporal_cast
+from penstock.plan import types as T
+from penstock.plan.expr import Literal
 
-_EPOCH_JULIAN = 2440588  # 1970-01-01
-_SIGNED_ISO = re.compile(r"-(\d{4,})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?)?")
 _TARGETS = ("date", "timestamp", "precision_timestamp", "timestamp_tz", "precision_timestamp_tz")
 
 
-def signed_year(e: algebra_pb2.Expression) -> re.Match[str] | None:
-    """The fields of cast `e`, where it casts a signed-year ISO string constant to a date or
-    timestamp (fallback_check.py marks the plan for repair)."""
+def signed_year(e: algebra_pb2.Expression) -> Literal | None:
+    """The value of cast `e`, where it casts a signed-year ISO string constant to a date
+    (days) or timestamp (microseconds): substrait/constants.fold_temporal_cast's, the
+    kernels' reading (fallback_check.py marks the plan for repair)."""
     target = e.cast.type.WhichOneof("kind")
     source = e.cast.input
     if target not in _TARGETS or source.WhichOneof("rex_type") != "literal" or \
             source.literal.WhichOneof("literal_type") != "string":
         return None
-    return _SIGNED_ISO.fullmatch(source.literal.string.strip())
+    text = source.literal.string.strip()
+    if not text.startswith("-"):
+        return None
+    if target == "date":  # a time after the date is dropped, as by the cast
+        return fold_temporal_cast(Literal(T.STRING, re.split(r"[ T]", text, maxsplit=1)[0]), T.DATE)
+    return fold_temporal_cast(Literal(T.STRING, text), T.timestamp("us", zoned=target.endswith("_tz")))
 
 
 def as_value(e: algebra_pb2.Expression) -> bool:
     """Cast `e` of a signed-year constant replaced in place by the constant's value; whether
     it was one."""
-    match = signed_year(e)
-    if match is None:
+    folded = signed_year(e)
+    if folded is None:
         return False
     target = e.cast.type.WhichOneof("kind")
-    year, month, day, hour, minute, second, fraction = match.groups()
-    days = julian_day(-int(year), int(month), int(day)) - _EPOCH_JULIAN
     nullable = getattr(e.cast.type, target).nullability == e.cast.type.NULLABILITY_NULLABLE
     value = algebra_pb2.Expression()
     if target == "date":
-        value.literal.date = days
+        value.literal.date = folded.value
     else:
-        micros = ((days * 24 + int(hour or 0)) * 60 + int(minute or 0)) * 60 + int(second or 0)
-        micros = micros * 1_000_000 + int((fraction or "0").ljust(6, "0"))
         literal = value.literal.precision_timestamp_tz if target.endswith("_tz") else value.literal.precision_timestamp
-        literal.precision, literal.value = 6, micros
+        literal.precision, literal.value = 6, folded.value
     value.literal.nullable = nullable
     e.CopyFrom(value)
     return True

@@ -106,13 +106,8 @@ def _numeric_avg(total: pa.Array, count: pa.Array, scale: pa.Array, held: pa.Arr
             out.append(None)
             continue
         c = int(str(rows))
-        whole, _, fraction = str(text).strip().partition(".")
-        unscaled = int(whole + fraction.ljust(s, "0")[:s])  # the sum exactly, as an integer of scale s
-        at = min(at_most, division_scale(unscaled, s, c, 0))
-        q, r = divmod(abs(unscaled) * 10 ** (at - s), c)
-        digits = str(q + (1 if 2 * r >= c else 0)).rjust(at + 1, "0")
-        sign = "-" if unscaled < 0 and digits.strip("0") else ""
-        out.append(sign + (f"{digits[:-at]}.{digits[-at:]}" if at else digits))
+        unscaled = _unscaled(str(text), s)  # the sum exactly, as an integer of scale s
+        out.append(_quotient_text(unscaled, s, c, 0, at_most))
     return pa.array(out, pa.utf8())
 
 
@@ -136,13 +131,19 @@ def _numeric_div(dividend: pa.Array, dividend_scale: pa.Array, divisor: pa.Array
         a, b = _unscaled(str(a_text), sa), _unscaled(str(b_text), sb)
         if b == 0:
             raise PgFunctionError("22012", "division by zero")
-        at = min(at_most, division_scale(a, sa, b, sb))
-        numerator, denominator = abs(a) * 10 ** (at + sb), abs(b) * 10 ** sa  # a/b at scale `at`
-        q, r = divmod(numerator, denominator)
-        digits = str(q + (1 if 2 * r >= denominator else 0)).rjust(at + 1, "0")
-        sign = "-" if (a < 0) != (b < 0) and digits.strip("0") else ""
-        out.append(sign + (f"{digits[:-at]}.{digits[-at:]}" if at else digits))
+        out.append(_quotient_text(a, sa, b, sb, at_most))
     return pa.array(out, pa.utf8())
+
+
+def _quotient_text(a: int, sa: int, b: int, sb: int, at_most: int) -> str:
+    """a (of scale sa) / b (of scale sb, not 0) as text, rounded half away from zero at
+    select_div_scale's scale for the two, or at `at_most` where that is smaller."""
+    at = min(at_most, division_scale(a, sa, b, sb))
+    numerator, denominator = abs(a) * 10 ** (at + sb), abs(b) * 10 ** sa  # a/b at scale `at`
+    q, r = divmod(numerator, denominator)
+    digits = str(q + (1 if 2 * r >= denominator else 0)).rjust(at + 1, "0")
+    sign = "-" if (a < 0) != (b < 0) and digits.strip("0") else ""
+    return sign + (f"{digits[:-at]}.{digits[-at:]}" if at else digits)
 
 
 def _unscaled(text: str, scale: int) -> int:

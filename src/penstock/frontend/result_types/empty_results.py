@@ -62,16 +62,13 @@ def typed_as_written(ir: Rel, plan_as_written: Callable[[], Any], planner: Writt
     return Values(pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(fields))]), fields)
 
 
-_NUMBERS = (T.Kind.INT8, T.Kind.INT16, T.Kind.INT32, T.Kind.INT64, T.Kind.FLOAT32, T.Kind.FLOAT64, T.Kind.DECIMAL)
-
-
 def _retypes(planned: T.DataType, written: T.DataType) -> bool:
     """Whether `written` may be PostgreSQL's type of a column DataFusion typed `planned`: the
     same kind, numbers of two kinds (sum(bigint) numeric, sum(real) real), or a timestamp and
     a timestamptz (date_trunc of a date)."""
     if planned.kind is written.kind or planned.kind is T.Kind.NULL:
         return True
-    return planned.kind in _NUMBERS and written.kind in _NUMBERS
+    return planned.is_numeric and written.is_numeric
 
 
 def _translated_types(logical: Any, substrait: plan_pb2.Plan, planner: WrittenPlanner) -> list[T.DataType] | None:

@@ -169,12 +169,12 @@ def fold_temporal_cast(lit: Literal, target: DataType) -> Literal | None:
     per_second = _UNITS_PER_SECOND.get(target.unit)
     if per_second is None:
         return None
-    digits = (fraction or "").ljust(6, "0")
-    micros = ((days * 24 + h) * 60 + mi) * 60 * 1_000_000 + sec * 1_000_000 + int(digits)
-    value = micros * per_second // 1_000_000 if per_second >= 1_000_000 else None
-    if value is None:
-        if micros % (1_000_000 // per_second):
-            return None  # a fraction finer than the unit: the kernel rounds it
+    micros = (((days * 24 + h) * 60 + mi) * 60 + sec) * 1_000_000 + int((fraction or "").ljust(6, "0"))
+    if per_second >= 1_000_000:
+        value = micros * (per_second // 1_000_000)
+    elif micros % (1_000_000 // per_second):
+        return None  # a fraction finer than the unit: the kernel rounds it
+    else:
         value = micros // (1_000_000 // per_second)
     if not -(1 << 63) <= value < (1 << 63):
         return None

@@ -207,13 +207,12 @@ class ExprTranslator:
         PostgreSQL's common type, where DataFusion cast the float to a decimal
         (float_as_decimal; found in Substrait, as translating folds a constant's cast)."""
         branches = thens + ([otherwise] if otherwise is not None else [])
-        floats = [self.translate(b.cast.input) for b in branches if float_as_decimal(b)]
-        to = None
-        if any(f.type.is_float for f in floats):
-            to = T.FLOAT64 if any(f.type.kind is Kind.FLOAT64 for f in floats) else T.FLOAT32
-        values = [self._cast_to(self.translate(b.cast.input if to is not None and b.WhichOneof("rex_type") == "cast"
-                                               and from_substrait_type(b.cast.type).kind is Kind.DECIMAL else b), to)
-                  if to is not None else self.translate(b) for b in branches]
+        cast = [self.translate(b.cast.input).type for b in branches if float_as_decimal(b)]
+        to = (T.FLOAT64 if Kind.FLOAT64 in {t.kind for t in cast} else T.FLOAT32) if any(t.is_float for t in cast) else None
+        if to is None:
+            values = [self.translate(b) for b in branches]
+        else:  # each branch without DataFusion's cast to the decimal, cast to the float
+            values = [self._cast_to(self.translate(b.cast.input if float_as_decimal(b) else b), to) for b in branches]
         whens = list(zip(conditions, values[:len(thens)]))
         rest = values[len(thens)] if otherwise is not None else None
         return Case(_case_type(whens, rest), tuple(whens), rest)
