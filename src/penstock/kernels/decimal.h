@@ -20,12 +20,6 @@ XPU_FN uint128_t magnitude128(int128_t v) { return v < 0 ? (uint128_t)0 - (uint1
 XPU_FN int128_t with_sign(uint128_t m, bool negative) {
   return negative ? (int128_t)((uint128_t)0 - m) : (int128_t)m;
 }
-// 10^k for 0 <= k <= 38.
-XPU_FN uint128_t pow10_u128(int32_t k) {
-  uint128_t p = 1;
-  for (int32_t i = 0; i < k; ++i) p *= 10;
-  return p;
-}
 
 // ---- Arrow decimal128 buffers: only 8-byte alignment is guaranteed, so two 64-bit words ----
 XPU_FN int128_t load_i128(const int64_t* words, int64_t row) {

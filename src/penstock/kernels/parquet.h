@@ -144,7 +144,11 @@ struct Hybrid {
     const int64_t byte = bit >> 3;
     const int32_t shift = (int32_t)(bit & 7), need = (shift + width + 7) / 8;
     uint64_t word = 0;
-    for (int32_t k = 0; k < need; ++k) word |= (uint64_t)bits[byte + k] << (8 * k);
+#ifndef XPU_GPU
+    if (bits + byte + 8 <= end) memcpy(&word, bits + byte, 8);  // one load, inside the section
+    else
+#endif
+      for (int32_t k = 0; k < need; ++k) word |= (uint64_t)bits[byte + k] << (8 * k);
     bit += width;
     return (uint32_t)((word >> shift) & (width == 32 ? 0xFFFFFFFFull : ((1ull << width) - 1)));
   }
@@ -200,9 +204,28 @@ struct PageCursor {
 // Little-endian `in_width` bytes as a value of `out_width` bytes: narrower integers keep
 // their low bytes (int8/int16 stored as INT32); a wider one is sign-extended (decimals in
 // INT32 held as 64-bit words).
-XPU_FN void copy_value(const uint8_t* from, uint8_t* to, int32_t in_width, int32_t out_width) {
+// A width known where it is written lets the compiler unroll the byte loop (the widths a
+// page uses are the same on every row: the switches below predict perfectly).
+template <int32_t W>
+XPU_FN uint64_t load_le(const uint8_t* from) {
   uint64_t v = 0;
-  for (int32_t k = 0; k < in_width; ++k) v |= (uint64_t)from[k] << (8 * k);
+  for (int32_t k = 0; k < W; ++k) v |= (uint64_t)from[k] << (8 * k);
+  return v;
+}
+XPU_FN uint64_t load_le_width(const uint8_t* from, int32_t width) {
+  switch (width) {
+    case 4: return load_le<4>(from);
+    case 8: return load_le<8>(from);
+    default: {
+      uint64_t v = 0;
+      for (int32_t k = 0; k < width; ++k) v |= (uint64_t)from[k] << (8 * k);
+      return v;
+    }
+  }
+}
+
+XPU_FN void copy_value(const uint8_t* from, uint8_t* to, int32_t in_width, int32_t out_width) {
+  uint64_t v = load_le_width(from, in_width);
   if (in_width == 4 && out_width == 8) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
   switch (out_width) {
     case 1: *to = (uint8_t)v; break;
@@ -213,9 +236,25 @@ XPU_FN void copy_value(const uint8_t* from, uint8_t* to, int32_t in_width, int32
 }
 
 // A big-endian two's complement integer of `in_width` bytes (at most 8) as 64 bits.
+template <int32_t W>
+XPU_FN uint64_t load_big_endian(const uint8_t* from) {
+  uint64_t v = (from[0] & 0x80) ? ~0ull : 0ull;
+  for (int32_t k = 0; k < W; ++k) v = (v << 8) | from[k];
+  return v;
+}
 XPU_FN void copy_big_endian(const uint8_t* from, uint8_t* to, int32_t in_width) {
-  uint64_t v = (in_width > 0 && (from[0] & 0x80)) ? ~0ull : 0ull;
-  for (int32_t k = 0; k < in_width; ++k) v = (v << 8) | from[k];
+  uint64_t v;
+  switch (in_width) {  // decimal(p, s) of up to 18 digits: 1 to 8 bytes by p
+    case 1: v = load_big_endian<1>(from); break;
+    case 2: v = load_big_endian<2>(from); break;
+    case 3: v = load_big_endian<3>(from); break;
+    case 4: v = load_big_endian<4>(from); break;
+    case 5: v = load_big_endian<5>(from); break;
+    case 6: v = load_big_endian<6>(from); break;
+    case 7: v = load_big_endian<7>(from); break;
+    case 8: v = load_big_endian<8>(from); break;
+    default: v = 0;
+  }
   *(uint64_t*)to = v;
 }
 
@@ -245,6 +284,26 @@ XPU_FN void copy_stored(const uint8_t* from, uint8_t* to, int32_t in_width, int3
   } else if (mode == MODE_BIG_ENDIAN) copy_big_endian(from, to, in_width);
   else if (mode == MODE_INT96) copy_int96(from, to);
   else copy_value(from, to, in_width, out_width);
+}
+
+// copy_stored where `limit - from` bytes may be read: on the host a decimal's big-endian bytes
+// are one 8-byte load, a byte swap and an arithmetic shift (which sign-extends), and a
+// value of its own width one move; the byte loops cost most of a page's decoding.
+XPU_FN void copy_stored_within(const uint8_t* from, const uint8_t* limit, uint8_t* to, int32_t in_width,
+                               int32_t out_width, int32_t mode) {
+#ifndef XPU_GPU
+  if (mode == MODE_BIG_ENDIAN && limit - from >= 8) {
+    uint64_t word;
+    memcpy(&word, from, 8);
+    *(int64_t*)to = (int64_t)__builtin_bswap64(word) >> (64 - 8 * in_width);
+    return;
+  }
+  if (mode == MODE_VALUES && in_width == out_width && (in_width == 4 || in_width == 8)) {
+    memcpy(to, from, in_width == 4 ? 4 : 8);
+    return;
+  }
+#endif
+  copy_stored(from, to, in_width, out_width, mode);
 }
 
 // The low `in_width` bytes of `v` as a stored value, written as copy_value would.
@@ -313,7 +372,7 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
     } else if (encoding == ENC_PLAIN) {
       const uint8_t* from = page.values + k * in_width;
       if (in_width > page.end - from) { page.bad = true; break; }
-      copy_stored(from, to, in_width, out_width, mode);
+      copy_stored_within(from, page.end, to, in_width, out_width, mode);
     } else if (encoding == ENC_DELTA_BINARY) {
       const int64_t v = deltas.next();
       if (deltas.bad) { page.bad = true; break; }
@@ -330,7 +389,8 @@ XPU_FN void decode_fixed_page(const int64_t* w, int32_t in_width, int32_t out_wi
       const uint32_t index = indices.next();
       if (indices.bad || (int64_t)index >= dict_count) { page.bad = true; break; }
       if (mode == MODE_INDICES) *(int32_t*)to = (int32_t)(w[W_DICT] + index);
-      else copy_stored(dict + (int64_t)index * in_width, to, in_width, out_width, mode);
+      else copy_stored_within(dict + (int64_t)index * in_width, dict + dict_count * in_width, to, in_width,
+                              out_width, mode);
     } else {
       page.bad = true;
       break;

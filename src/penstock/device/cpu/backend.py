@@ -24,6 +24,7 @@ import numpy as np
 from penstock.device.base import Backend
 from penstock.device.cpu.batch import batch_source, batches, entry_symbol
 from penstock.device.cpu import detached
+from penstock.device.cpu.host_pool import HostPool
 from penstock.device.cpu.pch import already_precompiled, precompiled, split_prelude
 from penstock.device.kernel_spec import KERNELS_DIR, CompiledKernel, KernelSpec
 from penstock.errors import PenstockError
@@ -89,6 +90,7 @@ class HostBackend(Backend):
         self._children: set[subprocess.Popen[str]] = set()  # g++ processes running now
         self._children_lock = threading.Lock()
         self._cancelled = False
+        self.host_pool = HostPool()  # large arrays reused across queries, not faulted in anew
 
     def describe(self) -> str:
         return f"CPU ({os.cpu_count()} cores, OpenMP)"
@@ -236,6 +238,15 @@ class HostBackend(Backend):
 
     def to_device(self, host: np.ndarray) -> Any:
         return host
+
+    def empty(self, count: int, dtype: Any = np.uint8) -> Any:
+        return self.host_pool.empty(count, dtype)
+
+    def zeros(self, count: int, dtype: Any = np.uint8) -> Any:
+        return self.host_pool.zeros(count, dtype)
+
+    def host_buffer(self, size: int) -> np.ndarray:
+        return self.host_pool.empty(max(size, 1), np.uint8)
 
     def argument_address(self, value: Any) -> int:
         return _pointer(value) or 0

@@ -504,3 +504,26 @@ def test_fixed_columns_decoded_in_one_launch(tmp_path: Path, harness: Any, big_t
                    flba, row_group_size=700, data_page_size=1024, use_dictionary=dictionary,
                    data_page_version=version)
     assert harness.check(flba).host_columns == {}
+
+
+@pytest.mark.parametrize("dictionary", [False, True])
+def test_decimals_of_every_stored_width(tmp_path: Path, cpu_harness: Any, dictionary: bool) -> None:
+    """FIXED_LEN_BYTE_ARRAY decimals of 1 to 8 bytes (precision 1 to 18), with each width's
+    extremes and negative values, PLAIN and dictionary-encoded: the host reads the
+    big-endian bytes as one word where 8 bytes lie before the page's (or dictionary's) end,
+    and byte by byte for the last values, and both must give pyarrow's values."""
+    rng = random.Random(5)
+    columns = {}
+    for precision in (2, 4, 6, 9, 11, 14, 16, 18):
+        top = 10 ** precision - 1
+        values = [rng.randint(-top, top) for _ in range(600)] + [top, -top, 0, -1, 1]
+        if dictionary:
+            values = [values[k % 40] for k in range(len(values))] + [top, -top]
+        columns[f"d{precision}"] = pa.array([decimal.Decimal(v).scaleb(-1) for v in values],
+                                            pa.decimal128(precision, 1))
+    table = pa.table(columns)
+    path = write(table, tmp_path / "widths.parquet", use_dictionary=dictionary, compression="snappy",
+                 data_page_size=512)
+    meta = pq.ParquetFile(path).metadata
+    assert {meta.row_group(0).column(j).physical_type for j in range(meta.num_columns)} == {"FIXED_LEN_BYTE_ARRAY"}
+    assert cpu_harness.check(path).host_columns == {}
