@@ -2,7 +2,8 @@
 column cache does not hold starts reading before the pipelines that precede it, so the
 drive keeps working while the dimensions of a star join run. These tests check that it
 starts, that answers are unchanged, that a memory cap turns it off, and that a query which
-fails before the scan stops the reading thread."""
+fails before the scan stops the reading thread. The CPU backend reads on the cores its
+kernels use, so it reads early only where a test turns it on (`reading_beside`)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def files(tmp_path: Path) -> tuple[Path, Path, pa.Table, pa.Table]:
     return write(tmp_path / "f.arrow", f), write(tmp_path / "d.arrow", d), f, d
 
 
+def reading_beside(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection's backend read as a GPU reads: beside its kernels."""
+    monkeypatch.setattr(type(db.backend), "reads_beside_kernels", True)
+
+
 def started_early(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     labels: list[str] = []
     original = PipelineRunner.read_early
@@ -57,6 +63,7 @@ def test_the_fact_table_starts_reading_before_the_dimension_runs(
     db = penstock.connect(device=device, strict=True)
     db.register("f", str(fpath))
     db.register("d", str(dpath))
+    reading_beside(db, monkeypatch)
     labels = started_early(monkeypatch)
     con = duckdb.connect()
     con.register("f", f)
@@ -74,8 +81,20 @@ def test_a_memory_cap_turns_reading_early_off(tmp_path: Path, monkeypatch: pytes
     db = penstock.connect(device="cpu", strict=True, gpu_memory_limit=1 << 30)
     db.register("f", str(fpath))
     db.register("d", str(dpath))
+    reading_beside(db, monkeypatch)
     labels = started_early(monkeypatch)
     db.sql(SQL)
+    assert labels == []
+
+
+def test_the_cpu_backend_reads_when_the_scan_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the CPU backend reading is decoding on the kernels' own cores: nothing starts early."""
+    fpath, dpath, _, _ = files(tmp_path)
+    db = penstock.connect(device="cpu", strict=True)
+    db.register("f", str(fpath))
+    db.register("d", str(dpath))
+    labels = started_early(monkeypatch)
+    assert len(db.sql(SQL).to_arrow()) == 4
     assert labels == []
 
 
@@ -83,11 +102,13 @@ def prefetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "penstock-prefetch" and t.is_alive()]
 
 
-def test_a_query_that_fails_before_the_scan_stops_its_reading(device: str, tmp_path: Path) -> None:
+def test_a_query_that_fails_before_the_scan_stops_its_reading(device: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     fpath, dpath, _, _ = files(tmp_path)
     db = penstock.connect(device=device, strict=True)
     db.register("f", str(fpath))
     db.register("d", str(dpath))
+    reading_beside(db, monkeypatch)
     before = len(prefetch_threads())
     bad = ("SELECT sum(f.v) FROM f JOIN d ON f.k = d.k WHERE 100 / (d.w - d.w) > 1")
     with pytest.raises(QueryError) as err:

@@ -55,19 +55,30 @@ def generate_build(step: BuildHashTable) -> Kernel:
     part_mask = params.get(JoinTablePart(step.join, "part_mask"), "uint64_t", "u64", "j")
     part_index = params.get(JoinTablePart(step.join, "part_index"), "uint64_t", "u64", "j")
     out.line(f"if (((h >> xpu::PARTITION_SHIFT) & {part_mask}) != {part_index}) continue;")
-    out.line(f"if ({mode} == 2) {{ xpu::atomic_add((uint64_t*){most}, (uint64_t)1); continue; }}  // count the partition's rows")
+    out.line(f"if ({mode} == 2) {{ ++counted; continue; }}  // count the partition's rows")
     out.open(f"if ({mode} == 0)")
     out.line(f"if (!xpu::join_insert({slots}, {mask}, h, i)) xpu::raise({err}, xpu::ERR_TABLE_FULL);")
     out.line("continue;")
     out.close()
+    # the counting pass's key range and largest multiplicity: a thread's own, then one atomic
+    # each (an atomic per row made the cores fight over one cache line: sorted keys raise the
+    # maximum on every row)
+    less, more = "[](int64_t a, int64_t b) { return a < b; }", "[](int64_t a, int64_t b) { return a > b; }"
+    ends = []
     if ranged_key(step):
         span = params.get(JoinTablePart(step.join, "key_range"), "int64_t*", "ptr", "j")
         key = f"(int64_t){keys[0].v}"
-        out.line(f"xpu::atomic_update_if(&{span}[0], {key}, [](int64_t a, int64_t b) {{ return a < b; }});")
-        out.line(f"xpu::atomic_update_if(&{span}[1], {key}, [](int64_t a, int64_t b) {{ return a > b; }});")
+        out.line(f"if ({key} < key_lo) key_lo = {key};")
+        out.line(f"if ({key} > key_hi) key_hi = {key};")
+        ends += [f"    if (key_lo <= key_hi) xpu::atomic_update_if(&{span}[0], key_lo, {less});",
+                 f"    if (key_lo <= key_hi) xpu::atomic_update_if(&{span}[1], key_hi, {more});"]
     out.line(f"const int64_t same = xpu::join_count({slots}, {mask}, h, i);")
-    out.line(f"if (same > 0) xpu::atomic_update_if({most}, same, [](int64_t a, int64_t b) {{ return a > b; }});")
-    body = ["  XPU_PARALLEL_BEGIN", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", "  XPU_PARALLEL_END"]
+    out.line("if (same > most_same) most_same = same;")
+    ends.append(f"    if (most_same > 0) xpu::atomic_update_if({most}, most_same, {more});")
+    body = ["  XPU_PARALLEL_BEGIN", "  int64_t key_lo = INT64_MAX, key_hi = INT64_MIN, most_same = 0;",
+            "  uint64_t counted = 0;", f"  XPU_FOR(t, {n}) {{", *out.lines, "  }", f"  if ({mode} == 1) {{", *ends,
+            "  }", f"  if ({mode} == 2 && counted > 0) xpu::atomic_add((uint64_t*){most}, counted);",
+            "  XPU_PARALLEL_END"]
     return Kernel("build", kernel_source("build", params, "\n".join(body) + "\n"), params.params,
                   make_program=lambda: build_program(step, params, ranged_key(step)), program_fixed=True)
 

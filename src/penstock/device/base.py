@@ -62,6 +62,9 @@ class Backend(ABC):
     out_of_memory: tuple[type[BaseException], ...] = (MemoryError,)
     # whether a plan's new kernels start from quick builds by default (device/tiers.py)
     quick_builds = False
+    # whether reading a table works beside the kernels rather than on their cores (a GPU's
+    # copies and host-side decoding): only then does a query's last scan start reading early
+    reads_beside_kernels = False
     # device memory a query uses that its budget does not admit yet (a GPU's decode buffers
     # and batches read ahead): buffers kept on the device leave it free (BufferStore.room_beside)
     unadmitted_reserve = 0

@@ -45,6 +45,7 @@ class CudaKernel(CompiledKernel):
 
 class CudaBackend(Backend):
     name = "gpu"
+    reads_beside_kernels = True
     engine = "penstock-gpu"
     supports_graphs = True
     small_sort_rows = 16384  # 2.7e8 comparisons at most: well under a millisecond
