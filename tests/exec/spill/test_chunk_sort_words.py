@@ -125,3 +125,16 @@ def test_the_whole_sort_with_words(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     same_keys(got, want, by)
     assert sorted(got.column("payload").to_pylist()) == sorted(want.column("payload").to_pylist())
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_an_input_of_one_chunk_sorts_with_words_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that fit one chunk of the device's plan: sorted as one chunk by the word sorter,
+    handed out in slices, nothing spilled."""
+    source = tmp_path / "mixed.parquet"
+    pq.write_table(mixed(20_000, seed=4), source, row_group_size=4_000)
+    monkeypatch.setattr(external_sort, "device_arrays", lambda *_args: np)
+    out = tmp_path / "sorted.parquet"
+    report = sort_files(source, parse_keys("f:desc,k"), out, memory_limit=64 << 20, spill_dir=tmp_path / "spill")
+    assert report.in_memory and report.spilled_bytes == 0 and report.rows == 20_000
+    want = duckdb.sql(f"SELECT * FROM read_parquet('{source}') ORDER BY f DESC NULLS FIRST, k").to_arrow_table()
+    same_keys(pq.read_table(out), want, "f:desc,k")

@@ -14,7 +14,6 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
@@ -297,13 +296,16 @@ def test_the_sample_counts_the_row_groups_it_reads(tmp_path: Path) -> None:
     """A fragment split by row group counted its whole file's rows, so the sample kept one
     row in 32 times too many: 2 x 10^9 rows' sample was 70 keys, its buckets uneven, most
     past twice a chunk and sorted whole on the host (the merge took 240 s)."""
-    from penstock.exec.spill.external_sort import SAMPLE_GROUPS, _sample
+    from penstock.exec.spill.sort_input import SortInput
+    from penstock.exec.spill.sort_plan import SAMPLE_ROWS
+    from penstock.exec.spill.sort_sample import SAMPLE_GROUPS, sample_input
 
     rng = np.random.default_rng(9)
     table = pa.table({"k": rng.integers(-2**62, 2**62, 400_000), "p": np.arange(400_000)})
     pq.write_table(table, tmp_path / "in.parquet", row_group_size=1_000)
-    rows, _, sample = _sample(ds.dataset(str(tmp_path / "in.parquet")), parse_keys("k"))
-    assert rows == 400_000 and sample.num_rows == SAMPLE_GROUPS * 1_000  # every row of the groups read
+    source = SortInput(tmp_path / "in.parquet", ["k"])
+    sample = sample_input(source, ["k"], SAMPLE_ROWS, 512)
+    assert source.rows == 400_000 and sample.num_rows == SAMPLE_GROUPS * 1_000  # every row of the groups read
     report = sort_files(tmp_path / "in.parquet", parse_keys("k"), tmp_path / "out.parquet", 8 << 20,
                         tmp_path / "spill")
     assert report.buckets > 4 and report.oversized_buckets == 0, report
