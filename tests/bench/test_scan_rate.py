@@ -28,7 +28,7 @@ def test_the_scan_reads_every_column_it_can_and_says_how(tmp_path: Path) -> None
     rate = parquet_scan_rate(get_backend("cpu", None), write_file(tmp_path / "t.parquet"), repeat=2)
     assert rate.columns == ["k", "x", "s"]  # a list column is not one penstock reads
     assert rate.gbps > 0 and rate.seconds > 0
-    assert "pyarrow" in rate.read_path
+    assert "decoded on the device" in rate.read_path  # the kernels, as a query on the CPU backend reads it
 
 
 def test_bench_io_reports_the_scan_against_the_ceiling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

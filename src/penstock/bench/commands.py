@@ -94,31 +94,31 @@ def cmd_bench_io(args: argparse.Namespace) -> int:
         raise PenstockError(f"{given}: a directory without Parquet files")
     path = max(parts, key=lambda p: p.stat().st_size)  # the ceilings' file
     print(f"device: {backend.describe()}")
-    print(f"device copy (read + write):      {ceilings.device_copy_gbps(backend):8.1f} GB/s")
+    print(f"device copy (read + write):      {ceilings.device_copy_gbps(backend):8.2f} GB/s")
     ceiling = ceilings.host_to_device_gbps(backend, path)
-    print(f"page cache -> device (threaded): {ceiling:8.1f} GB/s")
+    print(f"page cache -> device (threaded): {ceiling:8.2f} GB/s")
     if path.suffix == ".parquet":  # the engine's own scan of it, against that ceiling
         from penstock.bench.scan_rate import parquet_scan_rate, pyarrow_read_rate
 
         files = f" of {len(parts)} files" if len(parts) > 1 else ""
         rate = parquet_scan_rate(backend, parts)
-        print(f"Parquet scan{files}, all {len(rate.columns)} columns:  {rate.gbps:8.1f} GB/s of file bytes "
+        print(f"Parquet scan{files}, all {len(rate.columns)} columns:  {rate.gbps:8.2f} GB/s of file bytes "
               f"({100 * rate.gbps / ceiling:.0f}% of the page cache ceiling; {rate.read_path})")
         if backend.name == "gpu":  # the page cache registered with CUDA, copied by DMA (io/read/mapped_files.py)
             from penstock.io.read.mapped_files import release_mapped
 
             mapped = parquet_scan_rate(backend, parts, io="mapped")
             release_mapped(backend)  # pinned pages would stay in the page cache past the drop below
-            print(f"Parquet scan, io='mapped':       {mapped.gbps:8.1f} GB/s of file bytes "
+            print(f"Parquet scan, io='mapped':       {mapped.gbps:8.2f} GB/s of file bytes "
                   f"({100 * mapped.gbps / ceiling:.0f}% of the page cache ceiling; {mapped.read_path})")
-        print(f"pyarrow reader, all cores:       {pyarrow_read_rate(parts, rate.columns):8.1f} GB/s of file bytes "
+        print(f"pyarrow reader, all cores:       {pyarrow_read_rate(parts, rate.columns):8.2f} GB/s of file bytes "
               "(to host memory: the bar for the host reader)")
     ceilings.drop_page_cache([path])
     drive = ceilings.direct_read_gbps(path, backend)
-    print(f"O_DIRECT read from the drive:    {drive:8.1f} GB/s")
+    print(f"O_DIRECT read from the drive:    {drive:8.2f} GB/s")
     if path.suffix == ".parquet":  # the disk tier's scan: files cold, read with O_DIRECT where it can
         cold = parquet_scan_rate(backend, parts, repeat=2, io="direct",
                                  before_each=lambda: ceilings.drop_page_cache(parts))
-        print(f"Parquet scan from the drive:     {cold.gbps:8.1f} GB/s of file bytes "
+        print(f"Parquet scan from the drive:     {cold.gbps:8.2f} GB/s of file bytes "
               f"({100 * cold.gbps / drive:.0f}% of the O_DIRECT rate; {cold.read_path})")
     return 0

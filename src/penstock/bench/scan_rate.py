@@ -44,7 +44,7 @@ def parquet_scan_rate(backend: Any, files: Path | list[Path], repeat: int = 3, i
             continue
     if not names:
         raise PenstockError(f"{paths[0]}: no column of a type penstock reads")
-    on_device = decode_on_device(backend, "auto")
+    on_device = decode_on_device("auto")
     best, read_path = float("inf"), "pyarrow"
     for _ in range(repeat):
         if before_each is not None:

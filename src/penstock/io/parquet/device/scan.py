@@ -12,19 +12,19 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
-from penstock.io.parquet.reader import ParquetTable, leaf_indices, open_parquet, refuted_groups
+from penstock.io.parquet.reader import ParquetTable, open_parquet, refuted_groups
 from penstock.io.read.io_threads import on_thread_stream
 from penstock.io.read.mapped_files import mapped_files
 from penstock.io.read.read_path import choose as choose_read_path
 from penstock.io.parquet.device import nvcomp
 from penstock.io.parquet.device.batch_decoder import BatchDecoder, StoredRun
 from penstock.io.parquet.device.decoder import RowGroupDecoder
-from penstock.io.parquet.device.page_index import FileIndex, PageSkipper, rows_in
-from penstock.io.parquet.device.pages import PageCache, file_identity
+from penstock.io.parquet.device.page_index import FileIndex, PageSkipper
+from penstock.io.parquet.device.pages import PageCache
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import DataType
 
@@ -235,33 +235,6 @@ def _one_row_group(decoder: RowGroupDecoder, group: int, report: ScanReport, mem
 
 
 PARQUET_DECODE = ("auto", "device", "host")
-# the CPU backend's kernels decode Parquet at about a third of pyarrow's rate (TPC-H SF 1
-# lineitem, 2 cores: 1.0 – 1.3 s against 0.4 – 0.5 s): they read a table under parquet_decode
-# 'auto' only where the page index keeps at most this share of the rows
-PAGE_INDEX_SHARE = 0.25
-
-
-def page_index_share(table: ParquetTable, names: list[str], types: list[DataType],
-                     predicates: list[ColumnPredicate] | None) -> float | None:
-    """The share of the rows of the table's first file, in the row groups its statistics
-    leave, that the page index keeps for these predicates (the files of a dataset come from
-    one writer); None when that file has no page index for them."""
-    if not predicates or not table.files:
-        return None
-    path, meta = table.files[0], table.metadata(0)
-    skipper = _page_skipper(table, path, meta, file_identity(path), leaf_indices(meta), names, types, predicates)
-    if skipper is None:
-        return None
-    refuted = refuted_groups(meta, names, predicates, types)
-    rows = kept = 0
-    for g in range(meta.num_row_groups):
-        if g in refuted:
-            continue
-        group_rows = meta.row_group(g).num_rows
-        ranges = skipper.kept(g)
-        rows += group_rows
-        kept += group_rows if ranges is None else rows_in(ranges)
-    return kept / rows if rows else 0.0
 
 
 def _page_skipper(table: ParquetTable, path: Any, meta: Any, identity: tuple[Any, ...], leaves: dict[str, int],
@@ -283,14 +256,10 @@ def page_cache_of(table: ParquetTable) -> PageCache:
     return table.page_cache
 
 
-def decode_on_device(backend: Backend, setting: str, skipping_share: Callable[[], float | None] | None = None) -> bool:
-    """Whether Parquet pages are decoded by the device's kernels: 'auto' does on a GPU (the
-    CPU backend keeps pyarrow's multithreaded reader, unless `skipping_share`, asked last,
-    says the page index keeps at most PAGE_INDEX_SHARE of the rows: pyarrow reads every
-    page), 'device' and 'host' force a side."""
+def decode_on_device(setting: str) -> bool:
+    """Whether Parquet pages are decoded by the device's kernels: 'auto' and 'device' do (on
+    the CPU backend too: its kernels decode fixed-width pages several times faster than
+    pyarrow's reader gives Arrow arrays, decimals above all), 'host' keeps pyarrow's reader."""
     if setting not in PARQUET_DECODE:
         raise ValueError(f"parquet_decode={setting!r}: use one of {', '.join(PARQUET_DECODE)}")
-    if setting != "auto" or backend.name == "gpu":
-        return setting == "device" or setting == "auto"
-    share = skipping_share() if skipping_share is not None else None
-    return share is not None and share <= PAGE_INDEX_SHARE
+    return setting != "host"
