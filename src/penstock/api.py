@@ -386,8 +386,9 @@ def connect(device: str = "auto", strict: bool = False, gpu_memory_limit: int | 
         'mapped' once a later query scans it), 'pread', 'direct' (O_DIRECT), 'kvikio' (GPUDirect Storage /
         KvikIO, Arrow files), 'mapped' (Parquet and Arrow files on a GPU: DMA out of the
         file's page cache, registered with CUDA; io/read/mapped_files.py).
-    parquet_decode: where Parquet pages are decompressed and decoded: 'auto' or 'device' (by
-        the device's kernels; on a GPU decompressed by nvCOMP), 'host' (pyarrow's reader).
+    parquet_decode: where Parquet pages are decompressed and decoded: 'device' (by the
+        device's kernels; on a GPU decompressed by nvCOMP), 'host' (pyarrow's reader), 'auto'
+        (the kernels, but pyarrow's reader for a scan of under 1 MiB of stored bytes).
     warm_up: the process's first connection plans a few queries on a thread of its own,
         running nothing, so the first real query does not pay the planner's and code
         generators' first use (connection/process_warm_up.py)."""

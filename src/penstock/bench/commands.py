@@ -14,7 +14,7 @@ from penstock.io.read.read_path import READ_PATHS
 
 
 def add_bench_commands(sub: Any, positive: Callable[[str], float]) -> None:
-    """`bench ssb|tpch|spill|knn|io` under the CLI's subcommands `sub`; `positive` parses a
+    """`bench ssb|tpch|spill|knn|small|io` under the CLI's subcommands `sub`; `positive` parses a
     positive number (the CLI's)."""
     b = sub.add_parser("bench", help="benchmarks, beside DuckDB and the measured hardware ceiling")
     bsub = b.add_subparsers(dest="bench")
@@ -48,6 +48,9 @@ def add_bench_commands(sub: Any, positive: Callable[[str], float]) -> None:
     from penstock.bench.knn import add_knn_bench
 
     add_knn_bench(bsub)
+    from penstock.bench.small_queries import add_small_bench
+
+    add_small_bench(bsub)
     bi = bsub.add_parser("io", help="print the hardware ceilings alone")
     bi.add_argument("--file", required=True, help="a large file to read (e.g. lineorder.arrow); a Parquet "
                     "file, or a directory of them (a dataset of many files), is also scanned by the "

@@ -4,6 +4,7 @@ caches; compiler errors. PENSTOCK_CACHE_DIR points at a fresh folder per test.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +120,21 @@ def test_source_that_does_not_compile_raises_with_the_compiler_message(cache: Pa
     assert "scale_count" in message
     assert "undeclared_counter_xyz" in message and "error" in message
     assert not list(cache.glob("scale_count-*.so"))  # nothing half-written in the cache
+
+
+def test_openmp_workers_sleep_between_regions_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spinning OpenMP worker holds a core the Python thread needs: the CPU backend asks
+    libgomp for passive waits, but leaves a policy or spin count the user set."""
+    from penstock.device.cpu.backend import passive_openmp_waits
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    passive_openmp_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "passive"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    passive_openmp_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "active"
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "1000")
+    passive_openmp_waits()
+    assert "OMP_WAIT_POLICY" not in os.environ

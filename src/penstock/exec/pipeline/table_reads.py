@@ -13,7 +13,7 @@ from penstock.exec.pipeline.skipping import skip_predicates
 from penstock.io.device_batch import Batch, batch_from_arrow
 from penstock.io.arrow.device_reader import ArrowDeviceReader
 from penstock.io.read.mapped_files import mapped_files
-from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device
+from penstock.io.parquet.device.scan import ScanReport, decode_on_device, scan_on_device, stored_bytes
 from penstock.io.read.prefetch import DEPTH
 from penstock.io.read.read_path import choose as choose_read_path
 from penstock.plan.physical import TableSource
@@ -58,7 +58,8 @@ def read_table(ctx: "PipelineContext", metrics: PipelineMetrics, reader: Any,
                     yield batch
                     started = time.perf_counter()
             return
-    if reader.format == "parquet" and source.names and decode_on_device(ctx.parquet_decode):
+    if reader.format == "parquet" and source.names and decode_on_device(
+            ctx.parquet_decode, lambda: stored_bytes(reader, source.names)):
         yield from read_parquet_on_device(ctx, metrics, reader, source)
         return
     yield from read_via_arrow(ctx, metrics, reader, source)

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.io.parquet.device import page_index
+from penstock.io.parquet.device import page_index, scan
 from penstock.io.parquet.device.page_index import FileIndex, intersect, merge, positions
 from penstock.io.stats import ColumnPredicate
 from penstock.plan.types import from_arrow
@@ -167,9 +167,12 @@ def test_an_index_that_lies_changes_no_answer(files: dict[str, Path], monkeypatc
     assert lied
 
 
-def test_the_cpu_backend_reads_through_its_kernels_and_skips_pages(files: dict[str, Path]) -> None:
-    """parquet_decode='auto' on the CPU backend decodes with its kernels, so a file with a
-    page index has pages skipped; 'host' keeps pyarrow's reader, which reads every page."""
+def test_the_cpu_backend_reads_through_its_kernels_and_skips_pages(files: dict[str, Path],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """parquet_decode='auto' on the CPU backend decodes with its kernels (these files are
+    below the size where 'auto' keeps pyarrow's reader: that size is set to 0 here), so a file
+    with a page index has pages skipped; 'host' keeps pyarrow's reader, which reads every page."""
+    monkeypatch.setattr(scan, "SMALL_SCAN_BYTES", 0)
     def read_path(path: Path, sql: str, decode: str = "auto") -> str:
         db = penstock.connect(device="cpu", strict=True, parquet_decode=decode)
         db.register("t", path)

@@ -21,7 +21,7 @@ import pytest
 
 import penstock
 from penstock import PenstockError
-from penstock.io.parquet.device import batch_decoder
+from penstock.io.parquet.device import batch_decoder, scan
 
 ROWS, GROUP = 20_000, 2_000
 
@@ -190,9 +190,17 @@ def test_explain_names_the_read_path_and_the_fallback_columns(dbs: dict[str, Any
     assert read == "read path: pyarrow parquet reader, then copy"
 
 
-def test_auto_decodes_with_the_kernels_on_the_cpu(snappy_file: Path) -> None:
+def test_auto_decodes_with_the_kernels_on_the_cpu(snappy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """'auto' decodes with the device's kernels on the CPU backend too (faster than pyarrow's
-    reader there); 'host' keeps pyarrow's."""
+    reader there) once a scan reads SMALL_SCAN_BYTES; below that, and with 'host', pyarrow's
+    reader does (the kernels' path has a fixed cost a few pages do not repay)."""
+    meta = pq.ParquetFile(snappy_file).metadata
+    x = pq.ParquetFile(snappy_file).schema_arrow.names.index("x")
+    stored = sum(meta.row_group(g).column(x).total_compressed_size for g in range(meta.num_row_groups))
+    assert stored < scan.SMALL_SCAN_BYTES
+    db = connect("auto", snappy_file)
+    assert "pyarrow parquet reader" in line(explain(db, "SELECT sum(x) FROM t"), "read path:")
+    monkeypatch.setattr(scan, "SMALL_SCAN_BYTES", stored)
     db = connect("auto", snappy_file)
     assert "Parquet decoded on the device" in line(explain(db, "SELECT sum(x) FROM t"), "read path:")
     db = connect("host", snappy_file)

@@ -12,11 +12,11 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from penstock.device.base import Backend
 from penstock.io.device_batch import Batch
-from penstock.io.parquet.reader import ParquetTable, open_parquet, refuted_groups
+from penstock.io.parquet.reader import ParquetTable, leaf_indices, open_parquet, refuted_groups
 from penstock.io.read.io_threads import on_thread_stream
 from penstock.io.read.mapped_files import mapped_files
 from penstock.io.read.read_path import choose as choose_read_path
@@ -256,10 +256,31 @@ def page_cache_of(table: ParquetTable) -> PageCache:
     return table.page_cache
 
 
-def decode_on_device(setting: str) -> bool:
-    """Whether Parquet pages are decoded by the device's kernels: 'auto' and 'device' do (on
-    the CPU backend too: its kernels decode fixed-width pages several times faster than
-    pyarrow's reader gives Arrow arrays, decimals above all), 'host' keeps pyarrow's reader."""
+# below this many stored bytes in the columns a scan reads, 'auto' keeps pyarrow's reader: the
+# kernels' path has a fixed cost (page tables laid out, several launches; about 1.5 ms on the
+# 2-core machine) that a few pages do not repay
+SMALL_SCAN_BYTES = 1 << 20
+
+
+def decode_on_device(setting: str, stored_bytes: Callable[[], int] | None = None) -> bool:
+    """Whether Parquet pages are decoded by the device's kernels: 'device' does, 'host' keeps
+    pyarrow's reader, and 'auto' does unless `stored_bytes` (asked only then) says the scan
+    reads fewer than SMALL_SCAN_BYTES (on the CPU backend too: its kernels decode fixed-width
+    pages several times faster than pyarrow's reader makes Arrow arrays, decimals above all)."""
     if setting not in PARQUET_DECODE:
         raise ValueError(f"parquet_decode={setting!r}: use one of {', '.join(PARQUET_DECODE)}")
-    return setting != "host"
+    if setting != "auto":
+        return setting == "device"
+    return stored_bytes is None or stored_bytes() >= SMALL_SCAN_BYTES
+
+
+def stored_bytes(table: ParquetTable, names: list[str]) -> int:
+    """The compressed bytes of the named columns over every row group of the table's files."""
+    total = 0
+    for k in range(len(table.files)):
+        meta = table.metadata(k)
+        leaves = leaf_indices(meta)
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            total += sum(group.column(leaves[n]).total_compressed_size for n in names if n in leaves)
+    return total
