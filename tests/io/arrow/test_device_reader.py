@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import os
 from pathlib import Path
 from typing import Any
 

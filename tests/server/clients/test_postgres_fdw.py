@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import decimal
 import re
-from pathlib import Path
 from typing import Any, Iterator
 
 import psycopg

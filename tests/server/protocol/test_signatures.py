@@ -4,7 +4,6 @@ and the top-k comes back ordered with ties broken by id."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np
