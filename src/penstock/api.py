@@ -124,7 +124,7 @@ class Connection:
         connection chunks sort on the GPU within memory_limit (default 4 GiB) and host
         memory_limit (default twice that); on the CPU within host_memory_limit (default
         1 GiB). Returns the report (rows, chunks, buckets, bytes spilled, device, seconds)."""
-        from penstock.exec.spill.external_sort import parse_keys, sort_files
+        from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
 
         keys = parse_keys(by, descending)
         if self.backend.name == "cpu":

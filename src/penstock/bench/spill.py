@@ -10,7 +10,7 @@ get --memory-limit.
 
 The data, int64 keys uniformly at random with an int64 payload, is generated as a Parquet
 file in `--dir` (kept for the next run). penstock sorts it with `penstock sort`
-(exec/spill/external_sort.py), DuckDB with `COPY (SELECT * ... ORDER BY k) TO ...` under
+(exec/spill/sort/external_sort.py), DuckDB with `COPY (SELECT * ... ORDER BY k) TO ...` under
 `SET memory_limit` and a temp directory in `--dir`. The lower bound is the input file read,
 the data (16 bytes a row) written and read back once as buckets, and written as the output,
 at the drive's rates measured here: a file written with fsync, then read back after its
@@ -161,7 +161,7 @@ class SortedCheck:
 def run_spill_sort(rows: int, memory_limit: int, directory: Path, duckdb_too: bool = True,
                    log: Callable[[str], None] = lambda _m: None, device: str = "cpu",
                    host_memory_limit: int | None = None, output: str = "file") -> SpillSortResult:
-    from penstock.exec.spill.external_sort import parse_keys, sort_files, sort_into
+    from penstock.exec.spill.sort.external_sort import parse_keys, sort_files, sort_into
 
     directory.mkdir(parents=True, exist_ok=True)
     source = generate(directory / f"sort-input-{rows}.parquet", rows)
@@ -203,7 +203,7 @@ def run_spill_sort(rows: int, memory_limit: int, directory: Path, duckdb_too: bo
 def _first_use(directory: Path, device: str, log: Callable[[str], None]) -> float | None:
     """Seconds of a small sort on the GPU (many chunks and buckets), the process's first:
     CuPy compiles the kernels the sort uses on their first use."""
-    from penstock.exec.spill.external_sort import parse_keys, sort_files
+    from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
 
     small = generate(directory / "sort-input-100000.parquet", 100_000)
     started = time.perf_counter()

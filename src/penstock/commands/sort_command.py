@@ -5,9 +5,9 @@
 
 Keys are columns, each optionally `:asc`/`:desc` and `:nulls_first`/`:nulls_last` (NULLs as
 PostgreSQL places them by default); --desc makes descending the default. The work is
-exec/spill/external_sort.py; this is its command line: it keeps the process within the memory
-limit plus process_constant (exec/spill/sort_plan.py), restarting itself with Arrow's
-returning pool first on a large input (exec/spill/memory_pool.py), and draws the progress
+exec/spill/sort/external_sort.py; this is its command line: it keeps the process within the memory
+limit plus process_constant (exec/spill/sort/sort_plan.py), restarting itself with Arrow's
+returning pool first on a large input (exec/spill/sort/memory_pool.py), and draws the progress
 lines, in place on a terminal.
 """
 
@@ -59,9 +59,9 @@ def add_sort_command(sub: Any) -> None:
 
 
 def cmd_sort(args: argparse.Namespace) -> int:
-    from penstock.exec.spill.external_sort import parse_keys, sort_files
-    from penstock.exec.spill.memory_pool import reexec_with_returning_pool, use_returning_pool
-    from penstock.exec.spill.sort_progress import Progress
+    from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
+    from penstock.exec.spill.sort.memory_pool import reexec_with_returning_pool, use_returning_pool
+    from penstock.exec.spill.sort.sort_progress import Progress
 
     # the command itself (not main() called inside another program), on an input large
     # enough for the allocator to matter: restarted with Arrow's pool chosen (memory_pool.py)

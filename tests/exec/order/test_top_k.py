@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import penstock
-from penstock.exec.spill.chunk_sort_host import sort_indices, top_indices
-from penstock.exec.spill.sort_keys import SortKey
+from penstock.exec.spill.sort.chunk_sort_host import sort_indices, top_indices
+from penstock.exec.spill.sort.sort_keys import SortKey
 
 
 def table(rows: int) -> pa.Table:

@@ -3,7 +3,7 @@
 A buffer that fits host memory is sorted whole by Arrow (`sort_indices`), or was already
 sorted on the device before its read-back (exec/order/small_sorts.py). A buffer that outgrew the
 device went off it (exec/spill/off_device.py); when it is also larger than half the host
-budget (`host_memory_limit`) it is sorted out of core (exec/spill/external_sort.py): its
+budget (`host_memory_limit`) it is sorted out of core (exec/spill/sort/external_sort.py): its
 parts are read as chunks, cut into buckets in spill files, and the buckets sorted in order,
 on the GPU when the keys are fixed-width and the query runs there. The sorted rows become
 the target buffer's off-device parts, in host memory or spill files as the budget allows.
@@ -24,12 +24,12 @@ import pyarrow as pa
 from penstock.device.base import Backend
 from penstock.exec.buffers import BufferStore
 from penstock.exec.metrics import StepMetrics
-from penstock.exec.spill.chunk_sort_host import sort_indices as host_sort_indices
-from penstock.exec.spill.chunk_sort_host import top_indices as host_top_indices
-from penstock.exec.spill.chunk_sort_words import word_sortable
+from penstock.exec.spill.sort.chunk_sort_host import sort_indices as host_sort_indices
+from penstock.exec.spill.sort.chunk_sort_host import top_indices as host_top_indices
+from penstock.exec.spill.sort.chunk_sort_words import word_sortable
 from penstock.exec.spill.directory import SpillDirectory
-from penstock.exec.spill.external_sort import SortJob, SortReport, sample_keys
-from penstock.exec.spill.sort_keys import SortKey
+from penstock.exec.spill.sort.external_sort import SortJob, SortReport, sample_keys
+from penstock.exec.spill.sort.sort_keys import SortKey
 from penstock.plan.physical import SortBuffer
 
 TOP_K_SHARE = 8  # a LIMIT whose rows take at most this share of the host budget keeps a running top-k

@@ -4,10 +4,10 @@ device while the groups are made (exec/pipeline/streamed_input.py hands over eac
 Without it the groups wait whole in their buffer, off the device past its share, and the
 sort step selects k of them on the host: 10^8 groups under a 4 GiB budget on an H100 moved
 2.4 GB to host memory and took 5 s to select 10. Here each batch of groups is cut on the
-device: its keys become order-preserving words (spill/sort_keys.py, the plan's total order:
+device: its keys become order-preserving words (spill/sort/sort_keys.py, the plan's total order:
 the ORDER BY keys, then every other column), rows that come after the current k-th best
 are dropped at once (not_after), and the rest are sorted with the k best so far
-(spill/chunk_sort_words.py's radix sorts) and the first k kept. Every column must be of a
+(spill/sort/chunk_sort_words.py's radix sorts) and the first k kept. Every column must be of a
 fixed-width type (no text); `applies` says whether a sort qualifies.
 
 The first HOLD_ROWS rows are only held: a query whose groups stay that few (TPC-H Q3's 10^5
@@ -28,8 +28,8 @@ from penstock.device.base import Backend
 from penstock.exec.buffers import BufferStore, arrow_to_batch, buffer_to_arrow, concat, take_rows, unpack_bits
 from penstock.exec.metrics import StepMetrics
 from penstock.exec.order.sort_step import in_order
-from penstock.exec.spill.chunk_sort_words import least_significant_first
-from penstock.exec.spill.sort_keys import SortKey, StagedColumn, key_words
+from penstock.exec.spill.sort.chunk_sort_words import least_significant_first
+from penstock.exec.spill.sort.sort_keys import SortKey, StagedColumn, key_words
 from penstock.io.device_batch import Batch
 from penstock.plan.physical import SortBuffer
 from penstock.plan.types import DataType, Kind

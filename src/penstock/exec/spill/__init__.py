@@ -1,1 +1,2 @@
-"""Work that does not fit its memory budget: spill directories and the out-of-core sort."""
+"""Work that does not fit its memory budget: spill directories, rows moved off the device,
+rows scattered by partition, the pipeline of stage threads; the out-of-core sort in sort/."""

@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
-from penstock.exec.spill.chunk_sort_host import sort_indices, take_rows
-from penstock.exec.spill.chunk_sort_words import WordChunkSorter
-from penstock.exec.spill.sort_job import SortReport
-from penstock.exec.spill.sort_keys import SortKey
-from penstock.exec.spill.sort_plan import SortPlan, fits
-from penstock.exec.spill.sort_progress import Progress, mib, share
+from penstock.exec.spill.sort.chunk_sort_host import sort_indices, take_rows
+from penstock.exec.spill.sort.chunk_sort_words import WordChunkSorter
+from penstock.exec.spill.sort.sort_job import SortReport
+from penstock.exec.spill.sort.sort_keys import SortKey
+from penstock.exec.spill.sort.sort_plan import SortPlan, fits
+from penstock.exec.spill.sort.sort_progress import Progress, mib, share
 
 
 def sort_in_memory(batches: Iterator[pa.RecordBatch], schema: pa.Schema, keys: list[SortKey], xp: Any,

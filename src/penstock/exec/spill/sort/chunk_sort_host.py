@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from penstock.exec.spill.sort_keys import SortKey, fixed_width
+from penstock.exec.spill.sort.sort_keys import SortKey, fixed_width
 
 Piece = tuple[int, pa.Table]  # (bucket, rows in order)
 

@@ -15,7 +15,7 @@ sort each bucket.
    A key holding many rows holds several splitters; its rows are dealt over their buckets.
    A bucket past a chunk is split again the same way (sort_job.py).
 
-Both passes are pipelines (stages.py): reading, copying in, sorting, copying out and
+Both passes are pipelines (spill/stages.py): reading, copying in, sorting, copying out and
 writing run on threads of their own, so a chunk is read while the one before it sorts and
 the one before that is written. On the GPU (`device='gpu'`, keys of fixed-width types) the
 chunks are sorted as radix sorts of key words (chunk_sort_words.py); on the CPU, or for text
@@ -34,16 +34,16 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from penstock.errors import PenstockError
-from penstock.exec.spill.chunk_sort_words import word_sortable
+from penstock.exec.spill.sort.chunk_sort_words import word_sortable
 from penstock.exec.spill.directory import SpillDirectory
-from penstock.exec.spill.sort_files_io import OutputFile, input_compression
-from penstock.exec.spill.sort_in_memory import sort_in_memory
-from penstock.exec.spill.sort_input import SortInput
-from penstock.exec.spill.sort_job import SortJob, SortReport, coalesced
-from penstock.exec.spill.sort_keys import SortKey, parse_keys
-from penstock.exec.spill.sort_plan import SortPlan, process_constant
-from penstock.exec.spill.sort_progress import Progress, as_progress, mib
-from penstock.exec.spill.sort_sample import sample_input, sample_keys
+from penstock.exec.spill.sort.sort_files_io import OutputFile, input_compression
+from penstock.exec.spill.sort.sort_in_memory import sort_in_memory
+from penstock.exec.spill.sort.sort_input import SortInput
+from penstock.exec.spill.sort.sort_job import SortJob, SortReport, coalesced
+from penstock.exec.spill.sort.sort_keys import SortKey, parse_keys
+from penstock.exec.spill.sort.sort_plan import SortPlan, process_constant
+from penstock.exec.spill.sort.sort_progress import Progress, as_progress, mib
+from penstock.exec.spill.sort.sort_sample import sample_input, sample_keys
 
 __all__ = ["SortJob", "SortKey", "SortReport", "coalesced", "parse_keys", "process_constant", "sample_keys",
            "sort_files", "sort_into"]

@@ -1,4 +1,4 @@
-"""`penstock sort` keeps its memory limit and spills nothing that fits (exec/spill/sort_plan.py):
+"""`penstock sort` keeps its memory limit and spills nothing that fits (exec/spill/sort/sort_plan.py):
 the command's peak resident set, measured by the kernel for that process alone, stays within
 the limit plus process_constant(columns); an input that fits is sorted in memory without a spill file;
 a bucket past a chunk is split again rather than sorted whole. Outputs are checked against
@@ -16,11 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from penstock.exec.spill import sort_job, sort_plan
-from penstock.exec.spill.chunk_sort_host import take_rows
-from penstock.exec.spill.external_sort import parse_keys, sort_files
-from penstock.exec.spill.sort_input import SortInput
-from penstock.exec.spill.sort_plan import process_constant
+from penstock.exec.spill.sort import sort_job, sort_plan
+from penstock.exec.spill.sort.chunk_sort_host import take_rows
+from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
+from penstock.exec.spill.sort.sort_input import SortInput
+from penstock.exec.spill.sort.sort_plan import process_constant
 
 ROWS = 1_500_000
 

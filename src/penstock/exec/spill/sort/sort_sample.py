@@ -13,8 +13,8 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from penstock.exec.spill.sort_input import SortInput
-from penstock.exec.spill.sort_plan import SAMPLE_ROWS
+from penstock.exec.spill.sort.sort_input import SortInput
+from penstock.exec.spill.sort.sort_plan import SAMPLE_ROWS
 
 SAMPLE_GROUPS = 32  # Parquet row groups read for the sample, spread over the input
 

@@ -26,8 +26,8 @@ from typing import Any, Callable, ContextManager
 import numpy as np
 import pyarrow as pa
 
-from penstock.exec.spill.chunk_sort_host import Piece, deal, splitter_repeats
-from penstock.exec.spill.sort_keys import SortKey, StagedColumn, fixed_width, key_words, stage, unstage
+from penstock.exec.spill.sort.chunk_sort_host import Piece, deal, splitter_repeats
+from penstock.exec.spill.sort.sort_keys import SortKey, StagedColumn, fixed_width, key_words, stage, unstage
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A sort's progress lines (exec/spill/sort_progress.py, commands/sort_command.py): never the
+"""A sort's progress lines (exec/spill/sort/sort_progress.py, commands/sort_command.py): never the
 same line twice, counters that only grow, each phase's last line with its totals, at most one
 line an interval but for final ones, rewritten in place on a terminal."""
 
@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from penstock.commands.sort_command import ProgressLines, summary
-from penstock.exec.spill.external_sort import parse_keys, sort_files
-from penstock.exec.spill.sort_progress import Progress
+from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
+from penstock.exec.spill.sort.sort_progress import Progress
 
 ROWS = 300_000
 

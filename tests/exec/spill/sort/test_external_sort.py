@@ -1,4 +1,4 @@
-"""`penstock sort` (exec/spill/external_sort.py): files sorted under memory budgets far
+"""`penstock sort` (exec/spill/sort/external_sort.py): files sorted under memory budgets far
 smaller than the data, compared with DuckDB's ORDER BY over the same file: the key sequence
 exactly, and the rows as a multiset (ties may come in any order)."""
 
@@ -20,7 +20,7 @@ import pytest
 
 from penstock.errors import QueryError
 from penstock.exec.spill.directory import PREFIX, SpillDirectory, remove_leftovers
-from penstock.exec.spill.external_sort import parse_keys, sort_files
+from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
 
 ROWS = 120_000
 
@@ -154,7 +154,7 @@ def test_an_error_mid_sort_removes_the_spill_files(tmp_path: Path, source: Path,
     naming the directory, and leaves neither spill files nor a partial output."""
     import errno
 
-    from penstock.exec.spill import chunk_sort_host
+    from penstock.exec.spill.sort import chunk_sort_host
 
     calls = {"n": 0}
     real = chunk_sort_host.sorted_and_cut
@@ -283,7 +283,7 @@ def test_small_row_groups_are_gathered_into_chunks_of_the_budget(tmp_path: Path)
 
 
 def test_coalesced_keeps_every_row_in_order() -> None:
-    from penstock.exec.spill.external_sort import coalesced
+    from penstock.exec.spill.sort.external_sort import coalesced
 
     batches = [pa.record_batch([pa.array(range(s, s + n))], names=["x"]) for s, n in [(0, 3), (3, 0), (3, 4), (7, 2)]]
     tables = list(coalesced(iter(batches), 5))
@@ -296,9 +296,9 @@ def test_the_sample_counts_the_row_groups_it_reads(tmp_path: Path) -> None:
     """A fragment split by row group counted its whole file's rows, so the sample kept one
     row in 32 times too many: 2 x 10^9 rows' sample was 70 keys, its buckets uneven, most
     past twice a chunk and sorted whole on the host (the merge took 240 s)."""
-    from penstock.exec.spill.sort_input import SortInput
-    from penstock.exec.spill.sort_plan import SAMPLE_ROWS
-    from penstock.exec.spill.sort_sample import SAMPLE_GROUPS, sample_input
+    from penstock.exec.spill.sort.sort_input import SortInput
+    from penstock.exec.spill.sort.sort_plan import SAMPLE_ROWS
+    from penstock.exec.spill.sort.sort_sample import SAMPLE_GROUPS, sample_input
 
     rng = np.random.default_rng(9)
     table = pa.table({"k": rng.integers(-2**62, 2**62, 400_000), "p": np.arange(400_000)})

@@ -1,5 +1,5 @@
-"""Key words (exec/spill/sort_keys.py) and the word sorter (chunk_sort_words.py), run with
-numpy: the GPU runs the same steps under CuPy (tests/exec/spill/test_external_sort_gpu.py).
+"""Key words (exec/spill/sort/sort_keys.py) and the word sorter (chunk_sort_words.py), run with
+numpy: the GPU runs the same steps under CuPy (tests/exec/spill/sort/test_external_sort_gpu.py).
 Orders are compared with DuckDB's ORDER BY and buckets with the Arrow sorter's."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from penstock.exec.spill import external_sort
-from penstock.exec.spill.chunk_sort_host import HostChunkSorter, sort_table
-from penstock.exec.spill.chunk_sort_words import WordChunkSorter, word_sortable
-from penstock.exec.spill.external_sort import parse_keys, sort_files
+from penstock.exec.spill.sort import external_sort
+from penstock.exec.spill.sort.chunk_sort_host import HostChunkSorter, sort_table
+from penstock.exec.spill.sort.chunk_sort_words import WordChunkSorter, word_sortable
+from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
 
 ROWS = 20_000
 

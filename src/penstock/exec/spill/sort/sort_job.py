@@ -19,14 +19,14 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from penstock.exec.spill.chunk_sort_host import HostChunkSorter, Piece, sort_table
-from penstock.exec.spill.chunk_sort_words import WordChunkSorter
+from penstock.exec.spill.sort.chunk_sort_host import HostChunkSorter, Piece, sort_table
+from penstock.exec.spill.sort.chunk_sort_words import WordChunkSorter
 from penstock.exec.spill.directory import SpillDirectory
-from penstock.exec.spill.sort_files_io import close_quietly, open_writer
-from penstock.exec.spill.sort_keys import SortKey
-from penstock.exec.spill.sort_plan import HOST_SORTERS, SAMPLE_ROWS, SortPlan, plan_sort
-from penstock.exec.spill.sort_progress import Progress, as_progress, mib, share
-from penstock.exec.spill.sort_sample import sample_keys
+from penstock.exec.spill.sort.sort_files_io import close_quietly, open_writer
+from penstock.exec.spill.sort.sort_keys import SortKey
+from penstock.exec.spill.sort.sort_plan import HOST_SORTERS, SAMPLE_ROWS, SortPlan, plan_sort
+from penstock.exec.spill.sort.sort_progress import Progress, as_progress, mib, share
+from penstock.exec.spill.sort.sort_sample import sample_keys
 from penstock.exec.spill.stages import StageTimes, run_stages
 
 WRITERS = 4  # threads writing a chunk's pieces into their bucket files

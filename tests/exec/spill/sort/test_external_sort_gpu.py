@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from penstock.exec.spill.chunk_sort_words import WordChunkSorter
-from penstock.exec.spill.external_sort import parse_keys, sort_files
+from penstock.exec.spill.sort.chunk_sort_words import WordChunkSorter
+from penstock.exec.spill.sort.external_sort import parse_keys, sort_files
 from .test_chunk_sort_words import ORDERS, mixed, same_keys
 
 pytestmark = pytest.mark.gpu
